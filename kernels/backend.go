@@ -1,0 +1,113 @@
+package kernels
+
+import (
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// Tensor is backend-owned memory. Only the backend that made it may use it.
+type Tensor interface {
+	DType() tensor.DType
+	Shape() []int // row-major, outermost first; do not modify
+}
+
+// RoPEStyle selects how the pairs of a head are rotated.
+type RoPEStyle int
+
+const (
+	// RoPENormal rotates adjacent pairs (x[2i], x[2i+1]): the layout of
+	// llama.cpp's LLAMA_ROPE_TYPE_NORM, which Llama GGUF files need because
+	// the converter permuted the rows of Q and K.
+	RoPENormal RoPEStyle = iota
+	// RoPENeox rotates the halves (x[i], x[i+d/2]): HF's rotate_half,
+	// used by Qwen2 and by Llama weights from safetensors.
+	RoPENeox
+)
+
+// RoPEScaling selects a frequency scaling of RoPE.
+type RoPEScaling int
+
+const (
+	RoPEScaleNone   RoPEScaling = iota
+	RoPEScaleLinear             // positions divided by Factor
+	RoPEScaleLlama3             // Llama 3.1 smooth frequency interpolation
+)
+
+// RoPE describes a rotary position embedding. Frequencies are
+// theta^(-2i/HeadDim) for i in [0, HeadDim/2), then scaled.
+type RoPE struct {
+	Style   RoPEStyle
+	HeadDim int
+	Theta   float64
+	Scaling RoPEScaling
+	// Factor applies to Linear and Llama3 scaling.
+	Factor float64
+	// Llama3 scaling only.
+	LowFreqFactor, HighFreqFactor float64
+	OriginalMaxPositions          int
+}
+
+// Backend is the set of ops the models need. Shapes are given as
+// (rows, cols); "n" is the number of tokens in the batch.
+type Backend interface {
+	// Name is the registered name ("cpu", "vulkan").
+	Name() string
+	// Close frees everything the backend holds. Tensors become invalid.
+	Close() error
+
+	// NewTensor allocates a zeroed tensor. dt is F32, F16 or I32.
+	NewTensor(dt tensor.DType, shape ...int) (Tensor, error)
+	// Upload copies a weight (any dtype the backend supports for weights)
+	// to backend memory once. It fails with an error wrapping
+	// *tensor.UnsupportedDTypeError for a dtype the backend cannot use.
+	Upload(t tensor.Tensor) (Tensor, error)
+	// Free releases a tensor; it may be nil.
+	Free(t Tensor)
+
+	// SetF32 and SetI32 copy host data into a tensor of that dtype
+	// (len(src) must equal its element count).
+	SetF32(dst Tensor, src []float32) error
+	SetI32(dst Tensor, src []int32) error
+	// GetF32 and GetI32 wait for issued work and copy a tensor to the host.
+	// GetF32 of an F16 tensor converts to float32.
+	GetF32(src Tensor, dst []float32) error
+	GetI32(src Tensor, dst []int32) error
+	// Sync waits for all issued work and reports a device failure.
+	Sync() error
+
+	// GetRows: dst (n, cols) F32 = rows ids[i] of table (rows, cols),
+	// any weight dtype or F32. ids is I32 (n).
+	GetRows(dst, table, ids Tensor)
+	// MatMul: dst (n, m) = x (n, k) · wᵀ, w (m, k) of any weight dtype.
+	// Each dst element is one dot product whose summation order does not
+	// depend on n (batch invariance).
+	MatMul(dst, x, w Tensor)
+	// Add: dst (n, m) = a (n, m) + b, b of shape (n, m) or (m) broadcast
+	// over rows. dst may alias a.
+	Add(dst, a, b Tensor)
+	// Mul: dst = a * b elementwise, with the same broadcasting as Add.
+	Mul(dst, a, b Tensor)
+	// RMSNorm: dst (n, d) = x / sqrt(mean(x²) + eps) * w, w F32 (d).
+	// dst may alias x.
+	RMSNorm(dst, x, w Tensor, eps float32)
+	// RoPE rotates x (n, heads*HeadDim) in place; pos is I32 (n).
+	RoPE(x, pos Tensor, p RoPE)
+	// SwiGLU: dst (n, f) = silu(gate) * up. dst may alias gate.
+	SwiGLU(dst, gate, up Tensor)
+	// KVWrite: cache[cells[i]] = src[i] for rows i of src (n, kvDim);
+	// cache (cells, kvDim) is F32 or F16, cells I32 (n).
+	KVWrite(cache, src, cells Tensor)
+	// KVShift rotates rows cells[i] of a K cache by delta[i] positions
+	// (RoPE is additive in position). cells and delta are I32 (m).
+	KVShift(cache, cells, delta Tensor, p RoPE)
+	// Attention: dst (n, heads*headDim) = softmax(q·kᵀ·scale + mask)·v,
+	// per head, with grouped KV heads (heads is a multiple of kvHeads and
+	// query head h reads KV head h/(heads/kvHeads)). q (n, heads*headDim);
+	// k, v caches (cells, kvHeads*headDim); mask F32 (n, cells) holds 0 for
+	// a visible cell and -Inf otherwise. A row with no visible cell gives 0.
+	Attention(dst, q, k, v, mask Tensor, heads, kvHeads int, scale float32)
+	// Softmax over each row of x (n, m), in place.
+	Softmax(x Tensor)
+	// Argmax: dst I32 (n) = index of the largest element of each row of
+	// x (n, m); the first one on ties.
+	Argmax(dst, x Tensor)
+}

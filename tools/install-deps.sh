@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs when it is missing: Go modules are fetched
+# by the go command itself; system packages come from apt.
+set -euo pipefail
+need=()
+# (Vulkan packages join this list when the Vulkan backend lands.)
+for p in ; do
+  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi
+go mod download
