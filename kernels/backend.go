@@ -44,6 +44,10 @@ type RoPE struct {
 	// Llama3 scaling only.
 	LowFreqFactor, HighFreqFactor float64
 	OriginalMaxPositions          int
+	// FreqFactors, when set (HeadDim/2 values), divide each frequency
+	// instead of Scaling: llama.cpp's rope_freqs tensor, which its GGUF
+	// converter writes for Llama 3 scaling.
+	FreqFactors []float32
 }
 
 // Backend is the set of ops the models need. Shapes are given as

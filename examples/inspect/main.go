@@ -1,0 +1,130 @@
+// Command inspect prints what a model folder or GGUF file holds: format,
+// architecture, configuration, tensor count by dtype, parameter count and
+// file size.
+//
+//	go run ./examples/inspect [--json] PATH
+//
+// On a bad file it prints one line, "error: …", to stderr and exits 1.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/models"
+)
+
+// Report is what inspect prints.
+type Report struct {
+	Path        string         `json:"path"`
+	Format      string         `json:"format"`
+	Arch        string         `json:"architecture"`
+	Config      *models.Config `json:"config"`
+	Files       []string       `json:"files"`
+	FileBytes   int64          `json:"file_bytes"`
+	Tensors     int            `json:"tensors"`
+	ByDType     map[string]int `json:"tensors_by_dtype"`
+	Parameters  int64          `json:"parameters"`
+	GGUFVersion uint32         `json:"gguf_version,omitempty"`
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil { // never show a stack trace to a user
+			fmt.Fprintf(stderr, "error: internal error: %v\n", r)
+			code = 1
+		}
+	}()
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: inspect [--json] PATH (a model folder or a .gguf file)") }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	r, err := inspect(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(r)
+		return 0
+	}
+	printText(stdout, r)
+	return 0
+}
+
+func inspect(path string) (*Report, error) {
+	f, err := models.OpenFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := &Report{Path: path, Format: string(f.Format), Arch: f.Config.Arch, Config: f.Config,
+		Files: f.WeightPaths, FileBytes: f.Size, ByDType: map[string]int{}}
+	if f.GGUF != nil {
+		r.GGUFVersion = f.GGUF.Version
+	}
+	for _, t := range f.Weights.Tensors() {
+		r.Tensors++
+		r.ByDType[t.DType.String()]++
+		r.Parameters += t.NumElements()
+	}
+	return r, nil
+}
+
+func printText(w io.Writer, r *Report) {
+	c := r.Config
+	fmt.Fprintf(w, "path:          %s\n", r.Path)
+	fmt.Fprintf(w, "format:        %s", r.Format)
+	if r.GGUFVersion != 0 {
+		fmt.Fprintf(w, " v%d", r.GGUFVersion)
+	}
+	fmt.Fprintf(w, "\narchitecture:  %s\n", r.Arch)
+	fmt.Fprintf(w, "file size:     %s (%d files)\n", humanBytes(r.FileBytes), len(r.Files))
+	fmt.Fprintf(w, "parameters:    %d (%.1fM)\n", r.Parameters, float64(r.Parameters)/1e6)
+	names := make([]string, 0, len(r.ByDType))
+	for k := range r.ByDType {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "tensors:       %d:", r.Tensors)
+	for _, k := range names {
+		fmt.Fprintf(w, " %s×%d", k, r.ByDType[k])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "config:\n  vocab %d, hidden %d, intermediate %d, layers %d\n", c.VocabSize, c.HiddenSize, c.IntermediateSize, c.NumLayers)
+	fmt.Fprintf(w, "  heads %d, kv heads %d, head dim %d, max positions %d\n", c.NumHeads, c.NumKVHeads, c.HeadDim, c.MaxPositions)
+	fmt.Fprintf(w, "  rms eps %g, rope theta %g", c.RMSNormEps, c.RoPETheta)
+	if s := c.RoPEScaling; s != nil {
+		fmt.Fprintf(w, ", rope scaling %s ×%g", s.Type, s.Factor)
+	}
+	fmt.Fprintf(w, "\n  tied embeddings %v, attention bias %v, bos %v, eos %v\n", c.TieEmbedding, c.AttentionBias, c.BOS, c.EOS)
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	default:
+		return fmt.Sprintf("%d B", n)
+	}
+}

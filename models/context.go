@@ -1,0 +1,245 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kv"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// SeqID names a sequence in the KV cache.
+type SeqID = kv.SeqID
+
+// Batch is one forward pass in SoA form, as llama_batch: token i is
+// Token[i] at position Pos[i], belongs to the sequences Seq[i] (usually
+// one), and Logits[i] asks for its output row. Any mix of sequences,
+// prefill and decode may share a batch.
+type Batch struct {
+	Token  []int32
+	Pos    []int32
+	Seq    [][]SeqID
+	Logits []bool
+}
+
+// Add appends one token to the batch.
+func (b *Batch) Add(token, pos int32, logits bool, seqs ...SeqID) {
+	b.Token = append(b.Token, token)
+	b.Pos = append(b.Pos, pos)
+	b.Seq = append(b.Seq, seqs)
+	b.Logits = append(b.Logits, logits)
+}
+
+// Len is the number of tokens.
+func (b *Batch) Len() int { return len(b.Token) }
+
+// ContextParams size a Context.
+type ContextParams struct {
+	// ContextLen is the number of KV cells (tokens over all sequences).
+	// Default: min(MaxPositions, 4096).
+	ContextLen int
+	// MaxSeqs bounds sequence ids to [0, MaxSeqs). Default 1.
+	MaxSeqs int
+	// BatchSize is the most tokens one Decode takes. Default 512.
+	BatchSize int
+	// KVType is the cache element type, F32 (default) or F16.
+	KVType tensor.DType
+}
+
+// ErrBadBatch wraps every batch validation failure; nothing changed.
+var ErrBadBatch = errors.New("models: bad batch")
+
+// Context runs forward passes of a Model over its own KV cache. One
+// goroutine owns a Context at a time.
+type Context struct {
+	m      *Model
+	p      ContextParams
+	cache  *kv.Cache
+	kCache []kernels.Tensor // per layer (cells, kvHeads*headDim)
+	vCache []kernels.Tensor
+
+	scratch map[int]*scratch // by token count
+
+	logits    []float32 // (len(outputIDs), vocab)
+	outputIDs []int     // batch indices with logits, in batch order
+	outRow    []int     // batch index → row in logits, -1 if none
+}
+
+// NewContext allocates the KV cache and output buffers.
+func (m *Model) NewContext(p ContextParams) (*Context, error) {
+	c := m.Config
+	if p.ContextLen == 0 {
+		p.ContextLen = min(c.MaxPositions, 4096)
+	}
+	if p.MaxSeqs == 0 {
+		p.MaxSeqs = 1
+	}
+	if p.BatchSize == 0 {
+		p.BatchSize = 512
+	}
+	if p.KVType == tensor.Invalid {
+		p.KVType = tensor.F32
+	}
+	switch {
+	case p.ContextLen < 1 || p.ContextLen > 1<<22:
+		return nil, fmt.Errorf("models: ContextLen %d out of range [1, %d]", p.ContextLen, 1<<22)
+	case p.MaxSeqs < 1 || p.MaxSeqs > kv.MaxSeqs:
+		return nil, fmt.Errorf("models: MaxSeqs %d out of range [1, %d]", p.MaxSeqs, kv.MaxSeqs)
+	case p.BatchSize < 1 || p.BatchSize > 1<<16:
+		return nil, fmt.Errorf("models: BatchSize %d out of range [1, %d]", p.BatchSize, 1<<16)
+	case p.KVType != tensor.F32 && p.KVType != tensor.F16:
+		return nil, fmt.Errorf("models: KVType %v unsupported (F32 or F16)", p.KVType)
+	}
+	cache, err := kv.New(p.ContextLen, p.MaxSeqs)
+	if err != nil {
+		return nil, err
+	}
+	ctx := &Context{m: m, p: p, cache: cache, scratch: map[int]*scratch{}}
+	kvDim := c.NumKVHeads * c.HeadDim
+	for range c.NumLayers {
+		k, err := m.backend.NewTensor(p.KVType, p.ContextLen, kvDim)
+		if err != nil {
+			ctx.Close()
+			return nil, err
+		}
+		ctx.kCache = append(ctx.kCache, k)
+		v, err := m.backend.NewTensor(p.KVType, p.ContextLen, kvDim)
+		if err != nil {
+			ctx.Close()
+			return nil, err
+		}
+		ctx.vCache = append(ctx.vCache, v)
+	}
+	return ctx, nil
+}
+
+// Close frees the cache and scratch tensors.
+func (ctx *Context) Close() error {
+	b := ctx.m.backend
+	for _, t := range ctx.kCache {
+		b.Free(t)
+	}
+	for _, t := range ctx.vCache {
+		b.Free(t)
+	}
+	ctx.kCache, ctx.vCache = nil, nil
+	for n, s := range ctx.scratch {
+		s.free(b)
+		delete(ctx.scratch, n)
+	}
+	return nil
+}
+
+// Params returns the context's parameters with defaults filled in.
+func (ctx *Context) Params() ContextParams { return ctx.p }
+
+// Cache exposes the cell metadata (read-only use: Used, SeqPosMax, …).
+func (ctx *Context) Cache() *kv.Cache { return ctx.cache }
+
+// validate checks a batch before anything changes.
+func (ctx *Context) validate(b Batch) error {
+	n := len(b.Token)
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadBatch, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case n == 0:
+		return bad("empty")
+	case len(b.Pos) != n || len(b.Seq) != n || len(b.Logits) != n:
+		return bad("lengths differ: %d tokens, %d positions, %d seq sets, %d logits flags", n, len(b.Pos), len(b.Seq), len(b.Logits))
+	case n > ctx.p.BatchSize:
+		return bad("%d tokens exceed the batch size %d", n, ctx.p.BatchSize)
+	}
+	vocab := int32(ctx.m.Config.VocabSize)
+	for i := range n {
+		if b.Token[i] < 0 || b.Token[i] >= vocab {
+			return bad("token %d at index %d outside the vocabulary [0, %d)", b.Token[i], i, vocab)
+		}
+		if b.Pos[i] < 0 {
+			return bad("negative position %d at index %d", b.Pos[i], i)
+		}
+		if len(b.Seq[i]) == 0 {
+			return bad("token at index %d belongs to no sequence", i)
+		}
+		for _, s := range b.Seq[i] {
+			if s < 0 || int(s) >= ctx.p.MaxSeqs {
+				return bad("sequence id %d at index %d outside [0, %d)", s, i, ctx.p.MaxSeqs)
+			}
+		}
+	}
+	return nil
+}
+
+// Decode runs one forward pass over the batch. On any error the cache is
+// as it was before the call: a full cache gives an error wrapping
+// kv.ErrNoSlot, a malformed batch one wrapping ErrBadBatch. It never evicts.
+func (ctx *Context) Decode(b Batch) error {
+	if err := ctx.validate(b); err != nil {
+		return err
+	}
+	kb := kv.Batch{Pos: make([]kv.Pos, len(b.Pos)), Seq: b.Seq}
+	for i, p := range b.Pos {
+		kb.Pos[i] = kv.Pos(p)
+	}
+	slot, err := ctx.cache.Prepare(kb)
+	if err != nil {
+		return fmt.Errorf("models: decode: %w", err)
+	}
+	ctx.cache.Apply(slot)
+	if err := ctx.forward(b, kb, slot.Cells()); err != nil {
+		ctx.cache.Rollback(slot)
+		ctx.outputIDs, ctx.logits = nil, nil
+		return fmt.Errorf("models: decode: %w", err)
+	}
+	return nil
+}
+
+// Logits returns the output row of batch index i of the last Decode, or
+// nil if that token did not ask for logits. The slice is the context's and
+// valid until the next Decode.
+func (ctx *Context) Logits(i int) []float32 {
+	if i < 0 || i >= len(ctx.outRow) || ctx.outRow[i] < 0 {
+		return nil
+	}
+	v := ctx.m.Config.VocabSize
+	r := ctx.outRow[i]
+	return ctx.logits[r*v : (r+1)*v : (r+1)*v]
+}
+
+// OutputIDs lists the batch indices of the last Decode that have logits,
+// in batch order.
+func (ctx *Context) OutputIDs() []int { return ctx.outputIDs }
+
+// applyShifts re-rotates K cells whose positions SeqAdd/SeqDiv changed.
+func (ctx *Context) applyShifts() error {
+	cells, delta := ctx.cache.TakeShifts()
+	if len(cells) == 0 {
+		return nil
+	}
+	b := ctx.m.backend
+	ct, err := b.NewTensor(tensor.I32, len(cells))
+	if err != nil {
+		return err
+	}
+	defer b.Free(ct)
+	dt, err := b.NewTensor(tensor.I32, len(delta))
+	if err != nil {
+		return err
+	}
+	defer b.Free(dt)
+	if err := b.SetI32(ct, cells); err != nil {
+		return err
+	}
+	if err := b.SetI32(dt, delta); err != nil {
+		return err
+	}
+	for _, k := range ctx.kCache {
+		b.KVShift(k, ct, dt, ctx.m.rope)
+	}
+	return b.Sync()
+}
+
+// negInf fills masks.
+var negInf = float32(math.Inf(-1))

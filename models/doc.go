@@ -1,0 +1,28 @@
+// Package models opens Llama-family models (Llama, Qwen2) from HF
+// safetensors folders and GGUF files and runs their decoder over a
+// unified-cell KV cache.
+//
+//	m, err := models.Open("path/to/model")          // folder or .gguf
+//	ctx, err := m.NewContext(models.ContextParams{ContextLen: 2048, MaxSeqs: 4})
+//	var b models.Batch
+//	b.Add(tok, pos, true, 0)                        // token, position, logits?, seq ids
+//	err = ctx.Decode(b)                             // one forward over the whole batch
+//	row := ctx.Logits(0)                            // (vocab) logits of batch index 0
+//
+// Layout. A folder holds config.json, tokenizer.json and either one
+// *.safetensors or a *.safetensors.index.json with its shards. The config
+// (or GGUF metadata) is parsed and the architecture checked before any
+// weight is read. HF and GGUF weight names map to the same weights
+// (weights.go); 1-D weights (norms, biases) are converted to F32 at load
+// time, matrices stay in the file's dtype and are multiplied in it.
+//
+// Llama GGUF files from llama.cpp have the rows of Q and K permuted for the
+// "normal" RoPE layout; vkllm runs them with kernels.RoPENormal instead of
+// undoing the permutation (rope_freqs, llama.cpp's Llama 3 scaling
+// factors, are used when present). Safetensors and Qwen2 use NeoX RoPE.
+//
+// Context.Decode validates the batch, reserves cells (kv.Cache.Prepare),
+// writes their metadata, runs the forward, and on failure rolls the cells
+// back: an error leaves the cache exactly as it was. The KV operations
+// (SeqRm, SeqCp, SeqKeep, SeqAdd, SeqDiv) have llama.cpp's semantics.
+package models

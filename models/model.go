@@ -1,0 +1,110 @@
+package models
+
+import (
+	"fmt"
+
+	"github.com/vkllm/vkllm/kernels"
+)
+
+// Model is an opened model whose weights live on a backend. It is safe to
+// share between Contexts (each owns its cache); the weights are read-only.
+type Model struct {
+	Files  *Files
+	Config *Config
+
+	backend    kernels.Backend
+	ownBackend bool
+	w          *weights
+	rope       kernels.RoPE
+}
+
+type options struct {
+	backend     kernels.Backend
+	backendName string
+	kopts       kernels.Options
+}
+
+// Option configures Open.
+type Option func(*options)
+
+// WithBackend runs the model on b. The caller keeps ownership of b.
+func WithBackend(b kernels.Backend) Option { return func(o *options) { o.backend = b } }
+
+// WithBackendName opens the named backend ("cpu", "vulkan", "auto"); the
+// model closes it on Close. The default is "cpu".
+func WithBackendName(name string, opts kernels.Options) Option {
+	return func(o *options) { o.backendName, o.kopts = name, opts }
+}
+
+// Open opens a HF model folder or a GGUF file and puts its weights on a
+// backend. See OpenFiles for the folder rules.
+func Open(path string, opts ...Option) (*Model, error) {
+	o := options{backendName: "cpu"}
+	for _, f := range opts {
+		f(&o)
+	}
+	files, err := OpenFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Files: files, Config: files.Config, backend: o.backend}
+	if m.backend == nil {
+		if m.backend, err = kernels.Open(o.backendName, o.kopts); err != nil {
+			files.Close()
+			return nil, fmt.Errorf("models: %w", err)
+		}
+		m.ownBackend = true
+	}
+	if m.w, err = loadWeights(files, m.backend); err != nil {
+		m.Close()
+		return nil, err
+	}
+	m.rope = ropeOf(files, m.w.freqFactors)
+	return m, nil
+}
+
+// ropeOf derives the RoPE of a model. llama.cpp's converter permutes the Q
+// and K rows of Llama models so that its "normal" layout (adjacent pairs)
+// equals HF's rotate_half; rather than undo the permutation at load time,
+// vkllm runs such GGUF files with RoPENormal. Everything else uses NeoX.
+func ropeOf(f *Files, freqFactors []float32) kernels.RoPE {
+	c := f.Config
+	r := kernels.RoPE{Style: kernels.RoPENeox, HeadDim: c.HeadDim, Theta: c.RoPETheta, FreqFactors: freqFactors}
+	if f.Format == FormatGGUF && f.Arch.GGUFPermutedQK {
+		r.Style = kernels.RoPENormal
+	}
+	if s := c.RoPEScaling; s != nil && freqFactors == nil {
+		switch s.Type {
+		case "linear":
+			r.Scaling, r.Factor = kernels.RoPEScaleLinear, s.Factor
+		case "llama3":
+			r.Scaling, r.Factor = kernels.RoPEScaleLlama3, s.Factor
+			r.LowFreqFactor, r.HighFreqFactor = s.LowFreqFactor, s.HighFreqFactor
+			r.OriginalMaxPositions = s.OriginalMaxPositions
+		}
+	}
+	return r
+}
+
+// Backend is the backend the weights live on.
+func (m *Model) Backend() kernels.Backend { return m.backend }
+
+// Close frees the weights, closes the backend if Open opened it and unmaps
+// the files. Contexts of the model must be closed first.
+func (m *Model) Close() error {
+	if m.w != nil && m.backend != nil {
+		m.w.free(m.backend)
+		m.w = nil
+	}
+	var err error
+	if m.ownBackend && m.backend != nil {
+		err = m.backend.Close()
+		m.backend = nil
+	}
+	if m.Files != nil {
+		if e := m.Files.Close(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
