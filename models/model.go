@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/vkllm/vkllm/kernels"
+	_ "github.com/vkllm/vkllm/kernels/cpu" // the default backend is always there
 )
 
 // Model is an opened model whose weights live on a backend. It is safe to

@@ -1,0 +1,161 @@
+package models
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/sampler"
+)
+
+// golden is a testdata/models/*.golden.json (schema in testdata/README.md).
+type golden struct {
+	Model, Source, DType string
+	VocabSize            int `json:"vocab_size"`
+	Prompts              []struct {
+		Tokens []int32
+		Logits [][]float32 // (positions, vocab)
+		Greedy []int32
+		Top5   [][]sampler.Logprob
+		Margin []float64
+	}
+}
+
+const testdata = "../testdata/models"
+
+func loadGolden(t *testing.T, name string) *golden {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testdata, name+".golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g golden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	return &g
+}
+
+func openTest(t *testing.T, path string) *Model {
+	t.Helper()
+	m, err := Open(path, WithBackend(cpu.New(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// parityCases: model path → golden name.
+var parityCases = []struct{ path, golden string }{
+	{"qwen2-tiny", "qwen2-tiny"},
+	{"llama-tiny", "llama-tiny"},
+	{"llama-tiny-sharded", "llama-tiny"},
+	{"qwen2-tiny-F32.gguf", "qwen2-tiny-F32"},
+	{"qwen2-tiny-F16.gguf", "qwen2-tiny-F16"},
+	{"qwen2-tiny-BF16.gguf", "qwen2-tiny-BF16"},
+	{"qwen2-tiny-Q8_0.gguf", "qwen2-tiny-Q8_0"},
+	{"qwen2-tiny-Q4_0.gguf", "qwen2-tiny-Q4_0"},
+	{"qwen2-tiny-Q4_1.gguf", "qwen2-tiny-Q4_1"},
+	{"llama-tiny-F32.gguf", "llama-tiny-F32"},
+	{"llama-tiny-F16.gguf", "llama-tiny-F16"},
+	{"llama-tiny-BF16.gguf", "llama-tiny-BF16"},
+	{"llama-tiny-Q8_0.gguf", "llama-tiny-Q8_0"},
+	{"llama-tiny-Q4_0.gguf", "llama-tiny-Q4_0"},
+	{"llama-tiny-Q4_1.gguf", "llama-tiny-Q4_1"},
+}
+
+// TestParity runs every golden prompt through Decode and checks:
+//   - the logits at every prompt position within 1e-4 × max|logit| of
+//     transformers (the references of GGUF copies run on the very weights
+//     dequantised from that file, so the bound holds for every dtype);
+//   - 32 greedy steps, teacher-forced along the reference's tokens: our
+//     token is in the reference top-5 and the reference's is in ours, and
+//     they are equal wherever the reference's top-2 margin exceeds 1e-2.
+func TestParity(t *testing.T) {
+	for _, c := range parityCases {
+		t.Run(c.path, func(t *testing.T) {
+			g := loadGolden(t, c.golden)
+			m := openTest(t, filepath.Join(testdata, c.path))
+			ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ctx.Close()
+			for pi, p := range g.Prompts {
+				if err := ctx.Release(0); err != nil {
+					t.Fatal(err)
+				}
+				var b Batch
+				for i, tok := range p.Tokens {
+					b.Add(tok, int32(i), true, 0)
+				}
+				if err := ctx.Decode(b); err != nil {
+					t.Fatal(err)
+				}
+				for i := range p.Tokens {
+					checkLogits(t, ctx.Logits(i), p.Logits[i], pi, i)
+				}
+				logits := ctx.Logits(len(p.Tokens) - 1)
+				for step, want := range p.Greedy {
+					if step > 0 {
+						if logits, err = ctx.DecodeToken(0, p.Greedy[step-1]); err != nil {
+							t.Fatal(err)
+						}
+					}
+					checkStep(t, logits, want, p.Top5[step], p.Margin[step], pi, step)
+				}
+			}
+		})
+	}
+}
+
+func checkLogits(t *testing.T, got, want []float32, prompt, pos int) {
+	t.Helper()
+	var scale float64
+	for _, v := range want {
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	for j := range want {
+		if d := math.Abs(float64(got[j] - want[j])); d > 1e-4*scale {
+			t.Fatalf("prompt %d pos %d token %d: logit %v, want %v (|diff| %.3g > %.3g)", prompt, pos, j, got[j], want[j], d, 1e-4*scale)
+		}
+	}
+}
+
+// checkStep is vLLM's check_logprobs_close for one step, plus exact
+// greedy agreement where the reference is not near a tie.
+func checkStep(t *testing.T, logits []float32, want int32, top5 []sampler.Logprob, margin float64, prompt, step int) {
+	t.Helper()
+	got := argmax(logits)
+	inTop := func(id int32, top []sampler.Logprob) bool {
+		for _, e := range top {
+			if e.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	if !inTop(got, top5) {
+		t.Fatalf("prompt %d step %d: our token %d not in the reference top-5 %v", prompt, step, got, top5)
+	}
+	if ours := sampler.TopLogprobs(logits, 5); !inTop(want, ours) {
+		t.Fatalf("prompt %d step %d: reference token %d not in our top-5 %v", prompt, step, want, ours)
+	}
+	if got != want && margin > 1e-2 {
+		t.Fatalf("prompt %d step %d: token %d, want %d (reference margin %.3g)", prompt, step, got, want, margin)
+	}
+}
+
+func argmax(row []float32) int32 {
+	best := 0
+	for i, v := range row {
+		if v > row[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
