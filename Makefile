@@ -10,6 +10,7 @@ PYTHON    ?= python3
 
 run: $(GGUF)
 	go run ./examples/inspect $(GGUF)
+	go run ./examples/generate --model $(GGUF) --prompt "The capital of France is" --max-tokens 32
 
 test: deps
 	go vet ./...

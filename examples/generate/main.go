@@ -101,8 +101,11 @@ func generate(ctx context.Context, c config, stdout io.Writer) error {
 	}
 	defer m.Close()
 	tok, err := newTextCodec(m)
-	if err != nil && c.prompt != "" {
-		return err
+	if err != nil {
+		if c.prompt != "" {
+			return err
+		}
+		tok = nil // --tokens still works; text is left out
 	}
 	var prompt []int32
 	if c.tokens != "" {

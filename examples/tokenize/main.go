@@ -1,0 +1,84 @@
+// Command tokenize prints the token ids of the text on stdin.
+//
+//	go run ./examples/tokenize --model PATH [--add-special] [--json] < text.txt
+//
+// PATH is a folder holding tokenizer.json (and maybe tokenizer_config.json),
+// a tokenizer.json file, or a .gguf file. The ids are printed space-separated
+// on one line, or as {"ids":[…]} with --json. --add-special adds the
+// special tokens the tokenizer's post-processor adds (e.g. Llama's BOS).
+//
+// On an error it prints one line, "error: …", to stderr and exits 1.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/vkllm/vkllm/tokenizer"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "", "folder with tokenizer.json, a tokenizer.json, or a .gguf file")
+	addSpecial := fs.Bool("add-special", false, "add the post-processor's special tokens (BOS…)")
+	asJSON := fs.Bool("json", false, `print {"ids":[…]}`)
+	// The --chat FILE.json mode (render a chat template, then tokenize) is
+	// added here by the chat-template work; see its flag and branch below.
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *model == "" {
+		fmt.Fprintln(stderr, "error: --model PATH is required")
+		return 2
+	}
+	tok, err := load(*model)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	text, err := io.ReadAll(stdin)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	// (chat mode goes here: text = rendered template of the --chat messages.)
+	ids, err := tok.Encode(string(text), *addSpecial)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	if *asJSON {
+		if ids == nil {
+			ids = []int32{}
+		}
+		b, _ := json.Marshal(struct {
+			IDs []int32 `json:"ids"`
+		}{ids})
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	fmt.Fprintln(stdout, strings.Join(parts, " "))
+	return 0
+}
+
+// load opens a tokenizer from a folder, a tokenizer.json or a .gguf file.
+func load(path string) (*tokenizer.Tokenizer, error) {
+	if strings.HasSuffix(strings.ToLower(path), ".gguf") {
+		return loadGGUF(path)
+	}
+	return tokenizer.FromFile(path)
+}
