@@ -73,7 +73,7 @@ func TestFromGGUFRealFile(t *testing.T) {
 	home, _ := os.UserHomeDir()
 	path := filepath.Join(home, ".cache", "vkllm", "smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 	if _, err := os.Stat(path); err != nil {
-		t.Skip("no", path)
+		t.Skipf("real model not found at %s: run `make real-model`", path)
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
