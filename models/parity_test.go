@@ -74,7 +74,8 @@ var parityCases = []struct{ path, golden string }{
 //     dequantised from that file, so the bound holds for every dtype);
 //   - 32 greedy steps, teacher-forced along the reference's tokens: our
 //     token is in the reference top-5 and the reference's is in ours, and
-//     they are equal wherever the reference's top-2 margin exceeds 1e-2.
+//     they are equal wherever the reference's top-2 margin exceeds 1e-2 —
+//     and at every step for F32 models.
 func TestParity(t *testing.T) {
 	for _, c := range parityCases {
 		t.Run(c.path, func(t *testing.T) {
@@ -107,6 +108,9 @@ func TestParity(t *testing.T) {
 						}
 					}
 					checkStep(t, logits, want, p.Top5[step], p.Margin[step], pi, step)
+					if g.DType == "F32" && argmax(logits) != want {
+						t.Fatalf("prompt %d step %d: F32 greedy token %d, want %d", pi, step, argmax(logits), want)
+					}
 				}
 			}
 		})
