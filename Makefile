@@ -13,12 +13,12 @@ run: $(GGUF)
 	go run ./examples/generate --model $(GGUF) --prompt "The capital of France is" --max-tokens 32
 
 # Packages with goroutines also run under the race detector.
-RACE_PKGS ?= ./kernels/cpu ./kv ./sampler
+RACE_PKGS ?= ./kernels/cpu ./kv ./sampler ./engine
 
 test: deps
 	go vet ./...
 	go test ./...
-	go test -race $(RACE_PKGS)
+	go test -race -short $(RACE_PKGS)
 	CGO_ENABLED=0 go build ./...
 
 # deps installs the system packages the tests need when they are missing.

@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vkllm/vkllm/models"
+	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tokenizer"
+)
+
+// Errors of Add. Params outside their range come as *sampler.FieldError.
+var (
+	ErrDuplicateID = errors.New("engine: request id already in use")
+	ErrEmptyID     = errors.New("engine: empty request id")
+	ErrBadToken    = errors.New("engine: prompt token outside the vocabulary")
+	ErrNoTokenizer = errors.New("engine: stop strings need a tokenizer")
+)
+
+// Config tunes an Engine. Zero values take the defaults.
+type Config struct {
+	// MaxBatchTokens is the token budget of one step (prefill chunks plus
+	// decodes). Default and maximum: the Context's BatchSize.
+	MaxBatchTokens int
+	// EOS ends a request unless its Params.IgnoreEOS. Default: the model
+	// config's eos ids and the tokenizer's.
+	EOS []int32
+}
+
+// Engine schedules requests over one Context. It is not safe for
+// concurrent use: one goroutine owns it (LLM does this).
+type Engine struct {
+	ctx    *models.Context
+	tok    *tokenizer.Tokenizer
+	eos    []int32
+	vocab  int
+	maxLen int // tokens one sequence may hold: min(cells, positions)
+
+	sched   *scheduler
+	run     *runner
+	byID    map[string]*sequence // unfinished requests
+	pending []Output             // finished outside Step (aborts), reported by the next Step
+
+	preemptions int // so far (tests and stats)
+}
+
+// New returns an Engine over ctx, a Context of m. tok may be nil: outputs
+// then carry tokens only and stop strings are refused.
+func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Config) (*Engine, error) {
+	cp := ctx.Params()
+	if cfg.MaxBatchTokens == 0 {
+		cfg.MaxBatchTokens = cp.BatchSize
+	}
+	if cfg.MaxBatchTokens < 1 || cfg.MaxBatchTokens > cp.BatchSize {
+		return nil, fmt.Errorf("engine: MaxBatchTokens %d out of range [1, %d]", cfg.MaxBatchTokens, cp.BatchSize)
+	}
+	eos := cfg.EOS
+	if eos == nil {
+		eos = append(eos, m.Config.EOS...)
+		if tok != nil {
+			eos = append(eos, tok.EOS()...)
+		}
+	}
+	e := &Engine{ctx: ctx, tok: tok, eos: eos, vocab: m.Config.VocabSize,
+		maxLen: min(cp.ContextLen, m.Config.MaxPositions), byID: map[string]*sequence{}}
+	e.sched = newScheduler(schedulerConfig{maxSeqs: cp.MaxSeqs, maxTokens: cfg.MaxBatchTokens, maxLen: e.maxLen})
+	e.run = newRunner(ctx)
+	return e, nil
+}
+
+// MaxLen is the most tokens (prompt and output) one request may hold.
+func (e *Engine) MaxLen() int { return e.maxLen }
+
+// Add queues a request. Its Params are validated here; an invalid request
+// is refused with an error (a *sampler.FieldError for a parameter).
+func (e *Engine) Add(r Request) error {
+	switch {
+	case r.ID == "":
+		return ErrEmptyID
+	case e.byID[r.ID] != nil:
+		return fmt.Errorf("%w: %q", ErrDuplicateID, r.ID)
+	case len(r.Prompt) == 0:
+		return sampler.ErrEmptyPrompt
+	case len(r.Params.Stop) > 0 && e.tok == nil:
+		return ErrNoTokenizer
+	}
+	for i, t := range r.Prompt {
+		if t < 0 || int(t) >= e.vocab {
+			return fmt.Errorf("%w: %d at %d (vocabulary %d)", ErrBadToken, t, i, e.vocab)
+		}
+	}
+	if err := r.Params.Validate(e.vocab); err != nil {
+		return err
+	}
+	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1,
+		tokens: append(make([]int32, 0, len(r.Prompt)+16), r.Prompt...)}
+	p := &q.post
+	p.params = r.Params
+	p.params.Stop = append([]string(nil), r.Params.Stop...)
+	p.sampler = sampler.New(r.Params, r.Prompt)
+	if e.tok != nil {
+		p.dec = e.tok.NewDecoder()
+	}
+	p.maxTokens = r.Params.MaxTokens
+	if p.maxTokens == 0 {
+		p.maxTokens = max(e.maxLen-len(r.Prompt), 1)
+	}
+	p.stopIDs = map[int32]bool{}
+	for _, id := range r.Params.StopTokenIDs {
+		p.stopIDs[id] = true
+	}
+	if !r.Params.IgnoreEOS {
+		for _, id := range e.eos {
+			p.stopIDs[id] = true
+		}
+	}
+	e.byID[r.ID] = q
+	e.sched.add(q)
+	return nil
+}
+
+// Abort ends a request now: its cells are freed at once and its final
+// Output (reason "abort") comes with the next Step. It reports whether the
+// request was unfinished.
+func (e *Engine) Abort(id string) bool {
+	q := e.byID[id]
+	if q == nil {
+		return false
+	}
+	if err := e.finish(q, FinishedAborted); err != nil {
+		return false
+	}
+	e.pending = append(e.pending, e.final(q, Output{ID: q.id}))
+	return true
+}
+
+// HasUnfinished reports whether a Step has anything to do or report.
+func (e *Engine) HasUnfinished() bool { return len(e.byID) > 0 || len(e.pending) > 0 }
+
+// Step runs one engine iteration: schedule, run, postprocess. It returns
+// an Output for every request that drew a token or finished. On error
+// (the forward pass failed) no request moved on; the error wraps the
+// Context's.
+func (e *Engine) Step() ([]Output, error) {
+	outs := e.pending
+	e.pending = nil
+	sc, err := e.sched.next(e.run.freeCells())
+	if err != nil {
+		return outs, err
+	}
+	e.preemptions += len(sc.preempted)
+	for _, q := range sc.preempted {
+		if err := e.run.release(q); err != nil {
+			return outs, err
+		}
+	}
+	for _, q := range sc.ignored {
+		delete(e.byID, q.id)
+		outs = append(outs, e.final(q, Output{ID: q.id, Reason: q.reason}))
+	}
+	if len(sc.chunks) == 0 {
+		return outs, nil
+	}
+	logits, err := e.run.run(sc.chunks)
+	if err != nil {
+		return outs, err
+	}
+	for i, c := range sc.chunks {
+		q := c.seq
+		q.numCached += c.n
+		if !c.sample {
+			continue
+		}
+		out, final := e.accept(q, logits[i])
+		if final != Running {
+			if err := e.finish(q, final); err != nil {
+				return outs, err
+			}
+			out = e.final(q, out)
+		} else {
+			out.Usage = e.usage(q)
+		}
+		outs = append(outs, out)
+	}
+	return outs, nil
+}
+
+// finish moves q to a final state and gives back its cells.
+func (e *Engine) finish(q *sequence, to State) error {
+	if err := transition(q.id, &q.state, to); err != nil {
+		return err
+	}
+	e.sched.remove(q)
+	delete(e.byID, q.id)
+	return e.run.release(q)
+}
+
+// final fills the closing fields of q's last Output.
+func (e *Engine) final(q *sequence, out Output) Output {
+	out.Finished = true
+	out.FinishReason = q.state.FinishReason()
+	out.Usage = e.usage(q)
+	return out
+}
+
+func (e *Engine) usage(q *sequence) Usage {
+	return Usage{PromptTokens: q.numPrompt, CompletionTokens: len(q.tokens) - q.numPrompt}
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vkllm/vkllm/sampler"
+)
+
+// Request is one generation request. Prompt holds token ids; ID must be
+// unique among the engine's unfinished requests.
+type Request struct {
+	ID     string
+	Prompt []int32
+	Params sampler.Params
+}
+
+// State is where a request is in its life.
+type State uint8
+
+const (
+	Waiting              State = iota // queued, never run
+	Running                           // has (or is getting) cells and a sequence id
+	Preempted                         // cells freed; waits to re-prefill prompt+output
+	FinishedStopped                   // EOS, a stop token or a stop string
+	FinishedLengthCapped              // max_tokens or the context length
+	FinishedAborted                   // Abort, or its caller went away
+	FinishedIgnored                   // could never run (prompt longer than the context)
+	numStates
+)
+
+var stateNames = [numStates]string{"waiting", "running", "preempted",
+	"finished_stopped", "finished_length_capped", "finished_aborted", "finished_ignored"}
+
+func (s State) String() string {
+	if s < numStates {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Finished reports whether s is a final state.
+func (s State) Finished() bool { return s >= FinishedStopped && s < numStates }
+
+// FinishReason is the OpenAI finish_reason of a final state ("" otherwise).
+func (s State) FinishReason() string {
+	switch s {
+	case FinishedStopped:
+		return "stop"
+	case FinishedLengthCapped:
+		return "length"
+	case FinishedAborted:
+		return "abort"
+	case FinishedIgnored:
+		return "ignored"
+	}
+	return ""
+}
+
+// transitions[from][to] is true when the move is legal. Final states have
+// no way out.
+var transitions = [numStates][numStates]bool{
+	Waiting:   {Running: true, FinishedAborted: true, FinishedIgnored: true},
+	Running:   {Preempted: true, FinishedStopped: true, FinishedLengthCapped: true, FinishedAborted: true},
+	Preempted: {Running: true, FinishedAborted: true},
+}
+
+// ErrBadTransition is wrapped by every *TransitionError.
+var ErrBadTransition = errors.New("engine: illegal state transition")
+
+// TransitionError is a move the transition table forbids: a bug in the
+// engine, reported rather than carried out.
+type TransitionError struct {
+	ID       string
+	From, To State
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("engine: request %q cannot go from %v to %v", e.ID, e.From, e.To)
+}
+
+func (e *TransitionError) Unwrap() error { return ErrBadTransition }
+
+// CanTransition reports whether a request may go from one state to another.
+func CanTransition(from, to State) bool {
+	return from < numStates && to < numStates && transitions[from][to]
+}
+
+// transition moves a request to state to, or fails leaving it unchanged.
+func transition(id string, s *State, to State) error {
+	if !CanTransition(*s, to) {
+		return &TransitionError{ID: id, From: *s, To: to}
+	}
+	*s = to
+	return nil
+}

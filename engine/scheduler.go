@@ -1,0 +1,132 @@
+package engine
+
+// sequence is a request inside the engine. The scheduler reads and moves
+// the fields above the line; the rest belongs to the runner and output.
+type sequence struct {
+	id        string
+	state     State
+	tokens    []int32 // prompt then output
+	numPrompt int
+	numCached int    // leading tokens whose K/V are in the cache
+	reason    string // why it was ignored
+	// ---
+	seqID int32 // KV sequence id while it holds one, else -1
+	post  postState
+}
+
+// chunk asks the runner to process seq.tokens[start : start+n]; sample is
+// true when that reaches the end of the tokens (its last token gives
+// logits and a new token is drawn).
+type chunk struct {
+	seq      *sequence
+	start, n int
+	sample   bool
+}
+
+// schedule is one step's work.
+type schedule struct {
+	chunks    []chunk     // in batch order: running requests first, then new ones
+	preempted []*sequence // lost their cells this step (the runner frees them)
+	ignored   []*sequence // finished as FinishedIgnored
+}
+
+// schedulerConfig bounds a step.
+type schedulerConfig struct {
+	maxSeqs   int // running requests at once (the KV sequence ids)
+	maxTokens int // tokens in one step (the batch)
+	maxLen    int // tokens one sequence may hold (cells and positions)
+}
+
+// scheduler keeps the queues. It only counts cells; it never touches them.
+type scheduler struct {
+	cfg     schedulerConfig
+	waiting []*sequence // front first; preempted requests go to the front
+	running []*sequence // oldest first; the newest is preempted first
+}
+
+func newScheduler(cfg schedulerConfig) *scheduler { return &scheduler{cfg: cfg} }
+
+func (s *scheduler) add(q *sequence) { s.waiting = append(s.waiting, q) }
+
+func (s *scheduler) hasWork() bool { return len(s.waiting) > 0 || len(s.running) > 0 }
+
+// remove takes q out of whichever queue holds it.
+func (s *scheduler) remove(q *sequence) {
+	s.waiting = removeSeq(s.waiting, q)
+	s.running = removeSeq(s.running, q)
+}
+
+func removeSeq(qs []*sequence, q *sequence) []*sequence {
+	for i, x := range qs {
+		if x == q {
+			return append(qs[:i], qs[i+1:]...)
+		}
+	}
+	return qs
+}
+
+// next plans one step given the number of free cells. Running requests
+// come first, oldest first (decodes and unfinished prefill chunks); a
+// request that needs more cells than are free preempts the newest running
+// request, itself included. Only if nobody was preempted are waiting
+// requests admitted, front first, while the budget, the cells and the
+// sequence ids last; their prompt may be cut into chunks.
+func (s *scheduler) next(free int) (*schedule, error) {
+	sc := &schedule{}
+	budget := s.cfg.maxTokens
+	for i := 0; i < len(s.running) && budget > 0; i++ {
+		q := s.running[i]
+		n := min(len(q.tokens)-q.numCached, budget)
+		if n <= 0 {
+			continue
+		}
+		for free < n && len(s.running) > i {
+			victim := s.running[len(s.running)-1]
+			s.running = s.running[:len(s.running)-1]
+			if err := transition(victim.id, &victim.state, Preempted); err != nil {
+				return nil, err
+			}
+			free += victim.numCached
+			victim.numCached = 0
+			sc.preempted = append(sc.preempted, victim)
+		}
+		if len(s.running) <= i { // q preempted itself
+			break
+		}
+		sc.chunks = append(sc.chunks, chunk{seq: q, start: q.numCached, n: n, sample: q.numCached+n == len(q.tokens)})
+		budget -= n
+		free -= n
+	}
+	if len(sc.preempted) > 0 { // back to the front, oldest first
+		for i, j := 0, len(sc.preempted)-1; i < j; i, j = i+1, j-1 {
+			sc.preempted[i], sc.preempted[j] = sc.preempted[j], sc.preempted[i]
+		}
+		s.waiting = append(append([]*sequence(nil), sc.preempted...), s.waiting...)
+		return sc, nil
+	}
+	for len(s.waiting) > 0 && len(s.running) < s.cfg.maxSeqs && budget > 0 {
+		q := s.waiting[0]
+		if len(q.tokens) > s.cfg.maxLen {
+			if err := transition(q.id, &q.state, FinishedIgnored); err != nil {
+				return nil, err
+			}
+			q.reason = "prompt is longer than the context"
+			s.waiting = s.waiting[1:]
+			sc.ignored = append(sc.ignored, q)
+			continue
+		}
+		n := min(len(q.tokens), budget)
+		if n > free {
+			break
+		}
+		if err := transition(q.id, &q.state, Running); err != nil {
+			return nil, err
+		}
+		s.waiting = s.waiting[1:]
+		s.running = append(s.running, q)
+		sc.chunks = append(sc.chunks, chunk{seq: q, start: 0, n: n, sample: n == len(q.tokens)})
+		budget -= n
+		free -= n
+	}
+	return sc, nil
+}
