@@ -63,6 +63,8 @@ type Backend interface {
 	// Upload copies a weight (any dtype the backend supports for weights)
 	// to backend memory once. It fails with an error wrapping
 	// *tensor.UnsupportedDTypeError for a dtype the backend cannot use.
+	// (The CPU backend keeps a view of t.Data instead of a copy: the
+	// caller keeps the weights' Source open while the tensor is used.)
 	Upload(t tensor.Tensor) (Tensor, error)
 	// Free releases a tensor; it may be nil.
 	Free(t Tensor)
@@ -109,7 +111,8 @@ type Backend interface {
 	// k, v caches (cells, kvHeads*headDim); mask F32 (n, cells) holds 0 for
 	// a visible cell and -Inf otherwise. A row with no visible cell gives 0.
 	Attention(dst, q, k, v, mask Tensor, heads, kvHeads int, scale float32)
-	// Softmax over each row of x (n, m), in place.
+	// Softmax over each row of x (n, m), in place. A row of only -Inf
+	// gives zeros.
 	Softmax(x Tensor)
 	// Argmax: dst I32 (n) = index of the largest element of each row of
 	// x (n, m); the first one on ties.

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -14,42 +15,57 @@ func init() {
 	kernels.Register("cpu", func(o kernels.Options) (kernels.Backend, error) { return New(o.Threads), nil })
 }
 
-// Tensor is a CPU tensor.
+// Errors of SetF32, SetI32, GetF32 and GetI32; they wrap one of these.
+var (
+	// ErrMismatch: the host slice's length or the tensor's dtype does not
+	// fit the call.
+	ErrMismatch = errors.New("cpu: tensor dtype or length mismatch")
+	// ErrForeign: the tensor was not made by a cpu Backend, or was freed.
+	ErrForeign = errors.New("cpu: not a live cpu tensor")
+)
+
+// Tensor is a CPU tensor. Exactly one of its slices is set, by dtype:
+//
+//	F32 activations                 f32 (numel)
+//	I32 ids, positions, cells       i32 (numel)
+//	F16 KV caches                   f16 (numel), IEEE half bits
+//	uploaded weights (any dtype)    raw (rows·rowBytes), the file's bytes
+//
+// rows × cols is the 2-D view every op uses: cols is the last dimension,
+// rows the product of the others.
 type Tensor struct {
 	dt    tensor.DType
 	shape []int
-	f32   []float32
-	i32   []int32
-	f16   []uint16
-	raw   []byte // weights as stored
-	// rowBytes is the byte size of one row of raw.
+	rows  int
+	cols  int
+
+	f32 []float32
+	i32 []int32
+	f16 []uint16
+	raw []byte
+	// weight marks an uploaded weight (raw set); rowBytes is the byte
+	// size of one of its rows.
+	weight   bool
 	rowBytes int
+	freed    bool
 }
 
+// DType implements kernels.Tensor.
 func (t *Tensor) DType() tensor.DType { return t.dt }
-func (t *Tensor) Shape() []int        { return t.shape }
 
-func (t *Tensor) rows() int { return t.shape[0] }
-func (t *Tensor) cols() int {
-	if len(t.shape) == 1 {
-		return t.shape[0]
-	}
-	return t.shape[len(t.shape)-1]
-}
-func (t *Tensor) numel() int {
-	n := 1
-	for _, d := range t.shape {
-		n *= d
-	}
-	return n
-}
+// Shape implements kernels.Tensor.
+func (t *Tensor) Shape() []int { return t.shape }
 
-// Backend is the CPU backend.
+func (t *Tensor) String() string { return fmt.Sprintf("%v%v", t.dt, t.shape) }
+
+// Backend is the CPU backend. Like every Backend it is used from one
+// goroutine at a time; each op splits its own work across goroutines.
 type Backend struct {
 	threads int
 }
 
-// New returns a CPU backend using threads goroutines (0: GOMAXPROCS).
+// New returns a CPU backend that runs each op on up to threads goroutines
+// (0 or less: GOMAXPROCS).
 func New(threads int) *Backend {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -57,23 +73,58 @@ func New(threads int) *Backend {
 	return &Backend{threads: threads}
 }
 
-func (b *Backend) Name() string        { return "cpu" }
-func (b *Backend) Close() error        { return nil }
-func (b *Backend) Sync() error         { return nil }
-func (b *Backend) Free(kernels.Tensor) {}
+// Name implements kernels.Backend.
+func (b *Backend) Name() string { return "cpu" }
 
-func (b *Backend) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, error) {
-	n := 1
-	for _, d := range shape {
-		if d < 0 {
-			return nil, fmt.Errorf("cpu: negative dimension in %v", shape)
-		}
-		n *= d
+// Close implements kernels.Backend; the CPU backend holds nothing.
+func (b *Backend) Close() error { return nil }
+
+// Sync implements kernels.Backend; ops run at once, so there is no work
+// to wait for.
+func (b *Backend) Sync() error { return nil }
+
+// Free drops the tensor's memory (for the garbage collector). Using it
+// afterwards panics in an op and fails in Set*/Get*.
+func (b *Backend) Free(t kernels.Tensor) {
+	c, ok := t.(*Tensor)
+	if !ok || c == nil {
+		return
 	}
+	c.f32, c.i32, c.f16, c.raw = nil, nil, nil, nil
+	c.freed = true
+}
+
+// dims checks a shape and returns its 2-D view (rows, cols) and element
+// count. A 1-D shape (n) is one row of n.
+func dims(shape []int) (rows, cols, n int, err error) {
 	if len(shape) == 0 {
-		return nil, fmt.Errorf("cpu: tensor without dimensions")
+		return 0, 0, 0, errors.New("no dimensions")
 	}
-	t := &Tensor{dt: dt, shape: append([]int(nil), shape...)}
+	s64 := make([]int64, len(shape))
+	for i, d := range shape {
+		s64[i] = int64(d)
+	}
+	n64, err := tensor.NumElements(s64)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if n64 > int64(^uint(0)>>1) {
+		return 0, 0, 0, fmt.Errorf("%d elements overflow int", n64)
+	}
+	lead, err := tensor.NumElements(s64[:len(s64)-1])
+	if err != nil || lead > int64(^uint(0)>>1) {
+		return 0, 0, 0, fmt.Errorf("shape %v overflows int", shape)
+	}
+	return int(lead), shape[len(shape)-1], int(n64), nil
+}
+
+// NewTensor implements kernels.Backend: a zeroed F32, F16 or I32 tensor.
+func (b *Backend) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, error) {
+	rows, cols, n, err := dims(shape)
+	if err != nil {
+		return nil, fmt.Errorf("cpu: new tensor %v: %w", shape, err)
+	}
+	t := &Tensor{dt: dt, shape: append([]int(nil), shape...), rows: rows, cols: cols}
 	switch dt {
 	case tensor.F32:
 		t.f32 = make([]float32, n)
@@ -82,113 +133,150 @@ func (b *Backend) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, erro
 	case tensor.F16:
 		t.f16 = make([]uint16, n)
 	default:
-		return nil, &tensor.UnsupportedDTypeError{Format: "cpu", DType: dt.String()}
+		return nil, fmt.Errorf("cpu: new tensor: %w", &tensor.UnsupportedDTypeError{Format: "cpu", DType: dt.String()})
 	}
 	return t, nil
 }
 
-// Upload keeps a view of the weight's bytes (no copy). Shapes of one or
-// two dimensions are accepted; more are flattened to (rows, last).
+// Upload implements kernels.Backend. It does not copy: the tensor keeps
+// w.Data, a view of the weight file's mapping, so the caller must keep
+// the file open (models.Model keeps its Source open) and unmodified for
+// as long as the backend tensor is used. Any dtype tensor.Dequantize
+// knows is accepted. Shapes of more than two dimensions are viewed as
+// (product of the leading ones, last).
 func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
-	if !w.DType.Valid() || w.DType.BlockSize() == 0 {
-		return nil, &tensor.UnsupportedDTypeError{Format: "cpu", DType: w.DType.String(), Tensor: w.Name}
+	if !w.DType.Valid() || !canDequantize(w.DType) {
+		return nil, fmt.Errorf("cpu: upload %q: %w", w.Name, &tensor.UnsupportedDTypeError{Format: "cpu", DType: w.DType.String(), Tensor: w.Name})
 	}
-	if !canDequantize(w.DType) {
-		return nil, &tensor.UnsupportedDTypeError{Format: "cpu", DType: w.DType.String(), Tensor: w.Name}
+	shape := make([]int, len(w.Shape))
+	for i, d := range w.Shape {
+		if d < 0 || d > int64(^uint(0)>>1) {
+			return nil, fmt.Errorf("cpu: upload %q: bad shape %v", w.Name, w.Shape)
+		}
+		shape[i] = int(d)
 	}
-	if len(w.Shape) == 0 {
-		return nil, fmt.Errorf("cpu: upload %q: scalar weight", w.Name)
+	rows, cols, _, err := dims(shape)
+	if err != nil {
+		return nil, fmt.Errorf("cpu: upload %q: shape %v: %w", w.Name, w.Shape, err)
 	}
-	cols := int(w.Shape[len(w.Shape)-1])
-	rows := 1
-	for _, d := range w.Shape[:len(w.Shape)-1] {
-		rows *= int(d)
-	}
-	rb, err := w.DType.Bytes(int64(cols))
+	rb, err := w.DType.Bytes(int64(cols)) // fails unless cols is a whole number of blocks
 	if err != nil {
 		return nil, fmt.Errorf("cpu: upload %q: %w", w.Name, err)
 	}
-	if int64(len(w.Data)) != rb*int64(rows) {
-		return nil, fmt.Errorf("cpu: upload %q: %d bytes for %d×%d %v", w.Name, len(w.Data), rows, cols, w.DType)
+	if rows != 0 && rb > int64(len(w.Data))/int64(rows) || int64(len(w.Data)) != rb*int64(rows) {
+		return nil, fmt.Errorf("cpu: upload %q: %d bytes for %v %v", w.Name, len(w.Data), w.DType, w.Shape)
 	}
-	return &Tensor{dt: w.DType, shape: []int{rows, cols}, raw: w.Data, rowBytes: int(rb)}, nil
+	return &Tensor{dt: w.DType, shape: shape, rows: rows, cols: cols, raw: w.Data, weight: true, rowBytes: int(rb)}, nil
 }
 
+// canDequantize reports whether tensor.Dequantize knows dt.
 func canDequantize(dt tensor.DType) bool {
-	var one [1 << 9]byte
-	dst := make([]float32, dt.BlockSize())
-	return tensor.Dequantize(dt, one[:dt.BlockBytes()], dst) == nil
+	bs, bb := dt.BlockSize(), dt.BlockBytes()
+	if bs <= 0 || bb <= 0 {
+		return false
+	}
+	return tensor.Dequantize(dt, make([]byte, bb), make([]float32, bs)) == nil
 }
 
+// live returns t as a usable *Tensor, or ErrForeign.
+func live(t kernels.Tensor) (*Tensor, error) {
+	c, ok := t.(*Tensor)
+	if !ok || c == nil || c.freed {
+		return nil, fmt.Errorf("%w: %T", ErrForeign, t)
+	}
+	return c, nil
+}
+
+// SetF32 implements kernels.Backend for F32 tensors, and for F16 ones
+// (rounding to nearest even).
 func (b *Backend) SetF32(dst kernels.Tensor, src []float32) error {
-	t := dst.(*Tensor)
+	t, err := live(dst)
+	if err != nil {
+		return err
+	}
 	switch {
-	case t.dt == tensor.F32 && len(src) == len(t.f32):
+	case t.dt == tensor.F32 && !t.weight && len(src) == len(t.f32):
 		copy(t.f32, src)
-	case t.dt == tensor.F16 && len(src) == len(t.f16):
+	case t.dt == tensor.F16 && !t.weight && len(src) == len(t.f16):
 		for i, v := range src {
 			t.f16[i] = float16.Fromfloat32(v).Bits()
 		}
 	default:
-		return fmt.Errorf("cpu: SetF32 of %d values into %v %v", len(src), t.dt, t.shape)
+		return fmt.Errorf("%w: SetF32 of %d values into %v", ErrMismatch, len(src), t)
 	}
 	return nil
 }
 
+// SetI32 implements kernels.Backend.
 func (b *Backend) SetI32(dst kernels.Tensor, src []int32) error {
-	t := dst.(*Tensor)
+	t, err := live(dst)
+	if err != nil {
+		return err
+	}
 	if t.dt != tensor.I32 || len(src) != len(t.i32) {
-		return fmt.Errorf("cpu: SetI32 of %d values into %v %v", len(src), t.dt, t.shape)
+		return fmt.Errorf("%w: SetI32 of %d values into %v", ErrMismatch, len(src), t)
 	}
 	copy(t.i32, src)
 	return nil
 }
 
+// GetF32 implements kernels.Backend for F32 and F16 tensors, and also
+// dequantises an uploaded weight.
 func (b *Backend) GetF32(src kernels.Tensor, dst []float32) error {
-	t := src.(*Tensor)
+	t, err := live(src)
+	if err != nil {
+		return err
+	}
 	switch {
-	case t.dt == tensor.F32 && len(dst) == len(t.f32):
+	case t.dt == tensor.F32 && !t.weight && len(dst) == len(t.f32):
 		copy(dst, t.f32)
-	case t.dt == tensor.F16 && len(dst) == len(t.f16):
+	case t.dt == tensor.F16 && !t.weight && len(dst) == len(t.f16):
 		for i, h := range t.f16 {
 			dst[i] = float16.Frombits(h).Float32()
 		}
-	case t.raw != nil && len(dst) == t.numel():
-		return tensor.Dequantize(t.dt, t.raw, dst)
+	case t.weight && len(dst) == t.rows*t.cols:
+		if err := tensor.Dequantize(t.dt, t.raw, dst); err != nil {
+			return fmt.Errorf("cpu: GetF32 of %v: %w", t, err)
+		}
 	default:
-		return fmt.Errorf("cpu: GetF32 of %v %v into %d values", t.dt, t.shape, len(dst))
+		return fmt.Errorf("%w: GetF32 of %v into %d values", ErrMismatch, t, len(dst))
 	}
 	return nil
 }
 
+// GetI32 implements kernels.Backend.
 func (b *Backend) GetI32(src kernels.Tensor, dst []int32) error {
-	t := src.(*Tensor)
+	t, err := live(src)
+	if err != nil {
+		return err
+	}
 	if t.dt != tensor.I32 || len(dst) != len(t.i32) {
-		return fmt.Errorf("cpu: GetI32 of %v %v into %d values", t.dt, t.shape, len(dst))
+		return fmt.Errorf("%w: GetI32 of %v into %d values", ErrMismatch, t, len(dst))
 	}
 	copy(dst, t.i32)
 	return nil
 }
 
-// parallel runs fn over [0, n) split into at most b.threads chunks.
+// parallel calls fn on contiguous chunks [lo, hi) covering [0, n), on at
+// most b.threads goroutines, and returns when all are done. Every op
+// computes each output element wholly inside one fn call, so the split
+// never changes a value.
 func (b *Backend) parallel(n int, fn func(lo, hi int)) {
 	workers := min(b.threads, n)
 	if workers <= 1 {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
 	chunk := (n + workers - 1) / workers
+	var wg sync.WaitGroup
 	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(lo, hi)
-		}()
+		wg.Go(func() { fn(lo, min(lo+chunk, n)) })
 	}
 	wg.Wait()
 }
+
+// Shape and dtype checks of the ops. A failure is the caller's bug
+// (kernels' contract), so it panics naming the op and the shapes.
 
 func must(cond bool, format string, args ...any) {
 	if !cond {
@@ -196,14 +284,82 @@ func must(cond bool, format string, args ...any) {
 	}
 }
 
-func f32(t kernels.Tensor) *Tensor {
-	c := t.(*Tensor)
-	must(c.dt == tensor.F32, "want an F32 tensor, got %v %v", c.dt, c.shape)
+// tensorOf returns t as a live *Tensor or panics.
+func tensorOf(op string, t kernels.Tensor) *Tensor {
+	c, err := live(t)
+	if err != nil {
+		panic(fmt.Sprintf("cpu: %s: %v", op, err))
+	}
 	return c
 }
 
-func i32(t kernels.Tensor) *Tensor {
-	c := t.(*Tensor)
-	must(c.dt == tensor.I32, "want an I32 tensor, got %v %v", c.dt, c.shape)
+// activation returns t, which must be a live F32 tensor made by NewTensor.
+func activation(op string, t kernels.Tensor) *Tensor {
+	c := tensorOf(op, t)
+	must(c.dt == tensor.F32 && !c.weight, "%s: want an F32 activation, got %v", op, c)
 	return c
+}
+
+// ints returns t, which must be a live I32 tensor.
+func ints(op string, t kernels.Tensor) *Tensor {
+	c := tensorOf(op, t)
+	must(c.dt == tensor.I32, "%s: want an I32 tensor, got %v", op, c)
+	return c
+}
+
+// cacheOf returns t, which must be a live F32 or F16 tensor made by
+// NewTensor (a KV cache).
+func cacheOf(op string, t kernels.Tensor) *Tensor {
+	c := tensorOf(op, t)
+	must((c.dt == tensor.F32 || c.dt == tensor.F16) && !c.weight, "%s: want an F32 or F16 cache, got %v", op, c)
+	return c
+}
+
+// floatRows reports whether row can read t.
+func (t *Tensor) floatRows() bool { return t.weight || t.dt == tensor.F32 || t.dt == tensor.F16 }
+
+// row writes row r of t (an uploaded weight of any dtype, or an F32 or
+// F16 tensor) into dst (t.cols) as float32.
+func (t *Tensor) row(r int, dst []float32) {
+	c := t.cols
+	switch {
+	case t.weight:
+		if err := tensor.Dequantize(t.dt, t.raw[r*t.rowBytes:(r+1)*t.rowBytes], dst[:c]); err != nil {
+			panic("cpu: " + err.Error()) // Upload checked the dtype and the sizes
+		}
+	case t.dt == tensor.F32:
+		copy(dst[:c], t.f32[r*c:(r+1)*c])
+	case t.dt == tensor.F16:
+		for i, h := range t.f16[r*c : (r+1)*c] {
+			dst[i] = float16.Frombits(h).Float32()
+		}
+	default:
+		panic(fmt.Sprintf("cpu: %v has no float rows", t))
+	}
+}
+
+// span returns elements [off, off+n) of row r of an F32 or F16 tensor
+// as float32: a view for F32, converted into scratch (n) for F16.
+func (t *Tensor) span(r, off, n int, scratch []float32) []float32 {
+	at := r*t.cols + off
+	if t.dt == tensor.F32 {
+		return t.f32[at : at+n]
+	}
+	for i, h := range t.f16[at : at+n] {
+		scratch[i] = float16.Frombits(h).Float32()
+	}
+	return scratch[:n]
+}
+
+// setRow stores v (t.cols) as row r of an F32 or F16 tensor (F16 rounds
+// to nearest even).
+func (t *Tensor) setRow(r int, v []float32) {
+	c := t.cols
+	if t.dt == tensor.F32 {
+		copy(t.f32[r*c:(r+1)*c], v)
+		return
+	}
+	for j, x := range v {
+		t.f16[r*c+j] = float16.Fromfloat32(x).Bits()
+	}
 }

@@ -1,16 +1,54 @@
-// Package cpu is vkllm's reference backend: plain Go loops, one op at a
-// time, split across goroutines. It registers itself as "cpu".
+// Package cpu is vkllm's reference backend: plain Go loops that run each op
+// at once, split across goroutines. It registers itself as "cpu" with
+// kernels.Register; New(threads) makes one directly. It is the oracle the
+// faster backends are checked against (package kernels/kerneltest), so
+// clarity and exactness come before speed.
 //
-// Tensors hold []float32 (F32), []int32 (I32), []uint16 (F16, for KV
-// caches) or, for uploaded weights, the weight's bytes as stored. Upload
-// does not copy: a weight's bytes stay a view of the file mapping, so the
-// model must keep its weight files open while the backend uses them
-// (models.Model does).
+// # Tensors
 //
-// MatMul dequantises one weight row at a time into a per-goroutine scratch
-// row and dots it with every activation row; each output element is one
-// dot product with a fixed summation order (8 float32 partial sums, then
-// added pairwise), whatever the number of rows: results are bitwise the
-// same alone and in a batch. Reductions elsewhere (RMSNorm, softmax) run
-// in float64. Attention visits cells in index order and skips masked ones.
+// A Tensor holds its dtype, its shape and one slice:
+//
+//	F32 activations, norm weights   []float32
+//	I32 ids, positions, cells       []int32
+//	F16 KV caches                   []uint16 (IEEE half bits)
+//	uploaded weights, any dtype     []byte, the rows as the file stores them
+//
+// Every op sees a tensor as (rows, cols): cols is the last dimension, rows
+// the product of the others. Upload does not copy: an uploaded weight is a
+// view of the file mapping (tensor.Tensor.Data), so the model must keep its
+// tensor.Source open, and the bytes unmodified, while the backend uses the
+// weight (models.Model does). Upload takes every dtype tensor.Dequantize
+// knows (F32, F16, BF16, Q4_0 … Q8_0, the K-quants); another fails with an
+// error wrapping *tensor.UnsupportedDTypeError.
+//
+// # Errors
+//
+// SetF32, SetI32, GetF32 and GetI32 return an error wrapping ErrMismatch
+// for a length or dtype that does not fit and ErrForeign for a tensor this
+// package did not make (or one freed). The ops return nothing: a shape or
+// dtype that breaks kernels.Backend's contract, or an index (id, cell)
+// outside its table, is the caller's bug and panics with a message naming
+// the op and the shapes.
+//
+// # Numerics
+//
+// MatMul dequantises one weight row at a time into a per-goroutine
+// scratch row (never the whole weight) and dots it with every activation
+// row. The dot product accumulates in float32 in a fixed order (eight
+// partial sums by index mod 8, added pairwise), each product rounded to
+// float32 (no fused multiply-add), so an output element depends only on
+// its two input rows: it is bitwise the same whatever the batch size, the
+// thread count or the machine. The weight rows are split across
+// goroutines; which goroutine computes an element never changes it.
+//
+// Attention uses the same dot for q·k, then float64 for the softmax and
+// the weighted sum of V, visiting visible cells in index order and
+// skipping masked ones. Softmax runs in float64 and rounds once.
+//
+// RMSNorm, RoPE and SwiGLU round to float32 at the steps transformers
+// does (see each method), because the goldens are float32 PyTorch:
+// RMSNorm's mean of squares is summed in float64 and rounded once; RoPE's
+// frequencies are transformers' float32 inv_freq (InvFreq, checked against
+// testdata/rope.golden.json), its angles float32 pos·inv_freq, their
+// cosine and sine rounded to float32.
 package cpu

@@ -4,19 +4,23 @@ import (
 	"math"
 
 	"github.com/vkllm/vkllm/kernels"
-	"github.com/vkllm/vkllm/tensor"
-	"github.com/x448/float16"
 )
 
-// InvFreq returns the HeadDim/2 rotation frequencies of p, computed as
-// transformers does in float32 (inv_freq = 1 / theta^(2i/d)), then scaled
-// (linear, llama3) or divided by FreqFactors (llama.cpp's rope_freqs).
+// InvFreq returns the HeadDim/2 rotation frequencies of p, rounded step by
+// step in float32 as transformers computes them (modeling_rope_utils.py):
+//
+//	inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+//
+// then divided by FreqFactors (llama.cpp's rope_freqs) when set, else
+// scaled: linear divides by Factor; llama3 is _compute_llama3_parameters,
+// where torch evaluates `c / t` for a tensor t as reciprocal(t) · c.
 func InvFreq(p kernels.RoPE) []float32 {
 	half := p.HeadDim / 2
+	base := float32(p.Theta)
 	f := make([]float32, half)
 	for i := range f {
 		exp := float32(2*i) / float32(p.HeadDim)
-		f[i] = 1 / float32(math.Pow(p.Theta, float64(exp)))
+		f[i] = 1 / float32(math.Pow(float64(base), float64(exp)))
 	}
 	switch {
 	case p.FreqFactors != nil:
@@ -28,77 +32,113 @@ func InvFreq(p kernels.RoPE) []float32 {
 			f[i] /= float32(p.Factor)
 		}
 	case p.Scaling == kernels.RoPEScaleLlama3:
-		// transformers' _compute_llama3_parameters.
-		old := float64(p.OriginalMaxPositions)
-		lowWave, highWave := old/p.LowFreqFactor, old/p.HighFreqFactor
+		factor := float32(p.Factor)
+		old := float32(p.OriginalMaxPositions)
+		lowWavelen := float32(float64(p.OriginalMaxPositions) / p.LowFreqFactor)
+		highWavelen := float32(float64(p.OriginalMaxPositions) / p.HighFreqFactor)
+		low, span := float32(p.LowFreqFactor), float32(p.HighFreqFactor-p.LowFreqFactor)
 		for i, inv := range f {
-			wave := 2 * math.Pi / float64(inv)
-			llama := float64(inv)
-			if wave > lowWave {
-				llama = float64(inv) / p.Factor
+			wavelen := (1 / inv) * float32(2*math.Pi) // 2π / inv_freq
+			llama := inv
+			if wavelen > lowWavelen { // low frequencies: divided by factor
+				llama = inv / factor
 			}
-			if !(wave < highWave) && !(wave > lowWave) { // medium frequencies: smooth
-				smooth := (old/wave - p.LowFreqFactor) / (p.HighFreqFactor - p.LowFreqFactor)
-				llama = (1-smooth)*llama/p.Factor + smooth*llama
+			if !(wavelen < highWavelen) && !(wavelen > lowWavelen) { // medium: interpolated
+				smooth := ((1/wavelen)*old - low) / span
+				llama = float32(float32((1-smooth)*llama)/factor) + float32(smooth*llama)
 			}
-			f[i] = float32(llama)
+			f[i] = llama
 		}
 	}
 	return f
 }
 
-// rotate rotates one head vector x (HeadDim) to position pos.
-func rotate(x []float32, pos float32, inv []float32, style kernels.RoPEStyle) {
-	half := len(inv)
+// angles fills cos and sin (HeadDim/2) for position pos: the float32
+// angle pos·inv_freq, then its cosine and sine rounded to float32, as
+// transformers' rotary embedding.
+func angles(pos int32, inv, cos, sin []float32) {
 	for i, f := range inv {
-		angle := pos * f // float32, as transformers
-		c, s := float32(math.Cos(float64(angle))), float32(math.Sin(float64(angle)))
-		var a, b *float32
-		if style == kernels.RoPENeox {
-			a, b = &x[i], &x[i+half]
-		} else {
-			a, b = &x[2*i], &x[2*i+1]
-		}
-		x0, x1 := *a, *b
-		*a = x0*c - x1*s
-		*b = x1*c + x0*s
+		a := float32(pos) * f
+		cos[i] = float32(math.Cos(float64(a)))
+		sin[i] = float32(math.Sin(float64(a)))
 	}
 }
 
+// rotate rotates one head x (HeadDim) by the angles of cos and sin: each
+// pair (x0, x1), adjacent for RoPENormal and half a head apart for
+// RoPENeox, becomes (x0·cos − x1·sin, x1·cos + x0·sin), every product
+// rounded to float32 as in torch's q·cos + rotate_half(q)·sin.
+func rotate(x, cos, sin []float32, style kernels.RoPEStyle) {
+	half := len(cos)
+	for i := range half {
+		a, b := i, i+half
+		if style == kernels.RoPENormal {
+			a, b = 2*i, 2*i+1
+		}
+		x0, x1, c, s := x[a], x[b], cos[i], sin[i]
+		x[a] = float32(x0*c) - float32(x1*s)
+		x[b] = float32(x1*c) + float32(x0*s)
+	}
+}
+
+func checkRoPE(op string, p kernels.RoPE) {
+	must(p.HeadDim > 0 && p.HeadDim%2 == 0, "%s: head dim %d is not a positive even number", op, p.HeadDim)
+	must(p.Theta > 0, "%s: theta %v", op, p.Theta)
+	must(p.FreqFactors == nil || len(p.FreqFactors) == p.HeadDim/2, "%s: %d freq factors for head dim %d", op, len(p.FreqFactors), p.HeadDim)
+	switch p.Scaling {
+	case kernels.RoPEScaleNone:
+	case kernels.RoPEScaleLinear:
+		must(p.Factor > 0, "%s: linear scaling factor %v", op, p.Factor)
+	case kernels.RoPEScaleLlama3:
+		must(p.Factor > 0 && p.LowFreqFactor > 0 && p.HighFreqFactor > p.LowFreqFactor && p.OriginalMaxPositions > 0,
+			"%s: llama3 scaling factor %v, low %v, high %v, original positions %d", op, p.Factor, p.LowFreqFactor, p.HighFreqFactor, p.OriginalMaxPositions)
+	default:
+		panic("cpu: " + op + ": unknown RoPE scaling")
+	}
+}
+
+// RoPE implements kernels.Backend: every head of row i of x
+// (n, heads·HeadDim) is rotated to position pos[i].
 func (b *Backend) RoPE(x, pos kernels.Tensor, p kernels.RoPE) {
-	t, ps := f32(x), i32(pos)
-	n, dim := t.rows(), t.cols()
-	must(p.HeadDim > 0 && p.HeadDim%2 == 0 && dim%p.HeadDim == 0 && len(ps.i32) == n, "RoPE: x %v, %d positions, head dim %d", t.shape, len(ps.i32), p.HeadDim)
-	must(p.FreqFactors == nil || len(p.FreqFactors) == p.HeadDim/2, "RoPE: %d freq factors for head dim %d", len(p.FreqFactors), p.HeadDim)
+	const op = "RoPE"
+	t, ps := activation(op, x), ints(op, pos)
+	checkRoPE(op, p)
+	n, dim := t.rows, t.cols
+	must(dim%p.HeadDim == 0 && len(ps.i32) == n, "%s: x %v, %d positions, head dim %d", op, t, len(ps.i32), p.HeadDim)
 	inv := InvFreq(p)
-	for i := 0; i < n; i++ {
-		row := t.f32[i*dim : (i+1)*dim]
-		for h := 0; h < dim; h += p.HeadDim {
-			rotate(row[h:h+p.HeadDim], float32(ps.i32[i]), inv, p.Style)
-		}
-	}
-}
-
-func (b *Backend) KVShift(cache, cells, delta kernels.Tensor, p kernels.RoPE) {
-	c, cl, dl := cache.(*Tensor), i32(cells), i32(delta)
-	must(len(cl.i32) == len(dl.i32), "KVShift: %d cells, %d deltas", len(cl.i32), len(dl.i32))
-	dim := c.cols()
-	must(dim%p.HeadDim == 0, "KVShift: cache %v, head dim %d", c.shape, p.HeadDim)
-	inv := InvFreq(p)
-	row := make([]float32, dim)
-	for i, ci := range cl.i32 {
-		must(ci >= 0 && int(ci) < c.rows(), "KVShift: cell %d outside %d", ci, c.rows())
-		c.row(int(ci), row)
-		for h := 0; h < dim; h += p.HeadDim {
-			rotate(row[h:h+p.HeadDim], float32(dl.i32[i]), inv, p.Style)
-		}
-		switch c.dt {
-		case tensor.F32:
-			copy(c.f32[int(ci)*dim:], row)
-		case tensor.F16:
-			for j, v := range row {
-				c.f16[int(ci)*dim+j] = float16.Fromfloat32(v).Bits()
+	b.parallel(n, func(lo, hi int) {
+		cos, sin := make([]float32, len(inv)), make([]float32, len(inv))
+		for i := lo; i < hi; i++ {
+			angles(ps.i32[i], inv, cos, sin)
+			row := t.f32[i*dim : (i+1)*dim]
+			for h := 0; h < dim; h += p.HeadDim {
+				rotate(row[h:h+p.HeadDim], cos, sin, p.Style)
 			}
 		}
+	})
+}
+
+// KVShift implements kernels.Backend: row cells[i] of the K cache
+// (cells, kvHeads·HeadDim), F32 or F16, is rotated by delta[i] positions
+// with the same float32 steps as RoPE (an F16 row is widened, rotated and
+// rounded back).
+func (b *Backend) KVShift(k, cells, delta kernels.Tensor, p kernels.RoPE) {
+	const op = "KVShift"
+	c, cl, dl := cacheOf(op, k), ints(op, cells), ints(op, delta)
+	checkRoPE(op, p)
+	dim := c.cols
+	must(len(cl.i32) == len(dl.i32), "%s: %d cells, %d deltas", op, len(cl.i32), len(dl.i32))
+	must(dim%p.HeadDim == 0, "%s: cache %v, head dim %d", op, c, p.HeadDim)
+	inv := InvFreq(p)
+	cos, sin := make([]float32, len(inv)), make([]float32, len(inv))
+	row := make([]float32, dim) // (kvHeads·HeadDim)
+	for i, ci := range cl.i32 {
+		must(ci >= 0 && int(ci) < c.rows, "%s: cell %d outside the cache's %d", op, ci, c.rows)
+		c.row(int(ci), row)
+		angles(dl.i32[i], inv, cos, sin)
+		for h := 0; h < dim; h += p.HeadDim {
+			rotate(row[h:h+p.HeadDim], cos, sin, p.Style)
+		}
+		c.setRow(int(ci), row)
 	}
 }

@@ -14,21 +14,39 @@ import (
 // Magic is the first four bytes of a GGUF file.
 const Magic = "GGUF"
 
-// MaxDepth bounds the nesting of metadata arrays.
-const MaxDepth = 8
+// Limits the reader enforces (see the package doc).
+const (
+	// MaxDepth bounds the nesting of metadata arrays: an array is at depth
+	// 1, an array inside it at depth 2, and so on.
+	MaxDepth = 8
+	// MaxDims is ggml's GGML_MAX_DIMS.
+	MaxDims = 4
+	// DefaultAlignment is the data alignment when general.alignment is
+	// absent (GGUF_DEFAULT_ALIGNMENT).
+	DefaultAlignment = 32
+	// MaxAlignment bounds general.alignment (real files use 32 or 64).
+	MaxAlignment = 1 << 30
+)
 
-// MaxDims is ggml's GGML_MAX_DIMS.
-const MaxDims = 4
+// Fewest bytes one metadata entry (key length, value type, a one-byte
+// value) and one tensor info (name length, dimension count, type, offset)
+// take: the header's counts are bounded by them.
+const (
+	minKVBytes         = 8 + 4 + 1
+	minTensorInfoBytes = 8 + 4 + 4 + 8
+)
 
-// DefaultAlignment is used when general.alignment is absent.
-const DefaultAlignment = 32
+// preallocCap caps the capacity reserved from a count read in a file;
+// longer lists grow as their elements are actually read, so memory follows
+// the bytes parsed, not the count claimed.
+const preallocCap = 1 << 12
 
 // File is a parsed GGUF file.
 type File struct {
 	Version    uint32
-	KV         []KV // in file order
-	Alignment  int
-	DataOffset int64 // start of the data section
+	KV         []KV  // metadata in file order
+	Alignment  int   // of tensor data: general.alignment, else 32
+	DataOffset int64 // absolute offset of the data section, a multiple of Alignment
 
 	path    string
 	infos   []TensorInfo
@@ -38,418 +56,445 @@ type File struct {
 	unmap   func() error
 }
 
-// reader is a bounds-checked cursor; the first error sticks.
+// Parse parses a GGUF file held in data. Tensor data are views of data, so
+// data must outlive the tensors and stay unmodified.
+func Parse(data []byte) (*File, error) { return parse(data, "") }
+
+// reader is a cursor over the file; every read is bounds-checked.
 type reader struct {
 	data []byte
 	off  int64
 	path string
-	err  error
 }
 
-func (r *reader) fail(off int64, format string, args ...any) {
-	if r.err == nil {
-		r.err = &tensor.CorruptError{Format: "gguf", Path: r.path, Offset: off, Reason: fmt.Sprintf(format, args...)}
-	}
+func (r *reader) corrupt(at int64, format string, args ...any) error {
+	return &tensor.CorruptError{Format: "gguf", Path: r.path, Offset: at, Reason: fmt.Sprintf(format, args...)}
 }
 
 func (r *reader) left() int64 { return int64(len(r.data)) - r.off }
 
-func (r *reader) bytes(n int64, what string) []byte {
-	if r.err != nil {
-		return nil
-	}
+// next returns the next n bytes.
+func (r *reader) next(n int64, what string) ([]byte, error) {
 	if n < 0 || n > r.left() {
-		r.fail(r.off, "%s of %d bytes runs past the end of the file (%d bytes left)", what, n, r.left())
-		return nil
+		return nil, r.corrupt(r.off, "%s needs %d bytes, only %d left", what, n, r.left())
 	}
-	b := r.data[r.off : r.off+n]
+	b := r.data[r.off : r.off+n : r.off+n]
 	r.off += n
-	return b
+	return b, nil
 }
 
-func (r *reader) u8() uint8 {
-	if b := r.bytes(1, "uint8"); b != nil {
-		return b[0]
+func (r *reader) u32(what string) (uint32, error) {
+	b, err := r.next(4, what)
+	if err != nil {
+		return 0, err
 	}
-	return 0
-}
-func (r *reader) u16() uint16 {
-	if b := r.bytes(2, "uint16"); b != nil {
-		return binary.LittleEndian.Uint16(b)
-	}
-	return 0
-}
-func (r *reader) u32() uint32 {
-	if b := r.bytes(4, "uint32"); b != nil {
-		return binary.LittleEndian.Uint32(b)
-	}
-	return 0
-}
-func (r *reader) u64() uint64 {
-	if b := r.bytes(8, "uint64"); b != nil {
-		return binary.LittleEndian.Uint64(b)
-	}
-	return 0
+	return binary.LittleEndian.Uint32(b), nil
 }
 
-func (r *reader) str(what string) string {
+func (r *reader) u64(what string) (uint64, error) {
+	b, err := r.next(8, what)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b), nil
+}
+
+// str reads a uint64 length and that many bytes.
+func (r *reader) str(what string) (string, error) {
 	at := r.off
-	n := r.u64()
-	if r.err != nil {
-		return ""
+	n, err := r.u64(what + " length")
+	if err != nil {
+		return "", err
 	}
 	if n > uint64(r.left()) {
-		r.fail(at, "%s: string length %d exceeds the %d bytes left", what, n, r.left())
-		return ""
+		return "", r.corrupt(at, "%s: length %d exceeds the %d bytes left", what, n, r.left())
 	}
-	return string(r.bytes(int64(n), what))
+	b, _ := r.next(int64(n), what)
+	return string(b), nil
 }
 
-// count reads an element count and checks that count × minSize bytes remain.
-func (r *reader) count(what string, minSize int64) uint64 {
+// count reads a uint64 count of items that take at least minSize (≥ 1)
+// bytes each, and checks that the rest of the file could hold them.
+func (r *reader) count(what string, minSize int64) (int, error) {
 	at := r.off
-	n := r.u64()
-	if r.err != nil {
-		return 0
+	n, err := r.u64(what + " count")
+	if err != nil {
+		return 0, err
 	}
-	hi, lo := bits.Mul64(n, uint64(minSize))
-	if hi != 0 || lo > uint64(r.left()) {
-		r.fail(at, "%s count %d needs at least %d bytes each, only %d bytes left", what, n, minSize, r.left())
-		return 0
+	if n > uint64(r.left()/minSize) {
+		return 0, r.corrupt(at, "%s count %d cannot fit: at least %d bytes each, %d bytes left", what, n, minSize, r.left())
 	}
-	return n
+	return int(n), nil
 }
 
-func (r *reader) value(t ValueType, depth int, what string) Value {
-	at := r.off
+// value reads a value of type t (already checked to be known).
+func (r *reader) value(t ValueType, key string) (any, error) {
 	switch t {
-	case Uint8:
-		return Value{t, r.u8()}
-	case Int8:
-		return Value{t, int8(r.u8())}
-	case Uint16:
-		return Value{t, r.u16()}
-	case Int16:
-		return Value{t, int16(r.u16())}
-	case Uint32:
-		return Value{t, r.u32()}
-	case Int32:
-		return Value{t, int32(r.u32())}
-	case Float32:
-		return Value{t, math.Float32frombits(r.u32())}
-	case Uint64:
-		return Value{t, r.u64()}
-	case Int64:
-		return Value{t, int64(r.u64())}
-	case Float64:
-		return Value{t, math.Float64frombits(r.u64())}
-	case Bool:
-		b := r.u8()
-		if b > 1 {
-			r.fail(at, "%s: bool byte %d is neither 0 nor 1", what, b)
-		}
-		return Value{t, b == 1}
 	case String:
-		return Value{t, r.str(what)}
+		return r.str(fmt.Sprintf("key %q: string", key))
 	case ArrayType:
-		if depth >= MaxDepth {
-			r.fail(at, "%s: arrays nested deeper than %d", what, MaxDepth)
-			return Value{}
-		}
-		elem := ValueType(r.u32())
-		if r.err == nil && elem >= numValueTypes {
-			r.fail(at, "%s: unknown array element type %d", what, uint32(elem))
-			return Value{}
-		}
-		return Value{t, r.array(elem, depth+1, what)}
+		return r.array(1, key)
 	}
-	r.fail(at, "%s: unknown value type %d", what, uint32(t))
-	return Value{}
+	at := r.off
+	b, err := r.next(t.size(), fmt.Sprintf("key %q: %v value", key, t))
+	if err != nil {
+		return nil, err
+	}
+	if t == Bool && b[0] > 1 {
+		return nil, r.corrupt(at, "key %q: bool byte %d is neither 0 nor 1", key, b[0])
+	}
+	return decodeScalar(t, b), nil
 }
 
-func (r *reader) array(elem ValueType, depth int, what string) Array {
-	min := int64(elem.size())
+// array reads an array's element type, count and elements; depth is its
+// nesting level (1 for a top-level array).
+func (r *reader) array(depth int, key string) (Array, error) {
+	at := r.off
+	if depth > MaxDepth {
+		return Array{}, r.corrupt(at, "key %q: arrays nested deeper than %d", key, MaxDepth)
+	}
+	et, err := r.u32(fmt.Sprintf("key %q: array element type", key))
+	if err != nil {
+		return Array{}, err
+	}
+	elem := ValueType(et)
+	if elem >= numValueTypes {
+		return Array{}, r.corrupt(at, "key %q: unknown array element type %d", key, et)
+	}
+	n, err := r.count(fmt.Sprintf("key %q: %v array", key, elem), elem.minSize())
+	if err != nil {
+		return Array{}, err
+	}
 	switch elem {
 	case String:
-		min = 8
+		v := make([]string, 0, min(n, preallocCap))
+		for range n {
+			s, err := r.str(fmt.Sprintf("key %q: string %d", key, len(v)))
+			if err != nil {
+				return Array{}, err
+			}
+			v = append(v, s)
+		}
+		return Array{elem, v}, nil
 	case ArrayType:
-		min = 12
+		v := make([]Array, 0, min(n, preallocCap))
+		for range n {
+			sub, err := r.array(depth+1, key)
+			if err != nil {
+				return Array{}, err
+			}
+			v = append(v, sub)
+		}
+		return Array{elem, v}, nil
 	}
-	n := r.count(what+" array", min)
-	if r.err != nil {
-		return Array{}
-	}
-	a := Array{Elem: elem}
-	switch elem {
-	case String:
-		v := make([]string, n)
-		for i := range v {
-			v[i] = r.str(what)
-		}
-		a.V = v
-	case ArrayType:
-		v := make([]Array, n)
-		for i := range v {
-			at := r.off
-			et := ValueType(r.u32())
-			if r.err == nil && et >= numValueTypes {
-				r.fail(at, "%s: unknown array element type %d", what, uint32(et))
-			}
-			if r.err != nil {
-				return Array{}
-			}
-			if depth >= MaxDepth {
-				r.fail(at, "%s: arrays nested deeper than %d", what, MaxDepth)
-				return Array{}
-			}
-			v[i] = r.array(et, depth+1, what)
-		}
-		a.V = v
-	default:
-		raw := r.bytes(int64(n)*min, what)
-		if raw == nil {
-			return Array{}
-		}
-		a.V = decodeScalars(elem, raw, int(n))
-		if elem == Bool {
-			for _, b := range raw {
-				if b > 1 {
-					r.fail(r.off, "%s: bool byte %d is neither 0 nor 1", what, b)
-				}
+	start := r.off
+	raw, _ := r.next(int64(n)*elem.size(), "") // count checked that they fit
+	if elem == Bool {
+		for i, b := range raw {
+			if b > 1 {
+				return Array{}, r.corrupt(start+int64(i), "key %q: bool byte %d is neither 0 nor 1", key, b)
 			}
 		}
 	}
-	return a
+	return Array{elem, decodeScalars(elem, raw, n)}, nil
 }
 
-func decodeScalars(t ValueType, raw []byte, n int) any {
+func decodeScalar(t ValueType, b []byte) any {
 	le := binary.LittleEndian
 	switch t {
 	case Uint8:
-		return append([]uint8(nil), raw...)
+		return b[0]
 	case Int8:
-		v := make([]int8, n)
-		for i := range v {
-			v[i] = int8(raw[i])
-		}
-		return v
+		return int8(b[0])
 	case Bool:
-		v := make([]bool, n)
-		for i := range v {
-			v[i] = raw[i] == 1
-		}
-		return v
+		return b[0] == 1
 	case Uint16:
-		v := make([]uint16, n)
-		for i := range v {
-			v[i] = le.Uint16(raw[2*i:])
-		}
-		return v
+		return le.Uint16(b)
 	case Int16:
-		v := make([]int16, n)
-		for i := range v {
-			v[i] = int16(le.Uint16(raw[2*i:]))
-		}
-		return v
+		return int16(le.Uint16(b))
 	case Uint32:
-		v := make([]uint32, n)
-		for i := range v {
-			v[i] = le.Uint32(raw[4*i:])
-		}
-		return v
+		return le.Uint32(b)
 	case Int32:
-		v := make([]int32, n)
-		for i := range v {
-			v[i] = int32(le.Uint32(raw[4*i:]))
-		}
-		return v
+		return int32(le.Uint32(b))
 	case Float32:
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
-		}
-		return v
+		return math.Float32frombits(le.Uint32(b))
 	case Uint64:
-		v := make([]uint64, n)
-		for i := range v {
-			v[i] = le.Uint64(raw[8*i:])
-		}
-		return v
+		return le.Uint64(b)
 	case Int64:
-		v := make([]int64, n)
-		for i := range v {
-			v[i] = int64(le.Uint64(raw[8*i:]))
-		}
-		return v
+		return int64(le.Uint64(b))
 	case Float64:
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = math.Float64frombits(le.Uint64(raw[8*i:]))
-		}
-		return v
+		return math.Float64frombits(le.Uint64(b))
 	}
 	return nil
 }
 
-// Parse reads a GGUF file held in data; tensors are views of data.
-func Parse(data []byte) (*File, error) { return parse(data, "") }
+// decodeScalars decodes n values of scalar type t from raw (n·size bytes)
+// into a new, non-nil slice.
+func decodeScalars(t ValueType, raw []byte, n int) any {
+	le := binary.LittleEndian
+	switch t {
+	case Uint8:
+		return append(make([]uint8, 0, n), raw...)
+	case Int8:
+		return fill(make([]int8, n), func(i int) int8 { return int8(raw[i]) })
+	case Bool:
+		return fill(make([]bool, n), func(i int) bool { return raw[i] == 1 })
+	case Uint16:
+		return fill(make([]uint16, n), func(i int) uint16 { return le.Uint16(raw[2*i:]) })
+	case Int16:
+		return fill(make([]int16, n), func(i int) int16 { return int16(le.Uint16(raw[2*i:])) })
+	case Uint32:
+		return fill(make([]uint32, n), func(i int) uint32 { return le.Uint32(raw[4*i:]) })
+	case Int32:
+		return fill(make([]int32, n), func(i int) int32 { return int32(le.Uint32(raw[4*i:])) })
+	case Float32:
+		return fill(make([]float32, n), func(i int) float32 { return math.Float32frombits(le.Uint32(raw[4*i:])) })
+	case Uint64:
+		return fill(make([]uint64, n), func(i int) uint64 { return le.Uint64(raw[8*i:]) })
+	case Int64:
+		return fill(make([]int64, n), func(i int) int64 { return int64(le.Uint64(raw[8*i:])) })
+	case Float64:
+		return fill(make([]float64, n), func(i int) float64 { return math.Float64frombits(le.Uint64(raw[8*i:])) })
+	}
+	return nil
+}
+
+func fill[T any](v []T, at func(int) T) []T {
+	for i := range v {
+		v[i] = at(i)
+	}
+	return v
+}
+
+// parsedInfo is what the layout checks need to know of a tensor info.
+type parsedInfo struct {
+	size   int64 // bytes of data
+	nameAt int64 // file offset of the info (its name)
+	offAt  int64 // file offset of the info's offset field
+}
 
 func parse(data []byte, path string) (*File, error) {
 	r := &reader{data: data, path: path}
-	if magic := r.bytes(4, "magic"); r.err != nil || string(magic) != Magic {
-		r.err = nil
-		r.fail(0, "not a GGUF file (magic %q)", magic)
-		return nil, r.err
+	if len(data) < 4 || string(data[:4]) != Magic {
+		return nil, r.corrupt(0, "not a GGUF file: starts with %q, want %q", data[:min(4, len(data))], Magic)
 	}
-	f := &File{Version: r.u32(), path: path, byName: map[string]int{}, byKey: map[string]int{}}
-	if r.err != nil {
-		return nil, r.err
+	r.off = 4
+	version, err := r.u32("version")
+	if err != nil {
+		return nil, err
 	}
-	if f.Version != 2 && f.Version != 3 {
-		return nil, &VersionError{Path: path, Version: f.Version}
+	if version != 2 && version != 3 {
+		swapped := bits.ReverseBytes32(version)
+		return nil, &VersionError{Path: path, Version: version, BigEndian: swapped == 2 || swapped == 3}
 	}
-	nTensors := r.count("tensor", 8+4+4+8)
-	nKV := r.count("metadata", 8+4+1)
-	if r.err != nil {
-		return nil, r.err
+	f := &File{Version: version, path: path}
+
+	at := r.off
+	nTensors, err := r.count("tensor", minTensorInfoBytes)
+	if err != nil {
+		return nil, err
 	}
-	f.KV = make([]KV, 0, nKV)
+	nKV, err := r.count("metadata", minKVBytes)
+	if err != nil {
+		return nil, err
+	}
+	// Each count fits alone; together they must fit too (no overflow:
+	// each product is at most the bytes left).
+	if int64(nTensors)*minTensorInfoBytes+int64(nKV)*minKVBytes > r.left() {
+		return nil, r.corrupt(at, "%d tensor infos and %d metadata entries cannot fit in the %d bytes left", nTensors, nKV, r.left())
+	}
+
+	f.KV = make([]KV, 0, min(nKV, preallocCap))
+	f.byKey = make(map[string]int, min(nKV, preallocCap))
+	alignAt := int64(-1)
 	for range nKV {
 		at := r.off
-		key := r.str("key")
-		if r.err == nil && !utf8.ValidString(key) {
-			r.fail(at, "key is not valid UTF-8")
+		key, err := r.str("key")
+		if err != nil {
+			return nil, err
 		}
-		if _, dup := f.byKey[key]; dup && r.err == nil {
-			r.fail(at, "duplicate key %q", key)
+		if !utf8.ValidString(key) {
+			return nil, r.corrupt(at, "key %q is not valid UTF-8", key)
 		}
-		t := ValueType(r.u32())
-		v := r.value(t, 0, key)
-		if r.err != nil {
-			return nil, r.err
+		if _, dup := f.byKey[key]; dup {
+			return nil, r.corrupt(at, "duplicate key %q", key)
+		}
+		typeAt := r.off
+		t, err := r.u32(fmt.Sprintf("key %q: value type", key))
+		if err != nil {
+			return nil, err
+		}
+		if ValueType(t) >= numValueTypes {
+			return nil, r.corrupt(typeAt, "key %q: unknown value type %d", key, t)
+		}
+		if key == "general.alignment" {
+			alignAt = r.off
+		}
+		v, err := r.value(ValueType(t), key)
+		if err != nil {
+			return nil, err
 		}
 		f.byKey[key] = len(f.KV)
-		f.KV = append(f.KV, KV{Key: key, Value: v})
+		f.KV = append(f.KV, KV{Key: key, Value: Value{ValueType(t), v}})
 	}
+
 	f.Alignment = DefaultAlignment
-	if v, ok := f.Get("general.alignment"); ok {
+	if i, ok := f.byKey["general.alignment"]; ok {
+		v := f.KV[i].Value
 		a, isInt := asInt(v)
-		if !isInt || a <= 0 || a > 1<<30 || a&(a-1) != 0 {
-			r.fail(-1, "general.alignment %v is not a power of two", v.V)
-			return nil, r.err
+		if !isInt || a <= 0 || a > MaxAlignment || a&(a-1) != 0 {
+			return nil, r.corrupt(alignAt, "general.alignment %v (%v) is not an integer power of two in [1, %d]", v.V, v.Type, MaxAlignment)
 		}
 		f.Alignment = int(a)
 	}
-	f.infos = make([]TensorInfo, 0, nTensors)
-	sizes := make([]int64, 0, nTensors)
+	align := int64(f.Alignment)
+
+	f.infos = make([]TensorInfo, 0, min(nTensors, preallocCap))
+	f.byName = make(map[string]int, min(nTensors, preallocCap))
+	parsed := make([]parsedInfo, 0, min(nTensors, preallocCap))
 	for range nTensors {
-		at := r.off
-		ti := TensorInfo{Name: r.str("tensor name")}
-		nd := r.u32()
-		if r.err == nil && nd > MaxDims {
-			r.fail(at, "tensor %q has %d dimensions (at most %d)", ti.Name, nd, MaxDims)
-		}
-		if r.err != nil {
-			return nil, r.err
-		}
-		ti.NE = make([]int64, nd)
-		for j := range ti.NE {
-			d := r.u64()
-			if d > math.MaxInt64 {
-				r.fail(at, "tensor %q: dimension %d too large", ti.Name, d)
-			}
-			ti.NE[j] = int64(d)
-		}
-		ti.Type = r.u32()
-		ti.Offset = r.u64()
-		if r.err != nil {
-			return nil, r.err
+		ti, p, err := r.tensorInfo(align)
+		if err != nil {
+			return nil, err
 		}
 		if _, dup := f.byName[ti.Name]; dup {
-			r.fail(at, "duplicate tensor name %q", ti.Name)
-			return nil, r.err
-		}
-		dt, ok := TypeOf(ti.Type)
-		if !ok {
-			return nil, &tensor.UnsupportedDTypeError{Format: "gguf", DType: fmt.Sprintf("ggml type %d", ti.Type), Tensor: ti.Name}
-		}
-		n, err := tensor.NumElements(ti.NE)
-		if err != nil {
-			r.fail(at, "tensor %q: %v", ti.Name, err)
-			return nil, r.err
-		}
-		if len(ti.NE) > 0 && ti.NE[0]%int64(dt.BlockSize()) != 0 {
-			r.fail(at, "tensor %q: row of %d elements is not a whole number of %v blocks", ti.Name, ti.NE[0], dt)
-			return nil, r.err
-		}
-		size, err := dt.Bytes(n)
-		if err != nil {
-			r.fail(at, "tensor %q: %v", ti.Name, err)
-			return nil, r.err
+			return nil, r.corrupt(p.nameAt, "duplicate tensor name %q", ti.Name)
 		}
 		f.byName[ti.Name] = len(f.infos)
 		f.infos = append(f.infos, ti)
-		sizes = append(sizes, size)
+		parsed = append(parsed, p)
 	}
-	align := int64(f.Alignment)
+
+	// The data section starts at the next multiple of the alignment; r.off
+	// ≤ len(data) and align ≤ 2^30, so this cannot overflow.
 	f.DataOffset = (r.off + align - 1) / align * align
-	if f.DataOffset > int64(len(data)) && nTensors > 0 {
-		r.fail(r.off, "data section at %d starts past the end of the %d-byte file", f.DataOffset, len(data))
-		return nil, r.err
-	}
-	order := make([]int, len(f.infos))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return f.infos[order[a]].Offset < f.infos[order[b]].Offset })
-	var end uint64
-	for k, i := range order {
-		ti, size := f.infos[i], uint64(sizes[i])
-		switch {
-		case ti.Offset%uint64(align) != 0:
-			r.fail(-1, "tensor %q: offset %d is not a multiple of the alignment %d", ti.Name, ti.Offset, align)
-		case ti.Offset > uint64(len(data)) || size > uint64(int64(len(data))-f.DataOffset) || ti.Offset > uint64(int64(len(data))-f.DataOffset)-size:
-			r.fail(-1, "tensor %q: data [%d, +%d) runs past the end of the file", ti.Name, ti.Offset, size)
-		case k > 0 && ti.Offset < end:
-			r.fail(-1, "tensor %q overlaps the tensor before it", ti.Name)
-		}
-		if r.err != nil {
-			if ce, ok := r.err.(*tensor.CorruptError); ok {
-				ce.Offset = f.DataOffset + int64(min(ti.Offset, uint64(math.MaxInt64/2)))
-			}
-			return nil, r.err
-		}
-		end = ti.Offset + size
+	if err := f.checkLayout(r, parsed); err != nil {
+		return nil, err
 	}
 	f.tensors = make([]tensor.Tensor, len(f.infos))
 	for i, ti := range f.infos {
 		dt, _ := TypeOf(ti.Type)
 		start := f.DataOffset + int64(ti.Offset)
-		shape := make([]int64, len(ti.NE))
+		end := start + parsed[i].size
+		shape := make([]int64, len(ti.NE)) // ne reversed: outermost first
 		for j, d := range ti.NE {
 			shape[len(shape)-1-j] = d
 		}
-		f.tensors[i] = tensor.Tensor{Name: ti.Name, DType: dt, Shape: shape, Data: data[start : start+sizes[i] : start+sizes[i]]}
+		f.tensors[i] = tensor.Tensor{Name: ti.Name, DType: dt, Shape: shape, Data: data[start:end:end]}
 	}
 	return f, nil
 }
 
-// Tensors lists the tensors in the order of their infos.
+// tensorInfo reads one tensor info and checks it on its own: dimensions,
+// type, element count, row blocks, offset alignment.
+func (r *reader) tensorInfo(align int64) (TensorInfo, parsedInfo, error) {
+	var ti TensorInfo
+	p := parsedInfo{nameAt: r.off}
+	name, err := r.str("tensor name")
+	if err != nil {
+		return ti, p, err
+	}
+	ti.Name = name
+	ndAt := r.off
+	nd, err := r.u32(fmt.Sprintf("tensor %q: dimension count", name))
+	if err != nil {
+		return ti, p, err
+	}
+	if nd > MaxDims {
+		return ti, p, r.corrupt(ndAt, "tensor %q has %d dimensions, at most %d", name, nd, MaxDims)
+	}
+	ti.NE = make([]int64, nd)
+	for j := range ti.NE {
+		dAt := r.off
+		d, err := r.u64(fmt.Sprintf("tensor %q: dimension", name))
+		if err != nil {
+			return ti, p, err
+		}
+		if d == 0 || d > math.MaxInt64 {
+			return ti, p, r.corrupt(dAt, "tensor %q: ne[%d] = %d, want 1 to 2^63-1", name, j, d)
+		}
+		ti.NE[j] = int64(d)
+	}
+	typeAt := r.off
+	if ti.Type, err = r.u32(fmt.Sprintf("tensor %q: type", name)); err != nil {
+		return ti, p, err
+	}
+	p.offAt = r.off
+	if ti.Offset, err = r.u64(fmt.Sprintf("tensor %q: offset", name)); err != nil {
+		return ti, p, err
+	}
+	dt, ok := TypeOf(ti.Type)
+	if !ok {
+		var err error = &tensor.UnsupportedDTypeError{Format: "gguf", DType: typeName(ti.Type), Tensor: name}
+		if r.path != "" {
+			err = fmt.Errorf("gguf %s: byte %d: %w", r.path, typeAt, err)
+		}
+		return ti, p, err
+	}
+	n, err := tensor.NumElements(ti.NE)
+	if err != nil {
+		return ti, p, r.corrupt(ndAt, "tensor %q: ne %v: element count overflows", name, ti.NE)
+	}
+	if bs := int64(dt.BlockSize()); nd > 0 && ti.NE[0]%bs != 0 {
+		return ti, p, r.corrupt(ndAt+4, "tensor %q: a row of %d elements is not a whole number of %v blocks of %d", name, ti.NE[0], dt, bs)
+	}
+	if p.size, err = dt.Bytes(n); err != nil {
+		return ti, p, r.corrupt(ndAt, "tensor %q: %d elements of %v: %v", name, n, dt, err)
+	}
+	if ti.Offset%uint64(align) != 0 {
+		return ti, p, r.corrupt(p.offAt, "tensor %q: offset %d is not a multiple of the alignment %d", name, ti.Offset, align)
+	}
+	return ti, p, nil
+}
+
+// checkLayout checks that every tensor's data lie inside the file and that
+// no two tensors share a byte (they may be stored in any order).
+func (f *File) checkLayout(r *reader, parsed []parsedInfo) error {
+	room := int64(len(r.data)) - f.DataOffset // bytes in the data section; < 0 if none
+	for i, ti := range f.infos {
+		size := parsed[i].size
+		if room < 0 || ti.Offset > uint64(room) || size > room-int64(ti.Offset) {
+			return r.corrupt(parsed[i].offAt, "tensor %q: %d bytes at data offset %d run past the end of the file (data section of %d bytes at %d)",
+				ti.Name, size, ti.Offset, max(room, 0), f.DataOffset)
+		}
+	}
+	// Sorted by offset, ties in info order, so the later info is the one
+	// blamed.
+	order := make([]int, len(f.infos))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return f.infos[order[a]].Offset < f.infos[order[b]].Offset })
+	for k := 1; k < len(order); k++ {
+		prev, cur := order[k-1], order[k]
+		prevEnd := f.infos[prev].Offset + uint64(parsed[prev].size) // inside the file: no overflow
+		if f.infos[cur].Offset < prevEnd {
+			return r.corrupt(parsed[cur].offAt, "tensor %q (data [%d, %d)) overlaps tensor %q (data [%d, %d))",
+				f.infos[cur].Name, f.infos[cur].Offset, f.infos[cur].Offset+uint64(parsed[cur].size),
+				f.infos[prev].Name, f.infos[prev].Offset, prevEnd)
+		}
+	}
+	return nil
+}
+
+// Tensors lists the tensors in the order of their infos in the file.
+// Shapes are ne reversed (outermost first); Data are views of the file.
 func (f *File) Tensors() []tensor.Tensor { return f.tensors }
 
-// TensorInfos lists the tensor infos as stored.
+// TensorInfos lists the tensor infos as stored (ne innermost first).
 func (f *File) TensorInfos() []TensorInfo { return f.infos }
 
 // Tensor returns the named tensor.
 func (f *File) Tensor(name string) (tensor.Tensor, bool) {
 	i, ok := f.byName[name]
-	if !ok {
+	if !ok || i >= len(f.tensors) {
 		return tensor.Tensor{}, false
 	}
 	return f.tensors[i], true
 }
 
-// Close unmaps the file; tensor data is invalid afterwards.
+// Close unmaps the file (for Open); tensor data are invalid afterwards and
+// Tensors returns nothing. Metadata stays readable.
 func (f *File) Close() error {
 	f.tensors = nil
 	if f.unmap != nil {
