@@ -187,10 +187,14 @@ func (ctx *Context) Decode(b Batch) error {
 	if err != nil {
 		return fmt.Errorf("models: decode: %w", err)
 	}
-	ctx.cache.Apply(slot)
+	if err := ctx.cache.Apply(slot); err != nil {
+		return fmt.Errorf("models: decode: %w", err)
+	}
 	if err := ctx.forward(b, kb, slot.Cells()); err != nil {
-		ctx.cache.Rollback(slot)
 		ctx.outputIDs, ctx.logits = nil, nil
+		if rerr := ctx.cache.Rollback(slot); rerr != nil {
+			return fmt.Errorf("models: decode: %w (and the cache could not be rolled back: %v)", err, rerr)
+		}
 		return fmt.Errorf("models: decode: %w", err)
 	}
 	return nil

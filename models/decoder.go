@@ -100,7 +100,9 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	if err := b.SetI32(s.cells, cells); err != nil {
 		return err
 	}
-	ctx.cache.Mask(kb, s.hostMask, ctx.p.ContextLen)
+	if err := ctx.cache.Mask(kb, s.hostMask, ctx.p.ContextLen); err != nil {
+		return err
+	}
 	if err := b.SetF32(s.mask, s.hostMask); err != nil {
 		return err
 	}
