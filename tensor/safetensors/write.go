@@ -4,100 +4,163 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// Write writes tensors (in the order given) and metadata as a safetensors
-// file. The header is padded with spaces to a multiple of 8 bytes, as the
-// reference implementation does.
+// Errors of Write, wrapped with the tensor's name.
+var (
+	ErrDuplicateName = errors.New("safetensors: duplicate tensor name")
+	ErrReservedName  = errors.New("safetensors: tensor name __metadata__ is reserved")
+	ErrInvalidUTF8   = errors.New("safetensors: name or metadata is not valid UTF-8")
+	ErrDataSize      = errors.New("safetensors: data length does not match shape and dtype")
+	ErrHeaderTooBig  = errors.New("safetensors: header exceeds MaxHeaderSize")
+)
+
+// headerEntry is one tensor in the header, fields in the Python package's
+// order.
+type headerEntry struct {
+	DType       string   `json:"dtype"`
+	Shape       []int64  `json:"shape"`
+	DataOffsets [2]int64 `json:"data_offsets"`
+}
+
+// Write writes tensors (data in the order given, which is the order Parse
+// returns them) and metadata (may be nil) as a safetensors file:
+// __metadata__ first, then the tensors, the header padded with spaces to
+// a multiple of 8 bytes as the reference implementation does, so the
+// data section starts 8-byte aligned. Tensors are not padded: to keep each
+// one aligned to its element size, order them by decreasing element size.
 func Write(w io.Writer, tensors []tensor.Tensor, metadata map[string]string) error {
-	var hdr bytes.Buffer
-	hdr.WriteByte('{')
-	first := true
-	sep := func() {
-		if !first {
-			hdr.WriteByte(',')
-		}
-		first = false
-	}
-	if len(metadata) > 0 {
-		sep()
-		m, err := json.Marshal(metadata) // sorted keys
-		if err != nil {
-			return err
-		}
-		hdr.WriteString(`"__metadata__":`)
-		hdr.Write(m)
-	}
-	seen := map[string]bool{}
-	var off int64
-	for _, t := range tensors {
-		name, ok := dtypeName(t.DType)
-		if !ok {
-			return &tensor.UnsupportedDTypeError{Format: "safetensors", DType: t.DType.String(), Tensor: t.Name}
-		}
-		if seen[t.Name] || t.Name == "__metadata__" {
-			return fmt.Errorf("safetensors: write: duplicate or reserved tensor name %q", t.Name)
-		}
-		seen[t.Name] = true
-		n, err := tensor.NumElements(t.Shape)
-		if err != nil {
-			return fmt.Errorf("safetensors: write %q: %w", t.Name, err)
-		}
-		size, err := t.DType.Bytes(n)
-		if err != nil || size != int64(len(t.Data)) {
-			return fmt.Errorf("safetensors: write %q: %d bytes of data for shape %v of %v", t.Name, len(t.Data), t.Shape, t.DType)
-		}
-		shape := t.Shape
-		if shape == nil {
-			shape = []int64{}
-		}
-		e, _ := json.Marshal(map[string]any{"dtype": name, "shape": shape, "data_offsets": []int64{off, off + size}})
-		k, _ := json.Marshal(t.Name)
-		sep()
-		hdr.Write(k)
-		hdr.WriteByte(':')
-		hdr.Write(e)
-		off += size
-	}
-	hdr.WriteByte('}')
-	for hdr.Len()%8 != 0 {
-		hdr.WriteByte(' ')
-	}
-	var lenBuf [8]byte
-	binary.LittleEndian.PutUint64(lenBuf[:], uint64(hdr.Len()))
-	if _, err := w.Write(lenBuf[:]); err != nil {
+	hdr, err := encodeHeader(tensors, metadata)
+	if err != nil {
 		return err
 	}
-	if _, err := w.Write(hdr.Bytes()); err != nil {
-		return err
+	if _, err := w.Write(hdr); err != nil {
+		return fmt.Errorf("safetensors: write: %w", err)
 	}
 	for _, t := range tensors {
 		if _, err := w.Write(t.Data); err != nil {
-			return err
+			return fmt.Errorf("safetensors: write %q: %w", t.Name, err)
 		}
 	}
 	return nil
 }
 
-// WriteFile writes a safetensors file atomically (temporary file, rename).
-func WriteFile(path string, tensors []tensor.Tensor, metadata map[string]string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".safetensors-*")
+// encodeHeader returns the 8-byte length and the padded JSON header.
+func encodeHeader(tensors []tensor.Tensor, metadata map[string]string) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Write(make([]byte, 8)) // the length, filled in below
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	put := func(v any) {
+		enc.Encode(v)               // cannot fail for strings, string maps and headerEntry
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+	}
+	buf.WriteByte('{')
+	if len(metadata) > 0 {
+		keys := make([]string, 0, len(metadata))
+		for k, v := range metadata {
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return nil, fmt.Errorf("%w: metadata %q", ErrInvalidUTF8, k)
+			}
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		buf.WriteString(`"__metadata__":{`)
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			put(k)
+			buf.WriteByte(':')
+			put(metadata[k])
+		}
+		buf.WriteByte('}')
+	}
+	seen := make(map[string]bool, len(tensors))
+	var off int64
+	for i, t := range tensors {
+		name, ok := dtypeName(t.DType)
+		if !ok {
+			return nil, &tensor.UnsupportedDTypeError{Format: "safetensors", DType: t.DType.String(), Tensor: t.Name}
+		}
+		switch {
+		case t.Name == "__metadata__":
+			return nil, ErrReservedName
+		case seen[t.Name]:
+			return nil, fmt.Errorf("%w: %q", ErrDuplicateName, t.Name)
+		case !utf8.ValidString(t.Name):
+			return nil, fmt.Errorf("%w: tensor %q", ErrInvalidUTF8, t.Name)
+		}
+		seen[t.Name] = true
+		n, err := tensor.NumElements(t.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("safetensors: write %q: %w", t.Name, err)
+		}
+		size, err := t.DType.Bytes(n)
+		if err != nil || size != int64(len(t.Data)) {
+			return nil, fmt.Errorf("%w: tensor %q has %d bytes, shape %v of %v needs %d", ErrDataSize, t.Name, len(t.Data), t.Shape, t.DType, size)
+		}
+		shape := t.Shape
+		if shape == nil {
+			shape = []int64{} // a scalar
+		}
+		if i > 0 || len(metadata) > 0 {
+			buf.WriteByte(',')
+		}
+		put(t.Name)
+		buf.WriteByte(':')
+		put(headerEntry{DType: name, Shape: shape, DataOffsets: [2]int64{off, off + size}})
+		off += size
+	}
+	buf.WriteByte('}')
+	for buf.Len()%8 != 0 {
+		buf.WriteByte(' ')
+	}
+	out := buf.Bytes()
+	n := len(out) - 8
+	if n > MaxHeaderSize {
+		return nil, fmt.Errorf("%w: %d bytes", ErrHeaderTooBig, n)
+	}
+	binary.LittleEndian.PutUint64(out, uint64(n))
+	return out, nil
+}
+
+// WriteFile writes a safetensors file atomically: to a temporary file in
+// the same folder, synced, then renamed over path (mode 0644).
+func WriteFile(path string, tensors []tensor.Tensor, metadata map[string]string) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".safetensors-*.tmp")
 	if err != nil {
+		return fmt.Errorf("safetensors: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := Write(tmp, tensors, metadata); err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if err := Write(tmp, tensors, metadata); err != nil {
-		tmp.Close()
-		return err
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("safetensors: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("safetensors: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return err
+		return fmt.Errorf("safetensors: %w", err)
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("safetensors: %w", err)
+	}
+	return nil
 }
