@@ -1,11 +1,17 @@
 // Command tokenize prints the token ids of the text on stdin.
 //
 //	go run ./examples/tokenize --model PATH [--add-special] [--json] < text.txt
+//	go run ./examples/tokenize --model PATH --chat FILE.json
 //
 // PATH is a folder holding tokenizer.json (and maybe tokenizer_config.json),
 // a tokenizer.json file, or a .gguf file. The ids are printed space-separated
 // on one line, or as {"ids":[…]} with --json. --add-special adds the
 // special tokens the tokenizer's post-processor adds (e.g. Llama's BOS).
+//
+// With --chat, FILE.json holds an OpenAI-style request ({"messages": […],
+// "tools": […], "chat_template_kwargs": {…}}) or a bare messages list; the
+// model's chat template (ChatML if it has none) renders it and the prompt is
+// printed exactly, nothing added.
 //
 // On an error it prints one line, "error: …", to stderr and exits 1.
 package main
@@ -32,14 +38,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	model := fs.String("model", "", "folder with tokenizer.json, a tokenizer.json, or a .gguf file")
 	addSpecial := fs.Bool("add-special", false, "add the post-processor's special tokens (BOS…)")
 	asJSON := fs.Bool("json", false, `print {"ids":[…]}`)
-	// The --chat FILE.json mode (render a chat template, then tokenize) is
-	// added here by the chat-template work; see its flag and branch below.
+	chatFile := fs.String("chat", "", "render this chat request (JSON) with the model's template and print the prompt")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *model == "" {
 		fmt.Fprintln(stderr, "error: --model PATH is required")
 		return 2
+	}
+	if *chatFile != "" {
+		prompt, err := renderChat(*model, *chatFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		io.WriteString(stdout, prompt)
+		return 0
 	}
 	tok, err := load(*model)
 	if err != nil {
@@ -51,7 +65,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
-	// (chat mode goes here: text = rendered template of the --chat messages.)
 	ids, err := tok.Encode(string(text), *addSpecial)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
