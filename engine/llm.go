@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"path/filepath"
 	"strconv"
 	"sync"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tensor"
 	"github.com/vkllm/vkllm/tokenizer"
+	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // Errors of the LLM facade.
@@ -52,7 +54,8 @@ type LLM struct {
 	model *models.Model
 	ctx   *models.Context
 	tok   *tokenizer.Tokenizer
-	eng   *Engine // the loop's only
+	chat  *chat.Config // the model's chat template and special tokens
+	eng   *Engine      // the loop's only
 	opts  Options
 
 	mu      sync.Mutex
@@ -116,10 +119,12 @@ func Open(path string, opts Options) (*LLM, error) {
 		return nil, err
 	}
 	var tok *tokenizer.Tokenizer
+	var cc *chat.Config
 	if g := m.Files.GGUF; g != nil {
 		tok, err = tokenizer.FromGGUF(g)
-	} else {
-		tok, err = tokenizer.FromFile(m.Files.TokenizerPath)
+		cc = chat.ConfigFromGGUF(g)
+	} else if tok, err = tokenizer.FromFile(m.Files.TokenizerPath); err == nil {
+		cc, err = chat.LoadConfig(filepath.Dir(m.Files.TokenizerPath))
 	}
 	if err != nil {
 		m.Close()
@@ -130,6 +135,7 @@ func Open(path string, opts Options) (*LLM, error) {
 		m.Close()
 		return nil, err
 	}
+	l.chat = cc
 	return l, nil
 }
 
@@ -210,11 +216,17 @@ func (l *LLM) send(cmds ...command) error {
 
 // submit tokenizes prompts and queues them, all or none.
 func (l *LLM) submit(prompts []string, params sampler.Params) ([]string, []*mailbox, error) {
+	return l.submitEncoded(prompts, params, true)
+}
+
+// submitEncoded is submit; addSpecial is false for rendered chat prompts,
+// which carry their own special tokens (as apply_chat_template).
+func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial bool) ([]string, []*mailbox, error) {
 	cmds := make([]command, len(prompts))
 	ids := make([]string, len(prompts))
 	boxes := make([]*mailbox, len(prompts))
 	for i, p := range prompts {
-		toks, err := l.tok.Encode(p, true)
+		toks, err := l.tok.Encode(p, addSpecial)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -249,7 +261,12 @@ func (l *LLM) Generate(ctx context.Context, prompts []string, params sampler.Par
 	if err != nil {
 		return nil, err
 	}
-	res := make([]Result, len(prompts))
+	return l.collect(ctx, ids, boxes)
+}
+
+// collect waits for every mailbox and gathers the results in order.
+func (l *LLM) collect(ctx context.Context, ids []string, boxes []*mailbox) ([]Result, error) {
+	res := make([]Result, len(boxes))
 	for i, b := range boxes {
 		for {
 			outs, err, done := b.take()
@@ -272,6 +289,54 @@ func (l *LLM) Generate(ctx context.Context, prompts []string, params sampler.Par
 		}
 	}
 	return res, nil
+}
+
+// ChatRequest is a conversation for Chat.
+type ChatRequest struct {
+	Messages []chat.Message
+	Tools    []chat.Tool
+	// Kwargs are extra template variables (enable_thinking, date_string, …).
+	Kwargs map[string]any
+}
+
+// RenderChat renders a conversation with the model's chat template (ChatML
+// when it has none), with the generation prompt, as apply_chat_template.
+func (l *LLM) RenderChat(req ChatRequest) (string, error) {
+	if len(req.Messages) == 0 {
+		return "", sampler.ErrEmptyPrompt
+	}
+	cc := l.chat
+	if cc == nil {
+		cc = &chat.Config{}
+	}
+	tpl, err := chat.Parse(cc.TemplateFor(len(req.Tools) > 0))
+	if err != nil {
+		return "", err
+	}
+	in := cc.Input(&chat.Request{Messages: req.Messages, Tools: req.Tools})
+	for k, v := range req.Kwargs {
+		in.Kwargs[k] = v
+	}
+	return tpl.Render(in)
+}
+
+// Chat renders the conversation through the chat template and generates
+// the reply. The rendered prompt is tokenized without adding special tokens
+// (the template writes its own, as apply_chat_template(tokenize=True)).
+func (l *LLM) Chat(ctx context.Context, req ChatRequest, params sampler.Params) (Result, error) {
+	prompt, err := l.RenderChat(req)
+	if err != nil {
+		return Result{}, err
+	}
+	ids, boxes, err := l.submitEncoded([]string{prompt}, params, false)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := l.collect(ctx, ids, boxes)
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], nil
 }
 
 func (r *Result) add(o Output) {

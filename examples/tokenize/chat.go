@@ -19,15 +19,7 @@ func chatConfig(path string) (*chat.Config, error) {
 			return nil, err
 		}
 		defer f.Close()
-		c := &chat.Config{SpecialTokens: map[string]string{}}
-		c.Template, _ = f.String("tokenizer.chat_template")
-		tokens, _ := f.Strings("tokenizer.ggml.tokens")
-		for key, name := range map[string]string{"tokenizer.ggml.bos_token_id": "bos_token", "tokenizer.ggml.eos_token_id": "eos_token"} {
-			if id, ok := f.Int(key); ok && id >= 0 && id < int64(len(tokens)) {
-				c.SpecialTokens[name] = tokens[id]
-			}
-		}
-		return c, nil
+		return chat.ConfigFromGGUF(f), nil
 	}
 	dir := path
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
