@@ -3,7 +3,6 @@ package models
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kv"
@@ -244,6 +243,3 @@ func (ctx *Context) applyShifts() error {
 	}
 	return b.Sync()
 }
-
-// negInf fills masks.
-var negInf = float32(math.Inf(-1))

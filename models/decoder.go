@@ -10,24 +10,64 @@ import (
 
 // scratch holds the activations of a forward pass over n tokens.
 type scratch struct {
-	n                int
-	ids, pos, cells  kernels.Tensor // I32 (n)
-	mask             kernels.Tensor // F32 (n, cells)
-	x, h             kernels.Tensor // (n, hidden)
-	q, attn          kernels.Tensor // (n, heads*hd)
-	k, v             kernels.Tensor // (n, kv*hd)
-	o, down          kernels.Tensor // (n, hidden)
-	gate, up         kernels.Tensor // (n, inter)
-	all              []kernels.Tensor
-	hostMask         []float32
-	hostIDs, hostPos []int32
+	n               int
+	ids, pos, cells kernels.Tensor   // I32 (n)
+	mask            kernels.Tensor   // F32 (n, cells)
+	x, h            kernels.Tensor   // (n, hidden)
+	q, attn         kernels.Tensor   // (n, heads*hd)
+	k, v            kernels.Tensor   // (n, kv*hd)
+	o, down         kernels.Tensor   // (n, hidden)
+	gate, up        kernels.Tensor   // (n, inter)
+	all             []kernels.Tensor // everything above and in outs
+	outs            map[int]*outputs // by rows of logits asked for
+	hostMask        []float32
+}
+
+// outputs are the tensors that turn rows of the final hidden state into
+// logits, for one number of rows asked for.
+type outputs struct {
+	sel    kernels.Tensor // I32 (rows): batch indices
+	xs     kernels.Tensor // (rows, hidden)
+	logits kernels.Tensor // (rows, vocab)
 }
 
 func (s *scratch) free(b kernels.Backend) {
 	for _, t := range s.all {
 		b.Free(t)
 	}
-	s.all = nil
+	s.all, s.outs = nil, nil
+}
+
+// outputTensors returns (allocating once) the output tensors of a pass over
+// s.n tokens that asks for rows logits rows, so a decode step allocates
+// nothing on the backend.
+func (ctx *Context) outputTensors(s *scratch, rows int) (*outputs, error) {
+	if o, ok := s.outs[rows]; ok {
+		return o, nil
+	}
+	b, c := ctx.m.backend, ctx.m.Config
+	o := &outputs{}
+	for _, a := range []struct {
+		dst   *kernels.Tensor
+		dt    tensor.DType
+		shape []int
+	}{
+		{&o.sel, tensor.I32, []int{rows}},
+		{&o.xs, tensor.F32, []int{rows, c.HiddenSize}},
+		{&o.logits, tensor.F32, []int{rows, c.VocabSize}},
+	} {
+		t, err := b.NewTensor(a.dt, a.shape...)
+		if err != nil {
+			return nil, err
+		}
+		s.all = append(s.all, t) // freed with the scratch
+		*a.dst = t
+	}
+	if s.outs == nil {
+		s.outs = map[int]*outputs{}
+	}
+	s.outs[rows] = o
+	return o, nil
 }
 
 func (ctx *Context) getScratch(n int) (*scratch, error) {
@@ -159,21 +199,11 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		ctx.logits = ctx.logits[:0]
 		return b.Sync()
 	}
-	sel, err := b.NewTensor(tensor.I32, len(rows))
+	o, err := ctx.outputTensors(s, len(rows))
 	if err != nil {
 		return err
 	}
-	defer b.Free(sel)
-	xs, err := b.NewTensor(tensor.F32, len(rows), c.HiddenSize)
-	if err != nil {
-		return err
-	}
-	defer b.Free(xs)
-	lt, err := b.NewTensor(tensor.F32, len(rows), c.VocabSize)
-	if err != nil {
-		return err
-	}
-	defer b.Free(lt)
+	sel, xs, lt := o.sel, o.xs, o.logits
 	if err := b.SetI32(sel, rows); err != nil {
 		return err
 	}

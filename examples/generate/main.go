@@ -16,29 +16,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/models"
+	"github.com/vkllm/vkllm/sampler"
 )
-
-// Logprob is one entry of a top-K list.
-type Logprob struct {
-	ID      int32   `json:"id"`
-	Logprob float64 `json:"logprob"`
-}
 
 // Result is what --json prints.
 type Result struct {
-	PromptTokens []int32     `json:"prompt_tokens"`
-	Tokens       []int32     `json:"tokens"`
-	Text         string      `json:"text"`
-	TopLogprobs  [][]Logprob `json:"top_logprobs"`
+	PromptTokens []int32             `json:"prompt_tokens"`
+	Tokens       []int32             `json:"tokens"`
+	Text         string              `json:"text"`
+	TopLogprobs  [][]sampler.Logprob `json:"top_logprobs"`
 }
 
 type config struct {
@@ -129,7 +122,7 @@ func generate(ctx context.Context, c config, stdout io.Writer) error {
 	}
 	defer mctx.Close()
 
-	res := Result{PromptTokens: prompt, Tokens: []int32{}, TopLogprobs: [][]Logprob{}}
+	res := Result{PromptTokens: prompt, Tokens: []int32{}, TopLogprobs: [][]sampler.Logprob{}}
 	logits, err := mctx.Prefill(0, prompt)
 	if err != nil {
 		return err
@@ -175,34 +168,15 @@ func generate(ctx context.Context, c config, stdout io.Writer) error {
 	return nil
 }
 
-// greedy returns the argmax (first on ties) and the top-k log-probabilities
-// (log-softmax computed in float64).
-func greedy(logits []float32, k int) (int32, []Logprob) {
+// greedy returns the argmax (first on ties) and the top-k log-probabilities.
+func greedy(logits []float32, k int) (int32, []sampler.Logprob) {
 	best := 0
 	for i, v := range logits {
 		if v > logits[best] {
 			best = i
 		}
 	}
-	if k == 0 {
-		return int32(best), nil
-	}
-	mx := float64(logits[best])
-	var sum float64
-	for _, v := range logits {
-		sum += math.Exp(float64(v) - mx)
-	}
-	lse := mx + math.Log(sum)
-	idx := make([]int, len(logits))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return logits[idx[a]] > logits[idx[b]] })
-	top := make([]Logprob, 0, k)
-	for _, i := range idx[:min(k, len(idx))] {
-		top = append(top, Logprob{ID: int32(i), Logprob: float64(logits[i]) - lse})
-	}
-	return int32(best), top
+	return int32(best), sampler.TopLogprobs(logits, k)
 }
 
 func isEOS(eos []int32, t int32) bool {
