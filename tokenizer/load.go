@@ -276,15 +276,13 @@ func parseNormalizer(m json.RawMessage, where string) (normalizer, error) {
 	}
 	switch typ {
 	case "Sequence":
-		var v struct {
-			Normalizers []json.RawMessage `json:"normalizers"`
-		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		subs, paths, err := sequenceItems(m, where, "normalizers")
+		if err != nil {
+			return nil, err
 		}
 		var seq normalizerSeq
-		for i, sub := range v.Normalizers {
-			n, err := parseNormalizer(sub, fmt.Sprintf("%s.normalizers[%d]", where, i))
+		for i, sub := range subs {
+			n, err := parseNormalizer(sub, paths[i])
 			if err != nil {
 				return nil, err
 			}
@@ -353,14 +351,12 @@ func parsePreTokenizer(steps []preTokenizer, m json.RawMessage, where string) ([
 	}
 	switch typ {
 	case "Sequence":
-		var v struct {
-			PreTokenizers []json.RawMessage `json:"pretokenizers"`
+		subs, paths, err := sequenceItems(m, where, "pretokenizers")
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
-		}
-		for i, sub := range v.PreTokenizers {
-			if steps, err = parsePreTokenizer(steps, sub, fmt.Sprintf("%s.pretokenizers[%d]", where, i)); err != nil {
+		for i, sub := range subs {
+			if steps, err = parsePreTokenizer(steps, sub, paths[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -457,15 +453,13 @@ func parseDecoder(m json.RawMessage, where string) (decoder, error) {
 	}
 	switch typ {
 	case "Sequence":
-		var v struct {
-			Decoders []json.RawMessage `json:"decoders"`
-		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		subs, paths, err := sequenceItems(m, where, "decoders")
+		if err != nil {
+			return nil, err
 		}
 		var seq decoderSeq
-		for i, sub := range v.Decoders {
-			d, err := parseDecoder(sub, fmt.Sprintf("%s.decoders[%d]", where, i))
+		for i, sub := range subs {
+			d, err := parseDecoder(sub, paths[i])
 			if err != nil {
 				return nil, err
 			}
@@ -530,15 +524,13 @@ func (t *Tokenizer) parsePostProcessor(m json.RawMessage, where string) (postPro
 	}
 	switch typ {
 	case "Sequence":
-		var v struct {
-			Processors []json.RawMessage `json:"processors"`
-		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		subs, paths, err := sequenceItems(m, where, "processors")
+		if err != nil {
+			return nil, err
 		}
 		var seq postSeq
-		for i, sub := range v.Processors {
-			p, err := t.parsePostProcessor(sub, fmt.Sprintf("%s.processors[%d]", where, i))
+		for i, sub := range subs {
+			p, err := t.parsePostProcessor(sub, paths[i])
 			if err != nil {
 				return nil, err
 			}
@@ -730,4 +722,25 @@ func cutSpace(l string) (string, string, bool) {
 		return "", "", false
 	}
 	return l[:i], l[i+1:], true
+}
+
+// sequenceItems returns the items of a Sequence component's list field
+// ("normalizers", "pretokenizers", "decoders", "processors") with the JSON
+// path of each, for errors.
+func sequenceItems(m json.RawMessage, where, field string) ([]json.RawMessage, []string, error) {
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(m, &v); err != nil {
+		return nil, nil, formatErr(where, "%w", err)
+	}
+	var items []json.RawMessage
+	if raw, ok := v[field]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, nil, formatErr(where+"."+field, "%w", err)
+		}
+	}
+	paths := make([]string, len(items))
+	for i := range items {
+		paths[i] = fmt.Sprintf("%s.%s[%d]", where, field, i)
+	}
+	return items, paths, nil
 }
