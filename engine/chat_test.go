@@ -45,3 +45,49 @@ func TestChat(t *testing.T) {
 	}
 	checkNoCells(t, l)
 }
+
+// TestStreamVariants: StreamChat and StreamTokens give what Chat and
+// Generate give for the same prompt, and Stats counts them.
+func TestStreamVariants(t *testing.T) {
+	tiny(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 2})
+	defer l.Close()
+	req := ChatRequest{Messages: []chat.Message{{Role: "user", Content: "hello world"}}}
+	p := sampler.Params{MaxTokens: 6, IgnoreEOS: true}
+	want, err := l.Chat(context.Background(), req, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect := func(seq func(func(Delta, error) bool)) Result {
+		var r Result
+		for d, err := range seq {
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.add(d)
+		}
+		return r
+	}
+	got := collect(l.StreamChat(context.Background(), req, p))
+	if !slices.Equal(got.Tokens, want.Tokens) || got.Text != want.Text || got.FinishReason != "length" {
+		t.Fatalf("StreamChat %+v, Chat %+v", got, want)
+	}
+	prompt, _ := l.RenderChat(req)
+	ids, _ := l.Tokenizer().Encode(prompt, false)
+	got = collect(l.StreamTokens(context.Background(), ids, p))
+	if !slices.Equal(got.Tokens, want.Tokens) || got.Usage.PromptTokens != len(ids) {
+		t.Fatalf("StreamTokens %+v, Chat %+v", got, want)
+	}
+	for _, err := range l.StreamChat(context.Background(), ChatRequest{}, p) {
+		if !errors.Is(err, sampler.ErrEmptyPrompt) {
+			t.Fatalf("empty conversation: %v", err)
+		}
+	}
+	checkNoCells(t, l) // also waits for the loop to publish its stats
+	st := l.Stats()
+	if st.GenerationTokens != 18 || st.PromptTokens != uint64(3*len(ids)) || st.Finished["length"] != 3 ||
+		st.Running != 0 || st.Waiting != 0 || st.KVUsed != 0 || st.KVCells != 256 {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -41,7 +41,7 @@ type Engine struct {
 	byID    map[string]*sequence // unfinished requests
 	pending []Output             // finished outside Step (aborts), reported by the next Step
 
-	preemptions int // so far (tests and stats)
+	count counters // totals for Stats
 }
 
 // New returns an Engine over ctx, a Context of m. tok may be nil: outputs
@@ -116,6 +116,7 @@ func (e *Engine) Add(r Request) error {
 	}
 	e.byID[r.ID] = q
 	e.sched.add(q)
+	e.count.promptTokens += uint64(len(r.Prompt))
 	return nil
 }
 
@@ -148,7 +149,7 @@ func (e *Engine) Step() ([]Output, error) {
 	if err != nil {
 		return outs, err
 	}
-	e.preemptions += len(sc.preempted)
+	e.count.preemptions += uint64(len(sc.preempted))
 	for _, q := range sc.preempted {
 		if err := e.run.release(q); err != nil {
 			return outs, err
@@ -199,6 +200,10 @@ func (e *Engine) finish(q *sequence, to State) error {
 func (e *Engine) final(q *sequence, out Output) Output {
 	out.Finished = true
 	out.FinishReason = q.state.FinishReason()
+	if e.count.finished == nil {
+		e.count.finished = map[string]uint64{}
+	}
+	e.count.finished[out.FinishReason]++
 	out.Usage = e.usage(q)
 	return out
 }

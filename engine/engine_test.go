@@ -285,13 +285,13 @@ func TestPreemptionEqualsLargeCache(t *testing.T) {
 			small, ctx := newEngine(t, models.ContextParams{ContextLen: 48, MaxSeqs: 6}, Config{})
 			got := runAll(t, small, prs, p)
 			samePerRequest(t, "ContextLen 48", got, want)
-			if small.preemptions == 0 {
+			if small.count.preemptions == 0 {
 				t.Fatal("no preemption happened: the test does not test it")
 			}
 			if u := usedCells(ctx); u != 0 {
 				t.Fatalf("%d cells in use at the end", u)
 			}
-			t.Logf("%d preemptions", small.preemptions)
+			t.Logf("%d preemptions", small.count.preemptions)
 		})
 	}
 }

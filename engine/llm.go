@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
@@ -65,6 +66,8 @@ type LLM struct {
 	closed  bool
 	wake    chan struct{} // cap 1: the inbox has something
 	done    chan struct{} // closed when the loop has returned
+
+	stats atomic.Pointer[Stats] // published by the loop after each step
 }
 
 // command is one inbox entry: an add, an abort, or a query.
@@ -161,6 +164,8 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	}
 	l := &LLM{model: m, ctx: ctx, tok: tok, eng: eng, opts: opts,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	st := eng.Stats()
+	l.stats.Store(&st)
 	go l.loop()
 	return l, nil
 }
@@ -230,10 +235,7 @@ func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial 
 		if err != nil {
 			return nil, nil, err
 		}
-		l.mu.Lock()
-		l.nextID++
-		ids[i] = "req-" + strconv.FormatUint(l.nextID, 10)
-		l.mu.Unlock()
+		ids[i] = l.newID()
 		boxes[i] = newMailbox()
 		cmds[i] = command{req: &Request{ID: ids[i], Prompt: toks, Params: params}, box: boxes[i]}
 	}
@@ -352,8 +354,45 @@ func (r *Result) add(o Output) {
 // ErrClosed) is yielded once and ends the stream. Stopping the iteration
 // early, or cancelling ctx, aborts the request and frees its cells.
 func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params) iter.Seq2[Delta, error] {
+	return l.stream(ctx, func() ([]string, []*mailbox, error) { return l.submit([]string{prompt}, params) })
+}
+
+// StreamChat is Stream for a conversation rendered through the chat
+// template, as Chat.
+func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Params) iter.Seq2[Delta, error] {
+	return l.stream(ctx, func() ([]string, []*mailbox, error) {
+		prompt, err := l.RenderChat(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		return l.submitEncoded([]string{prompt}, params, false)
+	})
+}
+
+// StreamTokens is Stream for a prompt given as token ids.
+func (l *LLM) StreamTokens(ctx context.Context, prompt []int32, params sampler.Params) iter.Seq2[Delta, error] {
+	return l.stream(ctx, func() ([]string, []*mailbox, error) {
+		id := l.newID()
+		box := newMailbox()
+		req := &Request{ID: id, Prompt: append([]int32(nil), prompt...), Params: params}
+		if err := l.send(command{req: req, box: box}); err != nil {
+			return nil, nil, err
+		}
+		return []string{id}, []*mailbox{box}, nil
+	})
+}
+
+func (l *LLM) newID() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.nextID++
+	return "req-" + strconv.FormatUint(l.nextID, 10)
+}
+
+// stream queues one request with submit and yields its outputs.
+func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, error)) iter.Seq2[Delta, error] {
 	return func(yield func(Delta, error) bool) {
-		ids, boxes, err := l.submit([]string{prompt}, params)
+		ids, boxes, err := submit()
 		if err != nil {
 			yield(Delta{}, err)
 			return
@@ -385,6 +424,15 @@ func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params) 
 			}
 		}
 	}
+}
+
+// Stats is a snapshot of the engine's load and counters as of its last
+// step. It never waits for a step, so a metrics scrape is cheap.
+func (l *LLM) Stats() Stats {
+	if s := l.stats.Load(); s != nil {
+		return *s
+	}
+	return Stats{}
 }
 
 // kvUsed asks the loop for the cells in use, after every command sent
@@ -445,7 +493,9 @@ func (l *LLM) loop() {
 		if l.eng.HasUnfinished() {
 			l.step(boxes, finish)
 		}
-		for _, q := range queries { // after the step that reported the aborts before them
+		st := l.eng.Stats()
+		l.stats.Store(&st)
+		for _, q := range queries { // after the step that reported the aborts before them (and its stats)
 			q(l.eng)
 		}
 		if !l.eng.HasUnfinished() {

@@ -227,7 +227,7 @@ func TestRandomized(t *testing.T) {
 	}
 	checkNoCells(t, l)
 	pre := make(chan int, 1)
-	l.send(command{query: func(e *Engine) { pre <- e.preemptions }})
+	l.send(command{query: func(e *Engine) { pre <- int(e.count.preemptions) }})
 	t.Logf("ends: %v; preemptions: %d", ends, <-pre)
 	total := 0
 	for _, c := range ends {

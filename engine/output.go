@@ -57,6 +57,7 @@ func (e *Engine) accept(q *sequence, logits []float32) (Output, State) {
 	tok := p.sampler.Sample(logits)
 	p.sampler.Accept(tok)
 	q.tokens = append(q.tokens, tok)
+	e.count.generationTokens++
 	out := Output{ID: q.id, NewTokens: []int32{tok}}
 	if k := p.params.Logprobs; k > 0 {
 		out.Logprobs = []TokenLogprob{{ID: tok, Logprob: logprobOf(logits, tok), Top: sampler.TopLogprobs(logits, k)}}

@@ -1,0 +1,70 @@
+package engine
+
+// Stats is a snapshot of an engine's load and counters, for monitoring
+// (the server exports it under vLLM's metric names). Counters only grow.
+type Stats struct {
+	Running int // requests holding a sequence (prefilling or decoding)
+	Waiting int // requests queued or preempted
+
+	KVCells int // cells in the KV cache(s)
+	KVUsed  int // cells holding K/V, cached prefixes and idle sessions included
+
+	PromptTokens     uint64 // prompt tokens of the requests added
+	GenerationTokens uint64 // tokens drawn
+	Preemptions      uint64 // requests preempted (recomputed later)
+	// PrefixQueries counts the prompt tokens looked up in the prefix
+	// cache, PrefixHits those found there (vLLM's token-based counters).
+	PrefixQueries uint64
+	PrefixHits    uint64
+	// Finished counts finished requests by finish reason ("stop",
+	// "length", "abort", "ignored").
+	Finished map[string]uint64
+}
+
+// KVUsage is the fraction of KV cells in use, in [0, 1].
+func (s Stats) KVUsage() float64 {
+	if s.KVCells == 0 {
+		return 0
+	}
+	return float64(s.KVUsed) / float64(s.KVCells)
+}
+
+// add sums b into s (several workers).
+func (s *Stats) add(b Stats) {
+	s.Running += b.Running
+	s.Waiting += b.Waiting
+	s.KVCells += b.KVCells
+	s.KVUsed += b.KVUsed
+	s.PromptTokens += b.PromptTokens
+	s.GenerationTokens += b.GenerationTokens
+	s.Preemptions += b.Preemptions
+	s.PrefixQueries += b.PrefixQueries
+	s.PrefixHits += b.PrefixHits
+	if s.Finished == nil {
+		s.Finished = map[string]uint64{}
+	}
+	for k, v := range b.Finished {
+		s.Finished[k] += v
+	}
+}
+
+// counters are the Engine's running totals.
+type counters struct {
+	promptTokens, generationTokens, preemptions uint64
+	prefixQueries, prefixHits                   uint64
+	finished                                    map[string]uint64
+}
+
+// Stats reports the engine's load and counters now.
+func (e *Engine) Stats() Stats {
+	cells, used := e.ctx.KVCapacity()
+	s := Stats{Running: len(e.sched.running), Waiting: len(e.sched.waiting),
+		KVCells: cells, KVUsed: used,
+		PromptTokens: e.count.promptTokens, GenerationTokens: e.count.generationTokens,
+		Preemptions: e.count.preemptions, PrefixQueries: e.count.prefixQueries, PrefixHits: e.count.prefixHits,
+		Finished: make(map[string]uint64, len(e.count.finished))}
+	for k, v := range e.count.finished {
+		s.Finished[k] = v
+	}
+	return s
+}
