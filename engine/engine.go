@@ -15,6 +15,7 @@ var (
 	ErrEmptyID     = errors.New("engine: empty request id")
 	ErrBadToken    = errors.New("engine: prompt token outside the vocabulary")
 	ErrNoTokenizer = errors.New("engine: stop strings need a tokenizer")
+	ErrSessionBusy = errors.New("engine: the session already has an unfinished request")
 )
 
 // Config tunes an Engine. Zero values take the defaults.
@@ -25,6 +26,12 @@ type Config struct {
 	// EOS ends a request unless its Params.IgnoreEOS. Default: the model
 	// config's eos ids and the tokenizer's.
 	EOS []int32
+	// PrefixCache keeps the K/V of finished requests' whole blocks of
+	// BlockSize tokens and reuses them (SeqCp, no copy) for a later prompt
+	// that starts with the same tokens. Retained cells count as used but
+	// are evicted, least recently used first, before anything running is
+	// preempted.
+	PrefixCache bool
 }
 
 // Engine schedules requests over one Context. It is not safe for
@@ -64,7 +71,7 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 	e := &Engine{ctx: ctx, tok: tok, eos: eos, vocab: m.Config.VocabSize,
 		maxLen: min(cp.ContextLen, m.Config.MaxPositions), byID: map[string]*sequence{}}
 	e.sched = newScheduler(schedulerConfig{maxSeqs: cp.MaxSeqs, maxTokens: cfg.MaxBatchTokens, maxLen: e.maxLen})
-	e.run = newRunner(ctx)
+	e.run = newRunner(ctx, cfg.PrefixCache, &e.count)
 	return e, nil
 }
 
@@ -83,6 +90,8 @@ func (e *Engine) Add(r Request) error {
 		return sampler.ErrEmptyPrompt
 	case len(r.Params.Stop) > 0 && e.tok == nil:
 		return ErrNoTokenizer
+	case r.Session != "" && e.sessionBusy(r.Session):
+		return fmt.Errorf("%w: %q", ErrSessionBusy, r.Session)
 	}
 	for i, t := range r.Prompt {
 		if t < 0 || int(t) >= e.vocab {
@@ -92,7 +101,7 @@ func (e *Engine) Add(r Request) error {
 	if err := r.Params.Validate(e.vocab); err != nil {
 		return err
 	}
-	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1,
+	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1, session: r.Session,
 		tokens: append(make([]int32, 0, len(r.Prompt)+16), r.Prompt...)}
 	p := &q.post
 	p.params = r.Params
@@ -145,16 +154,11 @@ func (e *Engine) HasUnfinished() bool { return len(e.byID) > 0 || len(e.pending)
 func (e *Engine) Step() ([]Output, error) {
 	outs := e.pending
 	e.pending = nil
-	sc, err := e.sched.next(e.run.freeCells())
+	sc, err := e.sched.next(e.run)
 	if err != nil {
 		return outs, err
 	}
 	e.count.preemptions += uint64(len(sc.preempted))
-	for _, q := range sc.preempted {
-		if err := e.run.release(q); err != nil {
-			return outs, err
-		}
-	}
 	for _, q := range sc.ignored {
 		delete(e.byID, q.id)
 		outs = append(outs, e.final(q, Output{ID: q.id, Reason: q.reason}))
@@ -193,7 +197,42 @@ func (e *Engine) finish(q *sequence, to State) error {
 	}
 	e.sched.remove(q)
 	delete(e.byID, q.id)
-	return e.run.release(q)
+	return e.run.retire(q, to != FinishedIgnored)
+}
+
+func (e *Engine) sessionBusy(name string) bool {
+	for _, q := range e.byID {
+		if q.session == name {
+			return true
+		}
+	}
+	return false
+}
+
+// EndSession aborts the session's unfinished request, if any (its final
+// Output comes with the next Step), and frees the cells it keeps.
+func (e *Engine) EndSession(name string) error {
+	for id, q := range e.byID {
+		if q.session == name {
+			q.session = "" // its cells are freed, not kept
+			e.Abort(id)
+		}
+	}
+	if s := e.run.pool.sessions[name]; s != nil {
+		return e.run.evict(s)
+	}
+	return nil
+}
+
+// ClearCache frees every retained sequence: cached prefixes and idle
+// sessions (which recompute their conversation on their next turn).
+func (e *Engine) ClearCache() error {
+	for {
+		_, ok, err := e.run.reclaim()
+		if err != nil || !ok {
+			return err
+		}
+	}
 }
 
 // final fills the closing fields of q's last Output.
@@ -209,5 +248,5 @@ func (e *Engine) final(q *sequence, out Output) Output {
 }
 
 func (e *Engine) usage(q *sequence) Usage {
-	return Usage{PromptTokens: q.numPrompt, CompletionTokens: len(q.tokens) - q.numPrompt}
+	return Usage{PromptTokens: q.numPrompt, CompletionTokens: len(q.tokens) - q.numPrompt, CachedTokens: q.numReused}
 }

@@ -29,7 +29,7 @@ type Output struct {
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
-	CachedTokens     int // prompt tokens reused from the cache (0: no prefix caching yet)
+	CachedTokens     int // prompt tokens found in the cache (a cached prefix or the session's), not computed
 }
 
 // TokenLogprob is a drawn token's log-probability under the raw logits

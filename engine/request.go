@@ -13,6 +13,12 @@ type Request struct {
 	ID     string
 	Prompt []int32
 	Params sampler.Params
+	// Session, when set, keeps the request's K/V after it ends, under
+	// this name, for the session's next request: the tokens the two share
+	// at the start are not computed again. Idle sessions may be evicted
+	// under pressure (the next turn then recomputes). At most one request
+	// of a session may be unfinished. EndSession frees it.
+	Session string
 }
 
 // State is where a request is in its life.

@@ -8,6 +8,8 @@ type sequence struct {
 	tokens    []int32 // prompt then output
 	numPrompt int
 	numCached int    // leading tokens whose K/V are in the cache
+	numReused int    // of those, found in the cache (prefix or session) when it got its sequence
+	session   string // the session it belongs to, if any
 	reason    string // why it was ignored
 	// ---
 	seqID int32 // KV sequence id while it holds one, else -1
@@ -65,15 +67,31 @@ func removeSeq(qs []*sequence, q *sequence) []*sequence {
 	return qs
 }
 
-// next plans one step given the number of free cells. Running requests
-// come first, oldest first (decodes and unfinished prefill chunks); a
-// request that needs more cells than are free preempts the newest running
-// request, itself included. Only if nobody was preempted are waiting
-// requests admitted, front first, while the budget, the cells and the
-// sequence ids last; their prompt may be cut into chunks.
-func (s *scheduler) next(free int) (*schedule, error) {
+// cellKeeper is what the scheduler asks of the cache (the runner): how
+// many cells are free, to evict a retained sequence (a cached prefix or
+// an idle session), and to free a preempted request's cells. Cells may be
+// shared between sequences, so the scheduler never guesses what a release
+// frees: it asks.
+type cellKeeper interface {
+	freeCells() int
+	reclaim() (free int, ok bool, err error)
+	preempt(q *sequence) (free int, err error)
+}
+
+// next plans one step. Running requests come first, oldest first
+// (decodes and unfinished prefill chunks); a request that needs more
+// cells than are free first reclaims retained sequences, then preempts
+// the newest running request, itself included. Only if nobody was
+// preempted are waiting requests admitted, front first, while the budget,
+// the cells and the sequence ids last; their prompt may be cut into
+// chunks. The chunk of a request that gets cached tokens when it is
+// attached shrinks then (the runner's business): the plan reserves the
+// budget and cells of its whole chunk.
+func (s *scheduler) next(c cellKeeper) (*schedule, error) {
 	sc := &schedule{}
 	budget := s.cfg.maxTokens
+	planned := 0 // cells this step's chunks will take
+	free := c.freeCells()
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		q := s.running[i]
 		n := min(len(q.tokens)-q.numCached, budget)
@@ -81,12 +99,23 @@ func (s *scheduler) next(free int) (*schedule, error) {
 			continue
 		}
 		for free < n && len(s.running) > i {
+			f, ok, err := c.reclaim()
+			if err != nil {
+				return nil, err
+			}
+			if free = f - planned; ok {
+				continue
+			}
 			victim := s.running[len(s.running)-1]
 			s.running = s.running[:len(s.running)-1]
 			if err := transition(victim.id, &victim.state, Preempted); err != nil {
 				return nil, err
 			}
-			free += victim.numCached
+			f, err = c.preempt(victim)
+			if err != nil {
+				return nil, err
+			}
+			free = f - planned
 			victim.numCached = 0
 			sc.preempted = append(sc.preempted, victim)
 		}
@@ -96,6 +125,7 @@ func (s *scheduler) next(free int) (*schedule, error) {
 		sc.chunks = append(sc.chunks, chunk{seq: q, start: q.numCached, n: n, sample: q.numCached+n == len(q.tokens)})
 		budget -= n
 		free -= n
+		planned += n
 	}
 	if len(sc.preempted) > 0 { // back to the front, oldest first
 		for i, j := 0, len(sc.preempted)-1; i < j; i, j = i+1, j-1 {
@@ -116,6 +146,15 @@ func (s *scheduler) next(free int) (*schedule, error) {
 			continue
 		}
 		n := min(len(q.tokens), budget)
+		for n > free {
+			f, ok, err := c.reclaim()
+			if err != nil {
+				return nil, err
+			}
+			if free = f - planned; !ok {
+				break
+			}
+		}
 		if n > free {
 			break
 		}
@@ -127,6 +166,7 @@ func (s *scheduler) next(free int) (*schedule, error) {
 		sc.chunks = append(sc.chunks, chunk{seq: q, start: 0, n: n, sample: n == len(q.tokens)})
 		budget -= n
 		free -= n
+		planned += n
 	}
 	return sc, nil
 }

@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"hash/maphash"
+)
+
+// BlockSize is the granularity of the prefix cache: a cached prompt is
+// reused in whole blocks of this many tokens (vLLM's block_size).
+const BlockSize = 16
+
+// retained is a KV sequence kept after its request ended: a cached
+// prefix (found by block hashes) or an idle session's conversation
+// (found by name). Its sequence id holds the K/V of tokens at positions
+// 0..len(tokens)-1.
+type retained struct {
+	seqID   int32
+	tokens  []int32
+	session string   // "" for a prefix-cache entry
+	hashes  []uint64 // chain hash of each whole block (prefix entries)
+	lastUse uint64
+}
+
+// pool is the set of retained sequences. Eviction takes prefix entries
+// before idle sessions, least recently used first. Running requests are
+// never in the pool, so nothing a request is using can be evicted.
+type pool struct {
+	seed     maphash.Seed
+	tick     uint64
+	entries  map[int32]*retained  // by sequence id
+	blocks   map[uint64]*retained // chain hash of a block → the newest entry holding it
+	sessions map[string]*retained
+}
+
+func newPool() *pool {
+	return &pool{seed: maphash.MakeSeed(), entries: map[int32]*retained{},
+		blocks: map[uint64]*retained{}, sessions: map[string]*retained{}}
+}
+
+// blockHashes chains a hash over each whole block of toks: hash i covers
+// toks[:(i+1)*BlockSize], so equal hashes mean equal prefixes (up to
+// 64-bit collisions, which match() rules out by comparing tokens).
+func (p *pool) blockHashes(toks []int32) []uint64 {
+	n := len(toks) / BlockSize
+	hs := make([]uint64, n)
+	var h maphash.Hash
+	h.SetSeed(p.seed)
+	var buf [4 * BlockSize]byte
+	for b := range n {
+		for i, t := range toks[b*BlockSize : (b+1)*BlockSize] {
+			buf[4*i], buf[4*i+1], buf[4*i+2], buf[4*i+3] = byte(t), byte(t>>8), byte(t>>16), byte(t>>24)
+		}
+		h.Write(buf[:])
+		hs[b] = h.Sum64() // Sum64 does not reset: the chain goes on
+	}
+	return hs
+}
+
+// match finds the prefix entry sharing the most whole leading blocks with
+// toks, leaving at least one token of toks to compute (its logits are
+// needed). It returns the entry and the number of tokens it covers.
+func (p *pool) match(toks []int32) (*retained, int) {
+	limit := (len(toks) - 1) / BlockSize
+	if limit <= 0 || len(p.blocks) == 0 {
+		return nil, 0
+	}
+	hs := p.blockHashes(toks[:limit*BlockSize])
+	for b := limit - 1; b >= 0; b-- { // longest first
+		r := p.blocks[hs[b]]
+		if r == nil || len(r.hashes) <= b || r.hashes[b] != hs[b] {
+			continue
+		}
+		n := (b + 1) * BlockSize
+		if !equalTokens(r.tokens[:n], toks[:n]) {
+			continue // a hash collision: no reuse
+		}
+		return r, n
+	}
+	return nil, 0
+}
+
+func equalTokens(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// addPrefix retains seq as a prefix entry for toks (its K/V).
+func (p *pool) addPrefix(seq int32, toks []int32) {
+	r := &retained{seqID: seq, tokens: toks, hashes: p.blockHashes(toks)}
+	p.touch(r)
+	p.entries[seq] = r
+	for _, h := range r.hashes {
+		p.blocks[h] = r
+	}
+}
+
+// addSession retains seq as the idle state of session name.
+func (p *pool) addSession(name string, seq int32, toks []int32) {
+	r := &retained{seqID: seq, tokens: toks, session: name}
+	p.touch(r)
+	p.entries[seq] = r
+	p.sessions[name] = r
+}
+
+func (p *pool) touch(r *retained) {
+	p.tick++
+	r.lastUse = p.tick
+}
+
+// remove forgets r (the caller frees or takes over its sequence).
+func (p *pool) remove(r *retained) {
+	delete(p.entries, r.seqID)
+	if r.session != "" {
+		delete(p.sessions, r.session)
+		return
+	}
+	for _, h := range r.hashes {
+		if p.blocks[h] == r {
+			delete(p.blocks, h)
+		}
+	}
+}
+
+// victim is the entry to evict next, other than keep: the least recently
+// used prefix entry, else the least recently used idle session.
+func (p *pool) victim(keep *retained) *retained {
+	var best *retained
+	for _, r := range p.entries {
+		if r == keep {
+			continue
+		}
+		if best == nil || (r.session == "") != (best.session == "") && r.session == "" ||
+			(r.session == "") == (best.session == "") && r.lastUse < best.lastUse {
+			best = r
+		}
+	}
+	return best
+}
+
+// len is the number of retained sequences.
+func (p *pool) len() int { return len(p.entries) }
