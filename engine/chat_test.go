@@ -86,8 +86,12 @@ func TestStreamVariants(t *testing.T) {
 	}
 	checkNoCells(t, l) // also waits for the loop to publish its stats
 	st := l.Stats()
+	// the same prompt three times: the 2nd and 3rd reuse its whole blocks
+	// but the one with the last token (the cached prefix is what is in use)
+	reuse := uint64((len(ids) - 1) / BlockSize * BlockSize)
 	if st.GenerationTokens != 18 || st.PromptTokens != uint64(3*len(ids)) || st.Finished["length"] != 3 ||
-		st.Running != 0 || st.Waiting != 0 || st.KVUsed != 0 || st.KVCells != 256 {
+		st.Running != 0 || st.Waiting != 0 || st.KVCells != 256 || st.KVUsed != int(reuse) ||
+		st.PrefixQueries != st.PromptTokens || st.PrefixHits != 2*reuse || reuse == 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }

@@ -25,15 +25,22 @@ var (
 
 // Options size an LLM. Zero values take the defaults.
 type Options struct {
-	ContextLen     int          // KV cells shared by all requests; default min(positions, 4096)
-	MaxSeqs        int          // requests running at once; default 16
+	ContextLen     int          // KV cells of each worker's cache; default min(positions, 4096)
+	MaxSeqs        int          // requests running at once per worker; default 16
 	BatchSize      int          // tokens per forward pass; default 512
 	MaxBatchTokens int          // token budget per step; default BatchSize
 	KVType         tensor.DType // F32 (default) or F16
 	// MaxPending bounds the requests accepted and not finished (queued or
 	// running); one more gets ErrQueueFull. Default 1024.
 	MaxPending int
-	Model      []models.Option
+	// Workers is the number of model contexts, each with its own cache and
+	// loop, sharing one read-only copy of the weights and fed from one
+	// queue. Default 1 (on a CPU one context already uses every core).
+	Workers int
+	// NoPrefixCache turns off the reuse of cached prompt prefixes
+	// (Config.PrefixCache, on by default here).
+	NoPrefixCache bool
+	Model         []models.Option
 }
 
 // Result is a finished request of Generate.
@@ -48,34 +55,48 @@ type Result struct {
 // Delta is one piece of a Stream: the Output of one engine step.
 type Delta = Output
 
-// LLM serves Generate and Stream from any goroutine. One goroutine (the
-// loop) owns the Engine; callers talk to it through an inbox and read
-// their outputs from a mailbox each, so a slow reader never stalls it.
+// LLM serves Generate and Stream from any goroutine. Each worker is one
+// goroutine (its loop) that owns an Engine over its own Context; callers
+// queue requests in one global queue, from which a worker takes what it
+// can run, and read their outputs from a mailbox each, so a slow reader
+// never stalls a loop. A session's requests go to the worker whose cache
+// holds the session.
 type LLM struct {
 	model *models.Model
-	ctx   *models.Context
 	tok   *tokenizer.Tokenizer
 	chat  *chat.Config // the model's chat template and special tokens
-	eng   *Engine      // the loop's only
 	opts  Options
 
-	mu      sync.Mutex
-	inbox   []command
-	pending int // accepted, not finished
-	nextID  uint64
-	closed  bool
-	wake    chan struct{} // cap 1: the inbox has something
-	done    chan struct{} // closed when the loop has returned
+	workers []*worker
+	done    chan struct{} // closed when every loop has returned
 
+	mu       sync.Mutex
+	queue    []command          // adds no worker has taken yet
+	owner    map[string]*worker // unfinished requests taken by a worker
+	sessions map[string]*worker // where each session's cells live
+	pending  int                // accepted, not finished
+	nextID   uint64
+	closed   bool
+}
+
+// worker is one Context, its Engine and the loop that owns them.
+type worker struct {
+	ctx   *models.Context
+	eng   *Engine      // the loop's only
+	inbox []command    // aborts, queries and session adds for this worker (l.mu)
+	taken int          // requests taken and not finished (l.mu)
+	wake  chan struct{} // cap 1: the inbox or the queue has something
 	stats atomic.Pointer[Stats] // published by the loop after each step
 }
 
-// command is one inbox entry: an add, an abort, or a query.
+// command is one inbox entry: an add, an abort, a session's end, or a
+// query.
 type command struct {
-	req   *Request
-	box   *mailbox
-	abort string
-	query func(*Engine)
+	req        *Request
+	box        *mailbox
+	abort      string
+	endSession string
+	query      func(*Engine)
 }
 
 // mailbox collects one request's outputs for its caller.
@@ -149,32 +170,57 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	if opts.MaxPending == 0 {
 		opts.MaxPending = 1024
 	}
+	if opts.Workers == 0 {
+		opts.Workers = 1
+	}
 	if opts.MaxPending < 1 {
 		return nil, fmt.Errorf("engine: MaxPending %d < 1", opts.MaxPending)
 	}
-	ctx, err := m.NewContext(models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: opts.MaxSeqs,
-		BatchSize: opts.BatchSize, KVType: opts.KVType})
-	if err != nil {
+	if opts.Workers < 1 || opts.Workers > 64 {
+		return nil, fmt.Errorf("engine: Workers %d out of range [1, 64]", opts.Workers)
+	}
+	l := &LLM{model: m, tok: tok, opts: opts, done: make(chan struct{}),
+		owner: map[string]*worker{}, sessions: map[string]*worker{}}
+	for range opts.Workers {
+		ctx, err := m.NewContext(models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: opts.MaxSeqs,
+			BatchSize: opts.BatchSize, KVType: opts.KVType})
+		if err == nil {
+			var eng *Engine
+			eng, err = New(m, ctx, tok, Config{MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache})
+			if err == nil {
+				w := &worker{ctx: ctx, eng: eng, wake: make(chan struct{}, 1)}
+				st := eng.Stats()
+				w.stats.Store(&st)
+				l.workers = append(l.workers, w)
+				continue
+			}
+			ctx.Close()
+		}
+		for _, w := range l.workers {
+			w.ctx.Close()
+		}
 		return nil, err
 	}
-	eng, err := New(m, ctx, tok, Config{MaxBatchTokens: opts.MaxBatchTokens})
-	if err != nil {
-		ctx.Close()
-		return nil, err
+	var wg sync.WaitGroup
+	for _, w := range l.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.loop(w)
+		}()
 	}
-	l := &LLM{model: m, ctx: ctx, tok: tok, eng: eng, opts: opts,
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
-	st := eng.Stats()
-	l.stats.Store(&st)
-	go l.loop()
+	go func() {
+		wg.Wait()
+		close(l.done)
+	}()
 	return l, nil
 }
 
 // Tokenizer is the model's tokenizer.
 func (l *LLM) Tokenizer() *tokenizer.Tokenizer { return l.tok }
 
-// Close stops the loop (unfinished requests end with ErrClosed), waits
-// for it, and frees the Context and the model.
+// Close stops the loops (unfinished requests end with ErrClosed), waits
+// for them, and frees the Contexts and the model.
 func (l *LLM) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -183,21 +229,37 @@ func (l *LLM) Close() error {
 		return nil
 	}
 	l.closed = true
+	queued := l.queue
+	l.queue = nil
+	l.pending -= len(queued)
 	l.mu.Unlock()
-	l.poke()
+	for _, c := range queued {
+		c.box.put(Output{}, ErrClosed)
+	}
+	l.pokeAll()
 	<-l.done
-	l.ctx.Close()
+	for _, w := range l.workers {
+		w.ctx.Close()
+	}
 	return l.model.Close()
 }
 
-func (l *LLM) poke() {
+func (w *worker) poke() {
 	select {
-	case l.wake <- struct{}{}:
+	case w.wake <- struct{}{}:
 	default:
 	}
 }
 
-// send puts commands in the inbox; adds count against MaxPending.
+func (l *LLM) pokeAll() {
+	for _, w := range l.workers {
+		w.poke()
+	}
+}
+
+// send queues commands: adds go to the global queue (a session's to its
+// worker), aborts to the worker that took the request (or straight out of
+// the queue), queries to every worker. Adds count against MaxPending.
 func (l *LLM) send(cmds ...command) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -214,9 +276,53 @@ func (l *LLM) send(cmds ...command) error {
 		return fmt.Errorf("%w: %d pending, at most %d", ErrQueueFull, l.pending, l.opts.MaxPending)
 	}
 	l.pending += adds
-	l.inbox = append(l.inbox, cmds...)
-	l.poke()
+	for _, c := range cmds {
+		switch {
+		case c.req != nil && l.sessions[c.req.Session] != nil && c.req.Session != "":
+			w := l.sessions[c.req.Session]
+			l.take(w, c)
+			w.inbox = append(w.inbox, c)
+			w.poke()
+		case c.req != nil:
+			l.queue = append(l.queue, c)
+			l.pokeAll()
+		case c.abort != "":
+			if w := l.owner[c.abort]; w != nil {
+				w.inbox = append(w.inbox, c)
+				w.poke()
+				continue
+			}
+			for i, q := range l.queue {
+				if q.req.ID == c.abort {
+					l.queue = append(l.queue[:i], l.queue[i+1:]...)
+					l.pending--
+					q.box.put(Output{ID: q.req.ID, Finished: true, FinishReason: "abort"}, nil)
+					break
+				}
+			}
+		case c.endSession != "":
+			if w := l.sessions[c.endSession]; w != nil {
+				delete(l.sessions, c.endSession)
+				w.inbox = append(w.inbox, c)
+				w.poke()
+			}
+		default:
+			for _, w := range l.workers {
+				w.inbox = append(w.inbox, c)
+				w.poke()
+			}
+		}
+	}
 	return nil
+}
+
+// take gives an add to w (l.mu held).
+func (l *LLM) take(w *worker, c command) {
+	w.taken++
+	l.owner[c.req.ID] = w
+	if c.req.Session != "" {
+		l.sessions[c.req.Session] = w
+	}
 }
 
 // submit tokenizes prompts and queues them, all or none.
@@ -426,34 +532,50 @@ func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, e
 	}
 }
 
-// Stats is a snapshot of the engine's load and counters as of its last
-// step. It never waits for a step, so a metrics scrape is cheap.
-func (l *LLM) Stats() Stats {
-	if s := l.stats.Load(); s != nil {
-		return *s
+// kvUsed asks every loop for the cells in use, after every command sent
+// before it (tests). With clear, retained sequences (cached prefixes,
+// idle sessions) are freed first.
+func (l *LLM) kvUsed(clear bool) (int, error) {
+	ch := make(chan int, len(l.workers))
+	q := func(e *Engine) {
+		if clear {
+			e.ClearCache()
+		}
+		_, u := e.ctx.KVCapacity()
+		ch <- u
 	}
-	return Stats{}
-}
-
-// kvUsed asks the loop for the cells in use, after every command sent
-// before it (tests, stats).
-func (l *LLM) kvUsed() (int, error) {
-	ch := make(chan int, 1)
-	if err := l.send(command{query: func(e *Engine) { _, u := e.ctx.KVCapacity(); ch <- u }}); err != nil {
+	if err := l.send(command{query: q}); err != nil {
 		return 0, err
 	}
-	select {
-	case u := <-ch:
-		return u, nil
-	case <-l.done:
-		return 0, ErrClosed
+	total := 0
+	for range l.workers {
+		select {
+		case u := <-ch:
+			total += u
+		case <-l.done:
+			return 0, ErrClosed
+		}
 	}
+	return total, nil
 }
 
-// loop owns the engine: it takes the inbox, steps while there is work,
-// and delivers outputs; it sleeps when idle and returns on Close.
-func (l *LLM) loop() {
-	defer close(l.done)
+// Stats is a snapshot of the workers' load and counters as of their last
+// step, summed. It never waits for a step, so a metrics scrape is cheap.
+func (l *LLM) Stats() Stats {
+	var s Stats
+	for _, w := range l.workers {
+		s.add(*w.stats.Load())
+	}
+	l.mu.Lock()
+	s.Waiting += len(l.queue)
+	l.mu.Unlock()
+	return s
+}
+
+// loop owns w's engine: it takes its inbox and what it can run from the
+// queue, steps while there is work, and delivers outputs; it sleeps when
+// idle and returns on Close.
+func (l *LLM) loop(w *worker) {
 	boxes := map[string]*mailbox{}
 	finish := func(id string, o Output, err error) {
 		if b := boxes[id]; b != nil {
@@ -461,17 +583,30 @@ func (l *LLM) loop() {
 			delete(boxes, id)
 			l.mu.Lock()
 			l.pending--
+			w.taken--
+			delete(l.owner, id)
 			l.mu.Unlock()
 		}
 	}
 	for {
 		l.mu.Lock()
-		cmds, closed := l.inbox, l.closed
-		l.inbox = nil
+		cmds, closed := w.inbox, l.closed
+		w.inbox = nil
+		for len(l.queue) > 0 && w.taken < l.opts.MaxSeqs && !closed {
+			c := l.queue[0]
+			l.queue = l.queue[1:]
+			l.take(w, c)
+			cmds = append(cmds, c)
+		}
 		l.mu.Unlock()
 		if closed {
+			for _, c := range cmds {
+				if c.req != nil {
+					boxes[c.req.ID] = c.box
+				}
+			}
 			for id := range boxes {
-				l.eng.Abort(id)
+				w.eng.Abort(id)
 				finish(id, Output{}, ErrClosed)
 			}
 			return
@@ -481,32 +616,36 @@ func (l *LLM) loop() {
 			switch {
 			case c.req != nil:
 				boxes[c.req.ID] = c.box
-				if err := l.eng.Add(*c.req); err != nil {
+				if err := w.eng.Add(*c.req); err != nil {
 					finish(c.req.ID, Output{}, err)
 				}
 			case c.query != nil:
 				queries = append(queries, c.query)
+			case c.endSession != "":
+				if err := w.eng.EndSession(c.endSession); err != nil {
+					l.fail(w, boxes, finish, err)
+				}
 			default:
-				l.eng.Abort(c.abort)
+				w.eng.Abort(c.abort)
 			}
 		}
-		if l.eng.HasUnfinished() {
-			l.step(boxes, finish)
+		if w.eng.HasUnfinished() {
+			l.step(w, boxes, finish)
 		}
-		st := l.eng.Stats()
-		l.stats.Store(&st)
+		st := w.eng.Stats()
+		w.stats.Store(&st)
 		for _, q := range queries { // after the step that reported the aborts before them (and its stats)
-			q(l.eng)
+			q(w.eng)
 		}
-		if !l.eng.HasUnfinished() {
-			<-l.wake
+		if !w.eng.HasUnfinished() {
+			<-w.wake
 		}
 	}
 }
 
 // step runs one engine step and delivers its outputs.
-func (l *LLM) step(boxes map[string]*mailbox, finish func(string, Output, error)) {
-	outs, err := l.eng.Step()
+func (l *LLM) step(w *worker, boxes map[string]*mailbox, finish func(string, Output, error)) {
+	outs, err := w.eng.Step()
 	for _, o := range outs {
 		if o.Finished {
 			finish(o.ID, o, nil)
@@ -514,11 +653,18 @@ func (l *LLM) step(boxes map[string]*mailbox, finish func(string, Output, error)
 			b.put(o, nil)
 		}
 	}
-	if err != nil { // the forward pass failed: fail everyone, free everything
-		for id := range boxes {
-			l.eng.Abort(id)
-			finish(id, Output{}, err)
-		}
-		l.eng.Step() // reports the aborts, to nobody
+	if err != nil {
+		l.fail(w, boxes, finish, err)
 	}
+}
+
+// fail ends every request of w with err after its cache failed, and frees
+// everything it holds.
+func (l *LLM) fail(w *worker, boxes map[string]*mailbox, finish func(string, Output, error), err error) {
+	for id := range boxes {
+		w.eng.Abort(id)
+		finish(id, Output{}, err)
+	}
+	w.eng.Step() // reports the aborts, to nobody
+	w.eng.ClearCache()
 }

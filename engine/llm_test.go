@@ -26,7 +26,7 @@ func openLLM(t testing.TB, opts Options) *LLM {
 
 func checkNoCells(t testing.TB, l *LLM) {
 	t.Helper()
-	used, err := l.kvUsed()
+	used, err := l.kvUsed(true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestRandomized(t *testing.T) {
 	}
 	checkNoCells(t, l)
 	pre := make(chan int, 1)
-	l.send(command{query: func(e *Engine) { pre <- int(e.count.preemptions) }})
+	l.send(command{query: func(e *Engine) { pre <- int(e.count.preemptions) }}) // one worker
 	t.Logf("ends: %v; preemptions: %d", ends, <-pre)
 	total := 0
 	for _, c := range ends {
