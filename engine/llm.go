@@ -82,10 +82,10 @@ type LLM struct {
 // worker is one Context, its Engine and the loop that owns them.
 type worker struct {
 	ctx   *models.Context
-	eng   *Engine      // the loop's only
-	inbox []command    // aborts, queries and session adds for this worker (l.mu)
-	taken int          // requests taken and not finished (l.mu)
-	wake  chan struct{} // cap 1: the inbox or the queue has something
+	eng   *Engine               // the loop's only
+	inbox []command             // aborts, queries and session adds for this worker (l.mu)
+	taken int                   // requests taken and not finished (l.mu)
+	wake  chan struct{}         // cap 1: the inbox or the queue has something
 	stats atomic.Pointer[Stats] // published by the loop after each step
 }
 
@@ -638,7 +638,12 @@ func (l *LLM) loop(w *worker) {
 			q(w.eng)
 		}
 		if !w.eng.HasUnfinished() {
-			<-w.wake
+			l.mu.Lock()
+			more := len(w.inbox) > 0 || len(l.queue) > 0 && w.taken < l.opts.MaxSeqs
+			l.mu.Unlock()
+			if !more {
+				<-w.wake
+			}
 		}
 	}
 }

@@ -152,25 +152,30 @@ func TestCloseWithRequestsInFlight(t *testing.T) {
 	l.Close() // twice is fine
 }
 
-// TestRandomized runs ~200 streams from many goroutines with random
-// cancels, early breaks, stop strings and lengths on a small cache, and
-// checks that every request ends exactly once and no cell stays in use.
+// TestRandomized runs many streams and sessions from many goroutines on
+// two workers with random cancels, early breaks, aborts, stop strings and
+// lengths on small caches, and checks that every request ends exactly
+// once, no goroutine is left, and no cell stays in use.
 func TestRandomized(t *testing.T) {
 	tiny(t) // opened once per binary, outside the leak check
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	n := 200
+	n := 1000
 	if testing.Short() {
-		n = 60
+		n = 120
 	}
-	l := openLLM(t, Options{ContextLen: 128, MaxSeqs: 8, MaxBatchTokens: 32})
+	l := openLLM(t, Options{ContextLen: 128, MaxSeqs: 8, MaxBatchTokens: 32, Workers: 2})
 	defer l.Close()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	ends := map[string]int{} // how each request ended
+	ends := map[string]int{}       // how each request ended
+	started := 0                   // requests (turns) started
+	sem := make(chan struct{}, 64) // clients at once
 	for i := range n {
 		wg.Add(1)
+		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
+			defer func() { <-sem }()
 			r := rand.New(rand.NewPCG(uint64(i), 77))
 			seed := r.Uint64()
 			p := sampler.Params{Temperature: r.Float64() * 1.5, Seed: &seed, MaxTokens: 1 + r.IntN(16), IgnoreEOS: r.IntN(2) == 0}
@@ -183,57 +188,90 @@ func TestRandomized(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			mode := r.IntN(4) // 0: cancel after k deltas, 1: break after k, else run out
+			mode := r.IntN(5) // 0: cancel after k deltas, 1: break after k, 2: a session of turns, else run out
 			k := r.IntN(6)
-			end, seen, finals := "", 0, 0
-			for d, err := range l.Stream(ctx, prompt, p) {
-				if end != "" {
-					t.Errorf("request %d: a delta after its end (%s)", i, end)
+			turns := 1
+			var sess *Session
+			if mode == 2 {
+				sess = l.NewSession()
+				turns = 1 + r.IntN(3)
+			}
+			for turn := range turns {
+				mu.Lock()
+				started++
+				mu.Unlock()
+				end, seen, finals := "", 0, 0
+				stream := l.Stream(ctx, prompt, p)
+				if sess != nil {
+					stream = sess.Send(ctx, prompt, p)
 				}
-				if err != nil {
-					end = "error: " + err.Error()
-					continue
-				}
-				if d.Finished {
-					finals++
-					end = d.FinishReason
-					if d.Usage.CompletionTokens > p.MaxTokens {
-						t.Errorf("request %d: %d tokens > max %d", i, d.Usage.CompletionTokens, p.MaxTokens)
+				for d, err := range stream {
+					if end != "" {
+						t.Errorf("request %d: a delta after its end (%s)", i, end)
+					}
+					if err != nil {
+						end = "error: " + err.Error()
+						continue
+					}
+					if d.Finished {
+						finals++
+						end = d.FinishReason
+						if d.Usage.CompletionTokens > p.MaxTokens {
+							t.Errorf("request %d: %d tokens > max %d", i, d.Usage.CompletionTokens, p.MaxTokens)
+						}
+					}
+					seen++
+					if seen == k && mode == 0 {
+						cancel()
+					}
+					if seen == k && mode == 1 && end == "" {
+						end = "break"
+						break
+					}
+					if sess != nil && seen == k && turn == 1 && r.IntN(2) == 0 {
+						sess.Close() // a close in the middle of a turn aborts it
 					}
 				}
-				seen++
-				if seen == k && mode == 0 {
-					cancel()
+				if finals > 1 || end == "" {
+					t.Errorf("request %d: %d final outputs, end %q", i, finals, end)
 				}
-				if seen == k && mode == 1 && end == "" {
-					end = "break"
-					break
-				}
+				mu.Lock()
+				ends[end]++
+				mu.Unlock()
 			}
-			if finals > 1 || end == "" {
-				t.Errorf("request %d: %d final outputs, end %q", i, finals, end)
+			if sess != nil {
+				sess.Close()
 			}
-			mu.Lock()
-			ends[end]++
-			mu.Unlock()
 		}()
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(50 * time.Second):
+	case <-time.After(240 * time.Second):
 		t.Fatal("requests lost: not every stream ended")
 	}
+	used, err := l.kvUsed(false) // no sessions left; cached prefixes may hold cells
+	if err != nil {
+		t.Fatal(err)
+	}
 	checkNoCells(t, l)
-	pre := make(chan int, 1)
-	l.send(command{query: func(e *Engine) { pre <- int(e.count.preemptions) }}) // one worker
-	t.Logf("ends: %v; preemptions: %d", ends, <-pre)
+	l.mu.Lock()
+	left := len(l.owner) + len(l.sessions) + len(l.queue)
+	l.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d requests or sessions still known", left)
+	}
+	st := l.Stats()
+	t.Logf("ends: %v; %d cells were held by cached prefixes; stats %+v", ends, used, st)
 	total := 0
 	for _, c := range ends {
 		total += c
 	}
-	if total != n {
-		t.Fatalf("%d ends for %d requests", total, n)
+	if total != started {
+		t.Fatalf("%d ends for %d requests", total, started)
+	}
+	if st.Preemptions == 0 || st.PrefixHits == 0 {
+		t.Fatalf("no preemption or no prefix hit: the test does not test them")
 	}
 }

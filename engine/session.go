@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tokenizer/chat"
+)
+
+// Errors of a Session.
+var (
+	ErrSessionClosed = errors.New("engine: session closed")
+	ErrSessionKind   = errors.New("engine: a session takes either text (Send) or messages (SendChat), not both")
+)
+
+// Session is a conversation whose K/V stays in the cache between turns:
+// each turn computes only what the cache lacks (the new input, and the
+// previous reply's last token, which was drawn but never run). Its cells
+// may be reclaimed while it is idle, when running requests need them; the
+// next turn then recomputes the conversation, transparently. A Session
+// runs one turn at a time; Close frees its cells.
+type Session struct {
+	l    *LLM
+	name string
+
+	mu       sync.Mutex
+	busy     bool
+	cur      string // the running turn's request id
+	closed   bool
+	tokens   []int32        // text sessions: the conversation so far
+	messages []chat.Message // chat sessions: the conversation so far
+}
+
+// NewSession starts an empty conversation.
+func (l *LLM) NewSession() *Session {
+	l.mu.Lock()
+	l.nextID++
+	name := "session-" + strconv.FormatUint(l.nextID, 10)
+	l.mu.Unlock()
+	return &Session{l: l, name: name}
+}
+
+// Tokens is the conversation so far of a text session.
+func (s *Session) Tokens() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tokens)
+}
+
+// Messages is the conversation so far of a chat session.
+func (s *Session) Messages() []chat.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.messages)
+}
+
+// begin marks a turn as running; only one runs at a time.
+func (s *Session) begin(chatTurn bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return ErrSessionClosed
+	case s.busy:
+		return ErrSessionBusy
+	case chatTurn && s.tokens != nil || !chatTurn && s.messages != nil:
+		return ErrSessionKind
+	}
+	s.busy = true
+	return nil
+}
+
+// Send appends text to the conversation and streams the reply, as
+// Stream. The first turn's text gets the tokenizer's special tokens (BOS);
+// later turns' text is appended as it is. When the reply ends normally
+// (stop or length) the input and the reply's tokens join the
+// conversation; after an error, a cancel or an early break the
+// conversation is as it was before the turn.
+func (s *Session) Send(ctx context.Context, text string, params sampler.Params) iter.Seq2[Delta, error] {
+	return func(yield func(Delta, error) bool) {
+		if err := s.begin(false); err != nil {
+			yield(Delta{}, err)
+			return
+		}
+		defer s.end()
+		s.mu.Lock()
+		first := len(s.tokens) == 0
+		prompt := slices.Clone(s.tokens)
+		s.mu.Unlock()
+		in, err := s.l.tok.Encode(text, first)
+		if err != nil {
+			yield(Delta{}, err)
+			return
+		}
+		prompt = append(prompt, in...)
+		var out []int32
+		ok := s.turn(ctx, prompt, params, yield, func(d Delta) { out = append(out, d.NewTokens...) })
+		if ok {
+			s.mu.Lock()
+			s.tokens = append(prompt, out...)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// SendChat appends messages to the conversation, renders all of it with
+// the chat template (req.Tools and req.Kwargs apply to this turn) and
+// streams the assistant's reply, which joins the conversation as an
+// assistant message when it ends normally.
+func (s *Session) SendChat(ctx context.Context, req ChatRequest, params sampler.Params) iter.Seq2[Delta, error] {
+	return func(yield func(Delta, error) bool) {
+		if err := s.begin(true); err != nil {
+			yield(Delta{}, err)
+			return
+		}
+		defer s.end()
+		s.mu.Lock()
+		msgs := append(slices.Clone(s.messages), req.Messages...)
+		s.mu.Unlock()
+		req.Messages = msgs
+		text, err := s.l.RenderChat(req)
+		if err != nil {
+			yield(Delta{}, err)
+			return
+		}
+		prompt, err := s.l.tok.Encode(text, false)
+		if err != nil {
+			yield(Delta{}, err)
+			return
+		}
+		var reply string
+		ok := s.turn(ctx, prompt, params, yield, func(d Delta) { reply += d.TextDelta })
+		if ok {
+			s.mu.Lock()
+			s.messages = append(msgs, chat.Message{Role: "assistant", Content: reply})
+			s.mu.Unlock()
+		}
+	}
+}
+
+// turn runs one request of the session and yields its deltas; it reports
+// whether the reply ended normally (stop or length).
+func (s *Session) turn(ctx context.Context, prompt []int32, params sampler.Params,
+	yield func(Delta, error) bool, keep func(Delta)) bool {
+	submit := func() ([]string, []*mailbox, error) {
+		id := s.l.newID()
+		s.mu.Lock()
+		s.cur = id
+		s.mu.Unlock()
+		box := newMailbox()
+		req := &Request{ID: id, Prompt: prompt, Params: params, Session: s.name}
+		if err := s.l.send(command{req: req, box: box}); err != nil {
+			return nil, nil, err
+		}
+		return []string{id}, []*mailbox{box}, nil
+	}
+	ok := false
+	for d, err := range s.l.stream(ctx, submit) {
+		if err == nil {
+			keep(d)
+			ok = d.Finished && (d.FinishReason == "stop" || d.FinishReason == "length")
+		}
+		if !yield(d, err) {
+			return ok
+		}
+	}
+	return ok
+}
+
+// end closes a turn; when the session was closed during it, its cells
+// are freed now.
+func (s *Session) end() {
+	s.mu.Lock()
+	s.busy, s.cur = false, ""
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		s.free()
+	}
+}
+
+// Close ends the session: a running turn is aborted, and the session's
+// cells are freed (when that turn has ended). Closing twice is fine.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	busy, cur := s.busy, s.cur
+	s.mu.Unlock()
+	if busy {
+		if cur != "" {
+			s.l.abort(cur)
+		}
+		return nil // end() frees the cells
+	}
+	return s.free()
+}
+
+func (s *Session) free() error {
+	err := s.l.send(command{endSession: s.name})
+	if errors.Is(err, ErrClosed) {
+		return nil // the LLM freed everything
+	}
+	return err
+}

@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tokenizer/chat"
+)
+
+func collectStream(t *testing.T, seq func(func(Delta, error) bool)) Result {
+	t.Helper()
+	var r Result
+	for d, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.add(d)
+	}
+	return r
+}
+
+// TestSessionSecondTurn is the session acceptance test: the second turn
+// computes only the new text and the first reply's last token (drawn,
+// never run), and it says exactly what a fresh run of the whole
+// conversation says. Closing the session frees its cells.
+func TestSessionSecondTurn(t *testing.T) {
+	tiny(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 4})
+	defer l.Close()
+	fresh := openLLM(t, Options{ContextLen: 256, MaxSeqs: 4, NoPrefixCache: true})
+	defer fresh.Close()
+	p := sampler.Params{MaxTokens: 10, IgnoreEOS: true}
+	s := l.NewSession()
+	first := collectStream(t, s.Send(context.Background(), "hello world", p))
+	history := s.Tokens()
+	delta, _ := l.Tokenizer().Encode(" the quick brown fox", false)
+	second := collectStream(t, s.Send(context.Background(), " the quick brown fox", p))
+	if computed := second.Usage.PromptTokens - second.Usage.CachedTokens; computed != len(delta)+1 {
+		t.Fatalf("second turn computed %d prompt tokens, want %d (the delta and the last reply token)", computed, len(delta)+1)
+	}
+	full := append(slices.Clone(history), delta...)
+	if second.Usage.PromptTokens != len(full) || len(history) != first.Usage.PromptTokens+len(first.Tokens) {
+		t.Fatalf("prompt %d tokens, want %d", second.Usage.PromptTokens, len(full))
+	}
+	want := collectStream(t, fresh.StreamTokens(context.Background(), full, p))
+	if !slices.Equal(second.Tokens, want.Tokens) || second.Text != want.Text {
+		t.Fatalf("session %v, fresh %v", second.Tokens, want.Tokens)
+	}
+	if !slices.Equal(s.Tokens(), append(full, second.Tokens...)) {
+		t.Fatal("the conversation does not hold the second turn")
+	}
+	for _, err := range s.SendChat(context.Background(), ChatRequest{Messages: []chat.Message{{Role: "user", Content: "x"}}}, p) {
+		if !errors.Is(err, ErrSessionKind) {
+			t.Fatalf("chat on a text session: %v", err)
+		}
+	}
+	if u, _ := l.kvUsed(false); u != len(full)+len(second.Tokens)-1 {
+		t.Fatalf("idle session holds %d cells, want %d", u, len(full)+len(second.Tokens)-1)
+	}
+	s.Close()
+	if u, _ := l.kvUsed(false); u != 0 {
+		t.Fatalf("%d cells in use after Close", u)
+	}
+	for _, err := range s.Send(context.Background(), "more", p) {
+		if !errors.Is(err, ErrSessionClosed) {
+			t.Fatalf("send after close: %v", err)
+		}
+	}
+}
+
+// TestSessionChatTurns: a chat session's turns reuse the cache and each
+// reply equals a fresh run of the rendered conversation.
+func TestSessionChatTurns(t *testing.T) {
+	tiny(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 4})
+	defer l.Close()
+	fresh := openLLM(t, Options{ContextLen: 256, MaxSeqs: 4, NoPrefixCache: true})
+	defer fresh.Close()
+	p := sampler.Params{MaxTokens: 6, IgnoreEOS: true}
+	s := l.NewSession()
+	defer s.Close()
+	for i, msg := range []string{"hello world", "Go is fun to write", "über straße"} {
+		req := ChatRequest{Messages: []chat.Message{{Role: "user", Content: msg}}}
+		conv := append(s.Messages(), req.Messages...)
+		got := collectStream(t, s.SendChat(context.Background(), req, p))
+		want, err := fresh.Chat(context.Background(), ChatRequest{Messages: conv}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Tokens, want.Tokens) {
+			t.Fatalf("turn %d: session %v, fresh %v", i, got.Tokens, want.Tokens)
+		}
+		if i > 0 && got.Usage.CachedTokens == 0 {
+			t.Fatalf("turn %d reused nothing", i)
+		}
+		t.Logf("turn %d: %d prompt tokens, %d cached", i, got.Usage.PromptTokens, got.Usage.CachedTokens)
+	}
+	if m := s.Messages(); len(m) != 6 || m[5].Role != "assistant" {
+		t.Fatalf("conversation %+v", m)
+	}
+}
+
+// TestWorkers: several workers give every request the tokens one worker
+// gives (bitwise, greedy and seeded), and their stats add up.
+func TestWorkers(t *testing.T) {
+	tiny(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	seed := uint64(5)
+	p := sampler.Params{Temperature: 0.8, Seed: &seed, MaxTokens: 12, IgnoreEOS: true}
+	var prs []string
+	for i := range 24 {
+		prs = append(prs, fmt.Sprintf("%s %d", words[i%len(words)], i))
+	}
+	one := openLLM(t, Options{ContextLen: 128, MaxSeqs: 4})
+	want, err := one.Generate(context.Background(), prs, p)
+	one.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openLLM(t, Options{ContextLen: 128, MaxSeqs: 4, Workers: 3})
+	defer l.Close()
+	got, err := l.Generate(context.Background(), prs, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range prs {
+		if !slices.Equal(got[i].Tokens, want[i].Tokens) {
+			t.Fatalf("prompt %d: 3 workers %v, 1 worker %v", i, got[i].Tokens, want[i].Tokens)
+		}
+	}
+	checkNoCells(t, l)
+	st := l.Stats()
+	if st.KVCells != 3*128 || st.GenerationTokens != uint64(12*len(prs)) {
+		t.Fatalf("stats %+v", st)
+	}
+	busy := 0
+	for _, w := range l.workers {
+		if w.stats.Load().GenerationTokens > 0 {
+			busy++
+		}
+	}
+	if busy < 2 {
+		t.Fatalf("only %d of 3 workers did any work", busy)
+	}
+	if _, err := Open(tinyModel, Options{Workers: -1}); err == nil {
+		t.Fatal("Workers -1 accepted")
+	}
+}
