@@ -44,11 +44,12 @@ type Config struct {
 	// Budget caps the device memory the backend allocates (bytes, 0: the
 	// device's heap); allocations past it fail with *OOMError.
 	Budget int64
-	// MaxBufferRange lowers the largest range one binding may cover
-	// (0: the device's maxStorageBufferRange); weights above it are split.
-	MaxBufferRange int64
+	// MaxWeightPart lowers the size of the parts a weight is split into
+	// (0: the device's maxStorageBufferRange, the most one binding may
+	// cover); tests use it to exercise splitting.
+	MaxWeightPart int64
 	// BlockSize is the size of the memory blocks tensors are carved from
-	// (0: 64 MiB, at most MaxBufferRange).
+	// (0: 64 MiB, at most maxStorageBufferRange).
 	BlockSize int64
 	// NoSubgroups uses the shared-memory reductions even where subgroup
 	// arithmetic is available.
@@ -81,6 +82,7 @@ type Backend struct {
 	cfg   Config
 
 	maxRange  int64 // bytes one binding may cover
+	maxPart   int64 // bytes of one part of a split weight
 	align     int64 // sub-allocation alignment
 	blockSize int64
 	budget    int64
@@ -149,11 +151,12 @@ func Open(cfg Config) (*Backend, error) {
 		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0,
 	}
 	b.maxRange = int64(p.max_storage_range) &^ 255
-	if cfg.MaxBufferRange > 0 && cfg.MaxBufferRange < b.maxRange {
-		b.maxRange = cfg.MaxBufferRange &^ 255
-	}
 	if a := int64(p.max_alloc); a > 0 && a < b.maxRange {
 		b.maxRange = a &^ 255
+	}
+	b.maxPart = b.maxRange
+	if cfg.MaxWeightPart > 0 && cfg.MaxWeightPart < b.maxPart {
+		b.maxPart = cfg.MaxWeightPart
 	}
 	b.align = max(256, int64(p.min_storage_align))
 	b.blockSize = cfg.BlockSize

@@ -129,7 +129,11 @@ func (b *Backend) release(p part) {
 // newTensor allocates t's parts: a weight's rows are split so that each
 // part fits one binding. On failure nothing stays allocated.
 func (b *Backend) newTensor(t *Tensor) error {
-	if t.bytes <= b.maxRange {
+	limit := b.maxRange
+	if t.weight {
+		limit = b.maxPart
+	}
+	if t.bytes <= limit {
 		p, err := b.alloc(t.bytes)
 		if err != nil {
 			return err
@@ -139,10 +143,10 @@ func (b *Backend) newTensor(t *Tensor) error {
 		return nil
 	}
 	rb := int64(t.rowBytes)
-	if !t.weight || rb > b.maxRange {
-		return fmt.Errorf("vulkan: %v of %d bytes exceeds the %d bytes one binding may cover", t, t.bytes, b.maxRange)
+	if !t.weight || rb > limit {
+		return fmt.Errorf("vulkan: %v of %d bytes exceeds the %d bytes one binding may cover", t, t.bytes, limit)
 	}
-	per := int(b.maxRange / rb)
+	per := int(limit / rb)
 	for lo := 0; lo < t.rows; lo += per {
 		n := min(per, t.rows-lo)
 		p, err := b.alloc(int64(n) * rb)

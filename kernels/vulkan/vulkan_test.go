@@ -103,7 +103,7 @@ func TestDTypes(t *testing.T) {
 // TestSplit: with bindings limited to 4 KiB, weights are split into
 // parts and GetRows and MatMul still pass the suite.
 func TestSplit(t *testing.T) {
-	b := openTest(t, Config{MaxBufferRange: 4096, BlockSize: 4096})
+	b := openTest(t, Config{MaxWeightPart: 4096, BlockSize: 4096})
 	rb, _ := tensor.Q8_0.Bytes(288)
 	w, err := b.Upload(tensor.Tensor{Name: "w", DType: tensor.Q8_0, Shape: []int64{19, 288}, Data: make([]byte, 19*rb)})
 	if err != nil {

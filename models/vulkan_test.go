@@ -1,0 +1,144 @@
+//go:build cgo
+
+package models
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels/vulkan"
+)
+
+// openVulkan opens the Vulkan backend (lavapipe in CI) with validation
+// on. Without a driver the test fails unless VKLLM_VULKAN_OPTIONAL=1.
+func openVulkan(t *testing.T) *vulkan.Backend {
+	t.Helper()
+	b, err := vulkan.Open(vulkan.Config{Validation: true})
+	if err != nil {
+		var nd *vulkan.NoDriverError
+		if (errors.As(err, &nd) || errors.Is(err, vulkan.ErrNoDevice)) && os.Getenv("VKLLM_VULKAN_OPTIONAL") == "1" {
+			t.Skipf("no Vulkan device (VKLLM_VULKAN_OPTIONAL=1): %v", err)
+		}
+		t.Fatalf("open vulkan: %v (run tools/install-deps.sh, or set VKLLM_VULKAN_OPTIONAL=1 to skip)", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("vulkan: %v", err)
+		}
+	})
+	return b
+}
+
+func openOn(t *testing.T, path string, b *vulkan.Backend) *Model {
+	t.Helper()
+	m, err := Open(path, WithBackend(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestVulkanParity is TestParity on the Vulkan backend: the same goldens,
+// the same bounds, every model of parityCases.
+func TestVulkanParity(t *testing.T) {
+	b := openVulkan(t)
+	for _, c := range parityCases {
+		t.Run(c.path, func(t *testing.T) {
+			g := loadGolden(t, c.golden)
+			m := openOn(t, filepath.Join(testdata, c.path), b)
+			ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ctx.Close()
+			for pi, p := range g.Prompts {
+				if err := ctx.Release(0); err != nil {
+					t.Fatal(err)
+				}
+				var bt Batch
+				for i, tok := range p.Tokens {
+					bt.Add(tok, int32(i), true, 0)
+				}
+				if err := ctx.Decode(bt); err != nil {
+					t.Fatal(err)
+				}
+				for i := range p.Tokens {
+					checkLogits(t, ctx.Logits(i), p.Logits[i], pi, i)
+				}
+				logits := ctx.Logits(len(p.Tokens) - 1)
+				for step, want := range p.Greedy {
+					if step > 0 {
+						if logits, err = ctx.DecodeToken(0, p.Greedy[step-1]); err != nil {
+							t.Fatal(err)
+						}
+					}
+					checkStep(t, logits, want, p.Top5[step], p.Margin[step], pi, step)
+					if g.DType == "F32" && argmax(logits) != want {
+						t.Fatalf("prompt %d step %d: F32 greedy token %d, want %d", pi, step, argmax(logits), want)
+					}
+				}
+			}
+			if err := b.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestVulkanBatch: four prompts in one batch give the logits of each
+// alone, within 1e-5 of the largest logit, on the Vulkan backend.
+func TestVulkanBatch(t *testing.T) {
+	b := openVulkan(t)
+	for _, name := range []string{"qwen2-tiny", "llama-tiny-Q4_1.gguf"} {
+		t.Run(name, func(t *testing.T) {
+			m := openOn(t, filepath.Join(testdata, name), b)
+			ctx := newCtx(t, m, ContextParams{ContextLen: 64, MaxSeqs: 4, BatchSize: 64})
+			var bt Batch
+			for s, p := range prompts {
+				for i, tok := range p {
+					bt.Add(tok, int32(i), true, SeqID(s))
+				}
+			}
+			if err := ctx.Decode(bt); err != nil {
+				t.Fatal(err)
+			}
+			k, bitwise := 0, true
+			for s, p := range prompts {
+				alone := decodeAlone(t, m, p, 0)
+				for i := range p {
+					closeLogits(t, ctx.Logits(k), alone[i], s, i)
+					bitwise = bitwise && bitwiseEqual(ctx.Logits(k), alone[i])
+					k++
+				}
+			}
+			next := []int32{10, 20, 30, 40}
+			rows, err := ctx.DecodeBatch([]SeqID{0, 1, 2, 3}, next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s, p := range prompts {
+				alone := decodeAlone(t, m, append(append([]int32{}, p...), next[s]), 0)
+				closeLogits(t, rows[s], alone[len(p)], s, len(p))
+				bitwise = bitwise && bitwiseEqual(rows[s], alone[len(p)])
+			}
+			t.Logf("batched logits bitwise equal to alone: %v", bitwise)
+		})
+	}
+}
+
+func closeLogits(t *testing.T, got, want []float32, seq, pos int) {
+	t.Helper()
+	var scale float64
+	for _, v := range want {
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	for j := range want {
+		if d := math.Abs(float64(got[j] - want[j])); d > 1e-5*scale {
+			t.Fatalf("seq %d pos %d token %d: batched %v, alone %v", seq, pos, j, got[j], want[j])
+		}
+	}
+}
