@@ -142,3 +142,68 @@ func closeLogits(t *testing.T, got, want []float32, seq, pos int) {
 		}
 	}
 }
+
+// TestVulkanOneSubmit: a prefill and a decode step are one submit each.
+func TestVulkanOneSubmit(t *testing.T) {
+	b := openVulkan(t)
+	m := openOn(t, filepath.Join(testdata, "qwen2-tiny-Q8_0.gguf"), b)
+	ctx := newCtx(t, m, ContextParams{ContextLen: 64, BatchSize: 64})
+	var bt Batch
+	for i, tok := range prompts[0] {
+		bt.Add(tok, int32(i), true, 0)
+	}
+	s0 := b.Submits()
+	if err := ctx.Decode(bt); err != nil {
+		t.Fatal(err)
+	}
+	s1 := b.Submits()
+	if _, err := ctx.DecodeToken(0, 5); err != nil {
+		t.Fatal(err)
+	}
+	if s1-s0 != 1 || b.Submits()-s1 != 1 {
+		t.Errorf("prefill %d submits, decode step %d; want 1 and 1", s1-s0, b.Submits()-s1)
+	}
+}
+
+// BenchmarkVulkanDecode is one decode step of qwen2-tiny (Q8_0) on the
+// Vulkan device (lavapipe in CI: a correctness driver, not a speed one).
+func BenchmarkVulkanDecode(bm *testing.B) {
+	b, err := vulkan.Open(vulkan.Config{})
+	if err != nil {
+		bm.Skipf("no Vulkan device: %v", err)
+	}
+	defer b.Close()
+	m, err := Open(filepath.Join(testdata, "qwen2-tiny-Q8_0.gguf"), WithBackend(b))
+	if err != nil {
+		bm.Fatal(err)
+	}
+	defer m.Close()
+	ctx, err := m.NewContext(ContextParams{ContextLen: 512, BatchSize: 64})
+	if err != nil {
+		bm.Fatal(err)
+	}
+	defer ctx.Close()
+	var bt Batch
+	for i, tok := range prompts[0] {
+		bt.Add(tok, int32(i), true, 0)
+	}
+	if err := ctx.Decode(bt); err != nil {
+		bm.Fatal(err)
+	}
+	pos := int32(len(prompts[0]))
+	for bm.Loop() {
+		if pos >= 500 {
+			if err := ctx.Release(0); err != nil {
+				bm.Fatal(err)
+			}
+			pos = 0
+		}
+		var step Batch
+		step.Add(7, pos, true, 0)
+		if err := ctx.Decode(step); err != nil {
+			bm.Fatal(err)
+		}
+		pos++
+	}
+	bm.ReportMetric(float64(bm.N)/bm.Elapsed().Seconds(), "tok/s")
+}
