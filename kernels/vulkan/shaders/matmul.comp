@@ -13,6 +13,7 @@ layout(push_constant) uniform PC {
 	uint k, m, n, rowLo, rows, rowBytes;
 } pc;
 
+#define WEIGHT_DOT
 #include "common/weights.glsl"
 
 void main() {
@@ -22,10 +23,15 @@ void main() {
 	uint rb = j * pc.rowBytes;
 	uint xo = i * pc.k;
 	float s = 0;
+#if GROUP == 1
 	for (uint e = gl_LocalInvocationID.x; e < pc.k; e += WG) {
 		precise float p = x[xo + e] * weightAt(rb, e);
 		s += p;
 	}
+#else
+	// Quantised rows: each invocation takes whole groups (one scale).
+	for (uint g = gl_LocalInvocationID.x; g < pc.k / GSIZE; g += WG) s = dotGroup(rb, g, xo + g * GSIZE, s);
+#endif
 	s = sumWG(s);
 	if (gl_LocalInvocationID.x == 0) dst[i * pc.m + pc.rowLo + j] = s;
 }

@@ -57,3 +57,104 @@ float weightAt(uint rb, uint c) {
 #error "no TYPE_ defined"
 #endif
 }
+
+// u32At reads 4 bytes at an even offset o.
+uint u32At(uint o) {
+	uint w = o >> 2;
+	return (o & 2u) == 0u ? W[w] : (W[w] >> 16) | (W[w + 1u] << 16);
+}
+
+// GROUP is the number of consecutive elements sharing one scale, which
+// dotGroup reads once; 1 for the plain float types.
+#if defined(TYPE_Q8_0) || defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q4_K)
+#define GROUP 32
+#elif defined(TYPE_Q6_K)
+#define GROUP 16
+#else
+#define GROUP 1
+#endif
+const uint GSIZE = GROUP;
+
+#if GROUP > 1 && defined(WEIGHT_DOT) // matmul.comp: x[] is the activation
+// dotGroup adds x[xo + e]·w[e] for the GROUP elements of group g of the
+// row at byte rb to s, in element order, each weight dequantised with
+// weightAt's float32 steps.
+float dotGroup(uint rb, uint g, uint xo, float s) {
+#if defined(TYPE_Q8_0)
+	uint bo = rb + 34u * g;
+	float d = halfAt(bo);
+	for (uint j = 0u; j < 32u; j += 4u) {
+		uint u = u32At(bo + 2u + j);
+		for (uint b = 0u; b < 4u; b++) {
+			precise float v = d * float(i8((u >> (8u * b)) & 0xFFu));
+			precise float p = x[xo + j + b] * v;
+			s += p;
+		}
+	}
+#elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1)
+#if defined(TYPE_Q4_0)
+	uint bo = rb + 18u * g, qo = bo + 2u;
+	float d = halfAt(bo);
+#else
+	uint bo = rb + 20u * g, qo = bo + 4u;
+	float d = halfAt(bo), m = halfAt(bo + 2u);
+#endif
+	for (uint hi = 0u; hi < 2u; hi++) {
+		for (uint j = 0u; j < 16u; j += 4u) {
+			uint u = u32At(qo + j);
+			for (uint b = 0u; b < 4u; b++) {
+				uint q = (u >> (8u * b + 4u * hi)) & 0xFu;
+#if defined(TYPE_Q4_0)
+				precise float v = d * float(int(q) - 8);
+#else
+				precise float dq = d * float(q);
+				precise float v = dq + m;
+#endif
+				precise float p = x[xo + 16u * hi + j + b] * v;
+				s += p;
+			}
+		}
+	}
+#elif defined(TYPE_Q4_K)
+	uint bo = rb + 144u * (g >> 3), sb = g & 7u;
+	uint sc, m;
+	if (sb < 4u) {
+		sc = byteAt(bo + 4u + sb) & 63u;
+		m = byteAt(bo + 8u + sb) & 63u;
+	} else {
+		sc = (byteAt(bo + 8u + sb) & 0xFu) | ((byteAt(bo + sb) >> 6) << 4);
+		m = (byteAt(bo + 8u + sb) >> 4) | ((byteAt(bo + 4u + sb) >> 6) << 4);
+	}
+	precise float dl = halfAt(bo) * float(sc);
+	precise float ml = halfAt(bo + 2u) * float(m);
+	uint qo = bo + 16u + 32u * (sb >> 1), shift = 4u * (sb & 1u);
+	for (uint j = 0u; j < 32u; j += 4u) {
+		uint u = u32At(qo + j);
+		for (uint b = 0u; b < 4u; b++) {
+			uint q = (u >> (8u * b + shift)) & 0xFu;
+			precise float dq = dl * float(q);
+			precise float v = dq - ml;
+			precise float p = x[xo + j + b] * v;
+			s += p;
+		}
+	}
+#elif defined(TYPE_Q6_K)
+	uint bo = rb + 210u * (g >> 4), j0 = 16u * (g & 15u);
+	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
+	precise float dl = halfAt(bo + 208u) * float(i8(byteAt(bo + 192u + 8u * h + (l0 >> 4) + 2u * gg)));
+	uint lo = bo + 64u * h + 32u * (gg & 1u) + l0, ho = bo + 128u + 32u * h + l0;
+	uint ls = 4u * (gg >> 1), hs = 2u * gg;
+	for (uint j = 0u; j < 16u; j += 4u) {
+		uint ul = u32At(lo + j), uh = u32At(ho + j);
+		for (uint b = 0u; b < 4u; b++) {
+			uint ql = (ul >> (8u * b + ls)) & 0xFu;
+			uint qh = (uh >> (8u * b + hs)) & 3u;
+			precise float v = dl * float(int(ql | (qh << 4)) - 32);
+			precise float p = x[xo + j + b] * v;
+			s += p;
+		}
+	}
+#endif
+	return s;
+}
+#endif
