@@ -21,7 +21,7 @@ type Variant struct {
 }
 
 // Weight dtypes with GetRows and MatMul shaders, as the TYPE_ suffix.
-var weightTypes = []string{"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"}
+var weightTypes = []string{"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}
 
 // Variants lists every shader variant.
 var Variants = func() []Variant {

@@ -8,6 +8,12 @@ uint u16At(uint o) { return (W[o >> 2] >> ((o & 2u) * 8u)) & 0xFFFFu; } // o eve
 float halfAt(uint o) { return unpackHalf2x16(u16At(o)).x; }
 int i8(uint b) { return int(b << 24) >> 24; }
 
+// u32At reads 4 bytes at an even offset o.
+uint u32At(uint o) {
+	uint w = o >> 2;
+	return (o & 2u) == 0u ? W[w] : (W[w] >> 16) | (W[w + 1u] << 16);
+}
+
 float weightAt(uint rb, uint c) {
 #if defined(TYPE_F32)
 	return uintBitsToFloat(W[(rb >> 2) + c]);
@@ -53,16 +59,63 @@ float weightAt(uint rb, uint c) {
 	int q = int(lo | (hi << 4)) - 32;
 	precise float dl = halfAt(bo + 208u) * float(i8(byteAt(bo + 192u + 8u * h + (l >> 4) + 2u * g)));
 	return dl * float(q);
+#elif defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+#if defined(TYPE_Q5_0)
+	uint bo = rb + 22u * (c >> 5), qo = bo + 6u, ho = bo + 2u;
+#else
+	uint bo = rb + 24u * (c >> 5), qo = bo + 8u, ho = bo + 4u;
+#endif
+	uint j = c & 31u;
+	uint q = ((byteAt(qo + (j & 15u)) >> ((j >> 4) * 4u)) & 0xFu) | (((u32At(ho) >> j) & 1u) << 4);
+#if defined(TYPE_Q5_0)
+	return halfAt(bo) * float(int(q) - 16);
+#else
+	precise float p = halfAt(bo) * float(q);
+	precise float r = p + halfAt(bo + 2u);
+	return r;
+#endif
+#elif defined(TYPE_Q5_K)
+	uint bo = rb + 176u * (c >> 8), j = c & 255u;
+	uint sb = j >> 5, l = j & 31u;
+	uint sc, m;
+	if (sb < 4u) {
+		sc = byteAt(bo + 4u + sb) & 63u;
+		m = byteAt(bo + 8u + sb) & 63u;
+	} else {
+		sc = (byteAt(bo + 8u + sb) & 0xFu) | ((byteAt(bo + sb) >> 6) << 4);
+		m = (byteAt(bo + 8u + sb) >> 4) | ((byteAt(bo + 4u + sb) >> 6) << 4);
+	}
+	precise float dl = halfAt(bo) * float(sc);
+	precise float ml = halfAt(bo + 2u) * float(m);
+	uint q = ((byteAt(bo + 48u + 32u * (sb >> 1) + l) >> (4u * (sb & 1u))) & 0xFu) | (((byteAt(bo + 16u + l) >> sb) & 1u) << 4);
+	precise float p = dl * float(q);
+	precise float r = p - ml;
+	return r;
+#elif defined(TYPE_Q2_K)
+	uint bo = rb + 84u * (c >> 8), j = c & 255u;
+	uint h = j >> 7, s = (j >> 5) & 3u, k = (j >> 4) & 1u, l = j & 15u;
+	uint sc = byteAt(bo + 8u * h + 2u * s + k);
+	precise float dl = halfAt(bo + 80u) * float(sc & 0xFu);
+	precise float ml = halfAt(bo + 82u) * float(sc >> 4);
+	uint q = (byteAt(bo + 16u + 32u * h + 16u * k + l) >> (2u * s)) & 3u;
+	precise float p = dl * float(q);
+	precise float r = p - ml;
+	return r;
+#elif defined(TYPE_Q3_K)
+	uint bo = rb + 110u * (c >> 8), j = c & 255u;
+	uint h = j >> 7, s = (j >> 5) & 3u, l = j & 31u;
+	uint i = 8u * h + 2u * s + (l >> 4);
+	uint lo = (byteAt(bo + 96u + (i & 7u)) >> (4u * (i >> 3))) & 0xFu;
+	uint hi = (byteAt(bo + 104u + (i & 3u)) >> (2u * (i >> 2))) & 3u;
+	precise float dl = halfAt(bo + 108u) * float(int(lo | (hi << 4)) - 32);
+	int lv = int((byteAt(bo + 32u + 32u * h + l) >> (2u * s)) & 3u);
+	if (((byteAt(bo + l) >> (4u * h + s)) & 1u) == 0u) lv -= 4;
+	return dl * float(lv);
 #else
 #error "no TYPE_ defined"
 #endif
 }
 
-// u32At reads 4 bytes at an even offset o.
-uint u32At(uint o) {
-	uint w = o >> 2;
-	return (o & 2u) == 0u ? W[w] : (W[w] >> 16) | (W[w + 1u] << 16);
-}
 
 // GROUP is the number of consecutive elements sharing one scale, which
 // dotGroup reads once; 1 for the plain float types.
