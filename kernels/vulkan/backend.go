@@ -305,10 +305,11 @@ func (b *Backend) validation() error {
 	return nil
 }
 
-// pipeline returns the compiled variant with workgroup size wg, creating
-// it on first use.
-func (b *Backend) pipeline(name string, wg uint32) *pipeline {
-	key := name + "/" + strconv.Itoa(int(wg))
+// pipeline returns the compiled variant with the specialization
+// constants spec (constant_id i = spec[i]; 0 is the workgroup size),
+// creating it on first use.
+func (b *Backend) pipeline(name string, spec []uint32) *pipeline {
+	key := fmt.Sprint(name, spec)
 	if p, ok := b.pipes[key]; ok {
 		return p
 	}
@@ -322,10 +323,11 @@ func (b *Backend) pipeline(name string, wg uint32) *pipeline {
 	}
 	ccode := C.CBytes(code)
 	defer C.free(ccode)
-	spec := [1]uint32{wg}
+	var sp [16]uint32
+	copy(sp[:], spec)
 	var p *C.vkl_pipe
 	if r := C.vkl_pipeline(b.ctx, (*C.uint32_t)(ccode), C.uint64_t(len(code)), C.int(layout.Bindings), C.int(layout.PushSize),
-		(*C.uint32_t)(unsafe.Pointer(&spec[0])), 1, 0, &p); r != C.VK_SUCCESS {
+		(*C.uint32_t)(unsafe.Pointer(&sp[0])), C.int(min(len(spec), len(sp))), 0, &p); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "create pipeline " + name, Result: int32(r)})
 		return nil
 	}

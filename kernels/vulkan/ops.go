@@ -26,7 +26,13 @@ const wg = 64
 // workgroups, checking the binding count and push-constant size against
 // the shader's SPIR-V.
 func (b *Backend) dispatch(name string, binds []part, pc any, gx, gy, gz uint32) {
-	p := b.pipeline(name, wg)
+	b.dispatchSpec(name, []uint32{wg}, binds, pc, gx, gy, gz)
+}
+
+// dispatchSpec is dispatch with specialization constants (spec[0] is the
+// workgroup size).
+func (b *Backend) dispatchSpec(name string, spec []uint32, binds []part, pc any, gx, gy, gz uint32) {
+	p := b.pipeline(name, spec)
 	if p == nil {
 		return // b.err says why
 	}
@@ -117,8 +123,16 @@ func (b *Backend) GetRows(dst, table, ids kernels.Tensor) {
 	}
 }
 
-// MatMul implements kernels.Backend: one workgroup per (weight row,
-// token), one dispatch per part of the weight.
+// Rows and tokens per MatMul workgroup: one token for a decode step
+// (matrix-vector), a tile of tokens for a prefill, which reads each weight
+// once per tile. Neither changes a dot's summation order.
+const (
+	matRows    = 4
+	matTokTile = 8
+)
+
+// MatMul implements kernels.Backend: one workgroup per matRows weight rows
+// and one token or a tile of them, one dispatch per part of the weight.
 func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	const op = "MatMul"
 	d, xs, wt := activation(op, dst), activation(op, x), tensorOf(op, w)
@@ -130,10 +144,15 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 		return
 	}
 	name := b.reduceVariant("matmul_" + typeName(wt.dt) + "_f32")
+	toks := 1
+	if n > 1 {
+		toks = matTokTile
+	}
+	spec := []uint32{wg, matRows, uint32(toks)}
 	for _, p := range wt.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(wt.rowBytes)}
-		gx, gy := grid(p.rows)
-		b.dispatch(name, []part{p, xs.parts[0], d.parts[0]}, pc, gx, gy, uint32(n))
+		gx, gy := grid((p.rows + matRows - 1) / matRows)
+		b.dispatchSpec(name, spec, []part{p, xs.parts[0], d.parts[0]}, pc, gx, gy, uint32((n+toks-1)/toks))
 	}
 }
 

@@ -128,20 +128,18 @@ float weightAt(uint rb, uint c) {
 #endif
 const uint GSIZE = GROUP;
 
-#if GROUP > 1 && defined(WEIGHT_DOT) // matmul.comp: x[] is the activation
-// dotGroup adds x[xo + e]·w[e] for the GROUP elements of group g of the
-// row at byte rb to s, in element order, each weight dequantised with
-// weightAt's float32 steps.
-float dotGroup(uint rb, uint g, uint xo, float s) {
+#if GROUP > 1
+// dequantGroup writes the GROUP values of group g of the row at byte rb to
+// v, each with weightAt's float32 steps, reading the scales once.
+void dequantGroup(uint rb, uint g, out float v[GROUP]) {
 #if defined(TYPE_Q8_0)
 	uint bo = rb + 34u * g;
 	float d = halfAt(bo);
 	for (uint j = 0u; j < 32u; j += 4u) {
 		uint u = u32At(bo + 2u + j);
 		for (uint b = 0u; b < 4u; b++) {
-			precise float v = d * float(i8((u >> (8u * b)) & 0xFFu));
-			precise float p = x[xo + j + b] * v;
-			s += p;
+			precise float y = d * float(i8((u >> (8u * b)) & 0xFFu));
+			v[j + b] = y;
 		}
 	}
 #elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1)
@@ -152,20 +150,21 @@ float dotGroup(uint rb, uint g, uint xo, float s) {
 	uint bo = rb + 20u * g, qo = bo + 4u;
 	float d = halfAt(bo), m = halfAt(bo + 2u);
 #endif
-	for (uint hi = 0u; hi < 2u; hi++) {
-		for (uint j = 0u; j < 16u; j += 4u) {
-			uint u = u32At(qo + j);
-			for (uint b = 0u; b < 4u; b++) {
-				uint q = (u >> (8u * b + 4u * hi)) & 0xFu;
+	for (uint j = 0u; j < 16u; j += 4u) {
+		uint u = u32At(qo + j);
+		for (uint b = 0u; b < 4u; b++) {
+			uint q = (u >> (8u * b)) & 0xFFu;
 #if defined(TYPE_Q4_0)
-				precise float v = d * float(int(q) - 8);
+			precise float lo = d * float(int(q & 0xFu) - 8);
+			precise float hi = d * float(int(q >> 4) - 8);
 #else
-				precise float dq = d * float(q);
-				precise float v = dq + m;
+			precise float dlo = d * float(q & 0xFu);
+			precise float dhi = d * float(q >> 4);
+			precise float lo = dlo + m;
+			precise float hi = dhi + m;
 #endif
-				precise float p = x[xo + 16u * hi + j + b] * v;
-				s += p;
-			}
+			v[j + b] = lo;
+			v[16u + j + b] = hi;
 		}
 	}
 #elif defined(TYPE_Q4_K)
@@ -186,9 +185,8 @@ float dotGroup(uint rb, uint g, uint xo, float s) {
 		for (uint b = 0u; b < 4u; b++) {
 			uint q = (u >> (8u * b + shift)) & 0xFu;
 			precise float dq = dl * float(q);
-			precise float v = dq - ml;
-			precise float p = x[xo + j + b] * v;
-			s += p;
+			precise float y = dq - ml;
+			v[j + b] = y;
 		}
 	}
 #elif defined(TYPE_Q6_K)
@@ -202,12 +200,10 @@ float dotGroup(uint rb, uint g, uint xo, float s) {
 		for (uint b = 0u; b < 4u; b++) {
 			uint ql = (ul >> (8u * b + ls)) & 0xFu;
 			uint qh = (uh >> (8u * b + hs)) & 3u;
-			precise float v = dl * float(int(ql | (qh << 4)) - 32);
-			precise float p = x[xo + j + b] * v;
-			s += p;
+			precise float y = dl * float(int(ql | (qh << 4)) - 32);
+			v[j + b] = y;
 		}
 	}
 #endif
-	return s;
 }
 #endif
