@@ -40,6 +40,7 @@ type part struct {
 // Tensor is a Vulkan tensor: one part, or several row ranges of a weight
 // larger than one binding may cover.
 type Tensor struct {
+	b        *Backend
 	dt       tensor.DType
 	shape    []int
 	rows     int
@@ -197,7 +198,7 @@ func (b *Backend) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, erro
 	default:
 		return nil, fmt.Errorf("vulkan: new tensor: %w", &tensor.UnsupportedDTypeError{Format: "vulkan", DType: dt.String()})
 	}
-	t := &Tensor{dt: dt, shape: slices.Clone(shape), rows: rows, cols: cols, rowBytes: cols * es, bytes: int64(rows) * int64(cols) * int64(es)}
+	t := &Tensor{b: b, dt: dt, shape: slices.Clone(shape), rows: rows, cols: cols, rowBytes: cols * es, bytes: int64(rows) * int64(cols) * int64(es)}
 	if err := b.newTensor(t); err != nil {
 		return nil, err
 	}
@@ -241,7 +242,7 @@ func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 	if int64(len(w.Data)) != rb*int64(rows) {
 		return nil, fmt.Errorf("vulkan: upload %q: %d bytes for %v %v", w.Name, len(w.Data), w.DType, w.Shape)
 	}
-	t := &Tensor{dt: w.DType, shape: shape, rows: rows, cols: cols, weight: true, rowBytes: int(rb), bytes: int64(len(w.Data))}
+	t := &Tensor{b: b, dt: w.DType, shape: shape, rows: rows, cols: cols, weight: true, rowBytes: int(rb), bytes: int64(len(w.Data))}
 	if err := b.newTensor(t); err != nil {
 		return nil, fmt.Errorf("vulkan: upload %q: %w", w.Name, err)
 	}
@@ -272,7 +273,7 @@ func (b *Backend) Free(x kernels.Tensor) {
 // live returns x as a usable *Tensor.
 func live(x kernels.Tensor) (*Tensor, error) {
 	t, ok := x.(*Tensor)
-	if !ok || t == nil || t.freed {
+	if !ok || t == nil || t.freed || t.b.closed {
 		return nil, fmt.Errorf("vulkan: not a live vulkan tensor: %T", x)
 	}
 	return t, nil

@@ -32,6 +32,7 @@ func (b *Backend) dispatch(name string, binds []part, pc any, gx, gy, gz uint32)
 // dispatchSpec is dispatch with specialization constants (spec[0] is the
 // workgroup size).
 func (b *Backend) dispatchSpec(name string, spec []uint32, binds []part, pc any, gx, gy, gz uint32) {
+	must(!b.closed, "%s after Close", name)
 	p := b.pipeline(name, spec)
 	if p == nil {
 		return // b.err says why

@@ -59,10 +59,15 @@ void main() {
 		float alpha = exp(M - Mn); // 0 while M is −Inf
 		float pj = s == NEG ? 0.0 : exp(s - Mn);
 		p[tid] = pj;
-		float ps = sumWG(pj); // also a barrier after p is written
+		barrier();
+		// Every invocation sums the chunk's weights in cell order (a
+		// masked cell adds an exact 0), so the sum depends only on the
+		// visible cells and their order, not on where they sit.
+		uint last = min(WG, pc.cells - base);
+		float ps = 0;
+		for (uint c = 0; c < last; c++) ps += p[c];
 		l = l * alpha + ps;
 		M = Mn;
-		uint last = min(WG, pc.cells - base);
 		for (uint r = 0; r < 4; r++) {
 			uint e = tid + r * WG;
 			if (e >= pc.hd) break;
