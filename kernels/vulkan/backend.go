@@ -54,6 +54,10 @@ type Config struct {
 	// NoSubgroups uses the shared-memory reductions even where subgroup
 	// arithmetic is available.
 	NoSubgroups bool
+	// PinSubgroups creates the subgroup variants with a required subgroup
+	// size even where the device has only one (tests use it to run that
+	// path); it has no effect without subgroup size control.
+	PinSubgroups bool
 }
 
 // DeviceInfo describes the opened device.
@@ -65,6 +69,9 @@ type DeviceInfo struct {
 	MaxBufferRange int64
 	SubgroupSize   int
 	Subgroups      bool // subgroup arithmetic in compute shaders (and in use)
+	// PinnedSubgroup is the subgroup size the subgroup variants are
+	// created with (subgroup size control), 0 when the device has one size.
+	PinnedSubgroup int
 	Storage16      bool // 16-bit storage buffers (F16 KV caches need it)
 	Float16, Int8  bool
 	MemoryBudget   bool // VK_EXT_memory_budget
@@ -146,9 +153,23 @@ func Open(cfg Config) (*Backend, error) {
 	b.info = DeviceInfo{
 		Index: idx, Name: C.GoString(&di.name[0]), Type: typeNames[int32(di._type)], Software: di._type == 4,
 		MaxBufferRange: int64(p.max_storage_range), SubgroupSize: int(p.subgroup_size),
-		Subgroups: !cfg.NoSubgroups && p.subgroup_ops&0x5 == 0x5 && p.subgroup_size >= 4 && p.subgroup_size <= 64,
+		Subgroups: !cfg.NoSubgroups && p.subgroup_ops&0x5 == 0x5 && p.subgroup_size >= 4 && p.subgroup_size <= wg,
 		Storage16: p.storage16 != 0, Float16: p.float16 != 0, Int8: p.int8 != 0,
 		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0,
+	}
+	// A dot's summation order must not change between pipelines (batch
+	// invariance), so the subgroup variants need one subgroup size: pinned
+	// with subgroup size control, or the device's only one; otherwise the
+	// shared-memory reductions are used.
+	switch {
+	case !b.info.Subgroups:
+	case p.size_control != 0 && p.size_control_compute != 0 && p.min_subgroup <= p.subgroup_size && p.subgroup_size <= p.max_subgroup:
+		if p.min_subgroup != p.max_subgroup || cfg.PinSubgroups {
+			b.info.PinnedSubgroup = int(p.subgroup_size)
+		}
+	case p.min_subgroup != 0 && p.min_subgroup == p.max_subgroup:
+	default:
+		b.info.Subgroups = false
 	}
 	b.maxRange = int64(p.max_storage_range) &^ 255
 	if a := int64(p.max_alloc); a > 0 && a < b.maxRange {
@@ -325,9 +346,13 @@ func (b *Backend) pipeline(name string, spec []uint32) *pipeline {
 	defer C.free(ccode)
 	var sp [16]uint32
 	copy(sp[:], spec)
+	pinned := 0
+	if strings.HasSuffix(name, "_subgroup") {
+		pinned = b.info.PinnedSubgroup
+	}
 	var p *C.vkl_pipe
 	if r := C.vkl_pipeline(b.ctx, (*C.uint32_t)(ccode), C.uint64_t(len(code)), C.int(layout.Bindings), C.int(layout.PushSize),
-		(*C.uint32_t)(unsafe.Pointer(&sp[0])), C.int(min(len(spec), len(sp))), 0, &p); r != C.VK_SUCCESS {
+		(*C.uint32_t)(unsafe.Pointer(&sp[0])), C.int(min(len(spec), len(sp))), C.uint32_t(pinned), &p); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "create pipeline " + name, Result: int32(r)})
 		return nil
 	}

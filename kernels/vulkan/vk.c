@@ -261,6 +261,7 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 	if (v13) {
 		props->min_subgroup = sscp.minSubgroupSize;
 		props->max_subgroup = sscp.maxSubgroupSize;
+		props->size_control_compute = (sscp.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
 	}
 
 	// Features: query the chain, then enable what is there.

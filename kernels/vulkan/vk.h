@@ -36,6 +36,7 @@ typedef struct vkl_props {
 	uint32_t storage16, storage8, float16, int8, float64, int16;
 	uint32_t size_control;        // subgroupSizeControl feature
 	uint32_t min_subgroup, max_subgroup;
+	uint32_t size_control_compute; // requiredSubgroupSizeStages has compute
 	uint32_t memory_budget_ext;   // VK_EXT_memory_budget enabled
 	uint64_t device_local_heap;   // size of the largest device-local heap
 	uint32_t validation;          // the validation layer is on

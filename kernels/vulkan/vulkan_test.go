@@ -65,6 +65,18 @@ func TestKernelsNoSubgroups(t *testing.T) {
 	checkClean(t, b)
 }
 
+// TestPinnedSubgroups runs MatMul and Attention with pipelines created
+// with a required subgroup size (subgroup size control).
+func TestPinnedSubgroups(t *testing.T) {
+	b := openTest(t, Config{PinSubgroups: true})
+	if b.Device().PinnedSubgroup == 0 {
+		t.Skip("no subgroup size control on this device")
+	}
+	t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, b) })
+	t.Run("Attention", func(t *testing.T) { kerneltest.Attention(t, b) })
+	checkClean(t, b)
+}
+
 // TestDTypes: every weight dtype kerneltest sweeps uploads (so none of
 // its subtests is a skip), others fail with UnsupportedDTypeError, and F16
 // caches are there.
@@ -175,9 +187,14 @@ func TestNoDriver(t *testing.T) {
 	}
 }
 
-// TestAuto: "auto" never takes a software device.
+// TestAuto: "auto" never takes a software device; "vulkan" by name does.
 func TestAuto(t *testing.T) {
 	v := openTest(t, Config{})
+	byName, err := kernels.Open("vulkan", kernels.Options{})
+	if err != nil || byName.Name() != "vulkan" {
+		t.Fatalf(`kernels.Open("vulkan"): %v, %v`, byName, err)
+	}
+	byName.Close()
 	b, err := kernels.Open("auto", kernels.Options{})
 	if err != nil {
 		t.Fatal(err)
