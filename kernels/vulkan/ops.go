@@ -258,11 +258,12 @@ func (b *Backend) RoPE(x, pos kernels.Tensor, p kernels.RoPE) {
 	}
 	gx, gy := grid((n*dim/2 + wg - 1) / wg)
 	b.dispatch("rope_f32", []part{t.parts[0], ps.parts[0], f.parts[0]},
-		pcRoPE{N: uint32(n), Dim: uint32(dim), HeadDim: uint32(p.HeadDim), Neox: neox(p)}, gx, gy, 1)
+		pcRoPE{N: uint32(n), Dim: uint32(dim), HeadDim: uint32(p.HeadDim), Neox: neox(p), Rows: uint32(n)}, gx, gy, 1)
 }
 
 // KVShift implements kernels.Backend with rope.comp over the listed rows.
-// The cells must be distinct (as the models' shifts are).
+// The cells must be distinct (as the models' shifts are); cells outside
+// the cache are skipped (the CPU backend panics: the ids are on the device).
 func (b *Backend) KVShift(k, cells, delta kernels.Tensor, p kernels.RoPE) {
 	const op = "KVShift"
 	c, cl, dl := cacheOf(op, k), ints(op, cells), ints(op, delta)
@@ -280,10 +281,11 @@ func (b *Backend) KVShift(k, cells, delta kernels.Tensor, p kernels.RoPE) {
 	}
 	gx, gy := grid((n*dim/2 + wg - 1) / wg)
 	b.dispatch("kv_shift_"+typeName(c.dt), []part{c.parts[0], dl.parts[0], f.parts[0], cl.parts[0]},
-		pcRoPE{N: uint32(n), Dim: uint32(dim), HeadDim: uint32(p.HeadDim), Neox: neox(p)}, gx, gy, 1)
+		pcRoPE{N: uint32(n), Dim: uint32(dim), HeadDim: uint32(p.HeadDim), Neox: neox(p), Rows: uint32(c.rows)}, gx, gy, 1)
 }
 
-// KVWrite implements kernels.Backend: one invocation per element.
+// KVWrite implements kernels.Backend: one invocation per element. A cell
+// outside the cache is skipped rather than written out of bounds.
 func (b *Backend) KVWrite(k, src, cells kernels.Tensor) {
 	const op = "KVWrite"
 	c, s, cl := cacheOf(op, k), activation(op, src), ints(op, cells)
@@ -294,7 +296,7 @@ func (b *Backend) KVWrite(k, src, cells kernels.Tensor) {
 	}
 	gx, gy := grid((numel(s) + wg - 1) / wg)
 	b.dispatch("kv_write_"+typeName(c.dt), []part{c.parts[0], s.parts[0], cl.parts[0]},
-		pcKVWrite{N: uint32(s.rows), Dim: uint32(dim)}, gx, gy, 1)
+		pcKVWrite{N: uint32(s.rows), Dim: uint32(dim), Rows: uint32(c.rows)}, gx, gy, 1)
 }
 
 // Attention implements kernels.Backend: one workgroup per (token, head)

@@ -23,10 +23,11 @@ type pcNorm struct { // rms_norm.comp
 
 type pcRoPE struct { // rope.comp (rope, kv_shift)
 	N, Dim, HeadDim, Neox uint32
+	Rows                  uint32 // kv_shift: cache rows
 }
 
 type pcKVWrite struct { // kv_write.comp
-	N, Dim uint32
+	N, Dim, Rows uint32
 }
 
 type pcAttention struct { // attention.comp

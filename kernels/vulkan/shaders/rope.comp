@@ -24,6 +24,7 @@ layout(binding = 3) readonly buffer CB { int cells[]; };
 
 layout(push_constant) uniform PC {
 	uint n, dim, headDim, neox;
+	uint rows; // KVSHIFT: the cache's cells; others are skipped
 } pc;
 
 // sincos32 is Cephes' sinf/cosf: reduction by π/4 in three exact steps
@@ -61,6 +62,7 @@ void main() {
 	uint h = p / half_, i = p % half_;
 #ifdef KVSHIFT
 	uint row = uint(cells[r]);
+	if (row >= pc.rows) return; // never write outside the cache
 #else
 	uint row = r;
 #endif
