@@ -174,7 +174,13 @@ int vkl_open(const char *lib, int validation, vkl_ctx **out) {
 	dci.pUserData = c;
 	VkInstanceCreateInfo ici = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
 	ici.pApplicationInfo = &app;
+	// Synchronization validation checks the barriers between dispatches.
+	VkValidationFeatureEnableEXT vfe[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+	VkValidationFeaturesEXT vf = {VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+	vf.enabledValidationFeatureCount = 1;
+	vf.pEnabledValidationFeatures = vfe;
 	if (c->validation) {
+		dci.pNext = &vf;
 		ici.enabledLayerCount = nl;
 		ici.ppEnabledLayerNames = layers;
 		ici.enabledExtensionCount = ne;
