@@ -100,7 +100,8 @@ type Backend struct {
 	pipes   map[string]*pipeline
 	staging arena
 	freqs   map[string]*Tensor // RoPE frequency tables by parameters
-	err     error              // the first failure while recording
+	hz      hazards
+	err     error // the first failure while recording
 	closed  bool
 }
 
@@ -311,7 +312,7 @@ func (b *Backend) Sync() error {
 
 // flush submits what was recorded, waits, and empties the staging arena.
 func (b *Backend) flush() {
-	if r := C.vkl_submit(b.ctx); r != C.VK_SUCCESS {
+	if r := b.submit(); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "vkQueueSubmit", Result: int32(r)})
 	}
 	b.staging.reset(b)

@@ -203,6 +203,7 @@ func (b *Backend) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, erro
 		return nil, err
 	}
 	p := t.parts[0]
+	b.order(nil, []part{p})
 	if r := C.vkl_fill(b.ctx, p.blk.buf, C.uint64_t(p.off), C.uint64_t(p.size)); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "vkCmdFillBuffer", Result: int32(r)})
 	}
@@ -342,6 +343,7 @@ func (b *Backend) write(p part, data []byte) {
 		return
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Add(h.ptr, off)), len(data)), data)
+	b.order(nil, []part{p})
 	if r := C.vkl_copy(b.ctx, h.buf, C.uint64_t(off), p.blk.buf, C.uint64_t(p.off), C.uint64_t(len(data))); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "vkCmdCopyBuffer", Result: int32(r)})
 	}
@@ -354,11 +356,12 @@ func (b *Backend) read(p part, n int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.order([]part{p}, nil)
 	if r := C.vkl_copy(b.ctx, p.blk.buf, C.uint64_t(p.off), h.buf, C.uint64_t(off), C.uint64_t(n)); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "vkCmdCopyBuffer", Result: int32(r)})
 	}
 	out := make([]byte, n)
-	r := C.vkl_submit(b.ctx)
+	r := b.submit()
 	copy(out, unsafe.Slice((*byte)(unsafe.Add(h.ptr, off)), n))
 	b.staging.reset(b)
 	if r != C.VK_SUCCESS {

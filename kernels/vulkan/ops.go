@@ -41,6 +41,13 @@ func (b *Backend) dispatchSpec(name string, spec []uint32, binds []part, pc any,
 	if err != nil || len(push) != p.layout.PushSize || len(binds) != p.layout.Bindings {
 		panic(fmt.Sprintf("vulkan: %s: %d bindings and %d push bytes, want %d and %d", name, len(binds), len(push), p.layout.Bindings, p.layout.PushSize))
 	}
+	var writes []part
+	for i, q := range binds {
+		if p.layout.Writable[i] {
+			writes = append(writes, q)
+		}
+	}
+	b.order(binds, writes)
 	var bufs, offs, ranges [8]C.uint64_t
 	for i, q := range binds {
 		bufs[i], offs[i], ranges[i] = q.blk.buf, C.uint64_t(q.off), C.uint64_t(q.size)
@@ -316,6 +323,7 @@ func (b *Backend) Attention(dst, q, k, v, mask kernels.Tensor, heads, kvHeads in
 	}
 	if cells == 0 {
 		z := d.parts[0] // no cell: zeros
+		b.order(nil, []part{z})
 		if r := C.vkl_fill(b.ctx, z.blk.buf, C.uint64_t(z.off), C.uint64_t(z.size)); r != C.VK_SUCCESS {
 			b.fail(&Error{Op: "vkCmdFillBuffer", Result: int32(r)})
 		}

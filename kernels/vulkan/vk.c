@@ -180,12 +180,12 @@ int vkl_open(const char *lib, int validation, vkl_ctx **out) {
 	vf.enabledValidationFeatureCount = 1;
 	vf.pEnabledValidationFeatures = vfe;
 	if (c->validation) {
-		dci.pNext = &vf;
+		vf.pNext = &dci;
 		ici.enabledLayerCount = nl;
 		ici.ppEnabledLayerNames = layers;
 		ici.enabledExtensionCount = ne;
 		ici.ppEnabledExtensionNames = exts;
-		ici.pNext = &dci;
+		ici.pNext = &vf;
 	}
 	VkResult r = CreateInstance(&ici, NULL, &c->inst);
 	if (r != VK_SUCCESS) {
@@ -652,7 +652,6 @@ int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *
 	c->CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
 	if (p->pcsize > 0) c->CmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)p->pcsize, push);
 	c->CmdDispatch(c->cb, gx, gy, gz);
-	barrier(c);
 	return VK_SUCCESS;
 }
 
@@ -661,7 +660,6 @@ int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t d
 	if (r != VK_SUCCESS) return r;
 	VkBufferCopy bc = {srcoff, dstoff, size};
 	c->CmdCopyBuffer(c->cb, (VkBuffer)(uintptr_t)src, (VkBuffer)(uintptr_t)dst, 1, &bc);
-	barrier(c);
 	return VK_SUCCESS;
 }
 
@@ -669,6 +667,12 @@ int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size) {
 	VkResult r = begin(c);
 	if (r != VK_SUCCESS) return r;
 	c->CmdFillBuffer(c->cb, (VkBuffer)(uintptr_t)dst, off, size, 0);
+	return VK_SUCCESS;
+}
+
+int vkl_barrier(vkl_ctx *c) {
+	VkResult r = begin(c);
+	if (r != VK_SUCCESS) return r;
 	barrier(c);
 	return VK_SUCCESS;
 }

@@ -252,3 +252,41 @@ func TestOneSubmit(t *testing.T) {
 		t.Fatalf("%d submits for one read, want 1", n)
 	}
 }
+
+// TestBarriers: independent dispatches get no barrier between them; a
+// dispatch reading their outputs gets one.
+func TestBarriers(t *testing.T) {
+	b := openTest(t, Config{})
+	x, _ := b.NewTensor(tensor.F32, 2, 64)
+	w, err := b.Upload(tensor.Tensor{Name: "w", DType: tensor.F32, Shape: []int64{8, 64}, Data: make([]byte, 8*64*4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []kernels.Tensor
+	for range 3 {
+		d, _ := b.NewTensor(tensor.F32, 2, 8)
+		outs = append(outs, d)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	before := b.hz.barriers
+	for _, d := range outs { // Q, K, V style
+		b.MatMul(d, x, w)
+	}
+	if n := b.hz.barriers - before; n != 0 {
+		t.Errorf("%d barriers between independent MatMuls", n)
+	}
+	b.Add(outs[0], outs[1], outs[2])
+	if n := b.hz.barriers - before; n != 1 {
+		t.Errorf("%d barriers before an Add of their outputs, want 1", n)
+	}
+	b.Mul(outs[1], outs[1], outs[2]) // writes what the Add read
+	if n := b.hz.barriers - before; n != 2 {
+		t.Errorf("%d barriers before a Mul overwriting the Add's input, want 2", n)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, b)
+}

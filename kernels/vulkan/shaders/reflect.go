@@ -10,6 +10,10 @@ import (
 type Layout struct {
 	Bindings int
 	PushSize int
+	// Writable[i] reports that binding i is not declared readonly: the
+	// backend orders a dispatch after earlier ones that touch what it
+	// writes.
+	Writable []bool
 }
 
 // Reflect reads the Layout of the named variant from its SPIR-V. The
@@ -33,6 +37,7 @@ const (
 	opMemberDecorate  = 72
 	decBinding        = 33
 	decOffset         = 35
+	decNonWritable    = 24
 	storagePushConst  = 9
 	storageBuffer     = 12
 	storageUniform    = 2
@@ -52,9 +57,11 @@ func reflectSPIRV(code []byte) (Layout, error) {
 	members := map[uint32][]uint32{}  // struct id → member type ids
 	offsets := map[[2]uint32]uint32{} // (struct, member) → offset
 	pointee := map[uint32]uint32{}    // pointer type → pointee
-	bindings := map[uint32]bool{}     // variables with a Binding
-	var push []uint32                 // push-constant variables' pointer types
-	var storage int
+	bindings := map[uint32]uint32{}   // variable → its Binding
+	readonly := map[uint32]bool{}     // NonWritable variables and structs
+	type buffer struct{ ptr, v uint32 }
+	var buffers []buffer // storage-buffer variables
+	var push []uint32    // push-constant variables' pointer types
 	for i := spirvHeaderLength; i < len(w); {
 		n, op := int(w[i]>>16), w[i]&0xFFFF
 		if n == 0 || i+n > len(w) {
@@ -69,26 +76,39 @@ func reflectSPIRV(code []byte) (Layout, error) {
 		case opTypePointer:
 			pointee[a[0]] = a[2]
 		case opMemberDecorate:
-			if a[2] == decOffset {
+			switch a[2] {
+			case decOffset:
 				offsets[[2]uint32{a[0], a[1]}] = a[3]
+			case decNonWritable:
+				readonly[a[0]] = true
 			}
 		case opDecorate:
-			if a[1] == decBinding {
-				bindings[a[0]] = true
+			switch a[1] {
+			case decBinding:
+				bindings[a[0]] = a[2]
+			case decNonWritable:
+				readonly[a[0]] = true
 			}
 		case opVariable:
 			switch a[2] {
 			case storagePushConst:
 				push = append(push, a[0])
 			case storageBuffer, storageUniform:
-				if bindings[a[1]] {
-					storage++
+				if _, ok := bindings[a[1]]; ok {
+					buffers = append(buffers, buffer{a[0], a[1]})
 				}
 			}
 		}
 		i += n
 	}
-	l := Layout{Bindings: storage}
+	l := Layout{Bindings: len(buffers), Writable: make([]bool, len(buffers))}
+	for _, b := range buffers {
+		n := bindings[b.v]
+		if int(n) >= len(buffers) {
+			return Layout{}, fmt.Errorf("shaders: binding %d of %d buffers", n, len(buffers))
+		}
+		l.Writable[n] = !readonly[b.v] && !readonly[pointee[b.ptr]]
+	}
 	for _, pt := range push {
 		st := pointee[pt]
 		for m, ty := range members[st] {

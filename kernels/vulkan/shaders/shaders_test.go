@@ -62,5 +62,19 @@ func TestReflect(t *testing.T) {
 		if l.Bindings == 0 || l.PushSize == 0 {
 			t.Errorf("%s: %+v", v.Name, l)
 		}
+		// Every shader writes exactly one binding: its output.
+		if n := countTrue(l.Writable); n != 1 {
+			t.Errorf("%s: writable bindings %v", v.Name, l.Writable)
+		}
 	}
+}
+
+func countTrue(b []bool) int {
+	n := 0
+	for _, v := range b {
+		if v {
+			n++
+		}
+	}
+	return n
 }
