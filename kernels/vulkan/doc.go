@@ -14,6 +14,14 @@
 // without cgo the package only registers a backend that fails with
 // ErrNeedsCgo. The shaders live in the shaders subpackage.
 //
+// Files: vk.c/vk.h are the C layer (instance, device, buffers, pipelines,
+// recording, submit); backend.go opens a device and caches pipelines;
+// memory.go holds blocks, tensors and the staging arena; hazard.go places
+// barriers; ops.go records the ops; push.go mirrors the push constants.
+// Adding an op touches four places: its .comp in shaders/, an entry in
+// shaders.Variants, its method in ops.go (with a push struct in push.go),
+// and a kerneltest case.
+//
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync

@@ -88,7 +88,12 @@ func (b *Backend) alloc(size int64) (part, error) {
 	}
 	var buf, mem C.uint64_t
 	var mapped unsafe.Pointer
-	if r := C.vkl_buffer(b.ctx, C.uint64_t(bs), 0, &buf, &mem, &mapped); r != C.VK_SUCCESS {
+	r := C.vkl_buffer(b.ctx, C.uint64_t(bs), 0, &buf, &mem, &mapped)
+	if (r == -1 || r == -2) && bs > need { // no room for a whole block: try just this tensor
+		bs = need
+		r = C.vkl_buffer(b.ctx, C.uint64_t(bs), 0, &buf, &mem, &mapped)
+	}
+	if r != C.VK_SUCCESS {
 		err := &Error{Op: "vkAllocateMemory", Result: int32(r)}
 		if r == -1 || r == -2 {
 			return part{}, &OOMError{Need: need, Used: b.used, Budget: b.budget, Err: err}
