@@ -50,6 +50,10 @@ func checkClean(t *testing.T, b *Backend) {
 func TestKernels(t *testing.T) {
 	b := openTest(t, Config{})
 	kerneltest.All(t, b)
+	// The shaders dequantise exactly and compute in float32 from the
+	// stored halves, so the strict limits hold too.
+	t.Run("MatMulStrict", func(t *testing.T) { kerneltest.MatMulStrict(t, b) })
+	t.Run("AttentionStrict", func(t *testing.T) { kerneltest.AttentionStrict(t, b) })
 	checkClean(t, b)
 }
 
