@@ -132,6 +132,8 @@ func Open(cfg Config) (*Backend, error) {
 	case C.VK_SUCCESS:
 	case C.VKL_ERR_NO_LOADER, C.VKL_ERR_NO_SYMBOL:
 		return nil, &NoDriverError{Library: lib}
+	case C.VKL_ERR_NO_HEADERS:
+		return nil, ErrNoHeaders
 	default:
 		return nil, &Error{Op: "vkCreateInstance", Result: int32(r)}
 	}

@@ -10,6 +10,10 @@ import (
 // ErrNeedsCgo is returned by Open in a binary built without cgo.
 var ErrNeedsCgo = errors.New("vulkan: the vulkan backend needs cgo (built with CGO_ENABLED=0)")
 
+// ErrNoHeaders is returned by Open in a binary whose cgo build did not
+// find <vulkan/vulkan.h> (install libvulkan-dev and rebuild).
+var ErrNoHeaders = errors.New("vulkan: built without the Vulkan headers (install libvulkan-dev and rebuild)")
+
 // ErrNoDevice: the driver lists no usable device (or none matches the
 // requested index or name, or only software devices when a GPU is required).
 var ErrNoDevice = errors.New("vulkan: no suitable Vulkan device")
