@@ -134,6 +134,8 @@ func Open(cfg Config) (*Backend, error) {
 		return nil, &NoDriverError{Library: lib}
 	case C.VKL_ERR_NO_HEADERS:
 		return nil, ErrNoHeaders
+	case resIncompatibleDriver:
+		return nil, &NoDriverError{Library: lib, Err: &Error{Op: "vkCreateInstance", Result: int32(r)}}
 	default:
 		return nil, &Error{Op: "vkCreateInstance", Result: int32(r)}
 	}

@@ -18,14 +18,22 @@ var ErrNoHeaders = errors.New("vulkan: built without the Vulkan headers (install
 // requested index or name, or only software devices when a GPU is required).
 var ErrNoDevice = errors.New("vulkan: no suitable Vulkan device")
 
-// NoDriverError: the Vulkan loader library could not be opened.
+// NoDriverError: the Vulkan loader library could not be opened, or it
+// found no driver (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER).
 type NoDriverError struct {
 	Library string
+	Err     error // the failed vkCreateInstance, if the loader was there
 }
 
 func (e *NoDriverError) Error() string {
-	return fmt.Sprintf("vulkan: no Vulkan driver: cannot load %s (install a Vulkan driver; for tests, tools/install-deps.sh installs mesa-vulkan-drivers)", e.Library)
+	what := "cannot load " + e.Library
+	if e.Err != nil {
+		what = e.Library + " finds no driver: " + e.Err.Error()
+	}
+	return fmt.Sprintf("vulkan: no Vulkan driver: %s (install a Vulkan driver; for tests, tools/install-deps.sh installs mesa-vulkan-drivers)", what)
 }
+
+func (e *NoDriverError) Unwrap() error { return e.Err }
 
 // Code implements errcode.Coder.
 func (e *NoDriverError) Code() errcode.Code { return errcode.LoadFailed }

@@ -189,6 +189,13 @@ func TestNoDriver(t *testing.T) {
 	if err != nil || b.Name() != "cpu" {
 		t.Fatalf("auto without a driver: %v, %v; want cpu", b, err)
 	}
+	// The loader is there but finds no driver (no ICD).
+	t.Setenv("VKLLM_VULKAN_LIB", "")
+	t.Setenv("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+	t.Setenv("VK_DRIVER_FILES", "/nonexistent/icd.json")
+	if _, err := Open(Config{}); !errors.As(err, &nd) {
+		t.Fatalf("no ICD: %v, want a *NoDriverError", err)
+	}
 }
 
 // TestAuto: "auto" never takes a software device; "vulkan" by name does.
