@@ -17,21 +17,24 @@ func TestSPIRVFresh(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, v := range Variants {
-		out := filepath.Join(dir, v.Name+".spv")
-		if msg, err := exec.Command("glslc", GlslcArgs(v, out)...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: glslc: %v\n%s", v.Name, err, msg)
-		}
-		fresh, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		committed, err := SPIRV(v.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(fresh, committed) {
-			t.Errorf("spv/%s.spv is stale: run go generate ./kernels/vulkan/shaders", v.Name)
-		}
+		t.Run(v.Name, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(dir, v.Name+".spv")
+			if msg, err := exec.Command("glslc", GlslcArgs(v, out)...).CombinedOutput(); err != nil {
+				t.Fatalf("glslc: %v\n%s", err, msg)
+			}
+			fresh, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			committed, err := SPIRV(v.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(fresh, committed) {
+				t.Errorf("spv/%s.spv is stale: run go generate ./kernels/vulkan/shaders", v.Name)
+			}
+		})
 	}
 }
 
