@@ -14,9 +14,12 @@ import (
 
 // openVulkan opens the Vulkan backend (lavapipe in CI) with validation
 // on. Without a driver the test fails unless VKLLM_VULKAN_OPTIONAL=1.
-func openVulkan(t *testing.T) *vulkan.Backend {
+func openVulkan(t *testing.T) *vulkan.Backend { return openVulkanConfig(t, vulkan.Config{}) }
+
+func openVulkanConfig(t *testing.T, cfg vulkan.Config) *vulkan.Backend {
 	t.Helper()
-	b, err := vulkan.Open(vulkan.Config{Validation: true})
+	cfg.Validation = true
+	b, err := vulkan.Open(cfg)
 	if err != nil {
 		var nd *vulkan.NoDriverError
 		if (errors.As(err, &nd) || errors.Is(err, vulkan.ErrNoDevice)) && os.Getenv("VKLLM_VULKAN_OPTIONAL") == "1" {
@@ -47,54 +50,68 @@ func openOn(t *testing.T, path string, b *vulkan.Backend) *Model {
 func TestVulkanParity(t *testing.T) {
 	b := openVulkan(t)
 	for _, c := range parityCases {
-		t.Run(c.path, func(t *testing.T) {
-			g := loadGolden(t, c.golden)
-			m := openOn(t, filepath.Join(testdata, c.path), b)
-			ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ctx.Close()
-			for pi, p := range g.Prompts {
-				if err := ctx.Release(0); err != nil {
+		t.Run(c.path, func(t *testing.T) { vulkanParity(t, b, c.path, c.golden) })
+	}
+}
+
+// TestVulkanParitySplit: the same with attention split into segments of
+// 16 cells and merged (flash decoding).
+func TestVulkanParitySplit(t *testing.T) {
+	b := openVulkanConfig(t, vulkan.Config{AttentionSegment: 16})
+	vulkanParity(t, b, "qwen2-tiny", "qwen2-tiny")
+}
+
+func vulkanParity(t *testing.T, b *vulkan.Backend, path, golden string) {
+	g := loadGolden(t, golden)
+	m := openOn(t, filepath.Join(testdata, path), b)
+	ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	for pi, p := range g.Prompts {
+		if err := ctx.Release(0); err != nil {
+			t.Fatal(err)
+		}
+		var bt Batch
+		for i, tok := range p.Tokens {
+			bt.Add(tok, int32(i), true, 0)
+		}
+		if err := ctx.Decode(bt); err != nil {
+			t.Fatal(err)
+		}
+		for i := range p.Tokens {
+			checkLogits(t, ctx.Logits(i), p.Logits[i], pi, i)
+		}
+		logits := ctx.Logits(len(p.Tokens) - 1)
+		for step, want := range p.Greedy {
+			if step > 0 {
+				if logits, err = ctx.DecodeToken(0, p.Greedy[step-1]); err != nil {
 					t.Fatal(err)
 				}
-				var bt Batch
-				for i, tok := range p.Tokens {
-					bt.Add(tok, int32(i), true, 0)
-				}
-				if err := ctx.Decode(bt); err != nil {
-					t.Fatal(err)
-				}
-				for i := range p.Tokens {
-					checkLogits(t, ctx.Logits(i), p.Logits[i], pi, i)
-				}
-				logits := ctx.Logits(len(p.Tokens) - 1)
-				for step, want := range p.Greedy {
-					if step > 0 {
-						if logits, err = ctx.DecodeToken(0, p.Greedy[step-1]); err != nil {
-							t.Fatal(err)
-						}
-					}
-					checkStep(t, logits, want, p.Top5[step], p.Margin[step], pi, step)
-					if g.DType == "F32" && argmax(logits) != want {
-						t.Fatalf("prompt %d step %d: F32 greedy token %d, want %d", pi, step, argmax(logits), want)
-					}
-				}
 			}
-			if err := b.Sync(); err != nil {
-				t.Fatal(err)
+			checkStep(t, logits, want, p.Top5[step], p.Margin[step], pi, step)
+			if g.DType == "F32" && argmax(logits) != want {
+				t.Fatalf("prompt %d step %d: F32 greedy token %d, want %d", pi, step, argmax(logits), want)
 			}
-		})
+		}
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // TestVulkanBatch: four prompts in one batch give the logits of each
-// alone, within 1e-5 of the largest logit, on the Vulkan backend.
+// alone, within 1e-5 of the largest logit, on the Vulkan backend; also
+// with attention split into segments of 16 cells (flash decoding).
 func TestVulkanBatch(t *testing.T) {
-	b := openVulkan(t)
-	for _, name := range []string{"qwen2-tiny", "llama-tiny-Q4_1.gguf"} {
-		t.Run(name, func(t *testing.T) {
+	for _, c := range []struct {
+		name, model string
+		seg         int
+	}{{"qwen2-tiny", "qwen2-tiny", 0}, {"llama-tiny-Q4_1", "llama-tiny-Q4_1.gguf", 0}, {"qwen2-tiny split", "qwen2-tiny", 16}} {
+		t.Run(c.name, func(t *testing.T) {
+			b := openVulkanConfig(t, vulkan.Config{AttentionSegment: c.seg})
+			name := c.model
 			m := openOn(t, filepath.Join(testdata, name), b)
 			ctx := newCtx(t, m, ContextParams{ContextLen: 64, MaxSeqs: 4, BatchSize: 64})
 			var bt Batch

@@ -54,6 +54,10 @@ type Config struct {
 	// NoSubgroups uses the shared-memory reductions even where subgroup
 	// arithmetic is available.
 	NoSubgroups bool
+	// AttentionSegment is the number of cells above which Attention splits
+	// the cache into segments of this many cells processed in parallel
+	// (flash decoding), then merged (0: 512).
+	AttentionSegment int
 	// PinSubgroups creates the subgroup variants with a required subgroup
 	// size even where the device has only one (tests use it to run that
 	// path); it has no effect without subgroup size control.
@@ -101,8 +105,11 @@ type Backend struct {
 	staging arena
 	freqs   map[string]*Tensor // RoPE frequency tables by parameters
 	hz      hazards
-	err     error // the first failure while recording
-	closed  bool
+	scr     *Tensor // attention scratch
+	// attnSegment: cells per segment of split attention.
+	attnSegment int
+	err         error // the first failure while recording
+	closed      bool
 }
 
 type pipeline struct {
@@ -190,6 +197,10 @@ func Open(cfg Config) (*Backend, error) {
 		b.blockSize = 64 << 20
 	}
 	b.blockSize = min(b.blockSize, b.maxRange)
+	b.attnSegment = cfg.AttentionSegment
+	if b.attnSegment <= 0 {
+		b.attnSegment = 512
+	}
 	b.budget = cfg.Budget
 	if b.budget <= 0 {
 		b.budget = int64(p.device_local_heap)

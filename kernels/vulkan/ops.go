@@ -330,8 +330,41 @@ func (b *Backend) Attention(dst, q, k, v, mask kernels.Tensor, heads, kvHeads in
 		return
 	}
 	gx, gy := grid(n * heads)
-	b.dispatch(b.reduceVariant("attention_"+typeName(ks.dt)), []part{qs.parts[0], ks.parts[0], vs.parts[0], ms.parts[0], d.parts[0]},
-		pcAttention{N: uint32(n), Heads: uint32(heads), KVHeads: uint32(kvHeads), HD: uint32(hd), Cells: uint32(cells), Scale: scale}, gx, gy, 1)
+	pc := pcAttention{N: uint32(n), Heads: uint32(heads), KVHeads: uint32(kvHeads), HD: uint32(hd), Cells: uint32(cells), Scale: scale, Seg: uint32(cells)}
+	seg := b.attnSegment
+	if cells <= seg {
+		b.dispatch(b.reduceVariant("attention_"+typeName(ks.dt)), []part{qs.parts[0], ks.parts[0], vs.parts[0], ms.parts[0], d.parts[0]}, pc, gx, gy, 1)
+		return
+	}
+	// Flash decoding: segments of seg cells in parallel, then a merge. The
+	// split depends on the cache size only, never on n.
+	segs := (cells + seg - 1) / seg
+	scratch := b.scratch(n * heads * segs * (hd + 2))
+	if scratch == nil {
+		return
+	}
+	pc.Seg = uint32(seg)
+	sp := scratch.parts[0]
+	b.dispatch(b.reduceVariant("attention_split_"+typeName(ks.dt)), []part{qs.parts[0], ks.parts[0], vs.parts[0], ms.parts[0], sp}, pc, gx, gy, uint32(segs))
+	b.dispatch("attention_combine_f32", []part{sp, d.parts[0]}, pcCombine{N: uint32(n), Heads: uint32(heads), HD: uint32(hd), Segs: uint32(segs)}, gx, gy, 1)
+}
+
+// scratch returns a device F32 buffer of at least n elements, kept and
+// grown across calls (the barriers order its reuse).
+func (b *Backend) scratch(n int) *Tensor {
+	if b.scr != nil && numel(b.scr) >= n {
+		return b.scr
+	}
+	x, err := b.NewTensor(tensor.F32, max(n, 1<<16))
+	if err != nil {
+		b.fail(err)
+		return nil
+	}
+	if b.scr != nil {
+		b.Free(b.scr)
+	}
+	b.scr = x.(*Tensor)
+	return b.scr
 }
 
 // Softmax implements kernels.Backend: one workgroup per row.

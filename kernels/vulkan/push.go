@@ -33,6 +33,11 @@ type pcKVWrite struct { // kv_write.comp
 type pcAttention struct { // attention.comp
 	N, Heads, KVHeads, HD, Cells uint32
 	Scale                        float32
+	Seg                          uint32
+}
+
+type pcCombine struct { // attention_combine.comp
+	N, Heads, HD, Segs uint32
 }
 
 type pcRowsOnly struct { // softmax.comp, argmax.comp

@@ -14,13 +14,14 @@ func TestPushSizes(t *testing.T) {
 	mirror := map[string]any{
 		"get_rows_": pcRows{}, "matmul_": pcMatMul{}, "add_": pcBinary{}, "mul_": pcBinary{}, "swiglu_": pcBinary{},
 		"rms_norm_": pcNorm{}, "rope_": pcRoPE{}, "kv_shift_": pcRoPE{}, "kv_write_": pcKVWrite{},
-		"attention_": pcAttention{}, "softmax_": pcRowsOnly{}, "argmax_": pcRowsOnly{},
+		"attention_": pcAttention{}, "attention_combine_": pcCombine{}, "softmax_": pcRowsOnly{}, "argmax_": pcRowsOnly{},
 	}
 	for _, v := range shaders.Variants {
 		var pc any
+		best := ""
 		for prefix, s := range mirror {
-			if strings.HasPrefix(v.Name, prefix) {
-				pc = s
+			if strings.HasPrefix(v.Name, prefix) && len(prefix) > len(best) {
+				pc, best = s, prefix
 			}
 		}
 		if pc == nil {

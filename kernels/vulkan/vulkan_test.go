@@ -81,6 +81,15 @@ func TestPinnedSubgroups(t *testing.T) {
 	checkClean(t, b)
 }
 
+// TestSplitAttention runs Attention with caches split into segments of
+// 8 cells (flash decoding) and merged (models' TestVulkanBatch checks
+// batched against alone with a split cache).
+func TestSplitAttention(t *testing.T) {
+	b := openTest(t, Config{AttentionSegment: 8})
+	t.Run("Attention", func(t *testing.T) { kerneltest.AttentionStrict(t, b) })
+	checkClean(t, b)
+}
+
 // TestDTypes: every weight dtype kerneltest sweeps uploads (so none of
 // its subtests is a skip), others fail with UnsupportedDTypeError, and F16
 // caches are there.

@@ -5,6 +5,11 @@
 // no score matrix is stored. Cell j is visible to token t when mask[t][j]
 // is 0; a token that sees no cell gets zeros. Query head h reads KV head
 // h / (heads / kvHeads). Head dimensions up to 4·WG.
+//
+// With SPLIT (flash decoding, for long caches) workgroup z takes only the
+// cells [z·seg, (z+1)·seg) and writes its unnormalised state (M, l, acc)
+// to dst as scratch, (n·heads, segments, 2+hd); attention_combine.comp
+// then merges the segments in order.
 #include "common/base.glsl"
 
 layout(binding = 0) readonly buffer QB { float q[]; };
@@ -26,6 +31,7 @@ layout(binding = 4) writeonly buffer DB { float dst[]; };
 layout(push_constant) uniform PC {
 	uint n, heads, kvHeads, hd, cells;
 	float scale;
+	uint seg; // cells per segment (SPLIT); else cells
 } pc;
 
 shared float p[WG];
@@ -42,10 +48,11 @@ void main() {
 
 	float acc[4] = float[4](0, 0, 0, 0);
 	float M = NEG, l = 0;
-	for (uint base = 0; base < pc.cells; base += WG) {
+	uint lo = gl_WorkGroupID.z * pc.seg, hi = min(pc.cells, lo + pc.seg);
+	for (uint base = lo; base < hi; base += WG) {
 		uint j = base + tid;
 		float s = NEG;
-		if (j < pc.cells && mask[t * pc.cells + j] == 0.0) {
+		if (j < hi && mask[t * pc.cells + j] == 0.0) {
 			float d = 0;
 			for (uint e = 0; e < pc.hd; e++) {
 				precise float pr = q[qo + e] * ldk(j * kvDim + ko + e);
@@ -63,7 +70,7 @@ void main() {
 		// Every invocation sums the chunk's weights in cell order (a
 		// masked cell adds an exact 0), so the sum depends only on the
 		// visible cells and their order, not on where they sit.
-		uint last = min(WG, pc.cells - base);
+		uint last = min(WG, hi - base);
 		float ps = 0;
 		for (uint c = 0; c < last; c++) ps += p[c];
 		l = l * alpha + ps;
@@ -83,9 +90,22 @@ void main() {
 		}
 		barrier(); // p is rewritten by the next chunk
 	}
+#ifdef SPLIT
+	uint so = (th * gl_NumWorkGroups.z + gl_WorkGroupID.z) * (pc.hd + 2u);
+	if (tid == 0u) {
+		dst[so] = M;
+		dst[so + 1u] = l;
+	}
+	for (uint r = 0; r < 4; r++) {
+		uint e = tid + r * WG;
+		if (e >= pc.hd) break;
+		dst[so + 2u + e] = acc[r];
+	}
+#else
 	for (uint r = 0; r < 4; r++) {
 		uint e = tid + r * WG;
 		if (e >= pc.hd) break;
 		dst[qo + e] = l == 0.0 ? 0.0 : acc[r] / l;
 	}
+#endif
 }
