@@ -13,18 +13,18 @@ import "C"
 // (independent dispatches, such as the Q, K and V projections, then run
 // without one between them).
 type hazards struct {
-	read, written []span2
+	read, written []bufRange
 	barriers      int // recorded so far (for tests)
 }
 
-type span2 struct {
+type bufRange struct {
 	buf      C.uint64_t
 	off, end int64
 }
 
-func spanOf(p part) span2 { return span2{p.blk.buf, p.off, p.off + p.size} }
+func spanOf(p part) bufRange { return bufRange{p.blk.buf, p.off, p.off + p.size} }
 
-func touches(list []span2, s span2) bool {
+func touches(list []bufRange, s bufRange) bool {
 	for _, x := range list {
 		if x.buf == s.buf && x.off < s.end && s.off < x.end {
 			return true
