@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/kernels/vulkan"
+	"github.com/vkllm/vkllm/tensor"
 )
 
 // openVulkan opens the Vulkan backend (lavapipe in CI) with validation
@@ -223,4 +224,50 @@ func BenchmarkVulkanDecode(bm *testing.B) {
 		pos++
 	}
 	bm.ReportMetric(float64(bm.N)/bm.Elapsed().Seconds(), "tok/s")
+}
+
+// TestVulkanF16Cache: with an F16 KV cache, the Vulkan backend's logits
+// (prefill and decode steps) match the CPU backend's with the same cache
+// within 1e-4 of the largest logit, the goldens' bound (a K or V element
+// may round to a neighbouring half when the two backends' float32 values
+// differ in the last bit).
+func TestVulkanF16Cache(t *testing.T) {
+	b := openVulkan(t)
+	path := filepath.Join(testdata, "qwen2-tiny-Q8_0.gguf")
+	run := func(m *Model) [][]float32 {
+		ctx := newCtx(t, m, ContextParams{ContextLen: 64, BatchSize: 64, KVType: tensor.F16})
+		var bt Batch
+		for i, tok := range prompts[0] {
+			bt.Add(tok, int32(i), true, 0)
+		}
+		if err := ctx.Decode(bt); err != nil {
+			t.Fatal(err)
+		}
+		var out [][]float32
+		for i := range prompts[0] {
+			out = append(out, append([]float32(nil), ctx.Logits(i)...))
+		}
+		for _, tok := range []int32{5, 17, 99} {
+			l, err := ctx.DecodeToken(0, tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, append([]float32(nil), l...))
+		}
+		return out
+	}
+	got, want := run(openOn(t, path, b)), run(openTest(t, path))
+	var worst float64
+	for i := range want {
+		var scale, diff float64
+		for j, v := range want[i] {
+			scale = math.Max(scale, math.Abs(float64(v)))
+			diff = math.Max(diff, math.Abs(float64(got[i][j]-v)))
+		}
+		worst = math.Max(worst, diff/scale)
+		if diff > 1e-4*scale {
+			t.Fatalf("row %d: |vulkan − cpu| %.3g > 1e-4 × %.3g", i, diff, scale)
+		}
+	}
+	t.Logf("largest |vulkan − cpu| / max|logit|: %.3g", worst)
 }
