@@ -42,7 +42,8 @@ type Config struct {
 	// with a *ValidationError once the layer reports a message.
 	Validation bool
 	// Budget caps the device memory the backend allocates (bytes, 0: the
-	// device's heap); allocations past it fail with *OOMError.
+	// budget VK_EXT_memory_budget reports at Open, else the device-local
+	// heap); allocations past it fail with *OOMError.
 	Budget int64
 	// MaxWeightPart lowers the size of the parts a weight is split into
 	// (0: the device's maxStorageBufferRange, the most one binding may
@@ -204,6 +205,10 @@ func Open(cfg Config) (*Backend, error) {
 	b.budget = cfg.Budget
 	if b.budget <= 0 {
 		b.budget = int64(p.device_local_heap)
+		var u, bg C.uint64_t
+		if C.vkl_memory_budget(ctx, &u, &bg); bg > 0 { // VK_EXT_memory_budget: what this process may use
+			b.budget = int64(bg)
+		}
 	}
 	return b, nil
 }
