@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define POOL_SETS 1024
+#define POOL_SETS 4096
 #define MAX_BIND 8
 
 struct vkl_pipe {

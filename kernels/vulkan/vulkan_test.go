@@ -310,3 +310,28 @@ func TestBarriers(t *testing.T) {
 	}
 	checkClean(t, b)
 }
+
+// TestManyDispatches: more dispatches than the descriptor pool holds
+// (the backend then submits on its own mid-way) still run in order.
+func TestManyDispatches(t *testing.T) {
+	b := openTest(t, Config{})
+	x, _ := b.NewTensor(tensor.F32, 1, 8)
+	y, _ := b.NewTensor(tensor.F32, 1, 8)
+	if err := b.SetF32(x, []float32{1, 2, 3, 4, 5, 6, 7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000
+	for range n {
+		b.Add(y, y, x)
+	}
+	got := make([]float32, 8)
+	if err := b.GetF32(y, got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != float32(n*(i+1)) {
+			t.Fatalf("element %d = %v, want %v", i, v, n*(i+1))
+		}
+	}
+	checkClean(t, b)
+}
