@@ -271,3 +271,37 @@ func TestVulkanF16Cache(t *testing.T) {
 	}
 	t.Logf("largest |vulkan − cpu| / max|logit|: %.3g", worst)
 }
+
+// BenchmarkVulkanPrefill is a 64-token prefill of qwen2-tiny (Q8_0) on the
+// Vulkan device.
+func BenchmarkVulkanPrefill(bm *testing.B) {
+	b, err := vulkan.Open(vulkan.Config{})
+	if err != nil {
+		bm.Skipf("no Vulkan device: %v", err)
+	}
+	defer b.Close()
+	m, err := Open(filepath.Join(testdata, "qwen2-tiny-Q8_0.gguf"), WithBackend(b))
+	if err != nil {
+		bm.Fatal(err)
+	}
+	defer m.Close()
+	ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
+	if err != nil {
+		bm.Fatal(err)
+	}
+	defer ctx.Close()
+	const n = 64
+	for bm.Loop() {
+		if err := ctx.Release(0); err != nil {
+			bm.Fatal(err)
+		}
+		var bt Batch
+		for i := range n {
+			bt.Add(int32(i%50+1), int32(i), i == n-1, 0)
+		}
+		if err := ctx.Decode(bt); err != nil {
+			bm.Fatal(err)
+		}
+	}
+	bm.ReportMetric(float64(n*bm.N)/bm.Elapsed().Seconds(), "tok/s")
+}
