@@ -324,12 +324,23 @@ func (a *arena) take(b *Backend, size int64) (hostBuf, int64, error) {
 	return h, 0, nil
 }
 
-// reset makes the arena empty after a submit, keeping its first chunk.
+// reset makes the arena empty after a submit, keeping its largest chunk
+// (so a Decode's inputs reuse it instead of allocating every step).
 func (a *arena) reset(b *Backend) {
-	for _, c := range a.chunks[min(1, len(a.chunks)):] {
-		C.vkl_buffer_free(b.ctx, c.buf, c.mem)
+	if len(a.chunks) > 1 {
+		big := 0
+		for i, c := range a.chunks {
+			if c.size > a.chunks[big].size {
+				big = i
+			}
+		}
+		for i, c := range a.chunks {
+			if i != big {
+				C.vkl_buffer_free(b.ctx, c.buf, c.mem)
+			}
+		}
+		a.chunks = append(a.chunks[:0], a.chunks[big])
 	}
-	a.chunks = a.chunks[:min(1, len(a.chunks))]
 	a.cur, a.off = 0, 0
 }
 
