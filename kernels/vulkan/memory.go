@@ -324,6 +324,9 @@ func (a *arena) take(b *Backend, size int64) (hostBuf, int64, error) {
 	return h, 0, nil
 }
 
+// maxKeptStaging bounds the staging memory kept between submits.
+const maxKeptStaging = 64 << 20
+
 // reset makes the arena empty after a submit, keeping its largest chunk
 // (so a Decode's inputs reuse it instead of allocating every step).
 func (a *arena) reset(b *Backend) {
@@ -340,6 +343,10 @@ func (a *arena) reset(b *Backend) {
 			}
 		}
 		a.chunks = append(a.chunks[:0], a.chunks[big])
+	}
+	if len(a.chunks) == 1 && a.chunks[0].size > maxKeptStaging { // a weight's upload
+		C.vkl_buffer_free(b.ctx, a.chunks[0].buf, a.chunks[0].mem)
+		a.chunks = a.chunks[:0]
 	}
 	a.cur, a.off = 0, 0
 }
