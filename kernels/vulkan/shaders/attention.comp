@@ -67,14 +67,12 @@ void main() {
 		float pj = s == NEG ? 0.0 : exp(s - Mn);
 		p[tid] = pj;
 		barrier();
-		// Every invocation sums the chunk's weights in cell order (a
-		// masked cell adds an exact 0), so the sum depends only on the
-		// visible cells and their order, not on where they sit.
+		// The invocations with an output element sum the chunk's weights
+		// in cell order while they accumulate (skipping a masked cell's
+		// exact 0), so the sum depends only on the visible cells and their
+		// order, not on where they sit. Others never use l.
 		uint last = min(WG, hi - base);
 		float ps = 0;
-		for (uint c = 0; c < last; c++) ps += p[c];
-		l = l * alpha + ps;
-		M = Mn;
 		for (uint r = 0; r < 4; r++) {
 			uint e = tid + r * WG;
 			if (e >= pc.hd) break;
@@ -84,10 +82,13 @@ void main() {
 				if (w != 0.0) {
 					precise float pv = w * ldv((base + c) * kvDim + ko + e);
 					a += pv;
+					if (r == 0) ps += w;
 				}
 			}
 			acc[r] = a;
 		}
+		l = l * alpha + ps;
+		M = Mn;
 		barrier(); // p is rewritten by the next chunk
 	}
 #ifdef SPLIT
