@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels/vulkan"
 	"github.com/vkllm/vkllm/tensor"
 )
@@ -304,4 +305,28 @@ func BenchmarkVulkanPrefill(bm *testing.B) {
 		}
 	}
 	bm.ReportMetric(float64(n*bm.N)/bm.Elapsed().Seconds(), "tok/s")
+}
+
+// TestVulkanOOM: a model that does not fit the device budget fails to
+// open with OOM_VRAM, and leaves no device memory behind.
+func TestVulkanOOM(t *testing.T) {
+	b := openVulkanConfig(t, vulkan.Config{Budget: 96 << 10, BlockSize: 32 << 10})
+	_, err := Open(filepath.Join(testdata, "qwen2-tiny"), WithBackend(b))
+	if errcode.Of(err) != errcode.OOMVRAM {
+		t.Fatalf("open with a 96 KiB budget: %v (code %q), want OOM_VRAM", err, errcode.Of(err))
+	}
+	t.Log(err)
+	if used, _ := b.Memory(); used != 0 {
+		t.Errorf("%d bytes of device memory held after the failed open", used)
+	}
+	// A model that fits, then a context that does not.
+	b2 := openVulkanConfig(t, vulkan.Config{Budget: 2 << 20, BlockSize: 64 << 10})
+	m := openOn(t, filepath.Join(testdata, "qwen2-tiny"), b2)
+	held, _ := b2.Memory()
+	if _, err := m.NewContext(ContextParams{ContextLen: 4096, BatchSize: 64}); errcode.Of(err) != errcode.OOMVRAM {
+		t.Fatalf("context too big for the budget: %v, want OOM_VRAM", err)
+	}
+	if used, _ := b2.Memory(); used != held {
+		t.Errorf("%d bytes held after the failed context, %d before", used, held)
+	}
 }
