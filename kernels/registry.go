@@ -50,11 +50,15 @@ func Backends() []string {
 }
 
 // Open opens the named backend. "auto" tries "vulkan" (a real GPU) and
-// falls back to "cpu".
+// falls back to "cpu"; a backend reporting Software() true (a CPU
+// implementation of Vulkan such as lavapipe) counts as no GPU.
 func Open(name string, opts Options) (Backend, error) {
 	if name == "auto" {
 		if b, err := Open("vulkan", opts); err == nil {
-			return b, nil
+			if s, ok := b.(interface{ Software() bool }); !ok || !s.Software() {
+				return b, nil
+			}
+			b.Close()
 		}
 		return Open("cpu", opts)
 	}

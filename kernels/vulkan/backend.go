@@ -1,0 +1,383 @@
+//go:build cgo
+
+package vulkan
+
+/*
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "vk.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kernels/vulkan/shaders"
+)
+
+func init() {
+	kernels.Register("vulkan", func(o kernels.Options) (kernels.Backend, error) {
+		return Open(Config{Device: o.Device})
+	})
+}
+
+// Config configures Open. Zero values take the defaults (and the
+// environment variables of the package documentation).
+type Config struct {
+	// Device picks a device by index ("1") or name substring; "" takes
+	// VKLLM_DEVICE, then the best device (discrete, integrated, virtual,
+	// then CPU).
+	Device string
+	// Library is the loader to dlopen; "" takes VKLLM_VULKAN_LIB, then
+	// libvulkan.so.1.
+	Library string
+	// Validation enables VK_LAYER_KHRONOS_validation when it is installed
+	// (also VKLLM_VULKAN_VALIDATION=1); Sync, GetF32 and GetI32 then fail
+	// with a *ValidationError once the layer reports a message.
+	Validation bool
+	// Budget caps the device memory the backend allocates (bytes, 0: the
+	// budget VK_EXT_memory_budget reports at Open, else the device-local
+	// heap); allocations past it fail with *OOMError.
+	Budget int64
+	// MaxWeightPart lowers the size of the parts a weight is split into
+	// (0: the device's maxStorageBufferRange, the most one binding may
+	// cover); tests use it to exercise splitting.
+	MaxWeightPart int64
+	// BlockSize is the size of the memory blocks tensors are carved from
+	// (0: 64 MiB, at most maxStorageBufferRange).
+	BlockSize int64
+	// NoSubgroups uses the shared-memory reductions even where subgroup
+	// arithmetic is available.
+	NoSubgroups bool
+	// AttentionSegment is the number of cells above which Attention splits
+	// the cache into segments of this many cells processed in parallel
+	// (flash decoding), then merged (0: 512).
+	AttentionSegment int
+	// PinSubgroups creates the subgroup variants with a required subgroup
+	// size even where the device has only one (tests use it to run that
+	// path); it has no effect without subgroup size control.
+	PinSubgroups bool
+}
+
+// DeviceInfo describes the opened device.
+type DeviceInfo struct {
+	Index          int
+	Name           string
+	Type           string // "discrete", "integrated", "virtual", "cpu", "other"
+	Software       bool
+	MaxBufferRange int64
+	SubgroupSize   int
+	Subgroups      bool // subgroup arithmetic in compute shaders (and in use)
+	// PinnedSubgroup is the subgroup size the subgroup variants are
+	// created with (subgroup size control), 0 when the device has one size.
+	PinnedSubgroup int
+	Storage16      bool // 16-bit storage buffers (F16 KV caches need it)
+	Float16, Int8  bool
+	MemoryBudget   bool // VK_EXT_memory_budget
+	Validation     bool // the validation layer is on
+}
+
+var typeNames = map[int32]string{0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
+
+// Backend is the Vulkan backend. Like every kernels.Backend it is used
+// from one goroutine at a time.
+type Backend struct {
+	ctx   *C.vkl_ctx
+	props C.vkl_props
+	info  DeviceInfo
+	cfg   Config
+
+	maxRange  int64 // bytes one binding may cover
+	maxPart   int64 // bytes of one part of a split weight
+	align     int64 // sub-allocation alignment
+	blockSize int64
+	budget    int64
+
+	blocks []*block
+	used   int64 // device memory held in blocks
+
+	pipes   map[string]*pipeline
+	staging arena
+	freqs   map[string]*Tensor // RoPE frequency tables by parameters
+	hz      hazards
+	scr     *Tensor // attention scratch
+	// attnSegment: cells per segment of split attention.
+	attnSegment int
+	err         error // the first failure while recording
+	closed      bool
+}
+
+type pipeline struct {
+	p      *C.vkl_pipe
+	layout shaders.Layout
+}
+
+// Open opens a Vulkan device.
+func Open(cfg Config) (*Backend, error) {
+	lib := cfg.Library
+	if lib == "" {
+		lib = os.Getenv("VKLLM_VULKAN_LIB")
+	}
+	if lib == "" {
+		lib = "libvulkan.so.1"
+	}
+	if cfg.Device == "" {
+		cfg.Device = os.Getenv("VKLLM_DEVICE")
+	}
+	if os.Getenv("VKLLM_VULKAN_VALIDATION") == "1" {
+		cfg.Validation = true
+	}
+	clib := C.CString(lib)
+	defer C.free(unsafe.Pointer(clib))
+	var ctx *C.vkl_ctx
+	switch r := C.vkl_open(clib, boolInt(cfg.Validation), &ctx); r {
+	case C.VK_SUCCESS:
+	case C.VKL_ERR_NO_LOADER, C.VKL_ERR_NO_SYMBOL:
+		return nil, &NoDriverError{Library: lib}
+	case C.VKL_ERR_NO_HEADERS:
+		return nil, ErrNoHeaders
+	case resIncompatibleDriver:
+		return nil, &NoDriverError{Library: lib, Err: &Error{Op: "vkCreateInstance", Result: int32(r)}}
+	default:
+		return nil, &Error{Op: "vkCreateInstance", Result: int32(r)}
+	}
+	b := &Backend{ctx: ctx, cfg: cfg, pipes: map[string]*pipeline{}, freqs: map[string]*Tensor{}}
+	idx, err := b.pick(cfg.Device)
+	if err != nil {
+		C.vkl_close(ctx)
+		return nil, err
+	}
+	if r := C.vkl_device_create(ctx, C.int(idx), &b.props); r != C.VK_SUCCESS {
+		C.vkl_close(ctx)
+		if r == C.VKL_ERR_NO_QUEUE {
+			return nil, fmt.Errorf("%w: device %d has no compute queue", ErrNoDevice, idx)
+		}
+		return nil, &Error{Op: "vkCreateDevice", Result: int32(r)}
+	}
+	p := &b.props
+	var di C.vkl_devinfo
+	C.vkl_device_info(ctx, C.int(idx), &di)
+	b.info = DeviceInfo{
+		Index: idx, Name: C.GoString(&di.name[0]), Type: typeNames[int32(di._type)], Software: di._type == 4,
+		MaxBufferRange: int64(p.max_storage_range), SubgroupSize: int(p.subgroup_size),
+		Subgroups: !cfg.NoSubgroups && p.subgroup_ops&0x5 == 0x5 && p.subgroup_size >= 4 && p.subgroup_size <= wg,
+		Storage16: p.storage16 != 0, Float16: p.float16 != 0, Int8: p.int8 != 0,
+		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0,
+	}
+	// A dot's summation order must not change between pipelines (batch
+	// invariance), so the subgroup variants need one subgroup size: pinned
+	// with subgroup size control, or the device's only one; otherwise the
+	// shared-memory reductions are used.
+	switch {
+	case !b.info.Subgroups:
+	case p.size_control != 0 && p.size_control_compute != 0 && p.min_subgroup <= p.subgroup_size && p.subgroup_size <= p.max_subgroup:
+		if p.min_subgroup != p.max_subgroup || cfg.PinSubgroups {
+			b.info.PinnedSubgroup = int(p.subgroup_size)
+		}
+	case p.min_subgroup != 0 && p.min_subgroup == p.max_subgroup:
+	default:
+		b.info.Subgroups = false
+	}
+	b.maxRange = int64(p.max_storage_range) &^ 255
+	if a := int64(p.max_alloc); a > 0 && a < b.maxRange {
+		b.maxRange = a &^ 255
+	}
+	b.maxPart = b.maxRange
+	if cfg.MaxWeightPart > 0 && cfg.MaxWeightPart < b.maxPart {
+		b.maxPart = cfg.MaxWeightPart
+	}
+	b.align = max(256, int64(p.min_storage_align))
+	b.blockSize = cfg.BlockSize
+	if b.blockSize <= 0 {
+		b.blockSize = 64 << 20
+	}
+	b.blockSize = min(b.blockSize, b.maxRange)
+	b.attnSegment = cfg.AttentionSegment
+	if b.attnSegment <= 0 {
+		b.attnSegment = 512
+	}
+	b.budget = cfg.Budget
+	if b.budget <= 0 {
+		b.budget = int64(p.device_local_heap)
+		var u, bg C.uint64_t
+		if C.vkl_memory_budget(ctx, &u, &bg); bg > 0 { // VK_EXT_memory_budget: what this process may use
+			b.budget = int64(bg)
+		}
+	}
+	return b, nil
+}
+
+func boolInt(v bool) C.int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// pick chooses a device: by index, by name substring, or the best type.
+func (b *Backend) pick(want string) (int, error) {
+	n := int(C.vkl_device_count(b.ctx))
+	names := make([]string, n)
+	types := make([]int32, n)
+	for i := range n {
+		var di C.vkl_devinfo
+		C.vkl_device_info(b.ctx, C.int(i), &di)
+		names[i], types[i] = C.GoString(&di.name[0]), int32(di._type)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%w: the driver lists no device", ErrNoDevice)
+	}
+	if want != "" {
+		if i, err := strconv.Atoi(want); err == nil {
+			if i < 0 || i >= n {
+				return 0, fmt.Errorf("%w: index %d of %d devices %q", ErrNoDevice, i, n, names)
+			}
+			return i, nil
+		}
+		for i, name := range names {
+			if strings.Contains(strings.ToLower(name), strings.ToLower(want)) {
+				return i, nil
+			}
+		}
+		return 0, fmt.Errorf("%w: none named %q among %q", ErrNoDevice, want, names)
+	}
+	rank := map[int32]int{2: 0, 1: 1, 3: 2, 0: 3, 4: 4} // discrete first, CPU last
+	best := 0
+	for i := range n {
+		if rank[types[i]] < rank[types[best]] {
+			best = i
+		}
+	}
+	return best, nil
+}
+
+// Name implements kernels.Backend.
+func (b *Backend) Name() string { return "vulkan" }
+
+// Device describes the opened device.
+func (b *Backend) Device() DeviceInfo { return b.info }
+
+// Software reports a CPU implementation of Vulkan (lavapipe, SwiftShader):
+// kernels.Open("auto") prefers the CPU backend to one.
+func (b *Backend) Software() bool { return b.info.Software }
+
+// Memory reports the device memory the backend holds and its budget: the
+// configured one, else VK_EXT_memory_budget's, else the heap size.
+func (b *Backend) Memory() (used, budget int64) {
+	budget = b.budget
+	if b.cfg.Budget <= 0 && b.info.MemoryBudget {
+		var u, bg C.uint64_t
+		C.vkl_memory_budget(b.ctx, &u, &bg)
+		if bg > 0 {
+			budget = int64(bg)
+		}
+	}
+	return b.used, budget
+}
+
+// Submits counts the command buffers submitted so far (one per Sync or
+// read of results, plus one per uploaded weight part).
+func (b *Backend) Submits() uint64 { return uint64(C.vkl_submits(b.ctx)) }
+
+// Close implements kernels.Backend.
+func (b *Backend) Close() error {
+	if b.closed {
+		return nil
+	}
+	err := b.Sync()
+	b.closed = true
+	for _, p := range b.pipes {
+		C.vkl_pipeline_free(b.ctx, p.p)
+	}
+	b.staging.free(b)
+	for _, blk := range b.blocks {
+		C.vkl_buffer_free(b.ctx, blk.buf, blk.mem)
+	}
+	b.blocks, b.used = nil, 0
+	C.vkl_close(b.ctx)
+	b.ctx = nil
+	return err
+}
+
+// fail records the first error of a recorded op; Sync returns it.
+func (b *Backend) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// Sync implements kernels.Backend: submits what was recorded and waits.
+func (b *Backend) Sync() error {
+	if b.closed {
+		return errors.New("vulkan: backend closed")
+	}
+	b.flush()
+	if err := b.validation(); err != nil {
+		b.fail(err)
+	}
+	if err := b.err; err != nil {
+		if e, ok := err.(*Error); !ok || !e.DeviceLost() {
+			b.err = nil // a lost device stays lost
+		}
+		return err
+	}
+	return nil
+}
+
+// flush submits what was recorded, waits, and empties the staging arena.
+func (b *Backend) flush() {
+	if r := b.submit(); r != C.VK_SUCCESS {
+		b.fail(&Error{Op: "vkQueueSubmit", Result: int32(r)})
+	}
+	b.staging.reset(b)
+}
+
+// validation returns a *ValidationError when the layer spoke.
+func (b *Backend) validation() error {
+	var buf [1024]C.char
+	if n := int(C.vkl_messages(b.ctx, &buf[0], C.int(len(buf)))); n > 0 {
+		return &ValidationError{Count: n, Last: C.GoString(&buf[0])}
+	}
+	return nil
+}
+
+// pipeline returns the compiled variant with the specialization
+// constants spec (constant_id i = spec[i]; 0 is the workgroup size),
+// creating it on first use.
+func (b *Backend) pipeline(name string, spec []uint32) *pipeline {
+	key := fmt.Sprint(name, spec)
+	if p, ok := b.pipes[key]; ok {
+		return p
+	}
+	code, err := shaders.SPIRV(name)
+	if err != nil {
+		panic("vulkan: " + err.Error()) // a name in our own tables
+	}
+	layout, err := shaders.Reflect(name)
+	if err != nil {
+		panic("vulkan: " + err.Error())
+	}
+	ccode := C.CBytes(code)
+	defer C.free(ccode)
+	var sp [16]uint32
+	copy(sp[:], spec)
+	pinned := 0
+	if strings.HasSuffix(name, "_subgroup") {
+		pinned = b.info.PinnedSubgroup
+	}
+	var p *C.vkl_pipe
+	if r := C.vkl_pipeline(b.ctx, (*C.uint32_t)(ccode), C.uint64_t(len(code)), C.int(layout.Bindings), C.int(layout.PushSize),
+		(*C.uint32_t)(unsafe.Pointer(&sp[0])), C.int(min(len(spec), len(sp))), C.uint32_t(pinned), &p); r != C.VK_SUCCESS {
+		b.fail(&Error{Op: "create pipeline " + name, Result: int32(r)})
+		return nil
+	}
+	pl := &pipeline{p: p, layout: layout}
+	b.pipes[key] = pl
+	return pl
+}

@@ -1,0 +1,45 @@
+package vulkan
+
+// Push-constant blocks, field for field the `layout(push_constant)` blocks
+// of the shaders (32-bit scalars only, std430 offsets = 4·index).
+// TestPushSizes compares each with the SPIR-V of its variants.
+
+type pcRows struct { // get_rows.comp
+	Cols, N, RowLo, Rows, RowBytes uint32
+}
+
+type pcMatMul struct { // matmul.comp
+	K, M, N, RowLo, Rows, RowBytes uint32
+}
+
+type pcBinary struct { // binary.comp (add, mul, swiglu)
+	Total, M, BN uint32
+}
+
+type pcNorm struct { // rms_norm.comp
+	N, D uint32
+	Eps  float32
+}
+
+type pcRoPE struct { // rope.comp (rope, kv_shift)
+	N, Dim, HeadDim, Neox uint32
+	Rows                  uint32 // kv_shift: cache rows
+}
+
+type pcKVWrite struct { // kv_write.comp
+	N, Dim, Rows uint32
+}
+
+type pcAttention struct { // attention.comp
+	N, Heads, KVHeads, HD, Cells uint32
+	Scale                        float32
+	Seg                          uint32
+}
+
+type pcCombine struct { // attention_combine.comp
+	N, Heads, HD, Segs uint32
+}
+
+type pcRowsOnly struct { // softmax.comp, argmax.comp
+	N, M uint32
+}

@@ -1,0 +1,39 @@
+package vulkan
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels/vulkan/shaders"
+)
+
+// TestPushSizes: each Go push-constant struct has the byte size of the
+// block its shaders declare.
+func TestPushSizes(t *testing.T) {
+	mirror := map[string]any{
+		"get_rows_": pcRows{}, "matmul_": pcMatMul{}, "add_": pcBinary{}, "mul_": pcBinary{}, "swiglu_": pcBinary{},
+		"rms_norm_": pcNorm{}, "rope_": pcRoPE{}, "kv_shift_": pcRoPE{}, "kv_write_": pcKVWrite{},
+		"attention_": pcAttention{}, "attention_combine_": pcCombine{}, "softmax_": pcRowsOnly{}, "argmax_": pcRowsOnly{},
+	}
+	for _, v := range shaders.Variants {
+		var pc any
+		best := ""
+		for prefix, s := range mirror {
+			if strings.HasPrefix(v.Name, prefix) && len(prefix) > len(best) {
+				pc, best = s, prefix
+			}
+		}
+		if pc == nil {
+			t.Errorf("%s: no Go push-constant struct", v.Name)
+			continue
+		}
+		l, err := shaders.Reflect(v.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := binary.Size(pc); got != l.PushSize {
+			t.Errorf("%s: Go %T is %d bytes, the shader's block %d", v.Name, pc, got, l.PushSize)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+#version 450
+// Attention in the flash style: one workgroup per (token, query head)
+// walks the cells in chunks of WG with an online softmax (running max M,
+// running sum l, output accumulator rescaled by exp(M_old − M_new)), so
+// no score matrix is stored. Cell j is visible to token t when mask[t][j]
+// is 0; a token that sees no cell gets zeros. Query head h reads KV head
+// h / (heads / kvHeads). Head dimensions up to 4·WG.
+//
+// With SPLIT (flash decoding, for long caches) workgroup z takes only the
+// cells [z·seg, (z+1)·seg) and writes its unnormalised state (M, l, acc)
+// to dst as scratch, (n·heads, segments, 2+hd); attention_combine.comp
+// then merges the segments in order.
+#include "common/base.glsl"
+
+layout(binding = 0) readonly buffer QB { float q[]; };
+#ifdef CACHE_F16
+#extension GL_EXT_shader_16bit_storage : require
+layout(binding = 1) readonly buffer KB { uint16_t k[]; };
+layout(binding = 2) readonly buffer VB { uint16_t v[]; };
+float ldk(uint i) { return f16ToF32(uint(k[i])); }
+float ldv(uint i) { return f16ToF32(uint(v[i])); }
+#else
+layout(binding = 1) readonly buffer KB { float k[]; };
+layout(binding = 2) readonly buffer VB { float v[]; };
+float ldk(uint i) { return k[i]; }
+float ldv(uint i) { return v[i]; }
+#endif
+layout(binding = 3) readonly buffer MB { float mask[]; };
+layout(binding = 4) writeonly buffer DB { float dst[]; };
+
+layout(push_constant) uniform PC {
+	uint n, heads, kvHeads, hd, cells;
+	float scale;
+	uint seg; // cells per segment (SPLIT); else cells
+} pc;
+
+shared float p[WG];
+
+void main() {
+	uint th = groupIndex();
+	if (th >= pc.n * pc.heads) return;
+	uint t = th / pc.heads, h = th % pc.heads;
+	uint tid = gl_LocalInvocationID.x;
+	uint qDim = pc.heads * pc.hd, kvDim = pc.kvHeads * pc.hd;
+	uint qo = t * qDim + h * pc.hd;
+	uint ko = (h / (pc.heads / pc.kvHeads)) * pc.hd;
+	const float NEG = uintBitsToFloat(0xFF800000u);
+
+	float acc[4] = float[4](0, 0, 0, 0);
+	float M = NEG, l = 0;
+	uint lo = gl_WorkGroupID.z * pc.seg, hi = min(pc.cells, lo + pc.seg);
+	for (uint base = lo; base < hi; base += WG) {
+		uint j = base + tid;
+		float s = NEG;
+		if (j < hi && mask[t * pc.cells + j] == 0.0) {
+			float d = 0;
+			for (uint e = 0; e < pc.hd; e++) {
+				precise float pr = q[qo + e] * ldk(j * kvDim + ko + e);
+				d += pr;
+			}
+			s = d * pc.scale;
+		}
+		float cm = maxWG(s);
+		if (cm == NEG) continue; // nothing visible in this chunk (uniform)
+		float Mn = max(M, cm);
+		float alpha = exp(M - Mn); // 0 while M is −Inf
+		float pj = s == NEG ? 0.0 : exp(s - Mn);
+		p[tid] = pj;
+		barrier();
+		// The invocations with an output element sum the chunk's weights
+		// in cell order while they accumulate (skipping a masked cell's
+		// exact 0), so the sum depends only on the visible cells and their
+		// order, not on where they sit. Others never use l.
+		uint last = min(WG, hi - base);
+		float ps = 0;
+		for (uint r = 0; r < 4; r++) {
+			uint e = tid + r * WG;
+			if (e >= pc.hd) break;
+			float a = acc[r] * alpha;
+			for (uint c = 0; c < last; c++) {
+				float w = p[c];
+				if (w != 0.0) {
+					precise float pv = w * ldv((base + c) * kvDim + ko + e);
+					a += pv;
+					if (r == 0) ps += w;
+				}
+			}
+			acc[r] = a;
+		}
+		l = l * alpha + ps;
+		M = Mn;
+		barrier(); // p is rewritten by the next chunk
+	}
+#ifdef SPLIT
+	uint so = (th * gl_NumWorkGroups.z + gl_WorkGroupID.z) * (pc.hd + 2u);
+	if (tid == 0u) {
+		dst[so] = M;
+		dst[so + 1u] = l;
+	}
+	for (uint r = 0; r < 4; r++) {
+		uint e = tid + r * WG;
+		if (e >= pc.hd) break;
+		dst[so + 2u + e] = acc[r];
+	}
+#else
+	for (uint r = 0; r < 4; r++) {
+		uint e = tid + r * WG;
+		if (e >= pc.hd) break;
+		dst[qo + e] = l == 0.0 ? 0.0 : acc[r] / l;
+	}
+#endif
+}

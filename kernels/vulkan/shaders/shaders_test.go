@@ -1,0 +1,83 @@
+package shaders
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestSPIRVFresh recompiles every variant and fails when a committed .spv
+// differs: run `go generate ./kernels/vulkan/shaders` after editing a
+// shader. It skips only when glslc is not installed.
+func TestSPIRVFresh(t *testing.T) {
+	if _, err := exec.LookPath("glslc"); err != nil {
+		t.Skip("glslc not installed (tools/install-deps.sh installs it)")
+	}
+	dir := t.TempDir()
+	for _, v := range Variants {
+		t.Run(v.Name, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(dir, v.Name+".spv")
+			if msg, err := exec.Command("glslc", GlslcArgs(v, out)...).CombinedOutput(); err != nil {
+				t.Fatalf("glslc: %v\n%s", err, msg)
+			}
+			fresh, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			committed, err := SPIRV(v.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(fresh, committed) {
+				t.Errorf("spv/%s.spv is stale: run go generate ./kernels/vulkan/shaders", v.Name)
+			}
+		})
+	}
+}
+
+// TestNoOrphans: every .spv belongs to a variant.
+func TestNoOrphans(t *testing.T) {
+	known := map[string]bool{}
+	for _, v := range Variants {
+		known[v.Name+".spv"] = true
+	}
+	ents, err := spv.ReadDir("spv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() != "README" && !known[e.Name()] {
+			t.Errorf("spv/%s has no variant", e.Name())
+		}
+	}
+}
+
+// TestReflect: every variant has bindings and a push-constant block.
+func TestReflect(t *testing.T) {
+	for _, v := range Variants {
+		l, err := Reflect(v.Name)
+		if err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		if l.Bindings == 0 || l.PushSize == 0 {
+			t.Errorf("%s: %+v", v.Name, l)
+		}
+		// Every shader writes exactly one binding: its output.
+		if n := countTrue(l.Writable); n != 1 {
+			t.Errorf("%s: writable bindings %v", v.Name, l.Writable)
+		}
+	}
+}
+
+func countTrue(b []bool) int {
+	n := 0
+	for _, v := range b {
+		if v {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,93 @@
+// Package shaders holds kernels/vulkan's GLSL compute shaders, the table
+// of their variants, and the SPIR-V that `go generate` compiles from them
+// with glslc (committed, embedded: users need no shader compiler).
+//
+// A variant is one .comp file compiled with a set of #defines. Names
+// follow op_<src>_<dst>[_subgroup].
+package shaders
+
+//go:generate go run gen.go
+
+import (
+	"embed"
+	"fmt"
+)
+
+// Variant is one compiled shader.
+type Variant struct {
+	Name    string   // the .spv's base name
+	Source  string   // the .comp file
+	Defines []string // NAME or NAME=VALUE, passed as -D
+}
+
+// Weight dtypes with GetRows and MatMul shaders, as the TYPE_ suffix.
+var weightTypes = []string{"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}
+
+// Variants lists every shader variant.
+var Variants = func() []Variant {
+	var v []Variant
+	add := func(name, src string, defs ...string) {
+		v = append(v, Variant{Name: name, Source: src, Defines: defs})
+	}
+	for _, t := range weightTypes {
+		lt := lower(t)
+		add("get_rows_"+lt+"_f32", "get_rows.comp", "TYPE_"+t)
+		add("matmul_"+lt+"_f32", "matmul.comp", "TYPE_"+t)
+		add("matmul_"+lt+"_f32_subgroup", "matmul.comp", "TYPE_"+t, "SUBGROUP")
+	}
+	add("add_f32", "binary.comp", "OP_ADD")
+	add("mul_f32", "binary.comp", "OP_MUL")
+	add("swiglu_f32", "binary.comp", "OP_SWIGLU")
+	add("rms_norm_f32", "rms_norm.comp")
+	add("rms_norm_f32_subgroup", "rms_norm.comp", "SUBGROUP")
+	add("rope_f32", "rope.comp")
+	add("kv_shift_f32", "rope.comp", "KVSHIFT")
+	add("kv_shift_f16", "rope.comp", "KVSHIFT", "CACHE_F16")
+	add("kv_write_f32", "kv_write.comp")
+	add("kv_write_f16", "kv_write.comp", "CACHE_F16")
+	add("attention_f32", "attention.comp")
+	add("attention_f16", "attention.comp", "CACHE_F16")
+	add("attention_f32_subgroup", "attention.comp", "SUBGROUP")
+	add("attention_f16_subgroup", "attention.comp", "CACHE_F16", "SUBGROUP")
+	add("attention_split_f32", "attention.comp", "SPLIT")
+	add("attention_split_f16", "attention.comp", "CACHE_F16", "SPLIT")
+	add("attention_split_f32_subgroup", "attention.comp", "SPLIT", "SUBGROUP")
+	add("attention_split_f16_subgroup", "attention.comp", "CACHE_F16", "SPLIT", "SUBGROUP")
+	add("attention_combine_f32", "attention_combine.comp")
+	add("softmax_f32", "softmax.comp")
+	add("softmax_f32_subgroup", "softmax.comp", "SUBGROUP")
+	add("argmax_f32", "argmax.comp")
+	return v
+}()
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// GlslcArgs are the glslc arguments that compile v (paths relative to
+// this directory) into out.
+func GlslcArgs(v Variant, out string) []string {
+	args := []string{"-O", "--target-env=vulkan1.2", "-fshader-stage=compute"}
+	for _, d := range v.Defines {
+		args = append(args, "-D"+d)
+	}
+	return append(args, "-o", out, v.Source)
+}
+
+//go:embed spv
+var spv embed.FS
+
+// SPIRV returns the compiled code of the named variant.
+func SPIRV(name string) ([]byte, error) {
+	b, err := spv.ReadFile("spv/" + name + ".spv")
+	if err != nil {
+		return nil, fmt.Errorf("shaders: no variant %q: %w", name, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,9 @@
+//go:build !cgo
+
+package vulkan
+
+import "github.com/vkllm/vkllm/kernels"
+
+func init() {
+	kernels.Register("vulkan", func(kernels.Options) (kernels.Backend, error) { return nil, ErrNeedsCgo })
+}

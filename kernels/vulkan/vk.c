@@ -1,0 +1,722 @@
+//go:build cgo
+
+#include "vk.h"
+
+#ifdef VKL_HAVE_VULKAN_H
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POOL_SETS 4096
+#define MAX_BIND 8
+
+struct vkl_pipe {
+	VkDescriptorSetLayout dsl;
+	VkPipelineLayout layout;
+	VkPipeline pipe;
+	int nbind, pcsize;
+};
+
+struct vkl_ctx {
+	void *lib;
+	PFN_vkGetInstanceProcAddr gipa;
+	VkInstance inst;
+	VkDebugUtilsMessengerEXT messenger;
+	int validation;
+	uint32_t api;
+	int nmsg;
+	char last[1024];
+
+	uint32_t nphys;
+	VkPhysicalDevice *phys;
+	VkPhysicalDevice pd;
+	VkDevice dev;
+	VkQueue queue;
+	uint32_t qfam;
+	VkCommandPool cpool;
+	VkCommandBuffer cb;
+	VkFence fence;
+	VkDescriptorPool dpool;
+	int recording;
+	int nsets;
+	uint64_t submits;
+	int budget_ext;
+	VkPhysicalDeviceMemoryProperties memprops;
+
+	// instance-level
+	PFN_vkDestroyInstance DestroyInstance;
+	PFN_vkEnumeratePhysicalDevices EnumeratePhysicalDevices;
+	PFN_vkGetPhysicalDeviceProperties GetPhysicalDeviceProperties;
+	PFN_vkGetPhysicalDeviceProperties2 GetPhysicalDeviceProperties2;
+	PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2;
+	PFN_vkGetPhysicalDeviceQueueFamilyProperties GetPhysicalDeviceQueueFamilyProperties;
+	PFN_vkGetPhysicalDeviceMemoryProperties GetPhysicalDeviceMemoryProperties;
+	PFN_vkGetPhysicalDeviceMemoryProperties2 GetPhysicalDeviceMemoryProperties2;
+	PFN_vkEnumerateDeviceExtensionProperties EnumerateDeviceExtensionProperties;
+	PFN_vkCreateDevice CreateDevice;
+	PFN_vkGetDeviceProcAddr GetDeviceProcAddr;
+	PFN_vkDestroyDebugUtilsMessengerEXT DestroyDebugUtilsMessengerEXT;
+
+	// device-level
+	PFN_vkDestroyDevice DestroyDevice;
+	PFN_vkGetDeviceQueue GetDeviceQueue;
+	PFN_vkDeviceWaitIdle DeviceWaitIdle;
+	PFN_vkCreateBuffer CreateBuffer;
+	PFN_vkDestroyBuffer DestroyBuffer;
+	PFN_vkGetBufferMemoryRequirements GetBufferMemoryRequirements;
+	PFN_vkAllocateMemory AllocateMemory;
+	PFN_vkFreeMemory FreeMemory;
+	PFN_vkBindBufferMemory BindBufferMemory;
+	PFN_vkMapMemory MapMemory;
+	PFN_vkCreateShaderModule CreateShaderModule;
+	PFN_vkDestroyShaderModule DestroyShaderModule;
+	PFN_vkCreateDescriptorSetLayout CreateDescriptorSetLayout;
+	PFN_vkDestroyDescriptorSetLayout DestroyDescriptorSetLayout;
+	PFN_vkCreatePipelineLayout CreatePipelineLayout;
+	PFN_vkDestroyPipelineLayout DestroyPipelineLayout;
+	PFN_vkCreateComputePipelines CreateComputePipelines;
+	PFN_vkDestroyPipeline DestroyPipeline;
+	PFN_vkCreateDescriptorPool CreateDescriptorPool;
+	PFN_vkDestroyDescriptorPool DestroyDescriptorPool;
+	PFN_vkResetDescriptorPool ResetDescriptorPool;
+	PFN_vkAllocateDescriptorSets AllocateDescriptorSets;
+	PFN_vkUpdateDescriptorSets UpdateDescriptorSets;
+	PFN_vkCreateCommandPool CreateCommandPool;
+	PFN_vkDestroyCommandPool DestroyCommandPool;
+	PFN_vkResetCommandPool ResetCommandPool;
+	PFN_vkAllocateCommandBuffers AllocateCommandBuffers;
+	PFN_vkBeginCommandBuffer BeginCommandBuffer;
+	PFN_vkEndCommandBuffer EndCommandBuffer;
+	PFN_vkCmdBindPipeline CmdBindPipeline;
+	PFN_vkCmdBindDescriptorSets CmdBindDescriptorSets;
+	PFN_vkCmdPushConstants CmdPushConstants;
+	PFN_vkCmdDispatch CmdDispatch;
+	PFN_vkCmdPipelineBarrier CmdPipelineBarrier;
+	PFN_vkCmdCopyBuffer CmdCopyBuffer;
+	PFN_vkCmdFillBuffer CmdFillBuffer;
+	PFN_vkCreateFence CreateFence;
+	PFN_vkDestroyFence DestroyFence;
+	PFN_vkResetFences ResetFences;
+	PFN_vkWaitForFences WaitForFences;
+	PFN_vkQueueSubmit QueueSubmit;
+};
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL debug_cb(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
+	VkDebugUtilsMessageTypeFlagsEXT type, const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+	(void)type;
+	vkl_ctx *c = user;
+	if (sev & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)) {
+		c->nmsg++;
+		snprintf(c->last, sizeof c->last, "%s", data && data->pMessage ? data->pMessage : "(no message)");
+	}
+	return VK_FALSE;
+}
+
+#define IPROC(name) (c->name = (PFN_vk##name)c->gipa(c->inst, "vk" #name))
+
+int vkl_open(const char *lib, int validation, vkl_ctx **out) {
+	*out = NULL;
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!h) return VKL_ERR_NO_LOADER;
+	vkl_ctx *c = calloc(1, sizeof *c);
+	c->lib = h;
+	c->gipa = (PFN_vkGetInstanceProcAddr)dlsym(h, "vkGetInstanceProcAddr");
+	if (!c->gipa) {
+		dlclose(h);
+		free(c);
+		return VKL_ERR_NO_SYMBOL;
+	}
+	PFN_vkCreateInstance CreateInstance = (PFN_vkCreateInstance)c->gipa(NULL, "vkCreateInstance");
+	PFN_vkEnumerateInstanceLayerProperties EnumLayers =
+		(PFN_vkEnumerateInstanceLayerProperties)c->gipa(NULL, "vkEnumerateInstanceLayerProperties");
+	PFN_vkEnumerateInstanceExtensionProperties EnumExts =
+		(PFN_vkEnumerateInstanceExtensionProperties)c->gipa(NULL, "vkEnumerateInstanceExtensionProperties");
+	if (!CreateInstance || !EnumLayers || !EnumExts) {
+		dlclose(h);
+		free(c);
+		return VKL_ERR_NO_SYMBOL;
+	}
+
+	const char *layers[1];
+	const char *exts[1];
+	uint32_t nl = 0, ne = 0;
+	if (validation) {
+		uint32_t n = 0;
+		EnumLayers(&n, NULL);
+		VkLayerProperties *lp = calloc(n + 1, sizeof *lp);
+		EnumLayers(&n, lp);
+		for (uint32_t i = 0; i < n; i++)
+			if (!strcmp(lp[i].layerName, "VK_LAYER_KHRONOS_validation")) layers[nl++] = "VK_LAYER_KHRONOS_validation";
+		free(lp);
+		n = 0;
+		EnumExts(NULL, &n, NULL);
+		VkExtensionProperties *ep = calloc(n + 1, sizeof *ep);
+		EnumExts(NULL, &n, ep);
+		for (uint32_t i = 0; i < n; i++)
+			if (!strcmp(ep[i].extensionName, VK_EXT_DEBUG_UTILS_EXTENSION_NAME)) exts[ne++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+		free(ep);
+	}
+	c->validation = nl > 0 && ne > 0;
+
+	VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO};
+	app.pApplicationName = "vkllm";
+	app.pEngineName = "vkllm";
+	PFN_vkEnumerateInstanceVersion EnumVersion = (PFN_vkEnumerateInstanceVersion)c->gipa(NULL, "vkEnumerateInstanceVersion");
+	uint32_t iv = VK_API_VERSION_1_0;
+	if (EnumVersion) EnumVersion(&iv);
+	c->api = iv >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
+	app.apiVersion = c->api;
+	VkDebugUtilsMessengerCreateInfoEXT dci = {VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+	dci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+	dci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+		VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+	dci.pfnUserCallback = debug_cb;
+	dci.pUserData = c;
+	VkInstanceCreateInfo ici = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+	ici.pApplicationInfo = &app;
+	// Synchronization validation checks the barriers between dispatches.
+	VkValidationFeatureEnableEXT vfe[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+	VkValidationFeaturesEXT vf = {VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+	vf.enabledValidationFeatureCount = 1;
+	vf.pEnabledValidationFeatures = vfe;
+	if (c->validation) {
+		vf.pNext = &dci;
+		ici.enabledLayerCount = nl;
+		ici.ppEnabledLayerNames = layers;
+		ici.enabledExtensionCount = ne;
+		ici.ppEnabledExtensionNames = exts;
+		ici.pNext = &vf;
+	}
+	VkResult r = CreateInstance(&ici, NULL, &c->inst);
+	if (r != VK_SUCCESS) {
+		dlclose(h);
+		free(c);
+		return r;
+	}
+	IPROC(DestroyInstance);
+	IPROC(EnumeratePhysicalDevices);
+	IPROC(GetPhysicalDeviceProperties);
+	IPROC(GetPhysicalDeviceProperties2);
+	IPROC(GetPhysicalDeviceFeatures2);
+	IPROC(GetPhysicalDeviceQueueFamilyProperties);
+	IPROC(GetPhysicalDeviceMemoryProperties);
+	IPROC(GetPhysicalDeviceMemoryProperties2);
+	IPROC(EnumerateDeviceExtensionProperties);
+	IPROC(CreateDevice);
+	IPROC(GetDeviceProcAddr);
+	if (c->validation) {
+		PFN_vkCreateDebugUtilsMessengerEXT create =
+			(PFN_vkCreateDebugUtilsMessengerEXT)c->gipa(c->inst, "vkCreateDebugUtilsMessengerEXT");
+		IPROC(DestroyDebugUtilsMessengerEXT);
+		if (create) create(c->inst, &dci, NULL, &c->messenger);
+	}
+	c->EnumeratePhysicalDevices(c->inst, &c->nphys, NULL);
+	c->phys = calloc(c->nphys + 1, sizeof *c->phys);
+	c->EnumeratePhysicalDevices(c->inst, &c->nphys, c->phys);
+	*out = c;
+	return VK_SUCCESS;
+}
+
+int vkl_device_count(vkl_ctx *c) { return (int)c->nphys; }
+
+void vkl_device_info(vkl_ctx *c, int i, vkl_devinfo *info) {
+	VkPhysicalDeviceProperties p;
+	c->GetPhysicalDeviceProperties(c->phys[i], &p);
+	snprintf(info->name, sizeof info->name, "%s", p.deviceName);
+	info->type = p.deviceType;
+	info->vendor = p.vendorID;
+	info->device = p.deviceID;
+	info->api = p.apiVersion;
+}
+
+#define DPROC(name) (c->name = (PFN_vk##name)c->GetDeviceProcAddr(c->dev, "vk" #name))
+
+static int has_ext(VkExtensionProperties *e, uint32_t n, const char *name) {
+	for (uint32_t i = 0; i < n; i++)
+		if (!strcmp(e[i].extensionName, name)) return 1;
+	return 0;
+}
+
+int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
+	if (i < 0 || (uint32_t)i >= c->nphys) return VKL_ERR_NO_DEVICE;
+	VkPhysicalDevice pd = c->phys[i];
+	c->pd = pd;
+
+	// Properties: limits, subgroups, maintenance3.
+	VkPhysicalDeviceSubgroupSizeControlProperties sscp = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+	VkPhysicalDeviceSubgroupProperties sgp = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+	VkPhysicalDeviceMaintenance3Properties m3 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+	VkPhysicalDeviceProperties2 p2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+	p2.pNext = &sgp;
+	sgp.pNext = &m3;
+	VkPhysicalDeviceProperties base;
+	c->GetPhysicalDeviceProperties(pd, &base);
+	int v13 = base.apiVersion >= VK_API_VERSION_1_3 && c->api >= VK_API_VERSION_1_3;
+	if (v13) m3.pNext = &sscp;
+	c->GetPhysicalDeviceProperties2(pd, &p2);
+	VkPhysicalDeviceLimits *l = &p2.properties.limits;
+	memset(props, 0, sizeof *props);
+	props->max_storage_range = l->maxStorageBufferRange;
+	props->max_alloc = m3.maxMemoryAllocationSize;
+	props->min_storage_align = l->minStorageBufferOffsetAlignment;
+	for (int k = 0; k < 3; k++) props->max_wg_count[k] = l->maxComputeWorkGroupCount[k];
+	props->max_wg_size = l->maxComputeWorkGroupInvocations;
+	props->max_shared = l->maxComputeSharedMemorySize;
+	props->subgroup_size = sgp.subgroupSize;
+	props->subgroup_ops = (sgp.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ? sgp.supportedOperations : 0;
+	if (v13) {
+		props->min_subgroup = sscp.minSubgroupSize;
+		props->max_subgroup = sscp.maxSubgroupSize;
+		props->size_control_compute = (sscp.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+	}
+
+	// Features: query the chain, then enable what is there.
+	VkPhysicalDeviceVulkan13Features f13 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+	VkPhysicalDeviceVulkan12Features f12 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+	VkPhysicalDeviceVulkan11Features f11 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+	VkPhysicalDeviceFeatures2 f2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+	f2.pNext = &f11;
+	f11.pNext = &f12;
+	if (v13) f12.pNext = &f13;
+	c->GetPhysicalDeviceFeatures2(pd, &f2);
+	VkPhysicalDeviceVulkan13Features e13 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+	VkPhysicalDeviceVulkan12Features e12 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+	VkPhysicalDeviceVulkan11Features e11 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+	VkPhysicalDeviceFeatures2 e2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+	e2.pNext = &e11;
+	e11.pNext = &e12;
+	if (v13) e12.pNext = &e13;
+	e11.storageBuffer16BitAccess = f11.storageBuffer16BitAccess;
+	e12.storageBuffer8BitAccess = f12.storageBuffer8BitAccess;
+	e12.shaderFloat16 = f12.shaderFloat16;
+	e12.shaderInt8 = f12.shaderInt8;
+	e2.features.shaderInt16 = f2.features.shaderInt16;
+	e2.features.shaderFloat64 = f2.features.shaderFloat64;
+	if (v13) {
+		e13.subgroupSizeControl = f13.subgroupSizeControl;
+		e13.computeFullSubgroups = f13.computeFullSubgroups;
+	}
+	props->storage16 = f11.storageBuffer16BitAccess;
+	props->storage8 = f12.storageBuffer8BitAccess;
+	props->float16 = f12.shaderFloat16;
+	props->int8 = f12.shaderInt8;
+	props->int16 = f2.features.shaderInt16;
+	props->float64 = f2.features.shaderFloat64;
+	props->size_control = v13 && f13.subgroupSizeControl && f13.computeFullSubgroups;
+
+	// Queue: the first family with compute.
+	uint32_t nq = 0;
+	c->GetPhysicalDeviceQueueFamilyProperties(pd, &nq, NULL);
+	VkQueueFamilyProperties *qf = calloc(nq + 1, sizeof *qf);
+	c->GetPhysicalDeviceQueueFamilyProperties(pd, &nq, qf);
+	int fam = -1;
+	for (uint32_t k = 0; k < nq && fam < 0; k++)
+		if ((qf[k].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(qf[k].queueFlags & VK_QUEUE_GRAPHICS_BIT)) fam = (int)k;
+	for (uint32_t k = 0; k < nq && fam < 0; k++)
+		if (qf[k].queueFlags & VK_QUEUE_COMPUTE_BIT) fam = (int)k;
+	free(qf);
+	if (fam < 0) return VKL_ERR_NO_QUEUE;
+	c->qfam = (uint32_t)fam;
+
+	uint32_t next = 0;
+	c->EnumerateDeviceExtensionProperties(pd, NULL, &next, NULL);
+	VkExtensionProperties *ep = calloc(next + 1, sizeof *ep);
+	c->EnumerateDeviceExtensionProperties(pd, NULL, &next, ep);
+	const char *dexts[2];
+	uint32_t nde = 0;
+	if (has_ext(ep, next, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) {
+		dexts[nde++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+		c->budget_ext = 1;
+	}
+	free(ep);
+	props->memory_budget_ext = c->budget_ext;
+
+	float prio = 1;
+	VkDeviceQueueCreateInfo qci = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+	qci.queueFamilyIndex = c->qfam;
+	qci.queueCount = 1;
+	qci.pQueuePriorities = &prio;
+	VkDeviceCreateInfo dci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+	dci.pNext = &e2;
+	dci.queueCreateInfoCount = 1;
+	dci.pQueueCreateInfos = &qci;
+	dci.enabledExtensionCount = nde;
+	dci.ppEnabledExtensionNames = dexts;
+	VkResult r = c->CreateDevice(pd, &dci, NULL, &c->dev);
+	if (r != VK_SUCCESS) return r;
+
+	DPROC(DestroyDevice);
+	DPROC(GetDeviceQueue);
+	DPROC(DeviceWaitIdle);
+	DPROC(CreateBuffer);
+	DPROC(DestroyBuffer);
+	DPROC(GetBufferMemoryRequirements);
+	DPROC(AllocateMemory);
+	DPROC(FreeMemory);
+	DPROC(BindBufferMemory);
+	DPROC(MapMemory);
+	DPROC(CreateShaderModule);
+	DPROC(DestroyShaderModule);
+	DPROC(CreateDescriptorSetLayout);
+	DPROC(DestroyDescriptorSetLayout);
+	DPROC(CreatePipelineLayout);
+	DPROC(DestroyPipelineLayout);
+	DPROC(CreateComputePipelines);
+	DPROC(DestroyPipeline);
+	DPROC(CreateDescriptorPool);
+	DPROC(DestroyDescriptorPool);
+	DPROC(ResetDescriptorPool);
+	DPROC(AllocateDescriptorSets);
+	DPROC(UpdateDescriptorSets);
+	DPROC(CreateCommandPool);
+	DPROC(DestroyCommandPool);
+	DPROC(ResetCommandPool);
+	DPROC(AllocateCommandBuffers);
+	DPROC(BeginCommandBuffer);
+	DPROC(EndCommandBuffer);
+	DPROC(CmdBindPipeline);
+	DPROC(CmdBindDescriptorSets);
+	DPROC(CmdPushConstants);
+	DPROC(CmdDispatch);
+	DPROC(CmdPipelineBarrier);
+	DPROC(CmdCopyBuffer);
+	DPROC(CmdFillBuffer);
+	DPROC(CreateFence);
+	DPROC(DestroyFence);
+	DPROC(ResetFences);
+	DPROC(WaitForFences);
+	DPROC(QueueSubmit);
+
+	c->GetDeviceQueue(c->dev, c->qfam, 0, &c->queue);
+	c->GetPhysicalDeviceMemoryProperties(pd, &c->memprops);
+	for (uint32_t k = 0; k < c->memprops.memoryHeapCount; k++)
+		if ((c->memprops.memoryHeaps[k].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+			c->memprops.memoryHeaps[k].size > props->device_local_heap)
+			props->device_local_heap = c->memprops.memoryHeaps[k].size;
+
+	VkCommandPoolCreateInfo cpi = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+	cpi.queueFamilyIndex = c->qfam;
+	if ((r = c->CreateCommandPool(c->dev, &cpi, NULL, &c->cpool)) != VK_SUCCESS) return r;
+	VkCommandBufferAllocateInfo cbi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+	cbi.commandPool = c->cpool;
+	cbi.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+	cbi.commandBufferCount = 1;
+	if ((r = c->AllocateCommandBuffers(c->dev, &cbi, &c->cb)) != VK_SUCCESS) return r;
+	VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+	if ((r = c->CreateFence(c->dev, &fci, NULL, &c->fence)) != VK_SUCCESS) return r;
+	VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, POOL_SETS * MAX_BIND};
+	VkDescriptorPoolCreateInfo dpi = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+	dpi.maxSets = POOL_SETS;
+	dpi.poolSizeCount = 1;
+	dpi.pPoolSizes = &ps;
+	if ((r = c->CreateDescriptorPool(c->dev, &dpi, NULL, &c->dpool)) != VK_SUCCESS) return r;
+	props->validation = c->validation;
+	return VK_SUCCESS;
+}
+
+void vkl_close(vkl_ctx *c) {
+	if (!c) return;
+	if (c->dev) {
+		c->DeviceWaitIdle(c->dev);
+		if (c->dpool) c->DestroyDescriptorPool(c->dev, c->dpool, NULL);
+		if (c->fence) c->DestroyFence(c->dev, c->fence, NULL);
+		if (c->cpool) c->DestroyCommandPool(c->dev, c->cpool, NULL);
+		c->DestroyDevice(c->dev, NULL);
+	}
+	if (c->messenger) c->DestroyDebugUtilsMessengerEXT(c->inst, c->messenger, NULL);
+	if (c->inst) c->DestroyInstance(c->inst, NULL);
+	free(c->phys);
+	// The loader stays loaded: unloading it under the validation layer's
+	// threads is not safe, and a process opens it once or twice.
+	free(c);
+}
+
+int vkl_messages(vkl_ctx *c, char *last, int n) {
+	if (n > 0) snprintf(last, (size_t)n, "%s", c->last);
+	return c->nmsg;
+}
+
+void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget) {
+	*used = 0;
+	*budget = 0;
+	if (!c->budget_ext || !c->GetPhysicalDeviceMemoryProperties2) return;
+	VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+	VkPhysicalDeviceMemoryProperties2 p = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+	p.pNext = &b;
+	c->GetPhysicalDeviceMemoryProperties2(c->pd, &p);
+	for (uint32_t k = 0; k < p.memoryProperties.memoryHeapCount; k++)
+		if (p.memoryProperties.memoryHeaps[k].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
+			*used += b.heapUsage[k];
+			*budget += b.heapBudget[k];
+		}
+}
+
+static int find_type(vkl_ctx *c, uint32_t bits, VkMemoryPropertyFlags want) {
+	for (uint32_t k = 0; k < c->memprops.memoryTypeCount; k++)
+		if ((bits & (1u << k)) && (c->memprops.memoryTypes[k].propertyFlags & want) == want) return (int)k;
+	return -1;
+}
+
+int vkl_buffer(vkl_ctx *c, uint64_t size, int kind, uint64_t *buf, uint64_t *mem, void **mapped) {
+	*buf = 0;
+	*mem = 0;
+	*mapped = NULL;
+	VkBufferCreateInfo bci = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+	bci.size = size;
+	bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+	bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+	VkBuffer b;
+	VkResult r = c->CreateBuffer(c->dev, &bci, NULL, &b);
+	if (r != VK_SUCCESS) return r;
+	VkMemoryRequirements req;
+	c->GetBufferMemoryRequirements(c->dev, b, &req);
+	int t;
+	if (kind == 0) {
+		t = find_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+		if (t < 0) t = find_type(c, req.memoryTypeBits, 0);
+	} else {
+		t = find_type(c, req.memoryTypeBits,
+			VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+		if (t < 0) t = find_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+	}
+	if (t < 0) {
+		c->DestroyBuffer(c->dev, b, NULL);
+		return VK_ERROR_OUT_OF_DEVICE_MEMORY;
+	}
+	VkMemoryAllocateInfo mai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+	mai.allocationSize = req.size;
+	mai.memoryTypeIndex = (uint32_t)t;
+	VkDeviceMemory m;
+	if ((r = c->AllocateMemory(c->dev, &mai, NULL, &m)) != VK_SUCCESS) {
+		c->DestroyBuffer(c->dev, b, NULL);
+		return r;
+	}
+	if ((r = c->BindBufferMemory(c->dev, b, m, 0)) != VK_SUCCESS) {
+		c->DestroyBuffer(c->dev, b, NULL);
+		c->FreeMemory(c->dev, m, NULL);
+		return r;
+	}
+	if (kind != 0) {
+		if ((r = c->MapMemory(c->dev, m, 0, VK_WHOLE_SIZE, 0, mapped)) != VK_SUCCESS) {
+			c->DestroyBuffer(c->dev, b, NULL);
+			c->FreeMemory(c->dev, m, NULL);
+			return r;
+		}
+	}
+	*buf = (uint64_t)(uintptr_t)b;
+	*mem = (uint64_t)(uintptr_t)m;
+	return VK_SUCCESS;
+}
+
+void vkl_buffer_free(vkl_ctx *c, uint64_t buf, uint64_t mem) {
+	if (buf) c->DestroyBuffer(c->dev, (VkBuffer)(uintptr_t)buf, NULL);
+	if (mem) c->FreeMemory(c->dev, (VkDeviceMemory)(uintptr_t)mem, NULL);
+}
+
+int vkl_pipeline(vkl_ctx *c, const uint32_t *code, uint64_t size, int nbind, int pcsize,
+	const uint32_t *spec, int nspec, uint32_t subgroup_size, vkl_pipe **out) {
+	*out = NULL;
+	if (nbind > MAX_BIND) return VK_ERROR_INITIALIZATION_FAILED;
+	vkl_pipe *p = calloc(1, sizeof *p);
+	p->nbind = nbind;
+	p->pcsize = pcsize;
+	VkDescriptorSetLayoutBinding b[MAX_BIND];
+	for (int k = 0; k < nbind; k++) {
+		b[k] = (VkDescriptorSetLayoutBinding){(uint32_t)k, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
+	}
+	VkDescriptorSetLayoutCreateInfo dl = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+	dl.bindingCount = (uint32_t)nbind;
+	dl.pBindings = b;
+	VkResult r = c->CreateDescriptorSetLayout(c->dev, &dl, NULL, &p->dsl);
+	if (r != VK_SUCCESS) goto fail;
+	VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)pcsize};
+	VkPipelineLayoutCreateInfo pl = {VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+	pl.setLayoutCount = 1;
+	pl.pSetLayouts = &p->dsl;
+	if (pcsize > 0) {
+		pl.pushConstantRangeCount = 1;
+		pl.pPushConstantRanges = &pcr;
+	}
+	if ((r = c->CreatePipelineLayout(c->dev, &pl, NULL, &p->layout)) != VK_SUCCESS) goto fail;
+	VkShaderModuleCreateInfo smi = {VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+	smi.codeSize = size;
+	smi.pCode = code;
+	VkShaderModule sm;
+	if ((r = c->CreateShaderModule(c->dev, &smi, NULL, &sm)) != VK_SUCCESS) goto fail;
+	VkSpecializationMapEntry me[16];
+	for (int k = 0; k < nspec && k < 16; k++) me[k] = (VkSpecializationMapEntry){(uint32_t)k, (uint32_t)(4 * k), 4};
+	VkSpecializationInfo si = {(uint32_t)(nspec < 16 ? nspec : 16), me, (size_t)(4 * (nspec < 16 ? nspec : 16)), spec};
+	VkPipelineShaderStageRequiredSubgroupSizeCreateInfo rss = {
+		VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+	rss.requiredSubgroupSize = subgroup_size;
+	VkComputePipelineCreateInfo ci = {VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+	ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+	ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+	ci.stage.module = sm;
+	ci.stage.pName = "main";
+	ci.stage.pSpecializationInfo = nspec > 0 ? &si : NULL;
+	if (subgroup_size) {
+		ci.stage.pNext = &rss;
+		ci.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+	}
+	ci.layout = p->layout;
+	r = c->CreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &ci, NULL, &p->pipe);
+	c->DestroyShaderModule(c->dev, sm, NULL);
+	if (r != VK_SUCCESS) goto fail;
+	*out = p;
+	return VK_SUCCESS;
+fail:
+	vkl_pipeline_free(c, p);
+	return r;
+}
+
+void vkl_pipeline_free(vkl_ctx *c, vkl_pipe *p) {
+	if (!p) return;
+	if (p->pipe) c->DestroyPipeline(c->dev, p->pipe, NULL);
+	if (p->layout) c->DestroyPipelineLayout(c->dev, p->layout, NULL);
+	if (p->dsl) c->DestroyDescriptorSetLayout(c->dev, p->dsl, NULL);
+	free(p);
+}
+
+static int begin(vkl_ctx *c) {
+	if (c->recording) return VK_SUCCESS;
+	VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+	bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+	VkResult r = c->BeginCommandBuffer(c->cb, &bi);
+	if (r == VK_SUCCESS) c->recording = 1;
+	return r;
+}
+
+static void barrier(vkl_ctx *c) {
+	VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+	mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+	mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+		VK_ACCESS_TRANSFER_WRITE_BIT;
+	VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+	c->CmdPipelineBarrier(c->cb, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+int vkl_submit(vkl_ctx *c) {
+	if (!c->recording) return VK_SUCCESS;
+	c->recording = 0;
+	VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+	mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+	mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+	c->CmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+		VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+	VkResult r = c->EndCommandBuffer(c->cb);
+	if (r == VK_SUCCESS) {
+		VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
+		si.commandBufferCount = 1;
+		si.pCommandBuffers = &c->cb;
+		r = c->QueueSubmit(c->queue, 1, &si, c->fence);
+		c->submits++;
+		if (r == VK_SUCCESS) r = c->WaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
+		c->ResetFences(c->dev, 1, &c->fence);
+	}
+	c->ResetCommandPool(c->dev, c->cpool, 0);
+	c->ResetDescriptorPool(c->dev, c->dpool, 0);
+	c->nsets = 0;
+	return r;
+}
+
+uint64_t vkl_submits(vkl_ctx *c) { return c->submits; }
+
+int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs,
+	const uint64_t *ranges, const void *push, uint32_t gx, uint32_t gy, uint32_t gz) {
+	VkResult r;
+	if (c->nsets >= POOL_SETS) {
+		if ((r = vkl_submit(c)) != VK_SUCCESS) return r;
+	}
+	if ((r = begin(c)) != VK_SUCCESS) return r;
+	VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+	ai.descriptorPool = c->dpool;
+	ai.descriptorSetCount = 1;
+	ai.pSetLayouts = &p->dsl;
+	VkDescriptorSet set;
+	if ((r = c->AllocateDescriptorSets(c->dev, &ai, &set)) != VK_SUCCESS) return r;
+	c->nsets++;
+	VkDescriptorBufferInfo bi[MAX_BIND];
+	VkWriteDescriptorSet w[MAX_BIND];
+	for (int k = 0; k < p->nbind; k++) {
+		bi[k] = (VkDescriptorBufferInfo){(VkBuffer)(uintptr_t)bufs[k], offs[k], ranges[k]};
+		w[k] = (VkWriteDescriptorSet){VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+		w[k].dstSet = set;
+		w[k].dstBinding = (uint32_t)k;
+		w[k].descriptorCount = 1;
+		w[k].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+		w[k].pBufferInfo = &bi[k];
+	}
+	c->UpdateDescriptorSets(c->dev, (uint32_t)p->nbind, w, 0, NULL);
+	c->CmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
+	c->CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
+	if (p->pcsize > 0) c->CmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)p->pcsize, push);
+	c->CmdDispatch(c->cb, gx, gy, gz);
+	return VK_SUCCESS;
+}
+
+int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t dstoff, uint64_t size) {
+	VkResult r = begin(c);
+	if (r != VK_SUCCESS) return r;
+	VkBufferCopy bc = {srcoff, dstoff, size};
+	c->CmdCopyBuffer(c->cb, (VkBuffer)(uintptr_t)src, (VkBuffer)(uintptr_t)dst, 1, &bc);
+	return VK_SUCCESS;
+}
+
+int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size) {
+	VkResult r = begin(c);
+	if (r != VK_SUCCESS) return r;
+	c->CmdFillBuffer(c->cb, (VkBuffer)(uintptr_t)dst, off, size, 0);
+	return VK_SUCCESS;
+}
+
+int vkl_barrier(vkl_ctx *c) {
+	VkResult r = begin(c);
+	if (r != VK_SUCCESS) return r;
+	barrier(c);
+	return VK_SUCCESS;
+}
+
+#else // built without <vulkan/vulkan.h>: nothing can be opened
+
+int vkl_open(const char *lib, int validation, vkl_ctx **out) {
+	(void)lib;
+	(void)validation;
+	*out = 0;
+	return VKL_ERR_NO_HEADERS;
+}
+int vkl_device_count(vkl_ctx *c) { (void)c; return 0; }
+void vkl_device_info(vkl_ctx *c, int i, vkl_devinfo *info) { (void)c; (void)i; (void)info; }
+int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) { (void)c; (void)i; (void)props; return VKL_ERR_NO_HEADERS; }
+void vkl_close(vkl_ctx *c) { (void)c; }
+int vkl_messages(vkl_ctx *c, char *last, int n) { (void)c; (void)last; (void)n; return 0; }
+void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget) { (void)c; *used = 0; *budget = 0; }
+int vkl_buffer(vkl_ctx *c, uint64_t size, int kind, uint64_t *buf, uint64_t *mem, void **mapped) {
+	(void)c; (void)size; (void)kind; (void)buf; (void)mem; (void)mapped;
+	return VKL_ERR_NO_HEADERS;
+}
+void vkl_buffer_free(vkl_ctx *c, uint64_t buf, uint64_t mem) { (void)c; (void)buf; (void)mem; }
+int vkl_pipeline(vkl_ctx *c, const uint32_t *code, uint64_t size, int nbind, int pcsize,
+	const uint32_t *spec, int nspec, uint32_t subgroup_size, vkl_pipe **out) {
+	(void)c; (void)code; (void)size; (void)nbind; (void)pcsize; (void)spec; (void)nspec; (void)subgroup_size;
+	*out = 0;
+	return VKL_ERR_NO_HEADERS;
+}
+void vkl_pipeline_free(vkl_ctx *c, vkl_pipe *p) { (void)c; (void)p; }
+int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs,
+	const uint64_t *ranges, const void *push, uint32_t gx, uint32_t gy, uint32_t gz) {
+	(void)c; (void)p; (void)bufs; (void)offs; (void)ranges; (void)push; (void)gx; (void)gy; (void)gz;
+	return VKL_ERR_NO_HEADERS;
+}
+int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t dstoff, uint64_t size) {
+	(void)c; (void)src; (void)srcoff; (void)dst; (void)dstoff; (void)size;
+	return VKL_ERR_NO_HEADERS;
+}
+int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size) { (void)c; (void)dst; (void)off; (void)size; return VKL_ERR_NO_HEADERS; }
+int vkl_barrier(vkl_ctx *c) { (void)c; return VKL_ERR_NO_HEADERS; }
+int vkl_submit(vkl_ctx *c) { (void)c; return VKL_ERR_NO_HEADERS; }
+uint64_t vkl_submits(vkl_ctx *c) { (void)c; return 0; }
+
+#endif

@@ -1,0 +1,95 @@
+// The thin C layer of kernels/vulkan: every Vulkan call goes through here.
+// The loader is opened with dlopen and every entry point comes from
+// vkGetInstanceProcAddr/vkGetDeviceProcAddr, so the Go binary does not
+// link libvulkan. Go passes only integers, C strings and pointers to C
+// memory or to Go memory without Go pointers.
+#ifndef VKLLM_VK_H
+#define VKLLM_VK_H
+
+#include <stdint.h>
+
+// Without the Vulkan headers (libvulkan-dev) the package still builds: the
+// functions below then fail with VKL_ERR_NO_HEADERS. VKL_NO_VULKAN_H
+// forces that (to test it).
+#if !defined(VKL_NO_VULKAN_H) && defined(__has_include)
+#if __has_include(<vulkan/vulkan.h>)
+#define VKL_HAVE_VULKAN_H 1
+#endif
+#endif
+#ifdef VKL_HAVE_VULKAN_H
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+#else
+#define VK_SUCCESS 0
+#endif
+
+// Result codes of our own, below Vulkan's (all negative VkResult values are
+// above -1000100000 except extension ones, which we never return).
+#define VKL_ERR_NO_LOADER (-2000000001)
+#define VKL_ERR_NO_SYMBOL (-2000000002)
+#define VKL_ERR_NO_DEVICE (-2000000003)
+#define VKL_ERR_NO_QUEUE (-2000000004)
+#define VKL_ERR_NO_HEADERS (-2000000005)
+
+typedef struct vkl_devinfo {
+	char name[256];
+	int32_t type;  // VkPhysicalDeviceType
+	uint32_t vendor, device;
+	uint32_t api;
+} vkl_devinfo;
+
+typedef struct vkl_props {
+	uint64_t max_storage_range;   // maxStorageBufferRange
+	uint64_t max_alloc;           // maxMemoryAllocationSize
+	uint64_t min_storage_align;   // minStorageBufferOffsetAlignment
+	uint32_t max_wg_count[3];
+	uint32_t max_wg_size;
+	uint32_t max_shared;
+	uint32_t subgroup_size;
+	uint32_t subgroup_ops;        // VkSubgroupFeatureFlags in compute
+	uint32_t storage16, storage8, float16, int8, float64, int16;
+	uint32_t size_control;        // subgroupSizeControl feature
+	uint32_t min_subgroup, max_subgroup;
+	uint32_t size_control_compute; // requiredSubgroupSizeStages has compute
+	uint32_t memory_budget_ext;   // VK_EXT_memory_budget enabled
+	uint64_t device_local_heap;   // size of the largest device-local heap
+	uint32_t validation;          // the validation layer is on
+} vkl_props;
+
+typedef struct vkl_ctx vkl_ctx;
+typedef struct vkl_pipe vkl_pipe;
+
+int vkl_open(const char *lib, int validation, vkl_ctx **out);
+int vkl_device_count(vkl_ctx *c);
+void vkl_device_info(vkl_ctx *c, int i, vkl_devinfo *info);
+int vkl_device_create(vkl_ctx *c, int i, vkl_props *props);
+void vkl_close(vkl_ctx *c);
+
+// Messages of the validation layer (errors and warnings) seen so far.
+int vkl_messages(vkl_ctx *c, char *last, int n);
+
+void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget);
+
+// kind 0: device-local; 1: host-visible, coherent, mapped.
+int vkl_buffer(vkl_ctx *c, uint64_t size, int kind, uint64_t *buf, uint64_t *mem, void **mapped);
+void vkl_buffer_free(vkl_ctx *c, uint64_t buf, uint64_t mem);
+
+int vkl_pipeline(vkl_ctx *c, const uint32_t *code, uint64_t size, int nbind, int pcsize,
+	const uint32_t *spec, int nspec, uint32_t subgroup_size, vkl_pipe **out);
+void vkl_pipeline_free(vkl_ctx *c, vkl_pipe *p);
+
+// Recording. The caller orders commands with vkl_barrier (a full
+// compute/transfer memory barrier) where one depends on another. A call
+// may submit and wait on its own when the descriptor pool is exhausted
+// (the order of work is kept).
+int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs,
+	const uint64_t *ranges, const void *push, uint32_t gx, uint32_t gy, uint32_t gz);
+int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t dstoff, uint64_t size);
+int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size);
+int vkl_barrier(vkl_ctx *c);
+// Submit what was recorded and wait; returns the first failure.
+int vkl_submit(vkl_ctx *c);
+// How many submits happened (for tests).
+uint64_t vkl_submits(vkl_ctx *c);
+
+#endif

@@ -1,0 +1,337 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kernels/kerneltest"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// openTest opens the Vulkan backend with validation on. Without a driver
+// the test fails (CI must run it) unless VKLLM_VULKAN_OPTIONAL=1.
+func openTest(t testing.TB, cfg Config) *Backend {
+	t.Helper()
+	cfg.Validation = true
+	b, err := Open(cfg)
+	if err != nil {
+		var nd *NoDriverError
+		if (errors.As(err, &nd) || errors.Is(err, ErrNoDevice)) && os.Getenv("VKLLM_VULKAN_OPTIONAL") == "1" {
+			t.Skipf("no Vulkan device (VKLLM_VULKAN_OPTIONAL=1): %v", err)
+		}
+		t.Fatalf("open vulkan: %v (run tools/install-deps.sh to install lavapipe, or set VKLLM_VULKAN_OPTIONAL=1 to skip)", err)
+	}
+	t.Logf("device %+v", b.Device())
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return b
+}
+
+// checkClean fails on any validation message so far.
+func checkClean(t *testing.T, b *Backend) {
+	t.Helper()
+	if err := b.validation(); err != nil {
+		t.Fatal(err)
+	}
+	if !b.Device().Validation && os.Getenv("VKLLM_VULKAN_OPTIONAL") != "1" {
+		t.Log("validation layer not installed: messages unchecked")
+	}
+}
+
+func TestKernels(t *testing.T) {
+	b := openTest(t, Config{})
+	kerneltest.All(t, b)
+	// The shaders dequantise exactly and compute in float32 from the
+	// stored halves, so the strict limits hold too.
+	t.Run("MatMulStrict", func(t *testing.T) { kerneltest.MatMulStrict(t, b) })
+	t.Run("AttentionStrict", func(t *testing.T) { kerneltest.AttentionStrict(t, b) })
+	checkClean(t, b)
+}
+
+// TestKernelsNoSubgroups runs the reductions' shared-memory fallbacks.
+func TestKernelsNoSubgroups(t *testing.T) {
+	b := openTest(t, Config{NoSubgroups: true})
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, kernels.Backend)
+	}{{"MatMul", kerneltest.MatMul}, {"RMSNorm", kerneltest.RMSNorm}, {"Attention", kerneltest.Attention}, {"Softmax", kerneltest.Softmax}} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
+	}
+	checkClean(t, b)
+}
+
+// TestPinnedSubgroups runs MatMul and Attention with pipelines created
+// with a required subgroup size (subgroup size control).
+func TestPinnedSubgroups(t *testing.T) {
+	b := openTest(t, Config{PinSubgroups: true})
+	if b.Device().PinnedSubgroup == 0 {
+		t.Skip("no subgroup size control on this device")
+	}
+	t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, b) })
+	t.Run("Attention", func(t *testing.T) { kerneltest.Attention(t, b) })
+	checkClean(t, b)
+}
+
+// TestSplitAttention runs Attention with caches split into segments of
+// 8 cells (flash decoding) and merged (models' TestVulkanBatch checks
+// batched against alone with a split cache).
+func TestSplitAttention(t *testing.T) {
+	b := openTest(t, Config{AttentionSegment: 8})
+	t.Run("Attention", func(t *testing.T) { kerneltest.AttentionStrict(t, b) })
+	checkClean(t, b)
+}
+
+// TestDTypes: every weight dtype kerneltest sweeps uploads (so none of
+// its subtests is a skip), others fail with UnsupportedDTypeError, and F16
+// caches are there.
+func TestDTypes(t *testing.T) {
+	b := openTest(t, Config{})
+	want := []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1,
+		tensor.Q5_0, tensor.Q5_1, tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K}
+	if got := WeightDTypes(); !slices.Equal(got, want) {
+		t.Errorf("weight dtypes %v, want %v", got, want)
+	}
+	for _, dt := range want {
+		rb, _ := dt.Bytes(256)
+		w, err := b.Upload(tensor.Tensor{Name: "w", DType: dt, Shape: []int64{2, 256}, Data: make([]byte, 2*rb)})
+		if err != nil {
+			t.Errorf("%v: %v", dt, err)
+			continue
+		}
+		b.Free(w)
+	}
+	for _, dt := range []tensor.DType{tensor.F64, tensor.Q8_1, tensor.Q8_K} {
+		rb, _ := dt.Bytes(256)
+		_, err := b.Upload(tensor.Tensor{Name: "w", DType: dt, Shape: []int64{1, 256}, Data: make([]byte, rb)})
+		var u *tensor.UnsupportedDTypeError
+		if !errors.As(err, &u) {
+			t.Errorf("%v: %v, want an UnsupportedDTypeError", dt, err)
+		}
+	}
+	if !b.Device().Storage16 {
+		t.Skip("no 16-bit storage: F16 caches unsupported on this device")
+	}
+	c, err := b.NewTensor(tensor.F16, 4, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Free(c)
+}
+
+// TestSplit: with bindings limited to 4 KiB, weights are split into
+// parts and GetRows and MatMul still pass the suite.
+func TestSplit(t *testing.T) {
+	b := openTest(t, Config{MaxWeightPart: 4096, BlockSize: 4096})
+	rb, _ := tensor.Q8_0.Bytes(288)
+	w, err := b.Upload(tensor.Tensor{Name: "w", DType: tensor.Q8_0, Shape: []int64{19, 288}, Data: make([]byte, 19*rb)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.(*Tensor).parts); n < 2 {
+		t.Fatalf("a %d-byte weight in %d part(s) with a 4 KiB limit", 19*rb, n)
+	}
+	b.Free(w)
+	t.Run("GetRows", func(t *testing.T) { kerneltest.GetRows(t, b) })
+	t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, b) })
+	checkClean(t, b)
+}
+
+// TestOOM: a budget the tensors cannot fit gives OOM_VRAM, and the
+// memory goes back to zero once everything is freed.
+func TestOOM(t *testing.T) {
+	b := openTest(t, Config{Budget: 1 << 20, BlockSize: 256 << 10})
+	var held []kernels.Tensor
+	var err error
+	for range 10 {
+		var x kernels.Tensor
+		if x, err = b.NewTensor(tensor.F32, 256, 256); err != nil { // 256 KiB each
+			break
+		}
+		held = append(held, x)
+	}
+	var oom *OOMError
+	if !errors.As(err, &oom) || errcode.Of(err) != errcode.OOMVRAM {
+		t.Fatalf("after %d tensors: %v, want an OOMError with code OOM_VRAM", len(held), err)
+	}
+	// A weight split in parts that runs out half way frees its parts.
+	used, _ := b.Memory()
+	rb, _ := tensor.F32.Bytes(1024)
+	_, err = b.Upload(tensor.Tensor{Name: "big", DType: tensor.F32, Shape: []int64{1024, 1024}, Data: make([]byte, 1024*rb)})
+	if errcode.Of(err) != errcode.OOMVRAM {
+		t.Fatalf("big upload: %v, want OOM_VRAM", err)
+	}
+	if u, _ := b.Memory(); u != used {
+		t.Errorf("memory %d after a failed upload, want %d", u, used)
+	}
+	for _, x := range held {
+		b.Free(x)
+	}
+	if u, budget := b.Memory(); u != 0 || budget != 1<<20 {
+		t.Errorf("memory used %d, budget %d after freeing everything; want 0 and %d", u, budget, 1<<20)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNoDriver: a loader that is not there is a typed error, not a crash.
+func TestNoDriver(t *testing.T) {
+	_, err := Open(Config{Library: "libvulkan-does-not-exist.so.9"})
+	var nd *NoDriverError
+	if !errors.As(err, &nd) {
+		t.Fatalf("got %v, want a *NoDriverError", err)
+	}
+	t.Setenv("VKLLM_VULKAN_LIB", "libvulkan-does-not-exist.so.9")
+	if _, err := kernels.Open("vulkan", kernels.Options{}); !errors.As(err, &nd) {
+		t.Fatalf("kernels.Open: %v, want a *NoDriverError", err)
+	}
+	b, err := kernels.Open("auto", kernels.Options{})
+	if err != nil || b.Name() != "cpu" {
+		t.Fatalf("auto without a driver: %v, %v; want cpu", b, err)
+	}
+	// The loader is there but finds no driver (no ICD).
+	t.Setenv("VKLLM_VULKAN_LIB", "")
+	t.Setenv("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+	t.Setenv("VK_DRIVER_FILES", "/nonexistent/icd.json")
+	if _, err := Open(Config{}); !errors.As(err, &nd) {
+		t.Fatalf("no ICD: %v, want a *NoDriverError", err)
+	}
+}
+
+// TestAuto: "auto" never takes a software device; "vulkan" by name does.
+func TestAuto(t *testing.T) {
+	v := openTest(t, Config{})
+	byName, err := kernels.Open("vulkan", kernels.Options{})
+	if err != nil || byName.Name() != "vulkan" {
+		t.Fatalf(`kernels.Open("vulkan"): %v, %v`, byName, err)
+	}
+	byName.Close()
+	b, err := kernels.Open("auto", kernels.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if v.Software() && b.Name() != "cpu" {
+		t.Errorf("auto chose %s over a software Vulkan device", b.Name())
+	}
+	if !v.Software() && b.Name() != "vulkan" {
+		t.Errorf("auto chose %s with a GPU present", b.Name())
+	}
+}
+
+// TestDeviceChoice: by index and by name; a bad one is ErrNoDevice.
+func TestDeviceChoice(t *testing.T) {
+	v := openTest(t, Config{})
+	name := v.Device().Name
+	for _, want := range []string{"0", name[:3]} {
+		b, err := Open(Config{Device: want})
+		if err != nil {
+			t.Fatalf("device %q: %v", want, err)
+		}
+		b.Close()
+	}
+	t.Setenv("VKLLM_DEVICE", "no such device")
+	if _, err := Open(Config{}); !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("VKLLM_DEVICE=no such device: %v, want ErrNoDevice", err)
+	}
+}
+
+// TestOneSubmit: ops are recorded and submitted once, when read.
+func TestOneSubmit(t *testing.T) {
+	b := openTest(t, Config{})
+	x, _ := b.NewTensor(tensor.F32, 4, 8)
+	y, _ := b.NewTensor(tensor.F32, 4, 8)
+	if err := b.SetF32(x, make([]float32, 32)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	before := b.Submits()
+	for range 20 {
+		b.Add(y, y, x)
+		b.Mul(y, y, x)
+	}
+	if b.Submits() != before {
+		t.Fatalf("%d submits while recording", b.Submits()-before)
+	}
+	out := make([]float32, 32)
+	if err := b.GetF32(y, out); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.Submits() - before; n != 1 {
+		t.Fatalf("%d submits for one read, want 1", n)
+	}
+}
+
+// TestBarriers: independent dispatches get no barrier between them; a
+// dispatch reading their outputs gets one.
+func TestBarriers(t *testing.T) {
+	b := openTest(t, Config{})
+	x, _ := b.NewTensor(tensor.F32, 2, 64)
+	w, err := b.Upload(tensor.Tensor{Name: "w", DType: tensor.F32, Shape: []int64{8, 64}, Data: make([]byte, 8*64*4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []kernels.Tensor
+	for range 3 {
+		d, _ := b.NewTensor(tensor.F32, 2, 8)
+		outs = append(outs, d)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	before := b.hz.barriers
+	for _, d := range outs { // Q, K, V style
+		b.MatMul(d, x, w)
+	}
+	if n := b.hz.barriers - before; n != 0 {
+		t.Errorf("%d barriers between independent MatMuls", n)
+	}
+	b.Add(outs[0], outs[1], outs[2])
+	if n := b.hz.barriers - before; n != 1 {
+		t.Errorf("%d barriers before an Add of their outputs, want 1", n)
+	}
+	b.Mul(outs[1], outs[1], outs[2]) // writes what the Add read
+	if n := b.hz.barriers - before; n != 2 {
+		t.Errorf("%d barriers before a Mul overwriting the Add's input, want 2", n)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, b)
+}
+
+// TestManyDispatches: more dispatches than the descriptor pool holds
+// (the backend then submits on its own mid-way) still run in order.
+func TestManyDispatches(t *testing.T) {
+	b := openTest(t, Config{})
+	x, _ := b.NewTensor(tensor.F32, 1, 8)
+	y, _ := b.NewTensor(tensor.F32, 1, 8)
+	if err := b.SetF32(x, []float32{1, 2, 3, 4, 5, 6, 7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000
+	for range n {
+		b.Add(y, y, x)
+	}
+	got := make([]float32, 8)
+	if err := b.GetF32(y, got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != float32(n*(i+1)) {
+			t.Fatalf("element %d = %v, want %v", i, v, n*(i+1))
+		}
+	}
+	checkClean(t, b)
+}

@@ -1,0 +1,332 @@
+//go:build cgo
+
+package models
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/kernels/vulkan"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// openVulkan opens the Vulkan backend (lavapipe in CI) with validation
+// on. Without a driver the test fails unless VKLLM_VULKAN_OPTIONAL=1.
+func openVulkan(t *testing.T) *vulkan.Backend { return openVulkanConfig(t, vulkan.Config{}) }
+
+func openVulkanConfig(t *testing.T, cfg vulkan.Config) *vulkan.Backend {
+	t.Helper()
+	cfg.Validation = true
+	b, err := vulkan.Open(cfg)
+	if err != nil {
+		var nd *vulkan.NoDriverError
+		if (errors.As(err, &nd) || errors.Is(err, vulkan.ErrNoDevice)) && os.Getenv("VKLLM_VULKAN_OPTIONAL") == "1" {
+			t.Skipf("no Vulkan device (VKLLM_VULKAN_OPTIONAL=1): %v", err)
+		}
+		t.Fatalf("open vulkan: %v (run tools/install-deps.sh, or set VKLLM_VULKAN_OPTIONAL=1 to skip)", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("vulkan: %v", err)
+		}
+	})
+	return b
+}
+
+func openOn(t *testing.T, path string, b *vulkan.Backend) *Model {
+	t.Helper()
+	m, err := Open(path, WithBackend(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestVulkanParity is TestParity on the Vulkan backend: the same goldens,
+// the same bounds, every model of parityCases.
+func TestVulkanParity(t *testing.T) {
+	b := openVulkan(t)
+	for _, c := range parityCases {
+		t.Run(c.path, func(t *testing.T) { vulkanParity(t, b, c.path, c.golden) })
+	}
+}
+
+// TestVulkanParitySplit: the same with attention split into segments of
+// 16 cells and merged (flash decoding).
+func TestVulkanParitySplit(t *testing.T) {
+	b := openVulkanConfig(t, vulkan.Config{AttentionSegment: 16})
+	vulkanParity(t, b, "qwen2-tiny", "qwen2-tiny")
+}
+
+func vulkanParity(t *testing.T, b *vulkan.Backend, path, golden string) {
+	g := loadGolden(t, golden)
+	m := openOn(t, filepath.Join(testdata, path), b)
+	ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	for pi, p := range g.Prompts {
+		if err := ctx.Release(0); err != nil {
+			t.Fatal(err)
+		}
+		var bt Batch
+		for i, tok := range p.Tokens {
+			bt.Add(tok, int32(i), true, 0)
+		}
+		if err := ctx.Decode(bt); err != nil {
+			t.Fatal(err)
+		}
+		for i := range p.Tokens {
+			checkLogits(t, ctx.Logits(i), p.Logits[i], pi, i)
+		}
+		logits := ctx.Logits(len(p.Tokens) - 1)
+		for step, want := range p.Greedy {
+			if step > 0 {
+				if logits, err = ctx.DecodeToken(0, p.Greedy[step-1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkStep(t, logits, want, p.Top5[step], p.Margin[step], pi, step)
+			if g.DType == "F32" && argmax(logits) != want {
+				t.Fatalf("prompt %d step %d: F32 greedy token %d, want %d", pi, step, argmax(logits), want)
+			}
+		}
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVulkanBatch: four prompts in one batch give the logits of each
+// alone, within 1e-5 of the largest logit, on the Vulkan backend; also
+// with attention split into segments of 16 cells (flash decoding).
+func TestVulkanBatch(t *testing.T) {
+	for _, c := range []struct {
+		name, model string
+		seg         int
+	}{{"qwen2-tiny", "qwen2-tiny", 0}, {"llama-tiny-Q4_1", "llama-tiny-Q4_1.gguf", 0}, {"qwen2-tiny split", "qwen2-tiny", 16}} {
+		t.Run(c.name, func(t *testing.T) {
+			b := openVulkanConfig(t, vulkan.Config{AttentionSegment: c.seg})
+			name := c.model
+			m := openOn(t, filepath.Join(testdata, name), b)
+			ctx := newCtx(t, m, ContextParams{ContextLen: 64, MaxSeqs: 4, BatchSize: 64})
+			var bt Batch
+			for s, p := range prompts {
+				for i, tok := range p {
+					bt.Add(tok, int32(i), true, SeqID(s))
+				}
+			}
+			if err := ctx.Decode(bt); err != nil {
+				t.Fatal(err)
+			}
+			k, bitwise := 0, true
+			for s, p := range prompts {
+				alone := decodeAlone(t, m, p, 0)
+				for i := range p {
+					closeLogits(t, ctx.Logits(k), alone[i], s, i)
+					bitwise = bitwise && bitwiseEqual(ctx.Logits(k), alone[i])
+					k++
+				}
+			}
+			next := []int32{10, 20, 30, 40}
+			rows, err := ctx.DecodeBatch([]SeqID{0, 1, 2, 3}, next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s, p := range prompts {
+				alone := decodeAlone(t, m, append(append([]int32{}, p...), next[s]), 0)
+				closeLogits(t, rows[s], alone[len(p)], s, len(p))
+				bitwise = bitwise && bitwiseEqual(rows[s], alone[len(p)])
+			}
+			t.Logf("batched logits bitwise equal to alone: %v", bitwise)
+		})
+	}
+}
+
+func closeLogits(t *testing.T, got, want []float32, seq, pos int) {
+	t.Helper()
+	var scale float64
+	for _, v := range want {
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	for j := range want {
+		if d := math.Abs(float64(got[j] - want[j])); d > 1e-5*scale {
+			t.Fatalf("seq %d pos %d token %d: batched %v, alone %v", seq, pos, j, got[j], want[j])
+		}
+	}
+}
+
+// TestVulkanOneSubmit: a prefill and a decode step are one submit each.
+func TestVulkanOneSubmit(t *testing.T) {
+	b := openVulkan(t)
+	m := openOn(t, filepath.Join(testdata, "qwen2-tiny-Q8_0.gguf"), b)
+	ctx := newCtx(t, m, ContextParams{ContextLen: 64, BatchSize: 64})
+	var bt Batch
+	for i, tok := range prompts[0] {
+		bt.Add(tok, int32(i), true, 0)
+	}
+	s0 := b.Submits()
+	if err := ctx.Decode(bt); err != nil {
+		t.Fatal(err)
+	}
+	s1 := b.Submits()
+	if _, err := ctx.DecodeToken(0, 5); err != nil {
+		t.Fatal(err)
+	}
+	if s1-s0 != 1 || b.Submits()-s1 != 1 {
+		t.Errorf("prefill %d submits, decode step %d; want 1 and 1", s1-s0, b.Submits()-s1)
+	}
+}
+
+// BenchmarkVulkanDecode is one decode step of qwen2-tiny (Q8_0) on the
+// Vulkan device (lavapipe in CI: a correctness driver, not a speed one).
+func BenchmarkVulkanDecode(bm *testing.B) {
+	b, err := vulkan.Open(vulkan.Config{})
+	if err != nil {
+		bm.Skipf("no Vulkan device: %v", err)
+	}
+	defer b.Close()
+	m, err := Open(filepath.Join(testdata, "qwen2-tiny-Q8_0.gguf"), WithBackend(b))
+	if err != nil {
+		bm.Fatal(err)
+	}
+	defer m.Close()
+	ctx, err := m.NewContext(ContextParams{ContextLen: 512, BatchSize: 64})
+	if err != nil {
+		bm.Fatal(err)
+	}
+	defer ctx.Close()
+	var bt Batch
+	for i, tok := range prompts[0] {
+		bt.Add(tok, int32(i), true, 0)
+	}
+	if err := ctx.Decode(bt); err != nil {
+		bm.Fatal(err)
+	}
+	pos := int32(len(prompts[0]))
+	for bm.Loop() {
+		if pos >= 500 {
+			if err := ctx.Release(0); err != nil {
+				bm.Fatal(err)
+			}
+			pos = 0
+		}
+		var step Batch
+		step.Add(7, pos, true, 0)
+		if err := ctx.Decode(step); err != nil {
+			bm.Fatal(err)
+		}
+		pos++
+	}
+	bm.ReportMetric(float64(bm.N)/bm.Elapsed().Seconds(), "tok/s")
+}
+
+// TestVulkanF16Cache: with an F16 KV cache, the Vulkan backend's logits
+// (prefill and decode steps) match the CPU backend's with the same cache
+// within 1e-4 of the largest logit, the goldens' bound (a K or V element
+// may round to a neighbouring half when the two backends' float32 values
+// differ in the last bit).
+func TestVulkanF16Cache(t *testing.T) {
+	b := openVulkan(t)
+	path := filepath.Join(testdata, "qwen2-tiny-Q8_0.gguf")
+	run := func(m *Model) [][]float32 {
+		ctx := newCtx(t, m, ContextParams{ContextLen: 64, BatchSize: 64, KVType: tensor.F16})
+		var bt Batch
+		for i, tok := range prompts[0] {
+			bt.Add(tok, int32(i), true, 0)
+		}
+		if err := ctx.Decode(bt); err != nil {
+			t.Fatal(err)
+		}
+		var out [][]float32
+		for i := range prompts[0] {
+			out = append(out, append([]float32(nil), ctx.Logits(i)...))
+		}
+		for _, tok := range []int32{5, 17, 99} {
+			l, err := ctx.DecodeToken(0, tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, append([]float32(nil), l...))
+		}
+		return out
+	}
+	got, want := run(openOn(t, path, b)), run(openTest(t, path))
+	var worst float64
+	for i := range want {
+		var scale, diff float64
+		for j, v := range want[i] {
+			scale = math.Max(scale, math.Abs(float64(v)))
+			diff = math.Max(diff, math.Abs(float64(got[i][j]-v)))
+		}
+		worst = math.Max(worst, diff/scale)
+		if diff > 1e-4*scale {
+			t.Fatalf("row %d: |vulkan − cpu| %.3g > 1e-4 × %.3g", i, diff, scale)
+		}
+	}
+	t.Logf("largest |vulkan − cpu| / max|logit|: %.3g", worst)
+}
+
+// BenchmarkVulkanPrefill is a 64-token prefill of qwen2-tiny (Q8_0) on the
+// Vulkan device.
+func BenchmarkVulkanPrefill(bm *testing.B) {
+	b, err := vulkan.Open(vulkan.Config{})
+	if err != nil {
+		bm.Skipf("no Vulkan device: %v", err)
+	}
+	defer b.Close()
+	m, err := Open(filepath.Join(testdata, "qwen2-tiny-Q8_0.gguf"), WithBackend(b))
+	if err != nil {
+		bm.Fatal(err)
+	}
+	defer m.Close()
+	ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
+	if err != nil {
+		bm.Fatal(err)
+	}
+	defer ctx.Close()
+	const n = 64
+	for bm.Loop() {
+		if err := ctx.Release(0); err != nil {
+			bm.Fatal(err)
+		}
+		var bt Batch
+		for i := range n {
+			bt.Add(int32(i%50+1), int32(i), i == n-1, 0)
+		}
+		if err := ctx.Decode(bt); err != nil {
+			bm.Fatal(err)
+		}
+	}
+	bm.ReportMetric(float64(n*bm.N)/bm.Elapsed().Seconds(), "tok/s")
+}
+
+// TestVulkanOOM: a model that does not fit the device budget fails to
+// open with OOM_VRAM, and leaves no device memory behind.
+func TestVulkanOOM(t *testing.T) {
+	b := openVulkanConfig(t, vulkan.Config{Budget: 96 << 10, BlockSize: 32 << 10})
+	_, err := Open(filepath.Join(testdata, "qwen2-tiny"), WithBackend(b))
+	if errcode.Of(err) != errcode.OOMVRAM {
+		t.Fatalf("open with a 96 KiB budget: %v (code %q), want OOM_VRAM", err, errcode.Of(err))
+	}
+	t.Log(err)
+	if used, _ := b.Memory(); used != 0 {
+		t.Errorf("%d bytes of device memory held after the failed open", used)
+	}
+	// A model that fits, then a context that does not.
+	b2 := openVulkanConfig(t, vulkan.Config{Budget: 2 << 20, BlockSize: 64 << 10})
+	m := openOn(t, filepath.Join(testdata, "qwen2-tiny"), b2)
+	held, _ := b2.Memory()
+	if _, err := m.NewContext(ContextParams{ContextLen: 4096, BatchSize: 64}); errcode.Of(err) != errcode.OOMVRAM {
+		t.Fatalf("context too big for the budget: %v, want OOM_VRAM", err)
+	}
+	if used, _ := b2.Memory(); used != held {
+		t.Errorf("%d bytes held after the failed context, %d before", used, held)
+	}
+}
