@@ -1,0 +1,169 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/x448/float16"
+)
+
+// The fast path's inner kernels. Each is a function variable that starts
+// as the pure-Go version below and is replaced at init by Go assembly
+// (dot_amd64.s) when the CPU has AVX2, FMA and F16C and the purego build
+// tag is not set. Assembly and Go agree to float32 rounding (the
+// assembly fuses multiply-adds); each is deterministic, and none depends
+// on anything but its arguments, so MatMul stays batch invariant.
+//
+// Quantised dots take the activation row already quantised by
+// quantizeQ8: qx (k) int8, dx (k/32) the block scales, sx (k/32) the
+// block scales times the block sums (for Q4_1's minimum).
+var (
+	dotF32  = dotF32Go  // (a (n), b (n)) f32·f32
+	dotF16  = dotF16Go  // (w (n) f16 bits, x (n) f32)
+	dotBF16 = dotBF16Go // (w (n) bf16 bits, x (n) f32)
+	axpyF32 = axpyF32Go // y += a·x, x f32
+	axpyF16 = axpyF16Go // y += a·x, x f16 bits
+
+	dotQ8_0 = dotQ8_0Go // (w row bytes, qx, dx)
+	dotQ4_0 = dotQ4_0Go // (w row bytes, qx, dx)
+	dotQ4_1 = dotQ4_1Go // (w row bytes, qx, dx, sx)
+)
+
+// simd names the kernels in use ("avx2+fma" or "go").
+var simd = "go"
+
+// SIMD reports which kernels the fast path uses: "avx2+fma" (Go
+// assembly) or "go" (the pure-Go fallback: another architecture, the
+// purego build tag, or a CPU without AVX2, FMA or F16C).
+func SIMD() string { return simd }
+
+func dotF32Go(a, b []float32) float32 { return dot(a, b) }
+
+func dotF16Go(w []uint16, x []float32) float32 {
+	x = x[:len(w)]
+	var s [8]float32
+	n := len(w) &^ 7
+	for i := 0; i < n; i += 8 {
+		for l := range 8 {
+			s[l] += float32(float16.Frombits(w[i+l]).Float32() * x[i+l])
+		}
+	}
+	for i := n; i < len(w); i++ {
+		s[i-n] += float32(float16.Frombits(w[i]).Float32() * x[i])
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+}
+
+func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+func dotBF16Go(w []uint16, x []float32) float32 {
+	x = x[:len(w)]
+	var s [8]float32
+	n := len(w) &^ 7
+	for i := 0; i < n; i += 8 {
+		for l := range 8 {
+			s[l] += float32(bf16(w[i+l]) * x[i+l])
+		}
+	}
+	for i := n; i < len(w); i++ {
+		s[i-n] += float32(bf16(w[i]) * x[i])
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+}
+
+func axpyF32Go(a float32, x, y []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += float32(a * v)
+	}
+}
+
+func axpyF16Go(a float32, x []uint16, y []float32) {
+	y = y[:len(x)]
+	for i, h := range x {
+		y[i] += float32(a * float16.Frombits(h).Float32())
+	}
+}
+
+func f16at(b []byte) float32 { return float16.Frombits(binary.LittleEndian.Uint16(b)).Float32() }
+
+// Block layouts (ggml's):
+//
+//	Q8_0  34 bytes: d f16, qs [32]int8             w = d·q
+//	Q4_0  18 bytes: d f16, qs [16]byte             w = d·(q−8), q = low nibbles (elements 0…15), then high (16…31)
+//	Q4_1  20 bytes: d f16, m f16, qs [16]byte      w = d·q + m
+//
+// Each block's integer dot Σ q_w·q_x is exact; the float part is
+// acc += (d_w·d_x)·Σ, plus m_w·s_x for Q4_1.
+
+func dotQ8_0Go(w []byte, qx []int8, dx []float32) float32 {
+	var acc float32
+	for b, d := range dx {
+		blk, q := w[b*34:b*34+34], qx[b*32:b*32+32]
+		var s int32
+		for i, v := range q {
+			s += int32(int8(blk[2+i])) * int32(v)
+		}
+		acc += f16at(blk) * d * float32(s)
+	}
+	return acc
+}
+
+func dotQ4_0Go(w []byte, qx []int8, dx []float32) float32 {
+	var acc float32
+	for b, d := range dx {
+		blk, q := w[b*18:b*18+18], qx[b*32:b*32+32]
+		var s int32
+		for i := range 16 {
+			s += (int32(blk[2+i]&15) - 8) * int32(q[i])
+			s += (int32(blk[2+i]>>4) - 8) * int32(q[16+i])
+		}
+		acc += f16at(blk) * d * float32(s)
+	}
+	return acc
+}
+
+func dotQ4_1Go(w []byte, qx []int8, dx, sx []float32) float32 {
+	var acc, mins float32
+	for b, d := range dx {
+		blk, q := w[b*20:b*20+20], qx[b*32:b*32+32]
+		var s int32
+		for i := range 16 {
+			s += int32(blk[4+i]&15) * int32(q[i])
+			s += int32(blk[4+i]>>4) * int32(q[16+i])
+		}
+		acc += f16at(blk) * d * float32(s)
+		mins += f16at(blk[2:]) * sx[b]
+	}
+	return acc + mins
+}
+
+// quantizeQ8 quantises x (k, a multiple of 32) to 8 bits per block of 32,
+// as llama.cpp's quantize_row_q8_0/q8_1 (reference versions) do, but with
+// float32 block scales:
+//
+//	d = max|x| / 127,  q = round(x · (1/d)) (halves away from zero; 0 if d = 0)
+//	s = d · Σ q
+//
+// into qx (k), dx (k/32) and sx (k/32).
+func quantizeQ8(x []float32, qx []int8, dx, sx []float32) {
+	for b := range len(x) / 32 {
+		blk := x[b*32 : b*32+32]
+		var amax float32
+		for _, v := range blk {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		var sum int32
+		q := qx[b*32 : b*32+32]
+		for i, v := range blk {
+			q[i] = int8(math.Round(float64(v * id)))
+			sum += int32(q[i])
+		}
+		dx[b], sx[b] = d, d*float32(sum)
+	}
+}

@@ -1,0 +1,146 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Implemented in dot_amd64.s.
+
+//go:noescape
+func dotF32AVX2(a, b *float32, n int) float32
+
+//go:noescape
+func dotF16AVX2(w *uint16, x *float32, n int) float32
+
+//go:noescape
+func dotBF16AVX2(w *uint16, x *float32, n int) float32
+
+//go:noescape
+func axpyF32AVX2(a float32, x, y *float32, n int)
+
+//go:noescape
+func axpyF16AVX2(a float32, x *uint16, y *float32, n int)
+
+//go:noescape
+func dotQ8_0AVX2(w *byte, qx *int8, dx *float32, nb int) float32
+
+//go:noescape
+func dotQ4_0AVX2(w *byte, qx *int8, dx *float32, nb int) float32
+
+//go:noescape
+func dotQ4_1AVX2(w *byte, qx *int8, dx, sx *float32, nb int) float32
+
+// hasAVX2 reports whether this CPU (and OS) can run the kernels.
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+func init() {
+	if hasAVX2 {
+		useAVX2()
+	}
+}
+
+func useAVX2() {
+	simd = "avx2+fma"
+	dotF32, dotF16, dotBF16 = dotF32Asm, dotF16Asm, dotBF16Asm
+	axpyF32, axpyF16 = axpyF32Asm, axpyF16Asm
+	dotQ8_0, dotQ4_0, dotQ4_1 = dotQ8_0Asm, dotQ4_0Asm, dotQ4_1Asm
+}
+
+// The wrappers check lengths (the assembly trusts them) and finish the
+// elements past the last whole vector in Go, in index order, added after
+// the vector sum.
+
+func dotF32Asm(a, b []float32) float32 {
+	b = b[:len(a)]
+	n := len(a) &^ 7
+	var s float32
+	if n > 0 {
+		s = dotF32AVX2(&a[0], &b[0], n)
+	}
+	for i := n; i < len(a); i++ {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func dotF16Asm(w []uint16, x []float32) float32 {
+	x = x[:len(w)]
+	n := len(w) &^ 7
+	var s float32
+	if n > 0 {
+		s = dotF16AVX2(&w[0], &x[0], n)
+	}
+	if n < len(w) {
+		s += dotF16Go(w[n:], x[n:])
+	}
+	return s
+}
+
+func dotBF16Asm(w []uint16, x []float32) float32 {
+	x = x[:len(w)]
+	n := len(w) &^ 7
+	var s float32
+	if n > 0 {
+		s = dotBF16AVX2(&w[0], &x[0], n)
+	}
+	if n < len(w) {
+		s += dotBF16Go(w[n:], x[n:])
+	}
+	return s
+}
+
+func axpyF32Asm(a float32, x, y []float32) {
+	y = y[:len(x)]
+	n := len(x) &^ 7
+	if n > 0 {
+		axpyF32AVX2(a, &x[0], &y[0], n)
+	}
+	axpyF32Go(a, x[n:], y[n:])
+}
+
+func axpyF16Asm(a float32, x []uint16, y []float32) {
+	y = y[:len(x)]
+	n := len(x) &^ 7
+	if n > 0 {
+		axpyF16AVX2(a, &x[0], &y[0], n)
+	}
+	axpyF16Go(a, x[n:], y[n:])
+}
+
+// blocks checks that w holds nb blocks of size bytes and qx nb·32 values.
+func blocks(w []byte, qx []int8, nb, size int) {
+	_ = w[nb*size-1]
+	_ = qx[nb*32-1]
+}
+
+func dotQ8_0Asm(w []byte, qx []int8, dx []float32) float32 {
+	nb := len(dx)
+	if nb == 0 {
+		return 0
+	}
+	blocks(w, qx, nb, 34)
+	return dotQ8_0AVX2(unsafe.SliceData(w), unsafe.SliceData(qx), &dx[0], nb)
+}
+
+func dotQ4_0Asm(w []byte, qx []int8, dx []float32) float32 {
+	nb := len(dx)
+	if nb == 0 {
+		return 0
+	}
+	blocks(w, qx, nb, 18)
+	return dotQ4_0AVX2(unsafe.SliceData(w), unsafe.SliceData(qx), &dx[0], nb)
+}
+
+func dotQ4_1Asm(w []byte, qx []int8, dx, sx []float32) float32 {
+	nb := len(dx)
+	if nb == 0 {
+		return 0
+	}
+	blocks(w, qx, nb, 20)
+	_ = sx[nb-1]
+	return dotQ4_1AVX2(unsafe.SliceData(w), unsafe.SliceData(qx), &dx[0], &sx[0], nb)
+}

@@ -1,0 +1,90 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// The assembly kernels against the pure-Go ones (the purego build's), at
+// odd lengths: equal to float32 rounding of the sum of |terms|.
+func TestAsmMatchesGo(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("CPU lacks AVX2, FMA or F16C: the assembly is not used")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	near := func(what string, n int, got, want, scale float32) {
+		t.Helper()
+		if d := math.Abs(float64(got - want)); d > 1e-5*float64(scale)+1e-30 {
+			t.Errorf("%s n=%d: asm %v, go %v (|diff| %.3g, Σ|terms| %.3g)", what, n, got, want, d, scale)
+		}
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 63, 64, 65, 100, 263, 896, 1031} {
+		a, x := make([]float32, n), make([]float32, n)
+		h, bh := make([]uint16, n), make([]uint16, n)
+		var sa, sh, sb float32
+		for i := range n {
+			a[i], x[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			h[i] = f16bits(float32(r.NormFloat64()))
+			bh[i] = uint16(math.Float32bits(float32(r.NormFloat64())) >> 16)
+			sa += float32(math.Abs(float64(a[i] * x[i])))
+			sh += float32(math.Abs(float64(f16val(h[i]) * x[i])))
+			sb += float32(math.Abs(float64(bf16(bh[i]) * x[i])))
+		}
+		near("dotF32", n, dotF32Asm(a, x), dotF32Go(a, x), sa)
+		near("dotF16", n, dotF16Asm(h, x), dotF16Go(h, x), sh)
+		near("dotBF16", n, dotBF16Asm(bh, x), dotBF16Go(bh, x), sb)
+		y1, y2 := append([]float32(nil), x...), append([]float32(nil), x...)
+		axpyF32Asm(0.75, a, y1)
+		axpyF32Go(0.75, a, y2)
+		for i := range y1 {
+			near("axpyF32", n, y1[i], y2[i], float32(math.Abs(float64(x[i])))+float32(math.Abs(float64(0.75*a[i]))))
+		}
+		y1, y2 = append(y1[:0], x...), append(y2[:0], x...)
+		axpyF16Asm(-1.5, h, y1)
+		axpyF16Go(-1.5, h, y2)
+		for i := range y1 {
+			near("axpyF16", n, y1[i], y2[i], float32(math.Abs(float64(x[i])))+float32(math.Abs(float64(1.5*f16val(h[i])))))
+		}
+	}
+	for _, nb := range []int{0, 1, 2, 3, 7, 28, 33} {
+		k := nb * 32
+		x := make([]float32, k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		qx, dx, sx := make([]int8, k), make([]float32, nb), make([]float32, nb)
+		quantizeQ8(x, qx, dx, sx)
+		for _, c := range []struct {
+			dt  tensor.DType
+			asm func(w []byte) float32
+			gof func(w []byte) float32
+		}{
+			{tensor.Q8_0, func(w []byte) float32 { return dotQ8_0Asm(w, qx, dx) }, func(w []byte) float32 { return dotQ8_0Go(w, qx, dx) }},
+			{tensor.Q4_0, func(w []byte) float32 { return dotQ4_0Asm(w, qx, dx) }, func(w []byte) float32 { return dotQ4_0Go(w, qx, dx) }},
+			{tensor.Q4_1, func(w []byte) float32 { return dotQ4_1Asm(w, qx, dx, sx) }, func(w []byte) float32 { return dotQ4_1Go(w, qx, dx, sx) }},
+		} {
+			w := make([]byte, nb*c.dt.BlockBytes())
+			src := make([]float32, k)
+			for i := range src {
+				src[i] = float32(r.NormFloat64())
+			}
+			if nb > 0 {
+				if err := tensor.Quantize(c.dt, src, w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deq := make([]float32, k)
+			_ = tensor.Dequantize(c.dt, w, deq)
+			var scale float32
+			for i := range k {
+				scale += float32(math.Abs(float64(deq[i] * x[i])))
+			}
+			near("dot"+c.dt.String(), nb, c.asm(w), c.gof(w), scale)
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package cpu
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// fastScratch holds the fast path's buffers, grown on demand and reused
+// by every op of a Backend (which one goroutine uses at a time).
+type fastScratch struct {
+	qx     []int8    // (n·k) activations quantised by quantizeQ8
+	dx, sx []float32 // (n·k/32) their block scales and scaled block sums
+	work   [][]float32
+}
+
+// buf returns worker w's scratch of at least n float32s.
+func (s *fastScratch) buf(threads, w, n int) []float32 {
+	if len(s.work) < threads {
+		s.work = append(s.work, make([][]float32, threads-len(s.work))...)
+	}
+	if cap(s.work[w]) < n {
+		s.work[w] = make([]float32, n)
+	}
+	return s.work[w][:n]
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// littleEndian: the fast path reads F32, F16 and BF16 weights in place
+// as []float32 and []uint16, which needs the file's byte order.
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
+
+func f32view(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+func u16view(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+}
+
+// Tiling of the fast MatMul: a task is a run of weight rows; inside it
+// the activation rows go by tiles of xTile, and each weight row of the
+// task is dotted with a whole tile while it is in cache.
+const (
+	xTile       = 64
+	rowsPerTask = 16
+)
+
+// matMulFast is MatMul on the fast path. Every dst element is one call
+// of one kernel on (its weight row, its activation row), so it does not
+// depend on n, the tiling or the thread count.
+//
+//	Q8_0, Q4_0, Q4_1 weights   x quantised by quantizeQ8 once per call,
+//	                           then dotQ8_0 / dotQ4_0 / dotQ4_1
+//	F32, F16, BF16 weights     dotF32 / dotF16 / dotBF16 on x, in place
+//	other dtypes               the row dequantised (tensor.Dequantize)
+//	                           into scratch, then dotF32
+func (b *Backend) matMulFast(d, xs, wt *Tensor) {
+	n, k, m := xs.rows, xs.cols, wt.rows
+	if n == 0 || m == 0 {
+		return
+	}
+	x := xs.f32
+	var rowDot func(w, j, i int) float32 // dst[i, j] on worker w
+	switch {
+	case !wt.weight && wt.dt == tensor.F32:
+		rowDot = func(_, j, i int) float32 { return dotF32(wt.f32[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case !wt.weight && wt.dt == tensor.F16:
+		rowDot = func(_, j, i int) float32 { return dotF16(wt.f16[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case wt.dt == tensor.F32 && littleEndian:
+		w := f32view(wt.raw)
+		rowDot = func(_, j, i int) float32 { return dotF32(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case wt.dt == tensor.F16 && littleEndian:
+		w := u16view(wt.raw)
+		rowDot = func(_, j, i int) float32 { return dotF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case wt.dt == tensor.BF16 && littleEndian:
+		w := u16view(wt.raw)
+		rowDot = func(_, j, i int) float32 { return dotBF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case wt.dt == tensor.Q8_0, wt.dt == tensor.Q4_0, wt.dt == tensor.Q4_1:
+		qx, dx, sx := b.quantizeActivations(xs)
+		nb, rb := k/32, wt.rowBytes
+		switch wt.dt {
+		case tensor.Q8_0:
+			rowDot = func(_, j, i int) float32 {
+				return dotQ8_0(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb])
+			}
+		case tensor.Q4_0:
+			rowDot = func(_, j, i int) float32 {
+				return dotQ4_0(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb])
+			}
+		default:
+			rowDot = func(_, j, i int) float32 {
+				return dotQ4_1(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+			}
+		}
+	default:
+		b.matMulDequant(d, xs, wt)
+		return
+	}
+	per := rowsPerTask
+	if n == 1 {
+		// Decode: smaller tasks, so that a slow thread delays the op less.
+		per = max(1, min(rowsPerTask, m/(8*b.threads)))
+	}
+	b.pool.run((m+per-1)/per, func(w, t int) {
+		j0, j1 := t*per, min((t+1)*per, m)
+		for i0 := 0; i0 < n; i0 += xTile {
+			i1 := min(i0+xTile, n)
+			for j := j0; j < j1; j++ {
+				for i := i0; i < i1; i++ {
+					d.f32[i*m+j] = rowDot(w, j, i)
+				}
+			}
+		}
+	})
+}
+
+// matMulDequant: each weight row of a task is dequantised into the
+// worker's scratch once per tile of activation rows, then dotted.
+func (b *Backend) matMulDequant(d, xs, wt *Tensor) {
+	n, k, m := xs.rows, xs.cols, wt.rows
+	x := xs.f32
+	per := rowsPerTask
+	if n == 1 {
+		per = max(1, min(rowsPerTask, m/(8*b.threads)))
+	}
+	b.scratch.buf(b.threads, 0, k) // grow the worker table before the workers index it
+	for w := range b.threads {
+		b.scratch.buf(b.threads, w, k)
+	}
+	b.pool.run((m+per-1)/per, func(w, t int) {
+		wrow := b.scratch.work[w][:k]
+		j0, j1 := t*per, min((t+1)*per, m)
+		for i0 := 0; i0 < n; i0 += xTile {
+			i1 := min(i0+xTile, n)
+			for j := j0; j < j1; j++ {
+				wt.row(j, wrow)
+				for i := i0; i < i1; i++ {
+					d.f32[i*m+j] = dotF32(wrow, x[i*k:(i+1)*k])
+				}
+			}
+		}
+	})
+}
+
+// quantizeActivations quantises every row of xs (n, k) with quantizeQ8
+// into the backend's scratch.
+func (b *Backend) quantizeActivations(xs *Tensor) (qx []int8, dx, sx []float32) {
+	n, k := xs.rows, xs.cols
+	s := &b.scratch
+	s.qx, s.dx, s.sx = grow(s.qx, n*k), grow(s.dx, n*k/32), grow(s.sx, n*k/32)
+	qx, dx, sx = s.qx, s.dx, s.sx
+	nb := k / 32
+	b.parallel(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			quantizeQ8(xs.f32[i*k:(i+1)*k], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+		}
+	})
+	return qx, dx, sx
+}
+
+// attentionFast is Attention on the fast path: q·k with dotF32/dotF16
+// (the cache's dtype), the softmax weights p_j = exp(s_j − max) in
+// float32 (from float64 exp), and out = Σ p_j·v_j accumulated in float32
+// with axpyF32/axpyF16 over the visible cells in index order, divided by
+// Σ p_j (summed in float64) at the end. Each (token, head) is one task.
+func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, scale float32) {
+	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
+	group := heads / kvHeads
+	for w := range b.threads {
+		b.scratch.buf(b.threads, w, cells+hd)
+	}
+	b.pool.run(n*heads, func(w, th int) {
+		buf := b.scratch.work[w][:cells+hd]
+		scores, acc := buf[:cells], buf[cells:]
+		t, h := th/heads, th%heads
+		off := (h / group) * hd
+		qv := qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd]
+		out := d.f32[t*d.cols+h*hd : t*d.cols+(h+1)*hd]
+		visible := ms.f32[t*cells : (t+1)*cells]
+		mx := float32(math.Inf(-1))
+		seen := false
+		for j, mv := range visible {
+			if mv != 0 {
+				continue
+			}
+			at := j*ks.cols + off
+			if ks.dt == tensor.F32 {
+				scores[j] = dotF32(ks.f32[at:at+hd], qv) * scale
+			} else {
+				scores[j] = dotF16(ks.f16[at:at+hd], qv) * scale
+			}
+			mx = max(mx, scores[j])
+			seen = true
+		}
+		if !seen {
+			clear(out)
+			return
+		}
+		clear(acc)
+		var sum float64
+		for j, mv := range visible {
+			if mv != 0 {
+				continue
+			}
+			p := float32(math.Exp(float64(scores[j] - mx)))
+			sum += float64(p)
+			at := j*vs.cols + off
+			if vs.dt == tensor.F32 {
+				axpyF32(p, vs.f32[at:at+hd], acc)
+			} else {
+				axpyF16(p, vs.f16[at:at+hd], acc)
+			}
+		}
+		inv := float32(1 / sum)
+		for e := range out {
+			out[e] = acc[e] * inv
+		}
+	})
+}
