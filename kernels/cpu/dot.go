@@ -27,7 +27,22 @@ var (
 	dotQ8_0 = dotQ8_0Go // (w row bytes, qx, dx)
 	dotQ4_0 = dotQ4_0Go // (w row bytes, qx, dx)
 	dotQ4_1 = dotQ4_1Go // (w row bytes, qx, dx, sx)
+
+	// Four activation rows (i…i+3 of qx and dx) against one weight row,
+	// each bitwise equal to the one-row kernel's result: prefill's tile.
+	dotQ8_0x4 = func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) { rows4(dotQ8_0Go, 34, w, qx, dx, i, out) }
+	dotQ4_0x4 = func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) { rows4(dotQ4_0Go, 18, w, qx, dx, i, out) }
 )
+
+// rows4 is a four-row kernel made of four calls of the one-row dot, for
+// a weight row of blocks of size bytes.
+func rows4(dot func([]byte, []int8, []float32) float32, size int, w []byte, qx []int8, dx []float32, i int, out *[4]float32) {
+	nb := len(w) / size
+	k := nb * 32
+	for r := range 4 {
+		out[r] = dot(w, qx[(i+r)*k:(i+r+1)*k], dx[(i+r)*nb:(i+r+1)*nb])
+	}
+}
 
 // simd names the kernels in use ("avx2+fma" or "go").
 var simd = "go"

@@ -48,6 +48,7 @@ func useAVX2() {
 	dotF32, dotF16, dotBF16 = dotF32Asm, dotF16Asm, dotBF16Asm
 	axpyF32, axpyF16 = axpyF32Asm, axpyF16Asm
 	dotQ8_0, dotQ4_0, dotQ4_1 = dotQ8_0Asm, dotQ4_0Asm, dotQ4_1Asm
+	dotQ8_0x4, dotQ4_0x4 = dotQx4Asm(dotQ8_0x4AVX2, 34), dotQx4Asm(dotQ4_0x4AVX2, 18)
 }
 
 // The wrappers check lengths (the assembly trusts them) and finish the
@@ -143,4 +144,27 @@ func dotQ4_1Asm(w []byte, qx []int8, dx, sx []float32) float32 {
 	blocks(w, qx, nb, 20)
 	_ = sx[nb-1]
 	return dotQ4_1AVX2(unsafe.SliceData(w), unsafe.SliceData(qx), &dx[0], &sx[0], nb)
+}
+
+//go:noescape
+func dotQ8_0x4AVX2(w *byte, qx *int8, dx *float32, nb, xs, ds int, out *float32)
+
+//go:noescape
+func dotQ4_0x4AVX2(w *byte, qx *int8, dx *float32, nb, xs, ds int, out *float32)
+
+// dotQx4Asm returns the kernel's four-row version: rows i…i+3 of qx
+// (rows of k = 32·nb) and dx (rows of nb) against one weight row, into
+// out[0:4]. Bitwise what the one-row kernel gives for each row.
+func dotQx4Asm(kernel func(w *byte, qx *int8, dx *float32, nb, xs, ds int, out *float32), size int) func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) {
+	return func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) {
+		nb := len(w) / size
+		if nb == 0 {
+			*out = [4]float32{}
+			return
+		}
+		k := nb * 32
+		_ = qx[(i+4)*k-1]
+		_ = dx[(i+4)*nb-1]
+		kernel(unsafe.SliceData(w), &qx[i*k], &dx[i*nb], nb, k, 4*nb, &out[0])
+	}
 }

@@ -342,3 +342,150 @@ q41done:
 	VZEROUPPER
 	MOVSS  X0, ret+40(FP)
 	RET
+
+// Four activation rows at a time (prefill): the weight block is loaded
+// and unpacked once and its scale converted once; each row then goes
+// through exactly the instructions of the one-row kernel above (the
+// block scale d_w·d_x rounded to float32, one fused multiply-add per
+// lane, the same reduction), so a row's result is bitwise what the
+// one-row kernel gives for it.
+//
+// qx rows are xs bytes apart, dx rows ds bytes apart; out gets 4 sums.
+
+#define HSUM(Y, X) \
+	VEXTRACTF128 $1, Y, X8 \
+	VADDPS       X8, X, X  \
+	VMOVHLPS     X, X, X8  \
+	VADDPS       X8, X, X  \
+	VMOVSHDUP    X, X8     \
+	VADDSS       X8, X, X
+
+// ROWQ(qoff, doff, acc): acc += float(Σ |w|·(x·sign w)) · (d_w·d_x) for
+// the row whose quants are at qoff and scale at doff. Y4 = |w| (or the
+// unsigned weight for Q4_1, with NOSIGN), Y5 = w, Y10 = d_w broadcast.
+#define ROWQ(qoff, doff, acc) \
+	VMOVDQU      qoff, Y6        \
+	VPSIGNB      Y5, Y6, Y6      \
+	VPMADDUBSW   Y6, Y4, Y6      \
+	VPMADDWD     Y15, Y6, Y6     \
+	VCVTDQ2PS    Y6, Y6          \
+	VBROADCASTSS doff, Y7        \
+	VMULPS       Y7, Y10, Y7     \
+	VFMADD231PS  Y7, Y6, acc
+
+#define ROWU(qoff, doff, acc) \
+	VMOVDQU      qoff, Y6        \
+	VPMADDUBSW   Y6, Y4, Y6      \
+	VPMADDWD     Y15, Y6, Y6     \
+	VCVTDQ2PS    Y6, Y6          \
+	VBROADCASTSS doff, Y7        \
+	VMULPS       Y7, Y10, Y7     \
+	VFMADD231PS  Y7, Y6, acc
+
+// func dotQ8_0x4AVX2(w *byte, qx *int8, dx *float32, nb, xs, ds int, out *float32)
+TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-56
+	MOVQ     w+0(FP), SI
+	MOVQ     qx+8(FP), DI
+	MOVQ     dx+16(FP), DX
+	MOVQ     nb+24(FP), CX
+	MOVQ     xs+32(FP), R9
+	MOVQ     ds+40(FP), R10
+	LEAQ     (R9)(R9*2), R12
+	LEAQ     (R10)(R10*2), R13
+	VXORPS   Y0, Y0, Y0
+	VXORPS   Y1, Y1, Y1
+	VXORPS   Y2, Y2, Y2
+	VXORPS   Y3, Y3, Y3
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	TESTQ    CX, CX
+	JZ       q80x4done
+
+q80x4loop:
+	VMOVDQU      2(SI), Y5
+	VPSIGNB      Y5, Y5, Y4
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X10
+	VCVTPH2PS    X10, X10
+	VBROADCASTSS X10, Y10
+	ROWQ((DI), (DX), Y0)
+	ROWQ((DI)(R9*1), (DX)(R10*1), Y1)
+	ROWQ((DI)(R9*2), (DX)(R10*2), Y2)
+	ROWQ((DI)(R12*1), (DX)(R13*1), Y3)
+	ADDQ         $34, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          q80x4loop
+
+q80x4done:
+	MOVQ out+48(FP), R8
+	HSUM(Y0, X0)
+	HSUM(Y1, X1)
+	HSUM(Y2, X2)
+	HSUM(Y3, X3)
+	VZEROUPPER
+	MOVSS X0, (R8)
+	MOVSS X1, 4(R8)
+	MOVSS X2, 8(R8)
+	MOVSS X3, 12(R8)
+	RET
+
+// func dotQ4_0x4AVX2(w *byte, qx *int8, dx *float32, nb, xs, ds int, out *float32)
+TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-56
+	MOVQ         w+0(FP), SI
+	MOVQ         qx+8(FP), DI
+	MOVQ         dx+16(FP), DX
+	MOVQ         nb+24(FP), CX
+	MOVQ         xs+32(FP), R9
+	MOVQ         ds+40(FP), R10
+	LEAQ         (R9)(R9*2), R12
+	LEAQ         (R10)(R10*2), R13
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VPCMPEQW     Y15, Y15, Y15
+	VPSRLW       $15, Y15, Y15
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x08080808, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	TESTQ        CX, CX
+	JZ           q40x4done
+
+q40x4loop:
+	VMOVDQU      2(SI), X5
+	VPSRLW       $4, X5, X9
+	VINSERTI128  $1, X9, Y5, Y5
+	VPAND        Y14, Y5, Y5
+	VPSUBB       Y13, Y5, Y5
+	VPSIGNB      Y5, Y5, Y4
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X10
+	VCVTPH2PS    X10, X10
+	VBROADCASTSS X10, Y10
+	ROWQ((DI), (DX), Y0)
+	ROWQ((DI)(R9*1), (DX)(R10*1), Y1)
+	ROWQ((DI)(R9*2), (DX)(R10*2), Y2)
+	ROWQ((DI)(R12*1), (DX)(R13*1), Y3)
+	ADDQ         $18, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          q40x4loop
+
+q40x4done:
+	MOVQ out+48(FP), R8
+	HSUM(Y0, X0)
+	HSUM(Y1, X1)
+	HSUM(Y2, X2)
+	HSUM(Y3, X3)
+	VZEROUPPER
+	MOVSS X0, (R8)
+	MOVSS X1, 4(R8)
+	MOVSS X2, 8(R8)
+	MOVSS X3, 12(R8)
+	RET

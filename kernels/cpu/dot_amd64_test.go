@@ -88,3 +88,47 @@ func TestAsmMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// The four-row kernels equal the one-row ones bitwise, row by row.
+func TestAsmFourRowsBitwise(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, nb := range []int{1, 3, 28, 33} {
+		k := nb * 32
+		x := make([]float32, 6*k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		qx, dx, sx := make([]int8, 6*k), make([]float32, 6*nb), make([]float32, 6*nb)
+		quantizeQ8(x, qx, dx, sx)
+		for _, c := range []struct {
+			dt  tensor.DType
+			one func([]byte, []int8, []float32) float32
+			x4  func([]byte, []int8, []float32, int, *[4]float32)
+		}{
+			{tensor.Q8_0, dotQ8_0Asm, dotQ8_0x4},
+			{tensor.Q4_0, dotQ4_0Asm, dotQ4_0x4},
+		} {
+			w := make([]byte, nb*c.dt.BlockBytes())
+			src := make([]float32, k)
+			for i := range src {
+				src[i] = float32(r.NormFloat64())
+			}
+			if err := tensor.Quantize(c.dt, src, w); err != nil {
+				t.Fatal(err)
+			}
+			for _, i := range []int{0, 2} {
+				var out [4]float32
+				c.x4(w, qx, dx, i, &out)
+				for row := range 4 {
+					want := c.one(w, qx[(i+row)*k:(i+row+1)*k], dx[(i+row)*nb:(i+row+1)*nb])
+					if math.Float32bits(out[row]) != math.Float32bits(want) {
+						t.Errorf("%v nb=%d row %d: four-row %v, one-row %v", c.dt, nb, i+row, out[row], want)
+					}
+				}
+			}
+		}
+	}
+}
