@@ -30,8 +30,12 @@ var (
 
 	// Four activation rows (i…i+3 of qx and dx) against one weight row,
 	// each bitwise equal to the one-row kernel's result: prefill's tile.
-	dotQ8_0x4 = func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) { rows4(dotQ8_0Go, 34, w, qx, dx, i, out) }
-	dotQ4_0x4 = func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) { rows4(dotQ4_0Go, 18, w, qx, dx, i, out) }
+	dotQ8_0x4 = func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) {
+		rows4(dotQ8_0Go, 34, w, qx, dx, i, out)
+	}
+	dotQ4_0x4 = func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) {
+		rows4(dotQ4_0Go, 18, w, qx, dx, i, out)
+	}
 )
 
 // rows4 is a four-row kernel made of four calls of the one-row dot, for
