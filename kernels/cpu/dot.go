@@ -28,6 +28,9 @@ var (
 	dotQ4_0 = dotQ4_0Go // (w row bytes, qx, dx)
 	dotQ4_1 = dotQ4_1Go // (w row bytes, qx, dx, sx)
 
+	expF32  = expF32Go  // x = exp(x) in place, float32
+	siluMul = siluMulGo // dst = g/(1+exp(−g))·u (dst may be g)
+
 	// Four activation rows (i…i+3 of qx and dx) against one weight row,
 	// each bitwise equal to the one-row kernel's result: prefill's tile.
 	dotQ8_0x4 = func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) {
@@ -71,6 +74,19 @@ func dotF16Go(w []uint16, x []float32) float32 {
 		s[i-n] += float32(float16.Frombits(w[i]).Float32() * x[i])
 	}
 	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+}
+
+func expF32Go(x []float32) {
+	for i, v := range x {
+		x[i] = float32(math.Exp(float64(v)))
+	}
+}
+
+func siluMulGo(g, u, dst []float32) {
+	u, dst = u[:len(g)], dst[:len(g)]
+	for i, x := range g {
+		dst[i] = x / (1 + float32(math.Exp(float64(-x)))) * u[i]
+	}
 }
 
 func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
@@ -157,7 +173,11 @@ func dotQ4_1Go(w []byte, qx []int8, dx, sx []float32) float32 {
 	return acc + mins
 }
 
-// quantizeQ8 quantises x (k, a multiple of 32) to 8 bits per block of 32,
+// quantizeQ8 (the assembly where there is some, else quantizeQ8Go)
+// quantises activations; both follow the same float32 steps exactly.
+var quantizeQ8 = quantizeQ8Go
+
+// quantizeQ8Go quantises x (k, a multiple of 32) to 8 bits per block of 32,
 // as llama.cpp's quantize_row_q8_0/q8_1 (reference versions) do, but with
 // float32 block scales:
 //
@@ -165,7 +185,7 @@ func dotQ4_1Go(w []byte, qx []int8, dx, sx []float32) float32 {
 //	s = d · Σ q
 //
 // into qx (k), dx (k/32) and sx (k/32).
-func quantizeQ8(x []float32, qx []int8, dx, sx []float32) {
+func quantizeQ8Go(x []float32, qx []int8, dx, sx []float32) {
 	for b := range len(x) / 32 {
 		blk := x[b*32 : b*32+32]
 		var amax float32

@@ -49,6 +49,8 @@ func useAVX2() {
 	axpyF32, axpyF16 = axpyF32Asm, axpyF16Asm
 	dotQ8_0, dotQ4_0, dotQ4_1 = dotQ8_0Asm, dotQ4_0Asm, dotQ4_1Asm
 	dotQ8_0x4, dotQ4_0x4 = dotQx4Asm(dotQ8_0x4AVX2, 34), dotQx4Asm(dotQ4_0x4AVX2, 18)
+	expF32, siluMul = expF32Asm, siluMulAsm
+	quantizeQ8 = quantizeQ8Asm
 }
 
 // The wrappers check lengths (the assembly trusts them) and finish the
@@ -167,4 +169,39 @@ func dotQx4Asm(kernel func(w *byte, qx *int8, dx *float32, nb, xs, ds int, out *
 		_ = dx[(i+4)*nb-1]
 		kernel(unsafe.SliceData(w), &qx[i*k], &dx[i*nb], nb, k, 4*nb, &out[0])
 	}
+}
+
+//go:noescape
+func expF32AVX2(x *float32, n int)
+
+//go:noescape
+func siluMulAVX2(gate, u, dst *float32, n int)
+
+func expF32Asm(x []float32) {
+	n := len(x) &^ 7
+	if n > 0 {
+		expF32AVX2(&x[0], n)
+	}
+	expF32Go(x[n:])
+}
+
+func siluMulAsm(g, u, dst []float32) {
+	u, dst = u[:len(g)], dst[:len(g)]
+	n := len(g) &^ 7
+	if n > 0 {
+		siluMulAVX2(&g[0], &u[0], &dst[0], n)
+	}
+	siluMulGo(g[n:], u[n:], dst[n:])
+}
+
+//go:noescape
+func quantizeQ8AVX2(x *float32, qx *int8, dx, sx *float32, nb int)
+
+func quantizeQ8Asm(x []float32, qx []int8, dx, sx []float32) {
+	nb := len(x) / 32
+	if nb == 0 {
+		return
+	}
+	_, _, _ = qx[nb*32-1], dx[nb-1], sx[nb-1]
+	quantizeQ8AVX2(&x[0], &qx[0], &dx[0], &sx[0], nb)
 }

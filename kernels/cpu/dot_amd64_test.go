@@ -132,3 +132,77 @@ func TestAsmFourRowsBitwise(t *testing.T) {
 		}
 	}
 }
+
+// The vector exp and silu·u against math.Exp, at odd lengths and over
+// the range the ops see (softmax weights, SwiGLU gates), clamp included.
+func TestAsmExp(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 7, 8, 9, 33, 100, 1031} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 20)
+		}
+		if n > 3 {
+			x[0], x[1], x[2] = -200, 0, 100
+		}
+		got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+		expF32Asm(got)
+		expF32Go(want)
+		for i := range got {
+			if d := math.Abs(float64(got[i] - want[i])); d > 4e-7*math.Abs(float64(want[i]))+1e-37 && !(x[i] >= 88 && got[i] > 1e38) {
+				t.Errorf("exp(%v) = %v, want %v", x[i], got[i], want[i])
+			}
+		}
+		u := make([]float32, n)
+		for i := range u {
+			u[i] = float32(r.NormFloat64())
+		}
+		g1, g2 := append([]float32(nil), x...), append([]float32(nil), x...)
+		siluMulAsm(g1, u, g1)
+		siluMulGo(g2, u, g2)
+		for i := range g1 {
+			if d := math.Abs(float64(g1[i] - g2[i])); d > 1e-6*math.Abs(float64(g2[i]))+1e-30 {
+				t.Errorf("silu(%v)·%v = %v, want %v", x[i], u[i], g1[i], g2[i])
+			}
+		}
+	}
+}
+
+// The assembly quantiser equals the Go one bitwise (the rule is exact),
+// including halves, zero blocks and the ±127 ends.
+func TestAsmQuantizeBitwise(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, nb := range []int{1, 2, 5, 28, 152} {
+		x := make([]float32, nb*32)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * math.Exp(r.NormFloat64()*3))
+		}
+		clear(x[:32]) // d = 0
+		if nb > 1 {
+			for i := range 32 { // x·id lands on halves: −63.5 … 63.5 scaled to amax 127
+				x[32+i] = float32(i-16) + 0.5
+			}
+			x[63] = 127
+		}
+		q1, d1, s1 := make([]int8, len(x)), make([]float32, nb), make([]float32, nb)
+		q2, d2, s2 := make([]int8, len(x)), make([]float32, nb), make([]float32, nb)
+		quantizeQ8Asm(x, q1, d1, s1)
+		quantizeQ8Go(x, q2, d2, s2)
+		for i := range q1 {
+			if q1[i] != q2[i] {
+				t.Fatalf("nb=%d element %d (x %v): asm %d, go %d", nb, i, x[i], q1[i], q2[i])
+			}
+		}
+		for b := range d1 {
+			if math.Float32bits(d1[b]) != math.Float32bits(d2[b]) || math.Float32bits(s1[b]) != math.Float32bits(s2[b]) {
+				t.Fatalf("nb=%d block %d: asm d %v s %v, go d %v s %v", nb, b, d1[b], s1[b], d2[b], s2[b])
+			}
+		}
+	}
+}

@@ -190,62 +190,93 @@ func (b *Backend) quantizeActivations(xs *Tensor) (qx []int8, dx, sx []float32) 
 	return qx, dx, sx
 }
 
-// attentionFast is Attention on the fast path: q·k with dotF32/dotF16
-// (the cache's dtype), the softmax weights p_j = exp(s_j − max) in
-// float32 (from float64 exp), and out = Σ p_j·v_j accumulated in float32
-// with axpyF32/axpyF16 over the visible cells in index order, divided by
-// Σ p_j (summed in float64) at the end. Each (token, head) is one task.
+// attentionFast is Attention on the fast path. For each (token, head):
+// q·k with dotF32/dotF16 (the cache's dtype), the softmax weights
+// p_j = exp(s_j − max) in float32 (the vector exp), and out = Σ p_j·v_j
+// accumulated in float32 with axpyF32/axpyF16 over the visible cells in
+// index order, divided by Σ p_j (summed in float64) at the end.
+//
+// A task is a token and a run of the query heads that share one KV head
+// (all of them when there are enough tasks for the threads): the mask
+// row is scanned once and each K and V row is used by every head of the
+// run while in cache. Each head's arithmetic is the same whatever the
+// run, so the split never changes a value.
 func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, scale float32) {
 	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
 	group := heads / kvHeads
-	for w := range b.threads {
-		b.scratch.buf(b.threads, w, cells+hd)
+	run := group // heads per task
+	for run > 1 && n*heads/run < 2*b.threads {
+		run = (run + 1) / 2
 	}
-	b.pool.run(n*heads, func(w, th int) {
-		buf := b.scratch.work[w][:cells+hd]
-		scores, acc := buf[:cells], buf[cells:]
-		t, h := th/heads, th%heads
-		off := (h / group) * hd
-		qv := qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd]
-		out := d.f32[t*d.cols+h*hd : t*d.cols+(h+1)*hd]
-		visible := ms.f32[t*cells : (t+1)*cells]
-		mx := float32(math.Inf(-1))
-		seen := false
-		for j, mv := range visible {
-			if mv != 0 {
-				continue
+	perGroup := (group + run - 1) / run // tasks per KV head and token
+	size := cells + run*(cells+hd)      // seen, then per head scores and acc
+	for w := range b.threads {
+		b.scratch.buf(b.threads, w, size)
+	}
+	b.pool.run(n*kvHeads*perGroup, func(w, task int) {
+		buf := b.scratch.work[w][:size]
+		seen := unsafe.Slice((*int32)(unsafe.Pointer(&buf[0])), cells) // visible cell indices
+		t, g, part := task/(kvHeads*perGroup), task/perGroup%kvHeads, task%perGroup
+		h0, h1 := g*group+part*run, min(g*group+(part+1)*run, (g+1)*group)
+		off := g * hd // the KV head's columns
+		nv := 0
+		for j, mv := range ms.f32[t*cells : (t+1)*cells] {
+			if mv == 0 {
+				seen[nv] = int32(j)
+				nv++
 			}
-			at := j*ks.cols + off
-			if ks.dt == tensor.F32 {
-				scores[j] = dotF32(ks.f32[at:at+hd], qv) * scale
-			} else {
-				scores[j] = dotF16(ks.f16[at:at+hd], qv) * scale
-			}
-			mx = max(mx, scores[j])
-			seen = true
 		}
-		if !seen {
-			clear(out)
+		if nv == 0 {
+			clear(d.f32[t*d.cols+h0*hd : t*d.cols+h1*hd])
 			return
 		}
-		clear(acc)
-		var sum float64
-		for j, mv := range visible {
-			if mv != 0 {
-				continue
-			}
-			p := float32(math.Exp(float64(scores[j] - mx)))
-			sum += float64(p)
-			at := j*vs.cols + off
-			if vs.dt == tensor.F32 {
-				axpyF32(p, vs.f32[at:at+hd], acc)
-			} else {
-				axpyF16(p, vs.f16[at:at+hd], acc)
+		scores := func(h int) []float32 { return buf[cells+(h-h0)*cells:][:nv] }
+		acc := func(h int) []float32 { return buf[cells+run*cells+(h-h0)*hd:][:hd] }
+		q := func(h int) []float32 { return qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd] }
+		for c, j := range seen[:nv] {
+			at := int(j)*ks.cols + off
+			for h := h0; h < h1; h++ {
+				if ks.dt == tensor.F32 {
+					scores(h)[c] = dotF32(ks.f32[at:at+hd], q(h)) * scale
+				} else {
+					scores(h)[c] = dotF16(ks.f16[at:at+hd], q(h)) * scale
+				}
 			}
 		}
-		inv := float32(1 / sum)
-		for e := range out {
-			out[e] = acc[e] * inv
+		sums := make([]float64, 0, 16)
+		for h := h0; h < h1; h++ {
+			sc := scores(h)
+			mx := float32(math.Inf(-1))
+			for _, v := range sc {
+				mx = max(mx, v)
+			}
+			for c := range sc {
+				sc[c] -= mx
+			}
+			expF32(sc)
+			var sum float64
+			for _, p := range sc {
+				sum += float64(p)
+			}
+			sums = append(sums, sum)
+			clear(acc(h))
+		}
+		for c, j := range seen[:nv] {
+			at := int(j)*vs.cols + off
+			for h := h0; h < h1; h++ {
+				if vs.dt == tensor.F32 {
+					axpyF32(scores(h)[c], vs.f32[at:at+hd], acc(h))
+				} else {
+					axpyF16(scores(h)[c], vs.f16[at:at+hd], acc(h))
+				}
+			}
+		}
+		for h := h0; h < h1; h++ {
+			out, a := d.f32[t*d.cols+h*hd:t*d.cols+(h+1)*hd], acc(h)
+			inv := float32(1 / sums[h-h0])
+			for e := range out {
+				out[e] = a[e] * inv
+			}
 		}
 	})
 }
