@@ -2,7 +2,10 @@
 
 #include "textflag.h"
 
-// AVX2 + FMA + F16C kernels of the fast path (see dot.go). Lengths are
+// AVX2 + FMA + F16C kernels of the fast path (see dot.go). The one-row
+// kernels prefetch the weight 2 KiB ahead (decode streams every weight
+// from memory once per token; measured 10-11 → 14-15 GB/s on one core of
+// the 2-core EPYC this was tuned on). Lengths are
 // whole vectors (n a multiple of 8, nb blocks of 32); the Go wrappers in
 // dot_amd64.go handle the rest. Every kernel visits its elements in one
 // fixed order, whatever the caller, and reduces its eight lanes the same
@@ -31,6 +34,7 @@ TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
 f32loop32:
 	CMPQ        CX, $32
 	JLT         f32loop8
+	PREFETCHT0  2048(SI)
 	VMOVUPS     (SI), Y4
 	VMOVUPS     32(SI), Y5
 	VMOVUPS     64(SI), Y6
@@ -76,6 +80,7 @@ TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
 f16loop32:
 	CMPQ        CX, $32
 	JLT         f16loop8
+	PREFETCHT0  2048(SI)
 	VCVTPH2PS   (SI), Y4
 	VCVTPH2PS   16(SI), Y5
 	VCVTPH2PS   32(SI), Y6
@@ -121,6 +126,7 @@ TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
 bf16loop32:
 	CMPQ        CX, $32
 	JLT         bf16loop8
+	PREFETCHT0  2048(SI)
 	VPMOVZXWD   (SI), Y4
 	VPMOVZXWD   16(SI), Y5
 	VPMOVZXWD   32(SI), Y6
@@ -222,6 +228,7 @@ TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
 	JZ        q80done
 
 q80loop:
+	PREFETCHT0  2048(SI)
 	VMOVDQU     2(SI), Y1
 	VMOVDQU     (DI), Y2
 	VPSIGNB     Y1, Y1, Y3    // |w|
@@ -266,6 +273,7 @@ TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
 	JZ           q40done
 
 q40loop:
+	PREFETCHT0  2048(SI)
 	VMOVDQU     2(SI), X1
 	VPSRLW      $4, X1, X2
 	VINSERTI128 $1, X2, Y1, Y1
@@ -313,6 +321,7 @@ TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-44
 	JZ           q41done
 
 q41loop:
+	PREFETCHT0  2048(SI)
 	VMOVDQU     4(SI), X1
 	VPSRLW      $4, X1, X2
 	VINSERTI128 $1, X2, Y1, Y1

@@ -110,15 +110,16 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		b.matMulDequant(d, xs, wt)
 		return
 	}
-	// The four-row kernels (bitwise the one-row ones) where there are some.
-	var rows4 func(j, i int, out *[4]float32)
+	// Prefill's tile: four activation rows against one weight row, each
+	// result bitwise the one-row kernel's.
+	var xrows4 func(j, i int, out *[4]float32)
 	if wt.weight && (wt.dt == tensor.Q8_0 || wt.dt == tensor.Q4_0) && n >= 4 {
-		kern, rb, nb := dotQ8_0x4, wt.rowBytes, k/32
+		kx, rb, nb := dotQ8_0x4, wt.rowBytes, k/32
 		if wt.dt == tensor.Q4_0 {
-			kern = dotQ4_0x4
+			kx = dotQ4_0x4
 		}
 		qx, dx := b.scratch.qx[:n*k], b.scratch.dx[:n*nb]
-		rows4 = func(j, i int, out *[4]float32) { kern(wt.raw[j*rb:(j+1)*rb], qx, dx, i, out) }
+		xrows4 = func(j, i int, out *[4]float32) { kx(wt.raw[j*rb:(j+1)*rb], qx, dx, i, out) }
 	}
 	per := rowsPerTask
 	if n == 1 {
@@ -130,15 +131,18 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		var four [4]float32
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
-			for j := j0; j < j1; j++ {
-				i := i0
-				if rows4 != nil {
-					for ; i+4 <= i1; i += 4 {
-						rows4(j, i, &four)
+			rest := i0 // the first row not done by xrows4
+			if xrows4 != nil {
+				rest = i0 + (i1-i0)&^3
+				for j := j0; j < j1; j++ {
+					for i := i0; i < rest; i += 4 {
+						xrows4(j, i, &four)
 						d.f32[i*m+j], d.f32[(i+1)*m+j], d.f32[(i+2)*m+j], d.f32[(i+3)*m+j] = four[0], four[1], four[2], four[3]
 					}
 				}
-				for ; i < i1; i++ {
+			}
+			for j := j0; j < j1; j++ {
+				for i := rest; i < i1; i++ {
 					d.f32[i*m+j] = rowDot(w, j, i)
 				}
 			}

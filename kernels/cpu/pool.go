@@ -2,51 +2,76 @@ package cpu
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 )
 
 // pool is a fixed set of helper goroutines, started once per Backend,
 // that the ops share instead of starting goroutines for every op. An op
-// calls run with a number of tasks; the calling goroutine and up to
-// threads−1 helpers take tasks from one atomic counter until none is left
-// (so a helper slowed down by another process on the machine just takes
-// fewer tasks), and run returns when all are done. Which goroutine runs
-// a task never changes its result: every task writes its own outputs.
+// calls run with a number of tasks; the calling goroutine and the helpers
+// take tasks from one atomic counter until none is left, and run returns
+// as soon as every task is done. It does not wait for a helper that has
+// not woken up yet (on a busy machine one may be descheduled for
+// milliseconds): the caller takes the tasks it would have taken, and a
+// helper that receives a finished job finds nothing left and drops it.
+// Which goroutine runs a task never changes its result: every task
+// writes its own outputs.
+//
+// A helper that finishes a job polls for the next one for a short while
+// (spinPolls) before it blocks, so that the next op of the same decode
+// step, usually microseconds later, does not pay for a wake-up.
 type pool struct {
 	helpers int
 	jobs    chan *job // nil when helpers == 0
-	free    sync.Pool // *job, reused across ops
 }
 
-// job is one run call. Helpers receive it by channel; worker ids are
-// 0 for the caller and 1…helpers for the helpers that joined.
+// job is one run call.
 type job struct {
-	fn     func(worker, task int)
-	tasks  int64
-	next   atomic.Int64
-	worker atomic.Int32
-	wg     sync.WaitGroup
+	fn    func(worker, task int)
+	tasks int64
+	next  atomic.Int64 // the next task to take
+	done  atomic.Int64 // tasks finished
+	fin   chan struct{} // closed when done reaches tasks
 }
+
+// spinPolls is how many times an idle helper polls for a job (yielding
+// between polls) before it blocks: some tens of microseconds.
+const spinPolls = 200
 
 func newPool(threads int) *pool {
 	p := &pool{helpers: threads - 1}
 	if p.helpers > 0 {
-		p.jobs = make(chan *job, p.helpers)
-		for range p.helpers {
-			go helper(p.jobs)
+		p.jobs = make(chan *job, 4*p.helpers)
+		for id := 1; id <= p.helpers; id++ {
+			go helper(p.jobs, id)
 		}
 	}
 	return p
 }
 
-// helper runs jobs until the channel is closed. It holds only the
-// channel, so an unreachable Backend can be collected and its cleanup
-// close the channel.
-func helper(jobs chan *job) {
-	for j := range jobs {
-		j.work(int(j.worker.Add(1)))
-		j.wg.Done()
+// helper runs jobs as worker id until the channel is closed. It holds
+// only the channel, so an unreachable Backend can be collected and its
+// cleanup close the channel.
+func helper(jobs chan *job, id int) {
+	for {
+		var j *job
+		var ok bool
+	poll:
+		for range spinPolls {
+			select {
+			case j, ok = <-jobs:
+				break poll
+			default:
+				runtime.Gosched()
+			}
+		}
+		if j == nil {
+			if j, ok = <-jobs; !ok {
+				return
+			}
+		} else if !ok {
+			return
+		}
+		j.work(id)
 	}
 }
 
@@ -57,6 +82,9 @@ func (j *job) work(worker int) {
 			return
 		}
 		j.fn(worker, int(t))
+		if j.done.Add(1) == j.tasks {
+			close(j.fin)
+		}
 	}
 }
 
@@ -71,21 +99,15 @@ func (p *pool) run(tasks int, fn func(worker, task int)) {
 		}
 		return
 	}
-	j, _ := p.free.Get().(*job)
-	if j == nil {
-		j = new(job)
-	}
-	j.fn, j.tasks = fn, int64(tasks)
-	j.next.Store(0)
-	j.worker.Store(0)
-	j.wg.Add(helpers)
+	j := &job{fn: fn, tasks: int64(tasks), fin: make(chan struct{})}
 	for range helpers {
-		p.jobs <- j
+		select {
+		case p.jobs <- j:
+		default: // helpers behind on old jobs: the caller does more itself
+		}
 	}
 	j.work(0)
-	j.wg.Wait()
-	j.fn = nil
-	p.free.Put(j)
+	<-j.fin
 }
 
 // close stops the helpers; run must not be called afterwards.
