@@ -28,8 +28,8 @@ type pool struct {
 type job struct {
 	fn    func(worker, task int)
 	tasks int64
-	next  atomic.Int64 // the next task to take
-	done  atomic.Int64 // tasks finished
+	next  atomic.Int64  // the next task to take
+	done  atomic.Int64  // tasks finished
 	fin   chan struct{} // closed when done reaches tasks
 }
 
