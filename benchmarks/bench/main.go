@@ -11,8 +11,8 @@
 // Decode for min(tg, 32) steps, and reports B·steps/s. Token ids are fixed
 // pseudo-random ids inside the vocabulary.
 //
-// The same run measures memory read bandwidth (a STREAM-like sum over a
-// 512 MiB buffer on the same number of threads, best of 5) and reports
+// The same run measures memory read bandwidth (a STREAM-like read of a
+// 512 MiB buffer with cpu.Dot on the same number of threads, best of 20) and reports
 // decode speed as a fraction of the roofline: model file bytes × tg tok/s
 // ÷ bandwidth (decode reads every weight once per token; for a model with
 // tied embeddings the file is the weights read, to within its metadata).
@@ -284,51 +284,46 @@ func batched(m *models.Model, n, steps int, tok func(int) int32, progress io.Wri
 	return r, nil
 }
 
-// readBandwidth is a STREAM-like read test: threads goroutines each sum
-// their part of a 512 MiB buffer (eight independent 64-bit accumulators,
-// far more adds per second than memory delivers); the best of 5 passes,
-// in GB/s.
+// readBandwidth is a STREAM-like read test: threads goroutines each
+// read their part of a 512 MiB buffer with cpu.Dot against a 256 KiB
+// vector that stays in cache (the kernels' own loads, AVX2 where there
+// is some); the best of 20 passes, in GB/s of the buffer read.
 func readBandwidth(threads int) float64 {
 	const size = 512 << 20
-	buf := make([]uint64, size/8)
+	buf := make([]float32, size/4)
 	for i := range buf { // touch every page, with data that is not zero
-		buf[i] = uint64(i)
+		buf[i] = float32(i & 1023)
+	}
+	ones := make([]float32, 64<<10)
+	for i := range ones {
+		ones[i] = 1
 	}
 	best := 0.0
-	var sink uint64
-	for range 5 {
-		sums := make([]uint64, threads)
+	var sink float32
+	for range 20 {
+		sums := make([]float32, threads)
 		var wg sync.WaitGroup
-		chunk := (len(buf) / threads) &^ 7
+		chunk := len(buf) / threads / len(ones) * len(ones)
 		t0 := time.Now()
 		for w := range threads {
 			part := buf[w*chunk : (w+1)*chunk]
-			wg.Go(func() { sums[w] = sum8(part) })
+			wg.Go(func() {
+				var s float32
+				for o := 0; o < len(part); o += len(ones) {
+					s += cpu.Dot(part[o:o+len(ones)], ones)
+				}
+				sums[w] = s
+			})
 		}
 		wg.Wait()
 		sec := time.Since(t0).Seconds()
 		for _, s := range sums {
 			sink += s
 		}
-		best = max(best, float64(chunk*threads*8)/sec/1e9)
+		best = max(best, float64(chunk*threads*4)/sec/1e9)
 	}
 	runtime.KeepAlive(sink)
 	return best
-}
-
-func sum8(x []uint64) uint64 {
-	var s0, s1, s2, s3, s4, s5, s6, s7 uint64
-	for i := 0; i+8 <= len(x); i += 8 {
-		s0 += x[i]
-		s1 += x[i+1]
-		s2 += x[i+2]
-		s3 += x[i+3]
-		s4 += x[i+4]
-		s5 += x[i+5]
-		s6 += x[i+6]
-		s7 += x[i+7]
-	}
-	return s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
 }
 
 // peakRSSMB is VmHWM from /proc/self/status in MiB (0 where there is none).
