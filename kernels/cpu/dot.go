@@ -27,6 +27,7 @@ var (
 	dotQ8_0 = dotQ8_0Go // (w row bytes, qx, dx)
 	dotQ4_0 = dotQ4_0Go // (w row bytes, qx, dx)
 	dotQ4_1 = dotQ4_1Go // (w row bytes, qx, dx, sx)
+	dotQ4_K = dotQ4_KGo // (w row bytes, qx, dx, sx)
 
 	expF32  = expF32Go  // x = exp(x) in place, float32
 	siluMul = siluMulGo // dst = g/(1+exp(−g))·u (dst may be g)
@@ -171,6 +172,49 @@ func dotQ4_1Go(w []byte, qx []int8, dx, sx []float32) float32 {
 		mins += f16at(blk[2:]) * sx[b]
 	}
 	return acc + mins
+}
+
+// Q4_K (ggml's block_q4_K, 256 values in 144 bytes):
+//
+//	d f16, dmin f16, scales [12]byte (eight 6-bit scales sc and eight
+//	6-bit mins m, packed as get_scale_min_k4 reads them), qs [128]byte:
+//	byte 32j+e holds element 64j+e (low nibble) and 64j+32+e (high).
+//	w = d·sc_s·q − dmin·m_s for sub-block s = element/32.
+//
+// Against activations quantised per 32 (not llama.cpp's Q8_K per 256):
+// Σ_s (d·sc_s)·d_x,s·Σ q_w·q_x − Σ_s (dmin·m_s)·s_x,s.
+
+// scalesK4 unpacks the 12 scale bytes of a Q4_K block.
+func scalesK4(q []byte) (sc, m [8]uint8) {
+	for j := range 8 {
+		if j < 4 {
+			sc[j], m[j] = q[j]&63, q[j+4]&63
+		} else {
+			sc[j] = q[j+4]&0xf | (q[j-4]>>6)<<4
+			m[j] = q[j+4]>>4 | (q[j]>>6)<<4
+		}
+	}
+	return sc, m
+}
+
+func dotQ4_KGo(w []byte, qx []int8, dx, sx []float32) float32 {
+	var acc, mins float32
+	for b := range len(w) / 144 {
+		blk := w[b*144 : b*144+144]
+		d, dmin := f16at(blk), f16at(blk[2:])
+		sc, m := scalesK4(blk[4:16])
+		for s := range 8 {
+			qs, shift := blk[16+32*(s/2):16+32*(s/2)+32], 4*(s%2)
+			q := qx[b*256+s*32 : b*256+s*32+32]
+			var isum int32
+			for e, v := range q {
+				isum += int32(qs[e]>>shift&15) * int32(v)
+			}
+			acc += d * float32(sc[s]) * dx[b*8+s] * float32(isum)
+			mins += dmin * float32(m[s]) * sx[b*8+s]
+		}
+	}
+	return acc - mins
 }
 
 // quantizeQ8 (the assembly where there is some, else quantizeQ8Go)

@@ -51,6 +51,7 @@ func useAVX2() {
 	dotQ8_0x4, dotQ4_0x4 = dotQx4Asm(dotQ8_0x4AVX2, 34), dotQx4Asm(dotQ4_0x4AVX2, 18)
 	expF32, siluMul = expF32Asm, siluMulAsm
 	quantizeQ8 = quantizeQ8Asm
+	dotQ4_K = dotQ4_KAsm
 }
 
 // The wrappers check lengths (the assembly trusts them) and finish the
@@ -204,4 +205,16 @@ func quantizeQ8Asm(x []float32, qx []int8, dx, sx []float32) {
 	}
 	_, _, _ = qx[nb*32-1], dx[nb-1], sx[nb-1]
 	quantizeQ8AVX2(&x[0], &qx[0], &dx[0], &sx[0], nb)
+}
+
+//go:noescape
+func dotQ4_KAVX2(w *byte, qx *int8, dx, sx *float32, nsb int) float32
+
+func dotQ4_KAsm(w []byte, qx []int8, dx, sx []float32) float32 {
+	nsb := len(w) / 144
+	if nsb == 0 {
+		return 0
+	}
+	_, _, _ = qx[nsb*256-1], dx[nsb*8-1], sx[nsb*8-1]
+	return dotQ4_KAVX2(&w[0], &qx[0], &dx[0], &sx[0], nsb)
 }

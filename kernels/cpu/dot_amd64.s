@@ -813,3 +813,110 @@ qscaled:
 qdone:
 	VZEROUPPER
 	RET
+
+// func dotQ4_KAVX2(w *byte, qx *int8, dx, sx *float32, nsb int) float32
+//
+// Q4_K super-blocks (144 bytes: d, dmin f16; 12 bytes of 6-bit scales
+// and mins; 128 bytes of nibbles) against activations quantised per 32
+// (quantizeQ8). Per super-block the eight scales and mins are unpacked
+// as llama.cpp's AVX2 code does (utmp), then
+//
+//	acc  += float(Σ q_w·q_x) · ((d·sc_s)·d_x,s)   per sub-block s, by lanes
+//	accm += (dmin·m_s) · s_x,s                      eight lanes, one FMA
+//
+// and the result is hsum(acc) − hsum(accm).
+TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $32-44
+	MOVQ         w+0(FP), SI
+	MOVQ         qx+8(FP), DI
+	MOVQ         dx+16(FP), DX
+	MOVQ         sx+24(FP), R8
+	MOVQ         nsb+32(FP), CX
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VPCMPEQW     Y15, Y15, Y15
+	VPSRLW       $15, Y15, Y15
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	TESTQ        CX, CX
+	JZ           q4kdone
+
+q4kloop:
+	PREFETCHT0 2048(SI)
+	MOVL       4(SI), AX      // utmp0
+	MOVL       8(SI), BX      // utmp1
+	MOVL       12(SI), R10    // utmp2
+	MOVL       R10, R11
+	SHRL       $4, R11
+	ANDL       $0x0f0f0f0f, R11
+	MOVL       BX, R12
+	SHRL       $6, R12
+	ANDL       $0x03030303, R12
+	SHLL       $4, R12
+	ORL        R12, R11       // mins 4…7
+	MOVL       BX, R13
+	ANDL       $0x3f3f3f3f, R13 // mins 0…3
+	MOVL       R10, R12
+	ANDL       $0x0f0f0f0f, R12
+	MOVL       AX, BX
+	SHRL       $6, BX
+	ANDL       $0x03030303, BX
+	SHLL       $4, BX
+	ORL        BX, R12        // scales 4…7
+	ANDL       $0x3f3f3f3f, AX // scales 0…3
+	SHLQ       $32, R12
+	ORQ        R12, AX
+	SHLQ       $32, R11
+	ORQ        R11, R13
+	VMOVQ      AX, X2
+	VPMOVZXBD  X2, Y2
+	VCVTDQ2PS  Y2, Y2         // sc
+	VMOVQ      R13, X3
+	VPMOVZXBD  X3, Y3
+	VCVTDQ2PS  Y3, Y3         // m
+	MOVL       (SI), BX
+	VMOVD      BX, X4
+	VCVTPH2PS  X4, X4         // d, dmin
+	VBROADCASTSS X4, Y5
+	VMOVSHDUP  X4, X6
+	VBROADCASTSS X6, Y6
+	VMULPS     Y5, Y2, Y2     // d·sc
+	VMULPS     (DX), Y2, Y2   // (d·sc)·d_x
+	VMULPS     Y6, Y3, Y3     // dmin·m
+	VFMADD231PS (R8), Y3, Y1
+	VMOVUPS    Y2, 0(SP)
+
+#define Q4KCHUNK(qoff, xoff, s0, s1) \
+	VMOVDQU      qoff(SI), Y7     \
+	VPAND        Y14, Y7, Y8      \
+	VPSRLW       $4, Y7, Y7       \
+	VPAND        Y14, Y7, Y7      \
+	VPMADDUBSW   xoff(DI), Y8, Y8 \
+	VPMADDWD     Y15, Y8, Y8      \
+	VCVTDQ2PS    Y8, Y8           \
+	VBROADCASTSS s0(SP), Y9       \
+	VFMADD231PS  Y9, Y8, Y0       \
+	VPMADDUBSW   xoff+32(DI), Y7, Y7 \
+	VPMADDWD     Y15, Y7, Y7      \
+	VCVTDQ2PS    Y7, Y7           \
+	VBROADCASTSS s1(SP), Y9       \
+	VFMADD231PS  Y9, Y7, Y0
+
+	Q4KCHUNK(16, 0, 0, 4)
+	Q4KCHUNK(48, 64, 8, 12)
+	Q4KCHUNK(80, 128, 16, 20)
+	Q4KCHUNK(112, 192, 24, 28)
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, R8
+	DECQ CX
+	JNZ  q4kloop
+
+q4kdone:
+	HSUM(Y0, X0)
+	HSUM(Y1, X1)
+	VSUBSS X1, X0, X0
+	VZEROUPPER
+	MOVSS  X0, ret+40(FP)
+	RET

@@ -206,3 +206,45 @@ func TestAsmQuantizeBitwise(t *testing.T) {
 		}
 	}
 }
+
+// Q4_K: the assembly against the Go kernel, and the Go kernel against the
+// dequantised weight times the dequantised activations, on random blocks.
+func TestAsmQ4_K(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, nsb := range []int{0, 1, 2, 3, 7} {
+		k := nsb * 256
+		w := make([]byte, nsb*144)
+		for i := range w {
+			w[i] = byte(r.Uint32())
+		}
+		for b := range nsb {
+			copy(w[b*144:], []byte{0x00, 0x14, 0x00, 0x10}) // d = 2^-10, dmin = 2^-11
+		}
+		x := make([]float32, k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		qx, dx, sx := make([]int8, k), make([]float32, k/32), make([]float32, k/32)
+		quantizeQ8(x, qx, dx, sx)
+		deq := make([]float32, k)
+		if err := tensor.Dequantize(tensor.Q4_K, w, deq); err != nil {
+			t.Fatal(err)
+		}
+		var want, scale float64
+		for i := range k {
+			xq := float64(dx[i/32]) * float64(qx[i])
+			want += float64(deq[i]) * xq
+			scale += math.Abs(float64(deq[i]) * xq)
+		}
+		got, gof := dotQ4_KAsm(w, qx, dx, sx), dotQ4_KGo(w, qx, dx, sx)
+		if d := math.Abs(float64(got - gof)); d > 1e-5*scale+1e-30 {
+			t.Errorf("nsb=%d: asm %v, go %v", nsb, got, gof)
+		}
+		if d := math.Abs(float64(gof) - want); d > 1e-5*scale+1e-30 {
+			t.Errorf("nsb=%d: go %v, dequantised product %v", nsb, gof, want)
+		}
+	}
+}
