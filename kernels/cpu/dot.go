@@ -28,6 +28,7 @@ var (
 	dotQ4_0 = dotQ4_0Go // (w row bytes, qx, dx)
 	dotQ4_1 = dotQ4_1Go // (w row bytes, qx, dx, sx)
 	dotQ4_K = dotQ4_KGo // (w row bytes, qx, dx, sx)
+	dotQ6_K = dotQ6_KGo // (w row bytes, qx, dx, sx unused)
 
 	expF32  = expF32Go  // x = exp(x) in place, float32
 	siluMul = siluMulGo // dst = g/(1+exp(−g))·u (dst may be g)
@@ -215,6 +216,45 @@ func dotQ4_KGo(w []byte, qx []int8, dx, sx []float32) float32 {
 		}
 	}
 	return acc - mins
+}
+
+// Q6_K (ggml's block_q6_K, 256 values in 210 bytes):
+//
+//	ql [128]byte, qh [64]byte, scales [16]int8, d f16; in each half of
+//	128 values (ql, qh advanced by 64 and 32, scales by 8), value l of
+//	group c (0…3, 32 values each) has low bits from ql[l + 32·(c&1)]
+//	(low nibble for c < 2, high for c ≥ 2) and high bits (qh[l] >> 2c) & 3;
+//	w = d·sc·(q − 32), one scale per 16 values.
+//
+// Group g = 4·half + c is activation block g: its dot is
+// (d·d_x,g)·(sc_2g·Σ_first16 + sc_2g+1·Σ_last16), integer until the
+// last product.
+func dotQ6_KGo(w []byte, qx []int8, dx, _ []float32) float32 {
+	var acc float32
+	for b := range len(w) / 210 {
+		blk := w[b*210 : b*210+210]
+		d := f16at(blk[208:])
+		for g := range 8 {
+			h, c := g/4, g%4
+			ql, qh := blk[64*h+32*(c&1):], blk[128+32*h:]
+			q := qx[b*256+g*32 : b*256+g*32+32]
+			var isum int32
+			for half := range 2 {
+				var s int32
+				for l := 16 * half; l < 16*half+16; l++ {
+					lo := ql[l] & 15
+					if c >= 2 {
+						lo = ql[l] >> 4
+					}
+					v := int32(lo|(qh[l]>>(2*c)&3)<<4) - 32
+					s += v * int32(q[l])
+				}
+				isum += int32(int8(blk[192+2*g+half])) * s
+			}
+			acc += d * dx[b*8+g] * float32(isum)
+		}
+	}
+	return acc
 }
 
 // quantizeQ8 (the assembly where there is some, else quantizeQ8Go)

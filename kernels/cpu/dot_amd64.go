@@ -51,7 +51,7 @@ func useAVX2() {
 	dotQ8_0x4, dotQ4_0x4 = dotQx4Asm(dotQ8_0x4AVX2, 34), dotQx4Asm(dotQ4_0x4AVX2, 18)
 	expF32, siluMul = expF32Asm, siluMulAsm
 	quantizeQ8 = quantizeQ8Asm
-	dotQ4_K = dotQ4_KAsm
+	dotQ4_K, dotQ6_K = dotQ4_KAsm, dotQ6_KAsm
 }
 
 // The wrappers check lengths (the assembly trusts them) and finish the
@@ -217,4 +217,16 @@ func dotQ4_KAsm(w []byte, qx []int8, dx, sx []float32) float32 {
 	}
 	_, _, _ = qx[nsb*256-1], dx[nsb*8-1], sx[nsb*8-1]
 	return dotQ4_KAVX2(&w[0], &qx[0], &dx[0], &sx[0], nsb)
+}
+
+//go:noescape
+func dotQ6_KAVX2(w *byte, qx *int8, dx *float32, nsb int) float32
+
+func dotQ6_KAsm(w []byte, qx []int8, dx, _ []float32) float32 {
+	nsb := len(w) / 210
+	if nsb == 0 {
+		return 0
+	}
+	_, _ = qx[nsb*256-1], dx[nsb*8-1]
+	return dotQ6_KAVX2(&w[0], &qx[0], &dx[0], nsb)
 }

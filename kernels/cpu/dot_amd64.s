@@ -920,3 +920,240 @@ q4kdone:
 	VZEROUPPER
 	MOVSS  X0, ret+40(FP)
 	RET
+
+// func dotQ6_KAVX2(w *byte, qx *int8, dx *float32, nsb int) float32
+//
+// Q6_K super-blocks (210 bytes: ql [128], qh [64], scales [16]int8, d f16;
+// w = d·sc_g·(q − 32), q six bits, one scale per 16 values) against
+// activations quantised per 32. Per group g of 32 values (activation
+// block g): the signed 6-bit values by the sign trick and vpmaddubsw,
+// then vpmaddwd with the two int16 scales of the group (exact in int32),
+// then acc += float(Σ) · (d·d_x,g) by lanes.
+DATA q6kmask<>+0(SB)/1, $0
+DATA q6kmask<>+1(SB)/1, $0
+DATA q6kmask<>+2(SB)/1, $0
+DATA q6kmask<>+3(SB)/1, $0
+DATA q6kmask<>+4(SB)/1, $0
+DATA q6kmask<>+5(SB)/1, $0
+DATA q6kmask<>+6(SB)/1, $0
+DATA q6kmask<>+7(SB)/1, $0
+DATA q6kmask<>+8(SB)/1, $1
+DATA q6kmask<>+9(SB)/1, $1
+DATA q6kmask<>+10(SB)/1, $1
+DATA q6kmask<>+11(SB)/1, $1
+DATA q6kmask<>+12(SB)/1, $1
+DATA q6kmask<>+13(SB)/1, $1
+DATA q6kmask<>+14(SB)/1, $1
+DATA q6kmask<>+15(SB)/1, $1
+DATA q6kmask<>+16(SB)/1, $2
+DATA q6kmask<>+17(SB)/1, $2
+DATA q6kmask<>+18(SB)/1, $2
+DATA q6kmask<>+19(SB)/1, $2
+DATA q6kmask<>+20(SB)/1, $2
+DATA q6kmask<>+21(SB)/1, $2
+DATA q6kmask<>+22(SB)/1, $2
+DATA q6kmask<>+23(SB)/1, $2
+DATA q6kmask<>+24(SB)/1, $3
+DATA q6kmask<>+25(SB)/1, $3
+DATA q6kmask<>+26(SB)/1, $3
+DATA q6kmask<>+27(SB)/1, $3
+DATA q6kmask<>+28(SB)/1, $3
+DATA q6kmask<>+29(SB)/1, $3
+DATA q6kmask<>+30(SB)/1, $3
+DATA q6kmask<>+31(SB)/1, $3
+DATA q6kmask<>+32(SB)/1, $4
+DATA q6kmask<>+33(SB)/1, $4
+DATA q6kmask<>+34(SB)/1, $4
+DATA q6kmask<>+35(SB)/1, $4
+DATA q6kmask<>+36(SB)/1, $4
+DATA q6kmask<>+37(SB)/1, $4
+DATA q6kmask<>+38(SB)/1, $4
+DATA q6kmask<>+39(SB)/1, $4
+DATA q6kmask<>+40(SB)/1, $5
+DATA q6kmask<>+41(SB)/1, $5
+DATA q6kmask<>+42(SB)/1, $5
+DATA q6kmask<>+43(SB)/1, $5
+DATA q6kmask<>+44(SB)/1, $5
+DATA q6kmask<>+45(SB)/1, $5
+DATA q6kmask<>+46(SB)/1, $5
+DATA q6kmask<>+47(SB)/1, $5
+DATA q6kmask<>+48(SB)/1, $6
+DATA q6kmask<>+49(SB)/1, $6
+DATA q6kmask<>+50(SB)/1, $6
+DATA q6kmask<>+51(SB)/1, $6
+DATA q6kmask<>+52(SB)/1, $6
+DATA q6kmask<>+53(SB)/1, $6
+DATA q6kmask<>+54(SB)/1, $6
+DATA q6kmask<>+55(SB)/1, $6
+DATA q6kmask<>+56(SB)/1, $7
+DATA q6kmask<>+57(SB)/1, $7
+DATA q6kmask<>+58(SB)/1, $7
+DATA q6kmask<>+59(SB)/1, $7
+DATA q6kmask<>+60(SB)/1, $7
+DATA q6kmask<>+61(SB)/1, $7
+DATA q6kmask<>+62(SB)/1, $7
+DATA q6kmask<>+63(SB)/1, $7
+DATA q6kmask<>+64(SB)/1, $8
+DATA q6kmask<>+65(SB)/1, $8
+DATA q6kmask<>+66(SB)/1, $8
+DATA q6kmask<>+67(SB)/1, $8
+DATA q6kmask<>+68(SB)/1, $8
+DATA q6kmask<>+69(SB)/1, $8
+DATA q6kmask<>+70(SB)/1, $8
+DATA q6kmask<>+71(SB)/1, $8
+DATA q6kmask<>+72(SB)/1, $9
+DATA q6kmask<>+73(SB)/1, $9
+DATA q6kmask<>+74(SB)/1, $9
+DATA q6kmask<>+75(SB)/1, $9
+DATA q6kmask<>+76(SB)/1, $9
+DATA q6kmask<>+77(SB)/1, $9
+DATA q6kmask<>+78(SB)/1, $9
+DATA q6kmask<>+79(SB)/1, $9
+DATA q6kmask<>+80(SB)/1, $10
+DATA q6kmask<>+81(SB)/1, $10
+DATA q6kmask<>+82(SB)/1, $10
+DATA q6kmask<>+83(SB)/1, $10
+DATA q6kmask<>+84(SB)/1, $10
+DATA q6kmask<>+85(SB)/1, $10
+DATA q6kmask<>+86(SB)/1, $10
+DATA q6kmask<>+87(SB)/1, $10
+DATA q6kmask<>+88(SB)/1, $11
+DATA q6kmask<>+89(SB)/1, $11
+DATA q6kmask<>+90(SB)/1, $11
+DATA q6kmask<>+91(SB)/1, $11
+DATA q6kmask<>+92(SB)/1, $11
+DATA q6kmask<>+93(SB)/1, $11
+DATA q6kmask<>+94(SB)/1, $11
+DATA q6kmask<>+95(SB)/1, $11
+DATA q6kmask<>+96(SB)/1, $12
+DATA q6kmask<>+97(SB)/1, $12
+DATA q6kmask<>+98(SB)/1, $12
+DATA q6kmask<>+99(SB)/1, $12
+DATA q6kmask<>+100(SB)/1, $12
+DATA q6kmask<>+101(SB)/1, $12
+DATA q6kmask<>+102(SB)/1, $12
+DATA q6kmask<>+103(SB)/1, $12
+DATA q6kmask<>+104(SB)/1, $13
+DATA q6kmask<>+105(SB)/1, $13
+DATA q6kmask<>+106(SB)/1, $13
+DATA q6kmask<>+107(SB)/1, $13
+DATA q6kmask<>+108(SB)/1, $13
+DATA q6kmask<>+109(SB)/1, $13
+DATA q6kmask<>+110(SB)/1, $13
+DATA q6kmask<>+111(SB)/1, $13
+DATA q6kmask<>+112(SB)/1, $14
+DATA q6kmask<>+113(SB)/1, $14
+DATA q6kmask<>+114(SB)/1, $14
+DATA q6kmask<>+115(SB)/1, $14
+DATA q6kmask<>+116(SB)/1, $14
+DATA q6kmask<>+117(SB)/1, $14
+DATA q6kmask<>+118(SB)/1, $14
+DATA q6kmask<>+119(SB)/1, $14
+DATA q6kmask<>+120(SB)/1, $15
+DATA q6kmask<>+121(SB)/1, $15
+DATA q6kmask<>+122(SB)/1, $15
+DATA q6kmask<>+123(SB)/1, $15
+DATA q6kmask<>+124(SB)/1, $15
+DATA q6kmask<>+125(SB)/1, $15
+DATA q6kmask<>+126(SB)/1, $15
+DATA q6kmask<>+127(SB)/1, $15
+GLOBL q6kmask<>(SB), RODATA|NOPTR, $128
+
+// Q6GROUP(moff, soff, xoff) for group g (moff = 16g, soff = 4g, xoff =
+// 32g): Y5 = the group's low four bits (0…15), Y6 = qh shifted so that
+// bits 4…5 are its two high bits; builds q − 32 in Y5, dots it with the
+// activations at xoff(DI), weights the halves by the group's two int16
+// scales (vpshufb of the 16 scales in X11) and adds float(Σ)·(d·d_x,g)
+// (from soff(SP)) to Y0.
+#define Q6GROUP(moff, soff, xoff) \
+	VPAND        Y13, Y6, Y6        \
+	VPOR         Y6, Y5, Y5         \
+	VPSUBB       Y12, Y5, Y5        \
+	VMOVDQU      xoff(DI), Y2       \
+	VPSIGNB      Y5, Y5, Y3         \
+	VPSIGNB      Y5, Y2, Y4         \
+	VPMADDUBSW   Y4, Y3, Y4         \
+	VPSHUFB      q6kmask<>+moff(SB), X11, X7 \
+	VPMOVSXBW    X7, Y7             \
+	VPMADDWD     Y7, Y4, Y4         \
+	VCVTDQ2PS    Y4, Y4             \
+	VBROADCASTSS soff(SP), Y7       \
+	VFMADD231PS  Y7, Y4, Y0
+
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $32-36
+	MOVQ         w+0(FP), SI
+	MOVQ         qx+8(FP), DI
+	MOVQ         dx+16(FP), DX
+	MOVQ         nsb+24(FP), CX
+	VXORPS       Y0, Y0, Y0
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14      // 0x0f
+	MOVL         $0x30303030, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13      // 0x30
+	MOVL         $0x20202020, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12      // 32
+	TESTQ        CX, CX
+	JZ           q6kdone
+
+q6kloop:
+	PREFETCHT0   2048(SI)
+	MOVWLZX      208(SI), AX
+	VMOVD        AX, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VMULPS       (DX), Y8, Y8  // d·d_x,g for g = 0…7
+	VMOVUPS      Y8, 0(SP)
+	VMOVDQU      192(SI), X11  // the 16 scales
+
+	// first half: ql[0:64], qh[0:32], activation blocks 0…3
+	VMOVDQU      0(SI), Y9     // L0
+	VMOVDQU      32(SI), Y10   // L1
+	VMOVDQU      128(SI), Y15  // H
+	VPAND        Y14, Y9, Y5
+	VPSLLW       $4, Y15, Y6
+	Q6GROUP(0, 0, 0)
+	VPAND        Y14, Y10, Y5
+	VPSLLW       $2, Y15, Y6
+	Q6GROUP(16, 4, 32)
+	VPSRLW       $4, Y9, Y5
+	VPAND        Y14, Y5, Y5
+	VMOVDQU      Y15, Y6
+	Q6GROUP(32, 8, 64)
+	VPSRLW       $4, Y10, Y5
+	VPAND        Y14, Y5, Y5
+	VPSRLW       $2, Y15, Y6
+	Q6GROUP(48, 12, 96)
+
+	// second half: ql[64:128], qh[32:64], activation blocks 4…7
+	VMOVDQU      64(SI), Y9
+	VMOVDQU      96(SI), Y10
+	VMOVDQU      160(SI), Y15
+	VPAND        Y14, Y9, Y5
+	VPSLLW       $4, Y15, Y6
+	Q6GROUP(64, 16, 128)
+	VPAND        Y14, Y10, Y5
+	VPSLLW       $2, Y15, Y6
+	Q6GROUP(80, 20, 160)
+	VPSRLW       $4, Y9, Y5
+	VPAND        Y14, Y5, Y5
+	VMOVDQU      Y15, Y6
+	Q6GROUP(96, 24, 192)
+	VPSRLW       $4, Y10, Y5
+	VPAND        Y14, Y5, Y5
+	VPSRLW       $2, Y15, Y6
+	Q6GROUP(112, 28, 224)
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  q6kloop
+
+q6kdone:
+	HSUM(Y0, X0)
+	VZEROUPPER
+	MOVSS X0, ret+32(FP)
+	RET

@@ -248,3 +248,45 @@ func TestAsmQ4_K(t *testing.T) {
 		}
 	}
 }
+
+// Q6_K: the assembly against the Go kernel, and the Go kernel against the
+// dequantised weight times the dequantised activations, on random blocks.
+func TestAsmQ6_K(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, nsb := range []int{0, 1, 2, 3, 7} {
+		k := nsb * 256
+		w := make([]byte, nsb*210)
+		for i := range w {
+			w[i] = byte(r.Uint32())
+		}
+		for b := range nsb {
+			copy(w[b*210+208:], []byte{0x00, 0x14}) // d = 2^-10
+		}
+		x := make([]float32, k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		qx, dx, sx := make([]int8, k), make([]float32, k/32), make([]float32, k/32)
+		quantizeQ8(x, qx, dx, sx)
+		deq := make([]float32, k)
+		if err := tensor.Dequantize(tensor.Q6_K, w, deq); err != nil {
+			t.Fatal(err)
+		}
+		var want, scale float64
+		for i := range k {
+			xq := float64(dx[i/32]) * float64(qx[i])
+			want += float64(deq[i]) * xq
+			scale += math.Abs(float64(deq[i]) * xq)
+		}
+		got, gof := dotQ6_KAsm(w, qx, dx, sx), dotQ6_KGo(w, qx, dx, sx)
+		if d := math.Abs(float64(got - gof)); d > 1e-5*scale+1e-30 {
+			t.Errorf("nsb=%d: asm %v, go %v", nsb, got, gof)
+		}
+		if d := math.Abs(float64(gof) - want); d > 1e-5*scale+1e-30 {
+			t.Errorf("nsb=%d: go %v, dequantised product %v", nsb, gof, want)
+		}
+	}
+}

@@ -63,8 +63,9 @@ const (
 // of one kernel on (its weight row, its activation row), so it does not
 // depend on n, the tiling or the thread count.
 //
-//	Q8_0, Q4_0, Q4_1, Q4_K     x quantised by quantizeQ8 once per call,
-//	                           then dotQ8_0 / dotQ4_0 / dotQ4_1 / dotQ4_K
+//	Q8_0, Q4_0, Q4_1,          x quantised by quantizeQ8 once per call,
+//	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
+//	                           dotQ4_K / dotQ6_K
 //	F32, F16, BF16 weights     dotF32 / dotF16 / dotBF16 on x, in place
 //	other dtypes               the row dequantised (tensor.Dequantize)
 //	                           into scratch, then dotF32
@@ -89,7 +90,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	case wt.dt == tensor.BF16 && littleEndian:
 		w := u16view(wt.raw)
 		rowDot = func(_, j, i int) float32 { return dotBF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
-	case wt.dt == tensor.Q8_0, wt.dt == tensor.Q4_0, wt.dt == tensor.Q4_1, wt.dt == tensor.Q4_K:
+	case wt.dt == tensor.Q8_0, wt.dt == tensor.Q4_0, wt.dt == tensor.Q4_1, wt.dt == tensor.Q4_K, wt.dt == tensor.Q6_K:
 		qx, dx, sx := b.quantizeActivations(xs)
 		nb, rb := k/32, wt.rowBytes
 		switch wt.dt {
@@ -100,6 +101,10 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		case tensor.Q4_0:
 			rowDot = func(_, j, i int) float32 {
 				return dotQ4_0(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb])
+			}
+		case tensor.Q6_K:
+			rowDot = func(_, j, i int) float32 {
+				return dotQ6_K(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], nil)
 			}
 		case tensor.Q4_K:
 			rowDot = func(_, j, i int) float32 {
