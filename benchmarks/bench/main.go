@@ -5,6 +5,9 @@
 //	go run ./benchmarks/bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
 //	    [--threads N] [--backend cpu-fast] [--peer llama.cpp] [--json | --benchfmt]
 //
+// The backend is kernels/cpu's fast path ("cpu-fast") unless --backend
+// says otherwise ("cpu" is the exact reference path).
+//
 // Prefill is one Decode of pp tokens (logits for the last only); decode is
 // tg single-token Decodes after it. Batched decode (--batch) runs B
 // sequences, each after a 32-token prompt, decoding one token each per
@@ -87,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tg := fs.Int("tg", 128, "tokens to decode")
 	batch := fs.String("batch", "", "batched decode sizes, e.g. 1,4,16 (none by default)")
 	threads := fs.Int("threads", runtime.NumCPU(), "threads")
-	backend := fs.String("backend", "cpu", "cpu, cpu-fast, vulkan or auto")
+	backend := fs.String("backend", "cpu-fast", "cpu-fast, cpu (the exact reference), vulkan or auto")
 	peer := fs.String("peer", "", `"llama.cpp" to run llama-cpp-python on the same file`)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	benchfmt := fs.Bool("benchfmt", false, "print Go benchmark lines (for benchstat)")
