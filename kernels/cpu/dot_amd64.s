@@ -216,6 +216,9 @@ axf16done:
 //	acc += float(Σ) · (d_w·d_x)   (one fused multiply-add per lane)
 
 // func dotQ8_0AVX2(w *byte, qx *int8, dx *float32, nb int) float32
+//
+// Two blocks per iteration (their scales converted together), the
+// accumulation in block order as in the one-block loop.
 TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
 	MOVQ      w+0(FP), SI
 	MOVQ      qx+8(FP), DI
@@ -224,29 +227,60 @@ TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
 	VXORPS    Y0, Y0, Y0
 	VPCMPEQW  Y15, Y15, Y15
 	VPSRLW    $15, Y15, Y15   // int16 ones
-	TESTQ     CX, CX
-	JZ        q80done
 
-q80loop:
-	PREFETCHT0  2048(SI)
-	VMOVDQU     2(SI), Y1
-	VMOVDQU     (DI), Y2
-	VPSIGNB     Y1, Y1, Y3    // |w|
-	VPSIGNB     Y1, Y2, Y4    // x·sign(w)
-	VPMADDUBSW  Y4, Y3, Y5
-	VPMADDWD    Y15, Y5, Y5
-	VCVTDQ2PS   Y5, Y5
-	MOVWLZX     (SI), AX
-	VMOVD       AX, X6
-	VCVTPH2PS   X6, X6
-	VMULSS      (DX), X6, X6
+q80pair:
+	CMPQ         CX, $2
+	JLT          q80single
+	PREFETCHT0   2048(SI)
+	VMOVDQU      2(SI), Y1
+	VMOVDQU      (DI), Y2
+	VPSIGNB      Y1, Y1, Y3    // |w|
+	VPSIGNB      Y1, Y2, Y4    // x·sign(w)
+	VPMADDUBSW   Y4, Y3, Y5
+	VPMADDWD     Y15, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMOVDQU      36(SI), Y1
+	VMOVDQU      32(DI), Y2
+	VPSIGNB      Y1, Y1, Y3
+	VPSIGNB      Y1, Y2, Y4
+	VPMADDUBSW   Y4, Y3, Y8
+	VPMADDWD     Y15, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	MOVWLZX      (SI), AX
+	MOVWLZX      34(SI), BX
+	SHLL         $16, BX
+	ORL          BX, AX
+	VMOVD        AX, X6
+	VCVTPH2PS    X6, X6        // d_w of both blocks
+	VMOVQ        (DX), X7
+	VMULPS       X7, X6, X6    // d_w·d_x of both
+	VBROADCASTSS X6, Y7
+	VFMADD231PS  Y7, Y5, Y0
+	VMOVSHDUP    X6, X6
+	VBROADCASTSS X6, Y7
+	VFMADD231PS  Y7, Y8, Y0
+	ADDQ         $68, SI
+	ADDQ         $64, DI
+	ADDQ         $8, DX
+	SUBQ         $2, CX
+	JMP          q80pair
+
+q80single:
+	TESTQ        CX, CX
+	JZ           q80done
+	VMOVDQU      2(SI), Y1
+	VMOVDQU      (DI), Y2
+	VPSIGNB      Y1, Y1, Y3
+	VPSIGNB      Y1, Y2, Y4
+	VPMADDUBSW   Y4, Y3, Y5
+	VPMADDWD     Y15, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X6
+	VCVTPH2PS    X6, X6
+	VMULSS       (DX), X6, X6
 	VBROADCASTSS X6, Y6
-	VFMADD231PS Y6, Y5, Y0
-	ADDQ        $34, SI
-	ADDQ        $32, DI
-	ADDQ        $4, DX
-	DECQ        CX
-	JNZ         q80loop
+	VFMADD231PS  Y6, Y5, Y0
 
 q80done:
 	HSUM_Y0_X0
