@@ -43,6 +43,15 @@ var (
 	}
 )
 
+// dotQ4_1x4 is dotQ8_0x4's shape for Q4_1, which needs sx too.
+var dotQ4_1x4 = func(w []byte, qx []int8, dx, sx []float32, i int, out *[4]float32) {
+	nb := len(w) / 20
+	k := nb * 32
+	for r := range 4 {
+		out[r] = dotQ4_1Go(w, qx[(i+r)*k:(i+r+1)*k], dx[(i+r)*nb:(i+r+1)*nb], sx[(i+r)*nb:(i+r+1)*nb])
+	}
+}
+
 // rows4 is a four-row kernel made of four calls of the one-row dot, for
 // a weight row of blocks of size bytes.
 func rows4(dot func([]byte, []int8, []float32) float32, size int, w []byte, qx []int8, dx []float32, i int, out *[4]float32) {

@@ -52,6 +52,7 @@ func useAVX2() {
 	expF32, siluMul = expF32Asm, siluMulAsm
 	quantizeQ8 = quantizeQ8Asm
 	dotQ4_K, dotQ6_K = dotQ4_KAsm, dotQ6_KAsm
+	dotQ4_1x4 = dotQ4_1x4Asm
 }
 
 // The wrappers check lengths (the assembly trusts them) and finish the
@@ -229,4 +230,18 @@ func dotQ6_KAsm(w []byte, qx []int8, dx, _ []float32) float32 {
 	}
 	_, _ = qx[nsb*256-1], dx[nsb*8-1]
 	return dotQ6_KAVX2(&w[0], &qx[0], &dx[0], nsb)
+}
+
+//go:noescape
+func dotQ4_1x4AVX2(w *byte, qx *int8, dx, sx *float32, nb, xs, ds int, out *float32)
+
+func dotQ4_1x4Asm(w []byte, qx []int8, dx, sx []float32, i int, out *[4]float32) {
+	nb := len(w) / 20
+	if nb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	k := nb * 32
+	_, _, _ = qx[(i+4)*k-1], dx[(i+4)*nb-1], sx[(i+4)*nb-1]
+	dotQ4_1x4AVX2(&w[0], &qx[i*k], &dx[i*nb], &sx[i*nb], nb, k, 4*nb, &out[0])
 }

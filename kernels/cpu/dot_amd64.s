@@ -442,20 +442,11 @@ q41done:
 	VADDSS       X8, X, X
 
 // ROWQ(qoff, doff, acc): acc += float(Σ |w|·(x·sign w)) · (d_w·d_x) for
-// the row whose quants are at qoff and scale at doff. Y4 = |w| (or the
-// unsigned weight for Q4_1, with NOSIGN), Y5 = w, Y10 = d_w broadcast.
+// the row whose quants are at qoff and scale at doff. Y4 = |w|, Y5 = w,
+// Y10 = d_w broadcast.
 #define ROWQ(qoff, doff, acc) \
 	VMOVDQU      qoff, Y6        \
 	VPSIGNB      Y5, Y6, Y6      \
-	VPMADDUBSW   Y6, Y4, Y6      \
-	VPMADDWD     Y15, Y6, Y6     \
-	VCVTDQ2PS    Y6, Y6          \
-	VBROADCASTSS doff, Y7        \
-	VMULPS       Y7, Y10, Y7     \
-	VFMADD231PS  Y7, Y6, acc
-
-#define ROWU(qoff, doff, acc) \
-	VMOVDQU      qoff, Y6        \
 	VPMADDUBSW   Y6, Y4, Y6      \
 	VPMADDWD     Y15, Y6, Y6     \
 	VCVTDQ2PS    Y6, Y6          \
@@ -1228,4 +1219,82 @@ q6kdone:
 	HSUM(Y0, X0)
 	VZEROUPPER
 	MOVSS X0, ret+32(FP)
+	RET
+
+// ROWU(qoff, doff, soff, acc, mins): one activation row of the Q4_1
+// four-row kernel, the one-row kernel's instructions: Y4 = the unsigned
+// weight, Y10 = d_w broadcast, X9 = m_w.
+#define ROWU(qoff, doff, soff, acc, mins) \
+	VMOVDQU      qoff, Y6        \
+	VPMADDUBSW   Y6, Y4, Y6      \
+	VPMADDWD     Y15, Y6, Y6     \
+	VCVTDQ2PS    Y6, Y6          \
+	VBROADCASTSS doff, Y7        \
+	VMULPS       Y7, Y10, Y7     \
+	VFMADD231PS  Y7, Y6, acc     \
+	VFMADD231SS  soff, X9, mins
+
+// func dotQ4_1x4AVX2(w *byte, qx *int8, dx, sx *float32, nb, xs, ds int, out *float32)
+TEXT ·dotQ4_1x4AVX2(SB), NOSPLIT, $0-64
+	MOVQ         w+0(FP), SI
+	MOVQ         qx+8(FP), DI
+	MOVQ         dx+16(FP), DX
+	MOVQ         sx+24(FP), R11
+	MOVQ         nb+32(FP), CX
+	MOVQ         xs+40(FP), R9
+	MOVQ         ds+48(FP), R10
+	LEAQ         (R9)(R9*2), R12
+	LEAQ         (R10)(R10*2), R13
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       X5, X5, X5
+	VXORPS       X11, X11, X11
+	VXORPS       X12, X12, X12
+	VXORPS       X13, X13, X13
+	VPCMPEQW     Y15, Y15, Y15
+	VPSRLW       $15, Y15, Y15
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	TESTQ        CX, CX
+	JZ           q41x4done
+
+q41x4loop:
+	VMOVDQU      4(SI), X4
+	VPSRLW       $4, X4, X8
+	VINSERTI128  $1, X8, Y4, Y4
+	VPAND        Y14, Y4, Y4
+	MOVL         (SI), AX
+	VMOVD        AX, X10
+	VCVTPH2PS    X10, X10
+	VMOVSHDUP    X10, X9
+	VBROADCASTSS X10, Y10
+	ROWU((DI), (DX), (R11), Y0, X5)
+	ROWU((DI)(R9*1), (DX)(R10*1), (R11)(R10*1), Y1, X11)
+	ROWU((DI)(R9*2), (DX)(R10*2), (R11)(R10*2), Y2, X12)
+	ROWU((DI)(R12*1), (DX)(R13*1), (R11)(R13*1), Y3, X13)
+	ADDQ         $20, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, R11
+	DECQ         CX
+	JNZ          q41x4loop
+
+q41x4done:
+	MOVQ out+56(FP), R8
+	HSUM(Y0, X0)
+	VADDSS X5, X0, X0
+	HSUM(Y1, X1)
+	VADDSS X11, X1, X1
+	HSUM(Y2, X2)
+	VADDSS X12, X2, X2
+	HSUM(Y3, X3)
+	VADDSS X13, X3, X3
+	VZEROUPPER
+	MOVSS X0, (R8)
+	MOVSS X1, 4(R8)
+	MOVSS X2, 8(R8)
+	MOVSS X3, 12(R8)
 	RET

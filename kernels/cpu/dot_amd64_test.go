@@ -110,6 +110,11 @@ func TestAsmFourRowsBitwise(t *testing.T) {
 		}{
 			{tensor.Q8_0, dotQ8_0Asm, dotQ8_0x4},
 			{tensor.Q4_0, dotQ4_0Asm, dotQ4_0x4},
+			{tensor.Q4_1, func(w []byte, q []int8, d []float32) float32 {
+				// the row's sx: the rows of qx/dx are found by position
+				row := (len(qx) - cap(q)) / k
+				return dotQ4_1Asm(w, q, d, sx[row*nb:(row+1)*nb])
+			}, func(w []byte, q []int8, d []float32, i int, out *[4]float32) { dotQ4_1x4(w, q, d, sx, i, out) }},
 		} {
 			w := make([]byte, nb*c.dt.BlockBytes())
 			src := make([]float32, k)

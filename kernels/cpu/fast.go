@@ -120,7 +120,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		return
 	}
 	// Prefill's tile: four activation rows against one weight row, each
-	// result bitwise the one-row kernel's.
+	// result bitwise the one-row kernel's (Q8_0, Q4_0, Q4_1).
 	var xrows4 func(j, i int, out *[4]float32)
 	if wt.weight && (wt.dt == tensor.Q8_0 || wt.dt == tensor.Q4_0) && n >= 4 {
 		kx, rb, nb := dotQ8_0x4, wt.rowBytes, k/32
@@ -129,6 +129,11 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		}
 		qx, dx := b.scratch.qx[:n*k], b.scratch.dx[:n*nb]
 		xrows4 = func(j, i int, out *[4]float32) { kx(wt.raw[j*rb:(j+1)*rb], qx, dx, i, out) }
+	}
+	if wt.weight && wt.dt == tensor.Q4_1 && n >= 4 {
+		rb, nb := wt.rowBytes, k/32
+		qx, dx, sx := b.scratch.qx[:n*k], b.scratch.dx[:n*nb], b.scratch.sx[:n*nb]
+		xrows4 = func(j, i int, out *[4]float32) { dotQ4_1x4(wt.raw[j*rb:(j+1)*rb], qx, dx, sx, i, out) }
 	}
 	per := rowsPerTask
 	if n == 1 {
