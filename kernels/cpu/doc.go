@@ -75,7 +75,8 @@
 //   - other dtypes: the row dequantised once per tile, then the F32 dot.
 //   - prefill: the weight rows of a task are dotted with tiles of 64
 //     activation rows while in cache, four activation rows per weight
-//     block for Q8_0 and Q4_0 (each result bitwise the one-row kernel's).
+//     block for Q8_0, Q4_0 and Q4_1 (each result bitwise the one-row
+//     kernel's).
 //   - Attention: float32 dots and V accumulation, a vector exp; SwiGLU:
 //     silu·u with the vector exp.
 //
