@@ -51,9 +51,10 @@ func u16view(b []byte) []uint16 {
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
 }
 
-// Tiling of the fast MatMul: a task is a run of weight rows; inside it
-// the activation rows go by tiles of xTile, and each weight row of the
-// task is dotted with a whole tile while it is in cache.
+// Tiling of the fast MatMul: a task is a run of weight rows (taken by
+// pool.runRanges, each thread streaming through its own part of the
+// weight); inside it the activation rows go by tiles of xTile, and each
+// weight row of the task is dotted with a whole tile while in cache.
 const (
 	xTile       = 64
 	rowsPerTask = 16
@@ -140,8 +141,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		// Decode: smaller tasks, so that a slow thread delays the op less.
 		per = max(1, min(rowsPerTask, m/(8*b.threads)))
 	}
-	b.pool.run((m+per-1)/per, func(w, t int) {
-		j0, j1 := t*per, min((t+1)*per, m)
+	b.pool.runRanges(m, per, func(w, j0, j1 int) {
 		var four [4]float32
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
@@ -177,9 +177,8 @@ func (b *Backend) matMulDequant(d, xs, wt *Tensor) {
 	for w := range b.threads {
 		b.scratch.buf(b.threads, w, k)
 	}
-	b.pool.run((m+per-1)/per, func(w, t int) {
+	b.pool.runRanges(m, per, func(w, j0, j1 int) {
 		wrow := b.scratch.work[w][:k]
-		j0, j1 := t*per, min((t+1)*per, m)
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
 			for j := j0; j < j1; j++ {

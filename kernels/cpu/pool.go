@@ -24,13 +24,20 @@ type pool struct {
 	jobs    chan *job // nil when helpers == 0
 }
 
-// job is one run call.
+// job is one run or runRanges call.
 type job struct {
 	fn    func(worker, task int)
 	tasks int64
 	next  atomic.Int64  // the next task to take
-	done  atomic.Int64  // tasks finished
+	done  atomic.Int64  // tasks (or, for ranges, items) finished
 	fin   chan struct{} // closed when done reaches tasks
+
+	// runRanges: items [0, tasks) in len(parts) contiguous parts, part p
+	// [ends[p-1], ends[p]) with its next unclaimed item in parts[p].
+	rfn   func(worker, lo, hi int)
+	chunk int64
+	parts []atomic.Int64
+	ends  []int64
 }
 
 // spinPolls is how many times an idle helper polls for a job (yielding
@@ -76,6 +83,10 @@ func helper(jobs chan *job, id int) {
 }
 
 func (j *job) work(worker int) {
+	if j.rfn != nil {
+		j.workRanges(worker)
+		return
+	}
 	for {
 		t := j.next.Add(1) - 1
 		if t >= j.tasks {
@@ -108,6 +119,59 @@ func (p *pool) run(tasks int, fn func(worker, task int)) {
 	}
 	j.work(0)
 	<-j.fin
+}
+
+// runRanges calls fn(worker, lo, hi) on chunks of at most chunk items
+// covering [0, n), and returns when all calls have returned. The items are
+// split into one contiguous part per thread and worker w starts on part
+// w, in order, so that each thread streams through memory (a weight
+// matrix's rows) instead of interleaving with the others, which defeats
+// the hardware prefetchers; a worker that finishes its part takes chunks
+// from the next ones (so a descheduled helper's part still gets done).
+func (p *pool) runRanges(n, chunk int, fn func(worker, lo, hi int)) {
+	chunk = max(chunk, 1)
+	helpers := min(p.helpers, (n+chunk-1)/chunk-1)
+	if helpers <= 0 {
+		for lo := 0; lo < n; lo += chunk {
+			fn(0, lo, min(lo+chunk, n))
+		}
+		return
+	}
+	parts := helpers + 1
+	j := &job{rfn: fn, tasks: int64(n), chunk: int64(chunk), fin: make(chan struct{}),
+		parts: make([]atomic.Int64, parts), ends: make([]int64, parts)}
+	for q := range parts {
+		start := int64(q * n / parts)
+		j.parts[q].Store(start)
+		j.ends[q] = int64((q + 1) * n / parts)
+	}
+	for range helpers {
+		select {
+		case p.jobs <- j:
+		default:
+		}
+	}
+	j.work(0)
+	<-j.fin
+}
+
+func (j *job) workRanges(worker int) {
+	parts := len(j.parts)
+	for q := range parts {
+		part := (worker + q) % parts
+		end := j.ends[part]
+		for {
+			lo := j.parts[part].Add(j.chunk) - j.chunk
+			if lo >= end {
+				break
+			}
+			hi := min(lo+j.chunk, end)
+			j.rfn(worker, int(lo), int(hi))
+			if j.done.Add(hi-lo) == j.tasks {
+				close(j.fin)
+			}
+		}
+	}
 }
 
 // close stops the helpers; run must not be called afterwards.
