@@ -145,3 +145,29 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 		p.close()
 	}
 }
+
+// runRanges covers [0, n) exactly once, in chunks of at most chunk, with
+// worker ids in range.
+func TestPoolRangesCoverOnce(t *testing.T) {
+	for _, threads := range []int{1, 2, 5} {
+		p := newPool(threads)
+		for _, c := range [][2]int{{0, 4}, {1, 4}, {7, 1}, {100, 16}, {1000, 7}} {
+			n, chunk := c[0], c[1]
+			hits := make([]int32, n)
+			p.runRanges(n, chunk, func(w, lo, hi int) {
+				if w < 0 || w >= threads || hi-lo > chunk || lo >= hi {
+					t.Errorf("worker %d of %d, range [%d, %d) with chunk %d", w, threads, lo, hi, chunk)
+				}
+				for i := lo; i < hi; i++ {
+					hits[i]++
+				}
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("threads %d, n %d: item %d covered %d times", threads, n, i, h)
+				}
+			}
+		}
+		p.close()
+	}
+}
