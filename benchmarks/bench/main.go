@@ -50,7 +50,7 @@ import (
 type Result struct {
 	Model        string        `json:"model"`
 	Backend      string        `json:"backend"`
-	SIMD         string        `json:"simd"`
+	SIMD         string        `json:"simd,omitempty"`
 	Threads      int           `json:"threads"`
 	PP           int           `json:"pp"`
 	TG           int           `json:"tg"`
@@ -165,8 +165,12 @@ func parseSizes(s string) ([]int, error) {
 }
 
 func printSummary(w io.Writer, r *Result) {
-	fmt.Fprintf(w, "%s on %s (%s), %d threads: load %.2f s, pp%d %.2f tok/s, tg%d %.2f tok/s, peak RSS %.0f MiB\n",
-		r.Model, r.Backend, r.SIMD, r.Threads, r.LoadS, r.PP, r.PPTPS, r.TG, r.TGTPS, r.PeakRSSMB)
+	backend := r.Backend
+	if r.SIMD != "" {
+		backend += " (" + r.SIMD + ")"
+	}
+	fmt.Fprintf(w, "%s on %s, %d threads: load %.2f s, pp%d %.2f tok/s, tg%d %.2f tok/s, peak RSS %.0f MiB\n",
+		r.Model, backend, r.Threads, r.LoadS, r.PP, r.PPTPS, r.TG, r.TGTPS, r.PeakRSSMB)
 	for _, b := range r.Batch {
 		fmt.Fprintf(w, "batched decode: batch %d, %d steps: %.2f tok/s\n", b.Batch, b.Steps, b.TPS)
 	}
@@ -207,7 +211,10 @@ func bench(path, backend string, pp, tg, threads int, batches []int, progress io
 		return nil, err
 	}
 	defer m.Close()
-	res := &Result{Model: path, Backend: m.Backend().Name(), SIMD: cpu.SIMD(), Threads: threads, PP: pp, TG: tg, LoadS: time.Since(start).Seconds()}
+	res := &Result{Model: path, Backend: m.Backend().Name(), Threads: threads, PP: pp, TG: tg, LoadS: time.Since(start).Seconds()}
+	if res.Backend == "cpu-fast" {
+		res.SIMD = cpu.SIMD() // the kernels the fast path runs
+	}
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
 		res.ModelBytes = st.Size()
 	}
