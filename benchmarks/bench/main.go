@@ -2,11 +2,28 @@
 // optionally side by side with llama.cpp (llama-cpp-python, installed from
 // tools/requirements-peer.txt) on the same file and thread count.
 //
-//	go run ./benchmarks/bench --model PATH [--pp 512] [--tg 128] [--threads N] [--peer llama.cpp] [--json]
+//	go run ./benchmarks/bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
+//	    [--threads N] [--backend cpu-fast] [--peer llama.cpp] [--json | --benchfmt]
+//
+// The backend is kernels/cpu's fast path ("cpu-fast") unless --backend
+// says otherwise ("cpu" is the exact reference path).
 //
 // Prefill is one Decode of pp tokens (logits for the last only); decode is
-// tg single-token Decodes after it. Token ids are fixed pseudo-random ids
-// inside the vocabulary.
+// tg single-token Decodes after it. Batched decode (--batch) runs B
+// sequences, each after a 32-token prompt, decoding one token each per
+// Decode for min(tg, 32) steps, and reports B·steps/s. Token ids are fixed
+// pseudo-random ids inside the vocabulary.
+//
+// The same run measures memory read bandwidth (a STREAM-like read of a
+// 512 MiB buffer with cpu.Dot on the same number of threads, best of 20) and reports
+// decode speed as a fraction of the roofline: model file bytes × tg tok/s
+// ÷ bandwidth (decode reads every weight once per token; for a model with
+// tied embeddings the file is the weights read, to within its metadata).
+// Peak memory is the process's RSS high-water mark (VmHWM) before the
+// probe, mapped weight pages included.
+//
+// --benchfmt prints Go benchmark lines (for benchstat over repeated runs)
+// instead of the summary.
 package main
 
 import (
@@ -17,25 +34,43 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/models"
 )
 
 // Result is what --json prints.
 type Result struct {
-	Model   string  `json:"model"`
-	Backend string  `json:"backend"`
-	Threads int     `json:"threads"`
-	PP      int     `json:"pp"`
-	TG      int     `json:"tg"`
-	LoadS   float64 `json:"load_s"`
-	PPTPS   float64 `json:"pp_tps"`
-	TGTPS   float64 `json:"tg_tps"`
-	Peer    *Peer   `json:"peer,omitempty"`
+	Model        string        `json:"model"`
+	Backend      string        `json:"backend"`
+	SIMD         string        `json:"simd,omitempty"`
+	Threads      int           `json:"threads"`
+	PP           int           `json:"pp"`
+	TG           int           `json:"tg"`
+	LoadS        float64       `json:"load_s"`
+	PPTPS        float64       `json:"pp_tps"`
+	TGTPS        float64       `json:"tg_tps"`
+	Batch        []BatchResult `json:"batch,omitempty"`
+	PeakRSSMB    float64       `json:"peak_rss_mb"`
+	ModelBytes   int64         `json:"model_bytes"`
+	BandwidthGBs float64       `json:"bandwidth_gbs"`
+	RooflineFrac float64       `json:"roofline_frac"`
+	LoadAvg      string        `json:"loadavg"`
+	Peer         *Peer         `json:"peer,omitempty"`
+}
+
+// BatchResult is one batched-decode size.
+type BatchResult struct {
+	Batch int     `json:"batch"`
+	Steps int     `json:"steps"`
+	TPS   float64 `json:"tps"` // tokens (batch × steps) per second
 }
 
 // Peer is the other engine's numbers from the same run.
@@ -53,39 +88,123 @@ func run(args []string, stdout, stderr io.Writer) int {
 	model := fs.String("model", "", "model folder or .gguf file")
 	pp := fs.Int("pp", 512, "prompt tokens to prefill")
 	tg := fs.Int("tg", 128, "tokens to decode")
+	batch := fs.String("batch", "", "batched decode sizes, e.g. 1,4,16 (none by default)")
 	threads := fs.Int("threads", runtime.NumCPU(), "threads")
-	backend := fs.String("backend", "cpu", "cpu, vulkan or auto")
+	backend := fs.String("backend", "cpu-fast", "cpu-fast, cpu (the exact reference), vulkan or auto")
 	peer := fs.String("peer", "", `"llama.cpp" to run llama-cpp-python on the same file`)
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	benchfmt := fs.Bool("benchfmt", false, "print Go benchmark lines (for benchstat)")
+	noProbe := fs.Bool("no-bandwidth", false, "skip the bandwidth probe")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of prefill and decode (pprof) to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *model == "" || *pp < 1 || *tg < 1 || *threads < 1 {
-		fmt.Fprintln(stderr, "error: --model is required; --pp, --tg and --threads must be ≥ 1")
+	sizes, err := parseSizes(*batch)
+	if *model == "" || *pp < 1 || *tg < 1 || *threads < 1 || err != nil {
+		fmt.Fprintln(stderr, "error: --model is required; --pp, --tg and --threads must be ≥ 1; --batch is a list like 1,4,16")
 		return 2
 	}
-	res, err := bench(*model, *backend, *pp, *tg, *threads, stderr)
-	if err == nil && *peer != "" {
-		res.Peer, err = runPeer(*peer, *model, *pp, *tg, *threads)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+	}
+	res, err := bench(*model, *backend, *pp, *tg, *threads, sizes, stderr)
+	if *cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err == nil {
+		res.PeakRSSMB = peakRSSMB()
+		if !*noProbe {
+			fmt.Fprintf(stderr, "bandwidth probe (%d threads)…\n", *threads)
+			res.BandwidthGBs = readBandwidth(*threads)
+			if res.BandwidthGBs > 0 {
+				res.RooflineFrac = float64(res.ModelBytes) * res.TGTPS / (res.BandwidthGBs * 1e9)
+			}
+		}
+		if *peer != "" {
+			fmt.Fprintf(stderr, "peer %s…\n", *peer)
+			res.Peer, err = runPeer(*peer, *model, *pp, *tg, *threads)
+		}
+		res.LoadAvg = loadAvg()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1
 	}
-	if *asJSON {
+	switch {
+	case *asJSON:
 		json.NewEncoder(stdout).Encode(res)
-		return 0
-	}
-	fmt.Fprintf(stdout, "%s on %s, %d threads: load %.2f s, pp%d %.2f tok/s, tg%d %.2f tok/s\n",
-		res.Model, res.Backend, res.Threads, res.LoadS, res.PP, res.PPTPS, res.TG, res.TGTPS)
-	if p := res.Peer; p != nil {
-		fmt.Fprintf(stdout, "%s: pp %.2f tok/s, tg %.2f tok/s; vkllm/peer: pp %.3f×, tg %.3f×\n",
-			p.Name, p.PPTPS, p.TGTPS, res.PPTPS/p.PPTPS, res.TGTPS/p.TGTPS)
+	case *benchfmt:
+		printBenchfmt(stdout, res)
+	default:
+		printSummary(stdout, res)
 	}
 	return 0
 }
 
-func bench(path, backend string, pp, tg, threads int, progress io.Writer) (*Result, error) {
+func parseSizes(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad batch size %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func printSummary(w io.Writer, r *Result) {
+	backend := r.Backend
+	if r.SIMD != "" {
+		backend += " (" + r.SIMD + ")"
+	}
+	fmt.Fprintf(w, "%s on %s, %d threads: load %.2f s, pp%d %.2f tok/s, tg%d %.2f tok/s, peak RSS %.0f MiB\n",
+		r.Model, backend, r.Threads, r.LoadS, r.PP, r.PPTPS, r.TG, r.TGTPS, r.PeakRSSMB)
+	for _, b := range r.Batch {
+		fmt.Fprintf(w, "batched decode: batch %d, %d steps: %.2f tok/s\n", b.Batch, b.Steps, b.TPS)
+	}
+	if r.BandwidthGBs > 0 {
+		fmt.Fprintf(w, "read bandwidth %.2f GB/s; model %.0f MB × %.2f tok/s = %.1f%% of the roofline\n",
+			r.BandwidthGBs, float64(r.ModelBytes)/1e6, r.TGTPS, 100*r.RooflineFrac)
+	}
+	if p := r.Peer; p != nil {
+		fmt.Fprintf(w, "%s: pp %.2f tok/s, tg %.2f tok/s; vkllm/peer: pp %.3f×, tg %.3f×\n",
+			p.Name, p.PPTPS, p.TGTPS, r.PPTPS/p.PPTPS, r.TGTPS/p.TGTPS)
+	}
+	fmt.Fprintf(w, "load average: %s\n", r.LoadAvg)
+}
+
+// printBenchfmt writes one benchmark line per measurement, named by the
+// model file and backend, in the format benchstat reads.
+func printBenchfmt(w io.Writer, r *Result) {
+	name := strings.TrimSuffix(r.Model[strings.LastIndex(r.Model, "/")+1:], ".gguf")
+	line := func(what string, tps float64) {
+		fmt.Fprintf(w, "Benchmark%s/model=%s/backend=%s/threads=%d 1 %.0f ns/op %.3f tok/s\n",
+			what, name, r.Backend, r.Threads, 1e9/tps, tps)
+	}
+	line(fmt.Sprintf("Prefill/pp=%d", r.PP), r.PPTPS)
+	line(fmt.Sprintf("Decode/tg=%d", r.TG), r.TGTPS)
+	for _, b := range r.Batch {
+		line(fmt.Sprintf("BatchedDecode/batch=%d", b.Batch), b.TPS)
+	}
+	if p := r.Peer; p != nil {
+		fmt.Fprintf(w, "BenchmarkPrefill/pp=%d/model=%s/backend=%s/threads=%d 1 %.0f ns/op %.3f tok/s\n", r.PP, name, p.Name, r.Threads, 1e9/p.PPTPS, p.PPTPS)
+		fmt.Fprintf(w, "BenchmarkDecode/tg=%d/model=%s/backend=%s/threads=%d 1 %.0f ns/op %.3f tok/s\n", r.TG, name, p.Name, r.Threads, 1e9/p.TGTPS, p.TGTPS)
+	}
+}
+
+func bench(path, backend string, pp, tg, threads int, batches []int, progress io.Writer) (*Result, error) {
 	start := time.Now()
 	m, err := models.Open(path, models.WithBackendName(backend, kernels.Options{Threads: threads}))
 	if err != nil {
@@ -93,6 +212,12 @@ func bench(path, backend string, pp, tg, threads int, progress io.Writer) (*Resu
 	}
 	defer m.Close()
 	res := &Result{Model: path, Backend: m.Backend().Name(), Threads: threads, PP: pp, TG: tg, LoadS: time.Since(start).Seconds()}
+	if res.Backend == "cpu-fast" {
+		res.SIMD = cpu.SIMD() // the kernels the fast path runs
+	}
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		res.ModelBytes = st.Size()
+	}
 	ctx, err := m.NewContext(models.ContextParams{ContextLen: pp + tg, BatchSize: pp})
 	if err != nil {
 		return nil, err
@@ -104,24 +229,136 @@ func bench(path, backend string, pp, tg, threads int, progress io.Writer) (*Resu
 	for i := range pp {
 		b.Add(tok(i), int32(i), i == pp-1, 0)
 	}
-	fmt.Fprintf(progress, "prefill %d tokens…\n", pp)
+	fmt.Fprintf(progress, "load %.2f s; prefill %d tokens…\n", res.LoadS, pp)
 	t0 := time.Now()
 	if err := ctx.Decode(b); err != nil {
 		return nil, err
 	}
 	res.PPTPS = float64(pp) / time.Since(t0).Seconds()
+	fmt.Fprintf(progress, "prefill %.2f tok/s\n", res.PPTPS)
 	t0 = time.Now()
 	for i := range tg {
-		if i%16 == 0 {
-			fmt.Fprintf(progress, "\rdecode %d/%d", i, tg)
+		if i%8 == 0 && i > 0 {
+			fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s ", i, tg, float64(i)/time.Since(t0).Seconds())
 		}
 		if _, err := ctx.DecodeToken(0, tok(pp+i)); err != nil {
 			return nil, err
 		}
 	}
 	res.TGTPS = float64(tg) / time.Since(t0).Seconds()
-	fmt.Fprintln(progress)
+	fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s\n", tg, tg, res.TGTPS)
+	ctx.Close()
+	for _, n := range batches {
+		br, err := batched(m, n, min(tg, 32), tok, progress)
+		if err != nil {
+			return nil, err
+		}
+		res.Batch = append(res.Batch, br)
+	}
 	return res, nil
+}
+
+// batched decodes steps tokens in each of n sequences, n tokens per
+// Decode, after a 32-token prompt per sequence.
+func batched(m *models.Model, n, steps int, tok func(int) int32, progress io.Writer) (BatchResult, error) {
+	const prompt = 32
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: n * (prompt + steps), MaxSeqs: n, BatchSize: max(n, prompt)})
+	if err != nil {
+		return BatchResult{}, err
+	}
+	defer ctx.Close()
+	seqs := make([]models.SeqID, n)
+	toks := make([]int32, n)
+	for s := range n {
+		seqs[s] = models.SeqID(s)
+		p := make([]int32, prompt)
+		for i := range p {
+			p[i] = tok(1000*s + i)
+		}
+		if _, err := ctx.Prefill(seqs[s], p); err != nil {
+			return BatchResult{}, err
+		}
+	}
+	t0 := time.Now()
+	for i := range steps {
+		fmt.Fprintf(progress, "\rbatched decode: batch %d, step %d/%d ", n, i, steps)
+		for s := range n {
+			toks[s] = tok(1000*s + prompt + i)
+		}
+		if _, err := ctx.DecodeBatch(seqs, toks); err != nil {
+			return BatchResult{}, err
+		}
+	}
+	r := BatchResult{Batch: n, Steps: steps, TPS: float64(n*steps) / time.Since(t0).Seconds()}
+	fmt.Fprintf(progress, "\rbatched decode: batch %d, %d steps, %.2f tok/s\n", n, steps, r.TPS)
+	return r, nil
+}
+
+// readBandwidth is a STREAM-like read test: threads goroutines each
+// read their part of a 512 MiB buffer with cpu.Dot against a 256 KiB
+// vector that stays in cache (the kernels' own loads, AVX2 where there
+// is some); the best of 20 passes, in GB/s of the buffer read.
+func readBandwidth(threads int) float64 {
+	const size = 512 << 20
+	buf := make([]float32, size/4)
+	for i := range buf { // touch every page, with data that is not zero
+		buf[i] = float32(i & 1023)
+	}
+	ones := make([]float32, 64<<10)
+	for i := range ones {
+		ones[i] = 1
+	}
+	best := 0.0
+	var sink float32
+	for range 20 {
+		sums := make([]float32, threads)
+		var wg sync.WaitGroup
+		chunk := len(buf) / threads / len(ones) * len(ones)
+		t0 := time.Now()
+		for w := range threads {
+			part := buf[w*chunk : (w+1)*chunk]
+			wg.Go(func() {
+				var s float32
+				for o := 0; o < len(part); o += len(ones) {
+					s += cpu.Dot(part[o:o+len(ones)], ones)
+				}
+				sums[w] = s
+			})
+		}
+		wg.Wait()
+		sec := time.Since(t0).Seconds()
+		for _, s := range sums {
+			sink += s
+		}
+		best = max(best, float64(chunk*threads*4)/sec/1e9)
+	}
+	runtime.KeepAlive(sink)
+	return best
+}
+
+// peakRSSMB is VmHWM from /proc/self/status in MiB (0 where there is none).
+func peakRSSMB() float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(raw))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // runPeer runs tools/bench_peer.py, which prints {"pp_tps":…, "tg_tps":…}.
@@ -133,7 +370,9 @@ func runPeer(name, path string, pp, tg, threads int) (*Peer, error) {
 	if python == "" {
 		python = "python3"
 	}
-	out, err := exec.Command(python, "tools/bench_peer.py", path, strconv.Itoa(pp), strconv.Itoa(tg), strconv.Itoa(threads)).Output()
+	cmd := exec.Command(python, "tools/bench_peer.py", path, strconv.Itoa(pp), strconv.Itoa(tg), strconv.Itoa(threads))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("peer llama.cpp (pip install -r tools/requirements-peer.txt): %w", err)
 	}

@@ -41,6 +41,10 @@ func (b *Backend) Attention(dst, q, k, v, mask kernels.Tensor, heads, kvHeads in
 		d.rows == n && d.cols == qs.cols,
 		"%s: dst %v, q %v, k %v, v %v, mask %v, %d heads, %d KV heads: want dst and q (n, heads·hd), k and v (cells, kvHeads·hd), mask (n, cells)",
 		op, d, qs, ks, vs, ms, heads, kvHeads)
+	if b.fast {
+		b.attentionFast(d, qs, ks, vs, ms, heads, kvHeads, scale)
+		return
+	}
 	group := heads / kvHeads
 	b.parallel(n*heads, func(lo, hi int) {
 		scores := make([]float32, cells) // (cells) s_j of one head

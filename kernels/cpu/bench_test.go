@@ -8,16 +8,23 @@ import (
 )
 
 // BenchmarkMatMul multiplies (n, 896) activations by a (4864, 896) weight,
-// Qwen2-0.5B's FFN up projection, for each weight dtype the models use.
-// GFLOP/s counts 2·n·m·k; GB/s is the weight's bytes read per call.
+// Qwen2-0.5B's FFN up projection, for each weight dtype the models use,
+// on the reference path and the fast path. GFLOP/s counts 2·n·m·k; GB/s
+// is the weight's bytes read per call.
 //
 //	go test -run '^$' -bench MatMul ./kernels/cpu/
 func BenchmarkMatMul(b *testing.B) {
 	const m, k = 4864, 896
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {
-		for _, n := range []int{1, 16} {
-			b.Run(fmt.Sprintf("%v/n=%d", dt, n), func(b *testing.B) {
-				be := New(0)
+		for _, cfg := range []struct {
+			name string
+			n    int
+			fast bool
+		}{{"exact/n=1", 1, false}, {"exact/n=16", 16, false}, {"fast/n=1", 1, true}, {"fast/n=16", 16, true}, {"fast/n=64", 64, true}} {
+			n := cfg.n
+			b.Run(fmt.Sprintf("%v/%s", dt, cfg.name), func(b *testing.B) {
+				be := NewWith(Options{Fast: cfg.fast})
+				defer be.Close()
 				kk := k
 				if dt.BlockSize() == 256 {
 					kk = 1024 // K-quant rows are whole 256-blocks; 896 is not

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/tensor"
@@ -12,7 +11,14 @@ import (
 )
 
 func init() {
-	kernels.Register("cpu", func(o kernels.Options) (kernels.Backend, error) { return New(o.Threads), nil })
+	kernels.Register("cpu", func(o kernels.Options) (kernels.Backend, error) {
+		b := NewWith(Options{Threads: o.Threads, Fast: defaultFast})
+		b.name = "cpu"
+		return b, nil
+	})
+	kernels.Register("cpu-fast", func(o kernels.Options) (kernels.Backend, error) {
+		return NewWith(Options{Threads: o.Threads, Fast: true}), nil
+	})
 }
 
 // Errors of SetF32, SetI32, GetF32 and GetI32; they wrap one of these.
@@ -59,25 +65,58 @@ func (t *Tensor) Shape() []int { return t.shape }
 func (t *Tensor) String() string { return fmt.Sprintf("%v%v", t.dt, t.shape) }
 
 // Backend is the CPU backend. Like every Backend it is used from one
-// goroutine at a time; each op splits its own work across goroutines.
+// goroutine at a time; each op splits its own work across the goroutines
+// of its pool.
 type Backend struct {
+	name    string
 	threads int
+	fast    bool
+	pool    *pool
+	scratch fastScratch // the fast path's buffers, reused across ops
 }
 
-// New returns a CPU backend that runs each op on up to threads goroutines
-// (0 or less: GOMAXPROCS).
-func New(threads int) *Backend {
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
+// Options configure New With.
+type Options struct {
+	// Threads bounds the parallelism (0 or less: GOMAXPROCS).
+	Threads int
+	// Fast selects the fast kernels (see the package documentation,
+	// "Fast path"): SIMD dots with fused multiply-adds and, for Q8_0,
+	// Q4_0 and Q4_1 weights, activations quantised to 8 bits per block
+	// of 32. Results stay independent of the batch size and the thread
+	// count, but are no longer the reference's.
+	Fast bool
+}
+
+// New returns the reference CPU backend (exact path) running each op on
+// up to threads goroutines (0 or less: GOMAXPROCS). Built with the
+// cpufast tag it returns the fast path instead, so that the model parity
+// tests (which call New) can be run against it:
+//
+//	go test -tags cpufast ./models/
+func New(threads int) *Backend { return NewWith(Options{Threads: threads, Fast: defaultFast}) }
+
+// NewWith returns a CPU backend configured by o. Its helper goroutines
+// stop on Close, or when the Backend is garbage collected.
+func NewWith(o Options) *Backend {
+	threads := threadsOr(o.Threads)
+	b := &Backend{name: "cpu", threads: threads, fast: o.Fast, pool: newPool(threads)}
+	if o.Fast {
+		b.name = "cpu-fast"
 	}
-	return &Backend{threads: threads}
+	runtime.AddCleanup(b, func(p *pool) { p.close() }, b.pool)
+	return b
 }
 
-// Name implements kernels.Backend.
-func (b *Backend) Name() string { return "cpu" }
+// Name implements kernels.Backend: "cpu", or "cpu-fast" for a backend
+// made by NewWith with Fast set.
+func (b *Backend) Name() string { return b.name }
 
-// Close implements kernels.Backend; the CPU backend holds nothing.
-func (b *Backend) Close() error { return nil }
+// Close implements kernels.Backend: it stops the helper goroutines. The
+// backend must not run ops afterwards.
+func (b *Backend) Close() error {
+	b.pool.close()
+	return nil
+}
 
 // Sync implements kernels.Backend; ops run at once, so there is no work
 // to wait for.
@@ -258,9 +297,9 @@ func (b *Backend) GetI32(src kernels.Tensor, dst []int32) error {
 }
 
 // parallel calls fn on contiguous chunks [lo, hi) covering [0, n), on at
-// most b.threads goroutines, and returns when all are done. Every op
-// computes each output element wholly inside one fn call, so the split
-// never changes a value.
+// most b.threads goroutines of the pool, and returns when all are done.
+// Every op computes each output element wholly inside one fn call, so the
+// split never changes a value.
 func (b *Backend) parallel(n int, fn func(lo, hi int)) {
 	workers := min(b.threads, n)
 	if workers <= 1 {
@@ -268,11 +307,7 @@ func (b *Backend) parallel(n int, fn func(lo, hi int)) {
 		return
 	}
 	chunk := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		wg.Go(func() { fn(lo, min(lo+chunk, n)) })
-	}
-	wg.Wait()
+	b.pool.run((n+chunk-1)/chunk, func(_, t int) { fn(t*chunk, min((t+1)*chunk, n)) })
 }
 
 // Shape and dtype checks of the ops. A failure is the caller's bug

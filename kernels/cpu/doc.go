@@ -1,8 +1,10 @@
 // Package cpu is vkllm's reference backend: plain Go loops that run each op
-// at once, split across goroutines. It registers itself as "cpu" with
-// kernels.Register; New(threads) makes one directly. It is the oracle the
-// faster backends are checked against (package kernels/kerneltest), so
-// clarity and exactness come before speed.
+// at once, split across the goroutines of a pool started once per Backend.
+// It registers itself as "cpu" with kernels.Register; New(threads) makes
+// one directly. It is the oracle the faster backends are checked against
+// (package kernels/kerneltest), so clarity and exactness come before
+// speed. The same package has a fast path, registered as "cpu-fast" and
+// made by NewWith(Options{Fast: true}); see "Fast path" below.
 //
 // # Tensors
 //
@@ -51,4 +53,39 @@
 // frequencies are transformers' float32 inv_freq (InvFreq, checked against
 // testdata/rope.golden.json), its angles float32 pos·inv_freq, their
 // cosine and sine rounded to float32.
+//
+// # Fast path
+//
+// With Options.Fast, MatMul, Attention and SwiGLU take other kernels
+// (fast.go, dot.go; Go assembly in dot_amd64.s for AVX2 + FMA + F16C,
+// chosen at run time with golang.org/x/sys/cpu, and the same kernels in
+// pure Go under the purego build tag, on other architectures and on CPUs
+// without those features; SIMD reports which):
+//
+//   - F32, F16 and BF16 weights: float32 dots with fused multiply-adds in
+//     eight lanes (four accumulators), read in place.
+//   - Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights: each activation row is
+//     quantised once per MatMul to 8 bits per block of 32 (quantizeQ8: d =
+//     max|x|/127 in float32, q = round(x/d)), and every block's integer dot
+//     is exact (vpmaddubsw/vpmaddwd), scaled by d_w·d_x in float32. This is
+//     llama.cpp's arithmetic (its Q8_0/Q8_1 vec_dots; per 32 also for the
+//     K-quants, where llama.cpp uses 256), not the reference's: its truth
+//     is kerneltest.MatMulQ8 (the dequantised weight times the dequantised
+//     activations, in float64).
+//   - other dtypes: the row dequantised once per tile, then the F32 dot.
+//   - prefill: the weight rows of a task are dotted with tiles of 64
+//     activation rows while in cache, four activation rows per weight
+//     block for Q8_0, Q4_0 and Q4_1 (each result bitwise the one-row
+//     kernel's).
+//   - Attention: float32 dots and V accumulation, a vector exp; SwiGLU:
+//     silu·u with the vector exp.
+//
+// Every output element is still one kernel call on its own inputs in a
+// fixed order, so results are bitwise independent of the batch size, the
+// tiling and the thread count. They differ from the reference's by float32
+// rounding (float types) or by the activation quantisation (quantised
+// types): the model parity tests pass against transformers on the fast
+// path for F32, F16 and BF16 models, not for quantised GGUFs (1e-4 of the
+// largest logit is below the error of 8-bit activations), which is why
+// "cpu" stays the exact path.
 package cpu

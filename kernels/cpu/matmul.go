@@ -54,6 +54,10 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	n, k, m := xs.rows, xs.cols, wt.rows
 	must(wt.floatRows(), "%s: weight %v has no float rows", op, wt)
 	must(wt.cols == k && d.rows == n && d.cols == m, "%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
+	if b.fast {
+		b.matMulFast(d, xs, wt)
+		return
+	}
 	b.parallel(m, func(lo, hi int) {
 		wrow := make([]float32, k) // (k) one dequantised weight row
 		for j := lo; j < hi; j++ {

@@ -1,0 +1,299 @@
+package cpu
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// fastScratch holds the fast path's buffers, grown on demand and reused
+// by every op of a Backend (which one goroutine uses at a time).
+type fastScratch struct {
+	qx     []int8    // (n·k) activations quantised by quantizeQ8
+	dx, sx []float32 // (n·k/32) their block scales and scaled block sums
+	work   [][]float32
+}
+
+// buf returns worker w's scratch of at least n float32s.
+func (s *fastScratch) buf(threads, w, n int) []float32 {
+	if len(s.work) < threads {
+		s.work = append(s.work, make([][]float32, threads-len(s.work))...)
+	}
+	if cap(s.work[w]) < n {
+		s.work[w] = make([]float32, n)
+	}
+	return s.work[w][:n]
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// littleEndian: the fast path reads F32, F16 and BF16 weights in place
+// as []float32 and []uint16, which needs the file's byte order.
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
+
+func f32view(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+func u16view(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+}
+
+// Tiling of the fast MatMul: a task is a run of weight rows (taken by
+// pool.runRanges, each thread streaming through its own part of the
+// weight); inside it the activation rows go by tiles of xTile, and each
+// weight row of the task is dotted with a whole tile while in cache.
+const (
+	xTile       = 64
+	rowsPerTask = 16
+)
+
+// matMulFast is MatMul on the fast path. Every dst element is one call
+// of one kernel on (its weight row, its activation row), so it does not
+// depend on n, the tiling or the thread count.
+//
+//	Q8_0, Q4_0, Q4_1,          x quantised by quantizeQ8 once per call,
+//	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
+//	                           dotQ4_K / dotQ6_K
+//	F32, F16, BF16 weights     dotF32 / dotF16 / dotBF16 on x, in place
+//	other dtypes               the row dequantised (tensor.Dequantize)
+//	                           into scratch, then dotF32
+func (b *Backend) matMulFast(d, xs, wt *Tensor) {
+	n, k, m := xs.rows, xs.cols, wt.rows
+	if n == 0 || m == 0 {
+		return
+	}
+	x := xs.f32
+	var rowDot func(w, j, i int) float32 // dst[i, j] on worker w
+	switch {
+	case !wt.weight && wt.dt == tensor.F32:
+		rowDot = func(_, j, i int) float32 { return dotF32(wt.f32[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case !wt.weight && wt.dt == tensor.F16:
+		rowDot = func(_, j, i int) float32 { return dotF16(wt.f16[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case wt.dt == tensor.F32 && littleEndian:
+		w := f32view(wt.raw)
+		rowDot = func(_, j, i int) float32 { return dotF32(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case wt.dt == tensor.F16 && littleEndian:
+		w := u16view(wt.raw)
+		rowDot = func(_, j, i int) float32 { return dotF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case wt.dt == tensor.BF16 && littleEndian:
+		w := u16view(wt.raw)
+		rowDot = func(_, j, i int) float32 { return dotBF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case wt.dt == tensor.Q8_0, wt.dt == tensor.Q4_0, wt.dt == tensor.Q4_1, wt.dt == tensor.Q4_K, wt.dt == tensor.Q6_K:
+		qx, dx, sx := b.quantizeActivations(xs)
+		nb, rb := k/32, wt.rowBytes
+		switch wt.dt {
+		case tensor.Q8_0:
+			rowDot = func(_, j, i int) float32 {
+				return dotQ8_0(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb])
+			}
+		case tensor.Q4_0:
+			rowDot = func(_, j, i int) float32 {
+				return dotQ4_0(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb])
+			}
+		case tensor.Q6_K:
+			rowDot = func(_, j, i int) float32 {
+				return dotQ6_K(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], nil)
+			}
+		case tensor.Q4_K:
+			rowDot = func(_, j, i int) float32 {
+				return dotQ4_K(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+			}
+		default:
+			rowDot = func(_, j, i int) float32 {
+				return dotQ4_1(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+			}
+		}
+	default:
+		b.matMulDequant(d, xs, wt)
+		return
+	}
+	// Prefill's tile: four activation rows against one weight row, each
+	// result bitwise the one-row kernel's (Q8_0, Q4_0, Q4_1).
+	var xrows4 func(j, i int, out *[4]float32)
+	if wt.weight && (wt.dt == tensor.Q8_0 || wt.dt == tensor.Q4_0) && n >= 4 {
+		kx, rb, nb := dotQ8_0x4, wt.rowBytes, k/32
+		if wt.dt == tensor.Q4_0 {
+			kx = dotQ4_0x4
+		}
+		qx, dx := b.scratch.qx[:n*k], b.scratch.dx[:n*nb]
+		xrows4 = func(j, i int, out *[4]float32) { kx(wt.raw[j*rb:(j+1)*rb], qx, dx, i, out) }
+	}
+	if wt.weight && wt.dt == tensor.Q4_1 && n >= 4 {
+		rb, nb := wt.rowBytes, k/32
+		qx, dx, sx := b.scratch.qx[:n*k], b.scratch.dx[:n*nb], b.scratch.sx[:n*nb]
+		xrows4 = func(j, i int, out *[4]float32) { dotQ4_1x4(wt.raw[j*rb:(j+1)*rb], qx, dx, sx, i, out) }
+	}
+	per := rowsPerTask
+	if n == 1 {
+		// Decode: smaller tasks, so that a slow thread delays the op less.
+		per = max(1, min(rowsPerTask, m/(8*b.threads)))
+	}
+	b.pool.runRanges(m, per, func(w, j0, j1 int) {
+		var four [4]float32
+		for i0 := 0; i0 < n; i0 += xTile {
+			i1 := min(i0+xTile, n)
+			rest := i0 // the first row not done by xrows4
+			if xrows4 != nil {
+				rest = i0 + (i1-i0)&^3
+				for j := j0; j < j1; j++ {
+					for i := i0; i < rest; i += 4 {
+						xrows4(j, i, &four)
+						d.f32[i*m+j], d.f32[(i+1)*m+j], d.f32[(i+2)*m+j], d.f32[(i+3)*m+j] = four[0], four[1], four[2], four[3]
+					}
+				}
+			}
+			for j := j0; j < j1; j++ {
+				for i := rest; i < i1; i++ {
+					d.f32[i*m+j] = rowDot(w, j, i)
+				}
+			}
+		}
+	})
+}
+
+// matMulDequant: each weight row of a task is dequantised into the
+// worker's scratch once per tile of activation rows, then dotted.
+func (b *Backend) matMulDequant(d, xs, wt *Tensor) {
+	n, k, m := xs.rows, xs.cols, wt.rows
+	x := xs.f32
+	per := rowsPerTask
+	if n == 1 {
+		per = max(1, min(rowsPerTask, m/(8*b.threads)))
+	}
+	b.scratch.buf(b.threads, 0, k) // grow the worker table before the workers index it
+	for w := range b.threads {
+		b.scratch.buf(b.threads, w, k)
+	}
+	b.pool.runRanges(m, per, func(w, j0, j1 int) {
+		wrow := b.scratch.work[w][:k]
+		for i0 := 0; i0 < n; i0 += xTile {
+			i1 := min(i0+xTile, n)
+			for j := j0; j < j1; j++ {
+				wt.row(j, wrow)
+				for i := i0; i < i1; i++ {
+					d.f32[i*m+j] = dotF32(wrow, x[i*k:(i+1)*k])
+				}
+			}
+		}
+	})
+}
+
+// quantizeActivations quantises every row of xs (n, k) with quantizeQ8
+// into the backend's scratch.
+func (b *Backend) quantizeActivations(xs *Tensor) (qx []int8, dx, sx []float32) {
+	n, k := xs.rows, xs.cols
+	s := &b.scratch
+	s.qx, s.dx, s.sx = grow(s.qx, n*k), grow(s.dx, n*k/32), grow(s.sx, n*k/32)
+	qx, dx, sx = s.qx, s.dx, s.sx
+	nb := k / 32
+	b.parallel(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			quantizeQ8(xs.f32[i*k:(i+1)*k], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+		}
+	})
+	return qx, dx, sx
+}
+
+// attentionFast is Attention on the fast path. For each (token, head):
+// q·k with dotF32/dotF16 (the cache's dtype), the softmax weights
+// p_j = exp(s_j − max) in float32 (the vector exp), and out = Σ p_j·v_j
+// accumulated in float32 with axpyF32/axpyF16 over the visible cells in
+// index order, divided by Σ p_j (summed in float64) at the end.
+//
+// A task is a token and a run of the query heads that share one KV head
+// (all of them when there are enough tasks for the threads): the mask
+// row is scanned once and each K and V row is used by every head of the
+// run while in cache. Each head's arithmetic is the same whatever the
+// run, so the split never changes a value.
+func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, scale float32) {
+	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
+	group := heads / kvHeads
+	run := group // heads per task
+	for run > 1 && n*heads/run < 2*b.threads {
+		run = (run + 1) / 2
+	}
+	perGroup := (group + run - 1) / run // tasks per KV head and token
+	size := cells + run*(cells+hd)      // seen, then per head scores and acc
+	for w := range b.threads {
+		b.scratch.buf(b.threads, w, size)
+	}
+	b.pool.run(n*kvHeads*perGroup, func(w, task int) {
+		buf := b.scratch.work[w][:size]
+		seen := unsafe.Slice((*int32)(unsafe.Pointer(&buf[0])), cells) // visible cell indices
+		t, g, part := task/(kvHeads*perGroup), task/perGroup%kvHeads, task%perGroup
+		h0, h1 := g*group+part*run, min(g*group+(part+1)*run, (g+1)*group)
+		off := g * hd // the KV head's columns
+		nv := 0
+		for j, mv := range ms.f32[t*cells : (t+1)*cells] {
+			if mv == 0 {
+				seen[nv] = int32(j)
+				nv++
+			}
+		}
+		if nv == 0 {
+			clear(d.f32[t*d.cols+h0*hd : t*d.cols+h1*hd])
+			return
+		}
+		scores := func(h int) []float32 { return buf[cells+(h-h0)*cells:][:nv] }
+		acc := func(h int) []float32 { return buf[cells+run*cells+(h-h0)*hd:][:hd] }
+		q := func(h int) []float32 { return qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd] }
+		for c, j := range seen[:nv] {
+			at := int(j)*ks.cols + off
+			for h := h0; h < h1; h++ {
+				if ks.dt == tensor.F32 {
+					scores(h)[c] = dotF32(ks.f32[at:at+hd], q(h)) * scale
+				} else {
+					scores(h)[c] = dotF16(ks.f16[at:at+hd], q(h)) * scale
+				}
+			}
+		}
+		sums := make([]float64, 0, 16)
+		for h := h0; h < h1; h++ {
+			sc := scores(h)
+			mx := float32(math.Inf(-1))
+			for _, v := range sc {
+				mx = max(mx, v)
+			}
+			for c := range sc {
+				sc[c] -= mx
+			}
+			expF32(sc)
+			var sum float64
+			for _, p := range sc {
+				sum += float64(p)
+			}
+			sums = append(sums, sum)
+			clear(acc(h))
+		}
+		for c, j := range seen[:nv] {
+			at := int(j)*vs.cols + off
+			for h := h0; h < h1; h++ {
+				if vs.dt == tensor.F32 {
+					axpyF32(scores(h)[c], vs.f32[at:at+hd], acc(h))
+				} else {
+					axpyF16(scores(h)[c], vs.f16[at:at+hd], acc(h))
+				}
+			}
+		}
+		for h := h0; h < h1; h++ {
+			out, a := d.f32[t*d.cols+h*hd:t*d.cols+(h+1)*hd], acc(h)
+			inv := float32(1 / sums[h-h0])
+			for e := range out {
+				out[e] = a[e] * inv
+			}
+		}
+	})
+}

@@ -1,0 +1,173 @@
+package cpu
+
+import (
+	"math"
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kernels/kerneltest"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// The fast path passes every op of the conformance suite; MatMul as
+// kerneltest.MatMulQ8 (Q8_0, Q4_0, Q4_1: the emulated Q8-activation
+// arithmetic at LimitF32Dot) and kerneltest.MatMulNotQ8 (every other
+// dtype at LimitF32Dot), both with bitwise batch invariance.
+func TestFastConformance(t *testing.T) {
+	t.Logf("kernels: %s", SIMD())
+	for _, threads := range []int{1, 3} {
+		t.Run("threads="+string(rune('0'+threads)), func(t *testing.T) {
+			b := NewWith(Options{Threads: threads, Fast: true})
+			defer b.Close()
+			for _, c := range []struct {
+				name string
+				fn   func(*testing.T, kernels.Backend)
+			}{
+				{"GetRows", kerneltest.GetRows},
+				{"MatMulQ8", kerneltest.MatMulQ8},
+				{"MatMulNotQ8", kerneltest.MatMulNotQ8},
+				{"Add", kerneltest.Add},
+				{"Mul", kerneltest.Mul},
+				{"RMSNorm", kerneltest.RMSNorm},
+				{"RoPE", kerneltest.RoPE},
+				{"SwiGLU", kerneltest.SwiGLU},
+				{"KVWrite", kerneltest.KVWrite},
+				{"KVShift", kerneltest.KVShift},
+				{"Attention", kerneltest.Attention},
+				{"Softmax", kerneltest.Softmax},
+				{"Argmax", kerneltest.Argmax},
+			} {
+				t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
+			}
+			t.Run("AttentionStrict", func(t *testing.T) { kerneltest.AttentionStrict(t, b) })
+			t.Run("MatMulFloatStrict", func(t *testing.T) { floatStrict(t, b) })
+		})
+	}
+}
+
+// floatStrict: F32, F16 and BF16 weights within LimitF32Dot of float64.
+func floatStrict(t *testing.T, b *Backend) {
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
+		for _, k := range []int{7, 96, 263, 1031} {
+			w, _ := upload(t, b, dt, 19, k)
+			deq := make([]float32, 19*k)
+			if err := b.GetF32(w, deq); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []int{1, 5} {
+				xs := make([]float32, n*k)
+				for i := range xs {
+					xs[i] = float32(math.Sin(float64(i)*0.37 + 1))
+				}
+				x, _ := b.NewTensor(tensor.F32, n, k)
+				_ = b.SetF32(x, xs)
+				d, _ := b.NewTensor(tensor.F32, n, 19)
+				b.MatMul(d, x, w)
+				got := make([]float32, n*19)
+				_ = b.GetF32(d, got)
+				var num, den float64
+				for i := range n {
+					for j := range 19 {
+						var s float64
+						for e := range k {
+							s += float64(xs[i*k+e]) * float64(deq[j*k+e])
+						}
+						num += (float64(got[i*19+j]) - s) * (float64(got[i*19+j]) - s)
+						den += s * s
+					}
+				}
+				if e := num / den; !(e <= kerneltest.LimitF32Dot) {
+					t.Errorf("%v n=%d k=%d: NMSE %.3g > %.3g", dt, n, k, e, kerneltest.LimitF32Dot)
+				}
+			}
+		}
+	}
+}
+
+// The fast path is bitwise independent of the thread count too.
+func TestFastThreadsBitwiseEqual(t *testing.T) {
+	one, many := NewWith(Options{Threads: 1, Fast: true}), NewWith(Options{Threads: 7, Fast: true})
+	defer one.Close()
+	defer many.Close()
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {
+		var outs [2][]float32
+		for bi, b := range []*Backend{one, many} {
+			w, _ := upload(t, b, dt, 37, 256)
+			x, _ := b.NewTensor(tensor.F32, 70, 256)
+			xs := make([]float32, 70*256)
+			for i := range xs {
+				xs[i] = float32(math.Sin(float64(i)))
+			}
+			_ = b.SetF32(x, xs)
+			d, _ := b.NewTensor(tensor.F32, 70, 37)
+			b.MatMul(d, x, w)
+			outs[bi] = make([]float32, 70*37)
+			_ = b.GetF32(d, outs[bi])
+		}
+		for i := range outs[0] {
+			if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+				t.Fatalf("%v element %d: 1 thread %v, 7 threads %v", dt, i, outs[0][i], outs[1][i])
+			}
+		}
+	}
+}
+
+func TestFastRegistered(t *testing.T) {
+	b, err := kernels.Open("cpu-fast", kernels.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if c := b.(*Backend); b.Name() != "cpu-fast" || !c.fast || c.threads != 2 {
+		t.Fatalf("Open(cpu-fast) = %s, fast %v, %d threads", b.Name(), c.fast, c.threads)
+	}
+}
+
+// A closed backend's helpers are gone; the pool runs ops of any size on
+// the calling goroutine alone when there are none.
+func TestPoolRunsEveryTaskOnce(t *testing.T) {
+	for _, threads := range []int{1, 2, 5} {
+		p := newPool(threads)
+		for _, tasks := range []int{0, 1, 2, 7, 100} {
+			hits := make([]int32, tasks)
+			p.run(tasks, func(w, task int) {
+				if w < 0 || w >= threads {
+					t.Errorf("worker %d of %d", w, threads)
+				}
+				hits[task]++
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("threads %d: task %d of %d ran %d times", threads, i, tasks, h)
+				}
+			}
+		}
+		p.close()
+	}
+}
+
+// runRanges covers [0, n) exactly once, in chunks of at most chunk, with
+// worker ids in range.
+func TestPoolRangesCoverOnce(t *testing.T) {
+	for _, threads := range []int{1, 2, 5} {
+		p := newPool(threads)
+		for _, c := range [][2]int{{0, 4}, {1, 4}, {7, 1}, {100, 16}, {1000, 7}} {
+			n, chunk := c[0], c[1]
+			hits := make([]int32, n)
+			p.runRanges(n, chunk, func(w, lo, hi int) {
+				if w < 0 || w >= threads || hi-lo > chunk || lo >= hi {
+					t.Errorf("worker %d of %d, range [%d, %d) with chunk %d", w, threads, lo, hi, chunk)
+				}
+				for i := lo; i < hi; i++ {
+					hits[i]++
+				}
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("threads %d, n %d: item %d covered %d times", threads, n, i, h)
+				}
+			}
+		}
+		p.close()
+	}
+}

@@ -1,0 +1,192 @@
+package cpu
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// pool is a fixed set of helper goroutines, started once per Backend,
+// that the ops share instead of starting goroutines for every op. An op
+// calls run with a number of tasks; the calling goroutine and the helpers
+// take tasks from one atomic counter until none is left, and run returns
+// as soon as every task is done. It does not wait for a helper that has
+// not woken up yet (on a busy machine one may be descheduled for
+// milliseconds): the caller takes the tasks it would have taken, and a
+// helper that receives a finished job finds nothing left and drops it.
+// Which goroutine runs a task never changes its result: every task
+// writes its own outputs.
+//
+// A helper that finishes a job polls for the next one for a short while
+// (spinPolls) before it blocks, so that the next op of the same decode
+// step, usually microseconds later, does not pay for a wake-up.
+type pool struct {
+	helpers int
+	jobs    chan *job // nil when helpers == 0
+}
+
+// job is one run or runRanges call.
+type job struct {
+	fn    func(worker, task int)
+	tasks int64
+	next  atomic.Int64  // the next task to take
+	done  atomic.Int64  // tasks (or, for ranges, items) finished
+	fin   chan struct{} // closed when done reaches tasks
+
+	// runRanges: items [0, tasks) in len(parts) contiguous parts, part p
+	// [ends[p-1], ends[p]) with its next unclaimed item in parts[p].
+	rfn   func(worker, lo, hi int)
+	chunk int64
+	parts []atomic.Int64
+	ends  []int64
+}
+
+// spinPolls is how many times an idle helper polls for a job (yielding
+// between polls) before it blocks: some tens of microseconds.
+const spinPolls = 200
+
+func newPool(threads int) *pool {
+	p := &pool{helpers: threads - 1}
+	if p.helpers > 0 {
+		p.jobs = make(chan *job, 4*p.helpers)
+		for id := 1; id <= p.helpers; id++ {
+			go helper(p.jobs, id)
+		}
+	}
+	return p
+}
+
+// helper runs jobs as worker id until the channel is closed. It holds
+// only the channel, so an unreachable Backend can be collected and its
+// cleanup close the channel.
+func helper(jobs chan *job, id int) {
+	for {
+		var j *job
+		var ok bool
+	poll:
+		for range spinPolls {
+			select {
+			case j, ok = <-jobs:
+				break poll
+			default:
+				runtime.Gosched()
+			}
+		}
+		if j == nil {
+			if j, ok = <-jobs; !ok {
+				return
+			}
+		} else if !ok {
+			return
+		}
+		j.work(id)
+	}
+}
+
+func (j *job) work(worker int) {
+	if j.rfn != nil {
+		j.workRanges(worker)
+		return
+	}
+	for {
+		t := j.next.Add(1) - 1
+		if t >= j.tasks {
+			return
+		}
+		j.fn(worker, int(t))
+		if j.done.Add(1) == j.tasks {
+			close(j.fin)
+		}
+	}
+}
+
+// run calls fn(worker, task) for every task in [0, tasks) and returns
+// when all calls have returned. worker is in [0, threads) and no two
+// concurrent calls share one, so fn may index per-worker scratch by it.
+func (p *pool) run(tasks int, fn func(worker, task int)) {
+	helpers := min(p.helpers, tasks-1)
+	if helpers <= 0 {
+		for t := range tasks {
+			fn(0, t)
+		}
+		return
+	}
+	j := &job{fn: fn, tasks: int64(tasks), fin: make(chan struct{})}
+	for range helpers {
+		select {
+		case p.jobs <- j:
+		default: // helpers behind on old jobs: the caller does more itself
+		}
+	}
+	j.work(0)
+	<-j.fin
+}
+
+// runRanges calls fn(worker, lo, hi) on chunks of at most chunk items
+// covering [0, n), and returns when all calls have returned. The items are
+// split into one contiguous part per thread and worker w starts on part
+// w, in order, so that each thread streams through memory (a weight
+// matrix's rows) instead of interleaving with the others, which defeats
+// the hardware prefetchers; a worker that finishes its part takes chunks
+// from the next ones (so a descheduled helper's part still gets done).
+func (p *pool) runRanges(n, chunk int, fn func(worker, lo, hi int)) {
+	chunk = max(chunk, 1)
+	helpers := min(p.helpers, (n+chunk-1)/chunk-1)
+	if helpers <= 0 {
+		for lo := 0; lo < n; lo += chunk {
+			fn(0, lo, min(lo+chunk, n))
+		}
+		return
+	}
+	parts := helpers + 1
+	j := &job{rfn: fn, tasks: int64(n), chunk: int64(chunk), fin: make(chan struct{}),
+		parts: make([]atomic.Int64, parts), ends: make([]int64, parts)}
+	for q := range parts {
+		start := int64(q * n / parts)
+		j.parts[q].Store(start)
+		j.ends[q] = int64((q + 1) * n / parts)
+	}
+	for range helpers {
+		select {
+		case p.jobs <- j:
+		default:
+		}
+	}
+	j.work(0)
+	<-j.fin
+}
+
+func (j *job) workRanges(worker int) {
+	parts := len(j.parts)
+	for q := range parts {
+		part := (worker + q) % parts
+		end := j.ends[part]
+		for {
+			lo := j.parts[part].Add(j.chunk) - j.chunk
+			if lo >= end {
+				break
+			}
+			hi := min(lo+j.chunk, end)
+			j.rfn(worker, int(lo), int(hi))
+			if j.done.Add(hi-lo) == j.tasks {
+				close(j.fin)
+			}
+		}
+	}
+}
+
+// close stops the helpers; run must not be called afterwards.
+func (p *pool) close() {
+	if p.jobs != nil {
+		close(p.jobs)
+		p.jobs = nil
+		p.helpers = 0
+	}
+}
+
+// threadsOr returns threads, or GOMAXPROCS when threads ≤ 0.
+func threadsOr(threads int) int {
+	if threads <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return threads
+}
