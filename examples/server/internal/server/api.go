@@ -117,7 +117,7 @@ func decodeBody(r *http.Request, v any) *apiError {
 		case errors.As(err, &ae):
 			return ae
 		case errors.As(err, &te):
-			field := te.Field
+			field := strings.TrimPrefix(te.Field, "samplingFields.")
 			if field == "" {
 				return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "the body must be a JSON object")
 			}

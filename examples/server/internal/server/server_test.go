@@ -735,3 +735,5 @@ func (f *fakeGen) StreamTokens(ctx context.Context, _ []int32, p sampler.Params)
 func (f *fakeGen) Stats() engine.Stats             { return engine.Stats{} }
 func (f *fakeGen) Tokenizer() *tokenizer.Tokenizer { return f.tok }
 func (f *fakeGen) Close() error                    { return nil }
+
+func optionKey(k string) option.RequestOption { return option.WithAPIKey(k) }
