@@ -395,3 +395,14 @@ type namedModel struct {
 	name string
 	m    *Model
 }
+
+// Stats is the engine.Stats of the first loaded file registered under name
+// (zero when none is loaded).
+func (s *Server) Stats(name string) engine.Stats {
+	for _, e := range s.entries {
+		if e.spec.Name == name && isReady(e) && e.m != nil {
+			return e.m.Gen.Stats()
+		}
+	}
+	return engine.Stats{}
+}
