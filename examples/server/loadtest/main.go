@@ -9,7 +9,8 @@
 // the engine afterwards: every accepted request finished, no KV cell left in
 // use); --url targets a running server instead. Each client loops: a streaming
 // chat request with include_usage; with probability --cancel it goes away
-// after a random number of chunks. 429 answers are expected (the queue bound,
+// after a random number of chunks. At the deadline every client goes away
+// (requests still running are aborted and counted apart). 429 answers are expected (the queue bound,
 // --max-pending) and counted apart. A request is lost when its stream ends
 // without [DONE] or an error event and the client did not cancel it. It exits
 // 1 when any error other than 429 happened or a request was lost.
@@ -44,9 +45,17 @@ type stats struct {
 	mu                            sync.Mutex
 	started, completed, cancelled int
 	tooMany, otherErrors, lost    int
+	cutAtDeadline                 int
 	tokens                        int
 	ttft                          []time.Duration
 	errSamples                    []string
+}
+
+// cut counts a request the client dropped because the time was up.
+func (s *stats) cut() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cutAtDeadline++
 }
 
 func (s *stats) errorf(format string, args ...any) {
@@ -141,8 +150,8 @@ func main() {
 		return st.ttft[min(len(st.ttft)-1, int(p*float64(len(st.ttft))))]
 	}
 	fmt.Printf("clients %d, duration %s, max_tokens %d, cancel p %.2f\n", clients, elapsed.Round(time.Millisecond), maxTokens, cancelP)
-	fmt.Printf("requests: %d started, %d completed, %d cancelled by the client, %d answered 429, %d other errors, %d lost\n",
-		st.started, st.completed, st.cancelled, st.tooMany, st.otherErrors, st.lost)
+	fmt.Printf("requests: %d started, %d completed, %d cancelled by the client at random, %d dropped at the deadline, %d answered 429, %d other errors, %d lost\n",
+		st.started, st.completed, st.cancelled, st.cutAtDeadline, st.tooMany, st.otherErrors, st.lost)
 	fmt.Printf("throughput: %.1f requests/s finished (completed+cancelled), %.1f tokens/s streamed\n",
 		float64(st.completed+st.cancelled)/elapsed.Seconds(), float64(st.tokens)/elapsed.Seconds())
 	fmt.Printf("TTFT: p50 %s, p99 %s (n=%d)\n", pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), len(st.ttft))
@@ -190,7 +199,8 @@ func one(ctx context.Context, hc *http.Client, url, model string, maxTokens int,
 		"temperature": 0.8, "seed": rng.Int64(),
 		"messages": []map[string]string{{"role": "user", "content": strings.Join(words[:1+rng.IntN(len(words))], " ")}},
 	})
-	rctx, cancel := context.WithCancel(context.Background()) // not ctx: a request started runs to its end
+	rctx, cancel := context.WithCancel(ctx) // at the deadline every client goes away
+
 	defer cancel()
 	req, _ := http.NewRequestWithContext(rctx, "POST", url+"/v1/chat/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -200,6 +210,10 @@ func one(ctx context.Context, hc *http.Client, url, model string, maxTokens int,
 	st.mu.Unlock()
 	resp, err := hc.Do(req)
 	if err != nil {
+		if ctx.Err() != nil {
+			st.cut()
+			return
+		}
 		st.errorf("request: %v", err)
 		return
 	}
@@ -232,6 +246,13 @@ func one(ctx context.Context, hc *http.Client, url, model string, maxTokens int,
 	var first time.Duration
 	for {
 		line, err := rd.ReadString('\n')
+		if err != nil && ctx.Err() != nil {
+			st.cut()
+			st.mu.Lock()
+			st.tokens += chunks
+			st.mu.Unlock()
+			return
+		}
 		if err != nil {
 			st.mu.Lock()
 			st.lost++

@@ -340,21 +340,12 @@ func (c *chatOut) logprobs(lps []engine.TokenLogprob) []tokenLogprob {
 }
 
 func (c *chatOut) entry(id int32, lp float64) topLogprob {
-	s := tokenText(c.tok, id)
-	b := make([]int, len(s))
-	for i := range len(s) {
-		b[i] = int(s[i])
+	s, raw := tokenText(c.tok, id)
+	b := make([]int, len(raw))
+	for i, x := range raw {
+		b[i] = int(x)
 	}
 	return topLogprob{Token: s, Logprob: lp, Bytes: b}
-}
-
-// tokenText is a token's text (special tokens written out).
-func tokenText(tok *tokenizer.Tokenizer, id int32) string {
-	s, err := tok.Decode([]int32{id}, false)
-	if err != nil {
-		return ""
-	}
-	return s
 }
 
 // stream sends the answer as chat.completion.chunk events.

@@ -177,12 +177,13 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
 		for _, lp := range l {
-			t := tokenText(tok, lp.ID)
+			t, _ := tokenText(tok, lp.ID)
 			out.Tokens = append(out.Tokens, t)
 			out.TokenLogprobs = append(out.TokenLogprobs, lp.Logprob)
 			tops := map[string]float64{}
 			for _, x := range lp.Top[:min(len(lp.Top), top)] {
-				tops[tokenText(tok, x.ID)] = x.Logprob
+				xt, _ := tokenText(tok, x.ID)
+				tops[xt] = x.Logprob
 			}
 			out.TopLogprobs = append(out.TopLogprobs, tops)
 			out.TextOffset = append(out.TextOffset, offset)
