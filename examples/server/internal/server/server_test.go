@@ -656,7 +656,8 @@ func TestMetrics(t *testing.T) {
 	ts.waitLoaded()
 	c := ts.client()
 	for range 2 {
-		if _, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "tiny", Messages: user("hi"), MaxTokens: openai.Int(4)}); err != nil {
+		if _, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "tiny", Messages: user("hi"), MaxTokens: openai.Int(4)},
+			option.WithJSONSet("ignore_eos", true)); err != nil { // 4 tokens each, finish_reason "length"
 			t.Fatal(err)
 		}
 	}
