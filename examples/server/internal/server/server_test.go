@@ -592,8 +592,12 @@ func TestDisconnect(t *testing.T) {
 				t.Fatal("finished before the disconnect")
 			}
 		}
-		if st := ts.gen().Stats(); st.KVUsed == 0 {
-			t.Fatalf("%s: no cells in use mid-answer: %+v", path, st)
+		// Stats are published after the step that sent the chunks: wait
+		// (bounded) until they show this request's cells.
+		for deadline := time.Now().Add(5 * time.Second); ts.gen().Stats().KVUsed == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no cells in use mid-answer: %+v", path, ts.gen().Stats())
+			}
 		}
 		cancel()
 		resp.Body.Close()
