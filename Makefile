@@ -13,7 +13,7 @@ run: $(GGUF)
 	go run ./examples/generate --model $(GGUF) --prompt "The capital of France is" --max-tokens 32
 
 # Packages with goroutines also run under the race detector.
-RACE_PKGS ?= ./kernels/cpu ./kv ./sampler ./engine
+RACE_PKGS ?= ./kernels/cpu ./kv ./sampler ./engine ./examples/...
 
 test: deps
 	go vet ./...

@@ -1,12 +1,17 @@
-// Command generate runs greedy generation on a model folder or GGUF file.
+// Command generate runs one prompt through the engine and streams the text
+// to stdout as it is generated.
 //
 //	go run ./examples/generate --model PATH (--prompt TEXT | --tokens 1,2,3)
-//	    [--max-tokens N] [--temperature 0] [--top-logprobs K] [--json]
+//	    [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--min-p P]
+//	    [--seed S] [--repetition-penalty R] [--presence-penalty P]
+//	    [--frequency-penalty F] [--stop TEXT]... [--ignore-eos]
+//	    [--top-logprobs K] [--json] [--backend cpu|vulkan|auto]
 //
-// Greedy decoding only (temperature 0); sampling comes with the engine.
-// --json prints one object:
+// The default is greedy decoding (temperature 0). While the model loads, a
+// spinner runs on stderr when stderr is a terminal. --json prints one object
+// at the end instead of streaming:
 //
-//	{"prompt_tokens":[…],"tokens":[…],"text":"…","top_logprobs":[[{"id":N,"logprob":F},…],…]}
+//	{"prompt_tokens":[…],"tokens":[…],"text":"…","top_logprobs":[[{"id":N,"logprob":F},…],…],"finish_reason":"length"}
 package main
 
 import (
@@ -20,8 +25,11 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 )
@@ -32,13 +40,15 @@ type Result struct {
 	Tokens       []int32             `json:"tokens"`
 	Text         string              `json:"text"`
 	TopLogprobs  [][]sampler.Logprob `json:"top_logprobs"`
+	FinishReason string              `json:"finish_reason"`
 }
 
 type config struct {
-	model, prompt, tokens string
-	maxTokens, topK       int
-	temperature           float64
-	json, ignoreEOS       bool
+	model, prompt, tokens, backend string
+	maxTokens, topLogprobs         int
+	seed                           int64
+	json, ignoreEOS                bool
+	params                         sampler.Params
 }
 
 func main() {
@@ -55,137 +65,148 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		}
 	}()
 	var c config
+	p := &c.params
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.model, "model", "", "model folder or .gguf file")
 	fs.StringVar(&c.prompt, "prompt", "", "prompt text")
 	fs.StringVar(&c.tokens, "tokens", "", "prompt as comma-separated token ids")
+	fs.StringVar(&c.backend, "backend", "auto", "cpu, vulkan or auto")
 	fs.IntVar(&c.maxTokens, "max-tokens", 32, "tokens to generate")
-	fs.Float64Var(&c.temperature, "temperature", 0, "only 0 (greedy) for now")
-	fs.IntVar(&c.topK, "top-logprobs", 0, "report the K most likely tokens per step (0-20)")
-	fs.BoolVar(&c.json, "json", false, "print one JSON object")
+	fs.Float64Var(&p.Temperature, "temperature", 0, "sampling temperature in [0, 2]; 0 is greedy")
+	fs.Float64Var(&p.TopP, "top-p", 1, "nucleus sampling: keep the most likely tokens up to this mass, (0, 1]")
+	fs.IntVar(&p.TopK, "top-k", 0, "keep the K most likely tokens (0: off)")
+	fs.Float64Var(&p.MinP, "min-p", 0, "drop tokens less likely than min-p × the most likely one, [0, 1]")
+	fs.Int64Var(&c.seed, "seed", -1, "sampling seed (-1: random)")
+	fs.Float64Var(&p.RepetitionPenalty, "repetition-penalty", 1, "penalty on tokens of the prompt and output, (0, 2]")
+	fs.Float64Var(&p.PresencePenalty, "presence-penalty", 0, "penalty on tokens already generated, [-2, 2]")
+	fs.Float64Var(&p.FrequencyPenalty, "frequency-penalty", 0, "penalty by how often a token was generated, [-2, 2]")
+	fs.Func("stop", "stop at this text (repeatable; not printed)", func(s string) error {
+		p.Stop = append(p.Stop, s)
+		return nil
+	})
+	fs.IntVar(&c.topLogprobs, "top-logprobs", 0, "report the K most likely tokens per step (0-20, with --json)")
+	fs.BoolVar(&c.json, "json", false, "print one JSON object at the end")
 	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "do not stop at an end-of-sequence token")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := generate(ctx, c, stdout); err != nil {
+	if err := generate(ctx, c, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1
 	}
 	return 0
 }
 
-func generate(ctx context.Context, c config, stdout io.Writer) error {
+func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	switch {
 	case c.model == "":
 		return errors.New("--model is required")
 	case (c.prompt == "") == (c.tokens == ""):
 		return errors.New("give exactly one of --prompt and --tokens")
-	case c.temperature != 0:
-		return errors.New("--temperature: only 0 (greedy) is supported until the sampler lands")
 	case c.maxTokens < 1:
 		return fmt.Errorf("--max-tokens must be ≥ 1, got %d", c.maxTokens)
-	case c.topK < 0 || c.topK > 20:
-		return fmt.Errorf("--top-logprobs must be in [0, 20], got %d", c.topK)
+	case c.topLogprobs < 0 || c.topLogprobs > 20:
+		return fmt.Errorf("--top-logprobs must be in [0, 20], got %d", c.topLogprobs)
 	}
-	m, err := models.Open(c.model)
-	if err != nil {
-		return err
+	switch c.backend {
+	case "cpu", "vulkan", "auto":
+	default:
+		return fmt.Errorf("--backend must be cpu, vulkan or auto, got %q", c.backend)
 	}
-	defer m.Close()
-	tok, err := newTextCodec(m)
-	if err != nil {
-		if c.prompt != "" {
-			return err
-		}
-		tok = nil // --tokens still works; text is left out
+	p := c.params
+	p.MaxTokens, p.IgnoreEOS, p.Logprobs = c.maxTokens, c.ignoreEOS, c.topLogprobs
+	if c.seed >= 0 {
+		s := uint64(c.seed)
+		p.Seed = &s
 	}
 	var prompt []int32
 	if c.tokens != "" {
+		var err error
 		if prompt, err = parseIDs(c.tokens); err != nil {
 			return err
 		}
-	} else if prompt, err = tok.Encode(c.prompt); err != nil {
+	}
+
+	done := spin(stderr, "loading "+c.model)
+	l, err := engine.Open(c.model, engine.Options{MaxSeqs: 1,
+		Model: []models.Option{models.WithBackendName(c.backend, kernels.Options{})}})
+	done()
+	if err != nil {
 		return err
+	}
+	defer l.Close()
+	if c.prompt != "" {
+		if prompt, err = l.Tokenizer().Encode(c.prompt, true); err != nil {
+			return err
+		}
 	}
 	if len(prompt) == 0 {
 		return errors.New("the prompt is empty")
 	}
-	cfg := m.Config
-	n := len(prompt) + c.maxTokens
-	if n > cfg.MaxPositions {
-		return fmt.Errorf("prompt (%d) + max tokens (%d) exceed the model's %d positions", len(prompt), c.maxTokens, cfg.MaxPositions)
-	}
-	mctx, err := m.NewContext(models.ContextParams{ContextLen: n, MaxSeqs: 1})
-	if err != nil {
-		return err
-	}
-	defer mctx.Close()
 
 	res := Result{PromptTokens: prompt, Tokens: []int32{}, TopLogprobs: [][]sampler.Logprob{}}
-	logits, err := mctx.Prefill(0, prompt)
-	if err != nil {
-		return err
-	}
-	var stream *textStream
-	if !c.json && tok != nil {
-		stream = tok.stream(stdout)
-	}
-	for step := 0; step < c.maxTokens; step++ {
-		if err := ctx.Err(); err != nil {
+	var text strings.Builder
+	for d, err := range l.StreamTokens(ctx, prompt, p) {
+		if err != nil {
 			return err
 		}
-		next, top := greedy(logits, c.topK)
-		res.Tokens = append(res.Tokens, next)
-		if c.topK > 0 {
-			res.TopLogprobs = append(res.TopLogprobs, top)
+		if d.FinishReason == "ignored" {
+			return fmt.Errorf("the prompt does not fit: %s", d.Reason)
 		}
-		if stream != nil {
-			stream.add(next)
+		res.Tokens = append(res.Tokens, d.NewTokens...)
+		if c.topLogprobs > 0 {
+			for _, lp := range d.Logprobs {
+				res.TopLogprobs = append(res.TopLogprobs, lp.Top)
+			}
 		}
-		if !c.ignoreEOS && isEOS(cfg.EOS, next) {
-			break
+		text.WriteString(d.TextDelta)
+		if !c.json {
+			io.WriteString(stdout, d.TextDelta)
 		}
-		if step+1 == c.maxTokens {
-			break
-		}
-		if logits, err = mctx.DecodeToken(0, next); err != nil {
-			return err
+		if d.Finished {
+			res.FinishReason = d.FinishReason
 		}
 	}
-	if tok != nil {
-		res.Text, _ = tok.Decode(res.Tokens)
-	}
+	res.Text = text.String()
 	if c.json {
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	if stream != nil {
-		stream.flush()
-		fmt.Fprintln(stdout)
-	} else {
-		fmt.Fprintln(stdout, joinIDs(res.Tokens))
-	}
+	fmt.Fprintln(stdout)
 	return nil
 }
 
-// greedy returns the argmax (first on ties) and the top-k log-probabilities.
-func greedy(logits []float32, k int) (int32, []sampler.Logprob) {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
+// spin shows a spinner with the elapsed time on w while the model loads,
+// when w is a terminal; the returned func stops it and clears the line.
+func spin(w io.Writer, what string) (stop func()) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return func() {}
 	}
-	return int32(best), sampler.TopLogprobs(logits, k)
-}
-
-func isEOS(eos []int32, t int32) bool {
-	for _, e := range eos {
-		if e == t {
-			return true
-		}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return func() {}
 	}
-	return false
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		frames := []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+		start := time.Now()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			fmt.Fprintf(f, "\r%c %s (%.1fs)", frames[i%len(frames)], what, time.Since(start).Seconds())
+			select {
+			case <-quit:
+				fmt.Fprint(f, "\r\033[K")
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-finished
+	}
 }
 
 func parseIDs(s string) ([]int32, error) {
@@ -202,12 +223,4 @@ func parseIDs(s string) ([]int32, error) {
 		out = append(out, int32(v))
 	}
 	return out, nil
-}
-
-func joinIDs(ids []int32) string {
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = strconv.Itoa(int(id))
-	}
-	return strings.Join(parts, ",")
 }

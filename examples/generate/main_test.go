@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,6 +58,77 @@ func TestGenerateErrors(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, &out, &errb); code != 1 || !strings.HasPrefix(errb.String(), "error: ") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
+		}
+	}
+}
+
+func runJSON(t *testing.T, args ...string) Result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	args = append([]string{"--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--json"}, args...)
+	if code := run(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+	}
+	var r Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestGenerateSampling(t *testing.T) {
+	greedy := runJSON(t, "--prompt", "Hello world", "--max-tokens", "12", "--ignore-eos")
+	args := []string{"--prompt", "Hello world", "--max-tokens", "12", "--ignore-eos", "--temperature", "1.5", "--top-k", "50",
+		"--top-p", "0.95", "--min-p", "0.01", "--repetition-penalty", "1.1", "--presence-penalty", "0.5", "--frequency-penalty", "0.5"}
+	a := runJSON(t, append(args, "--seed", "11")...)
+	b := runJSON(t, append(args, "--seed", "11")...)
+	c := runJSON(t, append(args, "--seed", "12")...)
+	if !slices.Equal(a.Tokens, b.Tokens) {
+		t.Fatalf("same seed, different tokens: %v %v", a.Tokens, b.Tokens)
+	}
+	if slices.Equal(a.Tokens, greedy.Tokens) && slices.Equal(c.Tokens, greedy.Tokens) {
+		t.Fatalf("sampling at temperature 1.5 gave the greedy tokens twice: %v", a.Tokens)
+	}
+	if len(a.Tokens) != 12 || a.FinishReason != "length" {
+		t.Fatalf("%+v", a)
+	}
+}
+
+func TestGenerateStop(t *testing.T) {
+	full := runJSON(t, "--prompt", "Once upon", "--max-tokens", "16", "--ignore-eos")
+	r := []rune(full.Text)
+	if len(r) < 4 {
+		t.Fatalf("too short: %q", full.Text)
+	}
+	stop := string(r[len(r)/2])
+	want := full.Text[:strings.Index(full.Text, stop)]
+	// Streamed to stdout (not --json): the text stops before the stop string.
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"--model", "../../testdata/models/qwen2-tiny", "--prompt", "Once upon",
+		"--max-tokens", "16", "--ignore-eos", "--stop", "never-there", "--stop", stop}, &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	if out.String() != want+"\n" {
+		t.Fatalf("stdout %q, want %q", out.String(), want+"\n")
+	}
+}
+
+func TestGenerateBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--temperature", "5"},
+		{"--top-p", "2"},
+		{"--top-k", "-1"},
+		{"--min-p", "2"},
+		{"--repetition-penalty", "3"},
+		{"--presence-penalty", "-3"},
+		{"--stop", ""},
+		{"--backend", "tpu"},
+		{"--max-tokens", "0"},
+	} {
+		var out, errb bytes.Buffer
+		args = append([]string{"--model", "../../testdata/models/qwen2-tiny", "--prompt", "hi"}, args...)
+		if code := run(context.Background(), args, &out, &errb); code != 1 || !strings.HasPrefix(errb.String(), "error: ") || strings.Count(errb.String(), "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
 		}
 	}

@@ -1,0 +1,298 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tokenizer/chat"
+)
+
+// MaxN is the most choices one request may ask for (n).
+const MaxN = 16
+
+// samplingFields are the request fields shared by both endpoints.
+type samplingFields struct {
+	Model               string             `json:"model"`
+	Stream              bool               `json:"stream"`
+	StreamOptions       *streamOptions     `json:"stream_options"`
+	N                   *int               `json:"n"`
+	MaxTokens           *int               `json:"max_tokens"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens"`
+	Temperature         *float64           `json:"temperature"`
+	TopP                *float64           `json:"top_p"`
+	TopK                *int               `json:"top_k"`
+	MinP                *float64           `json:"min_p"`
+	Seed                *int64             `json:"seed"`
+	PresencePenalty     *float64           `json:"presence_penalty"`
+	FrequencyPenalty    *float64           `json:"frequency_penalty"`
+	RepetitionPenalty   *float64           `json:"repetition_penalty"`
+	LogitBias           map[string]float64 `json:"logit_bias"`
+	Stop                stopField          `json:"stop"`
+	IgnoreEOS           bool               `json:"ignore_eos"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// stopField is "stop": null, a string or an array of strings.
+type stopField []string
+
+func (s *stopField) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = stopField{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return badParam("stop", "stop must be a string or an array of strings")
+	}
+	*s = many
+	return nil
+}
+
+// chatRequest is the body of POST /v1/chat/completions.
+type chatRequest struct {
+	samplingFields
+	Messages       []chat.Message             `json:"messages"`
+	Tools          []chat.Tool                `json:"tools"`
+	ToolChoice     json.RawMessage            `json:"tool_choice"`
+	Logprobs       bool                       `json:"logprobs"`
+	TopLogprobs    *int                       `json:"top_logprobs"`
+	ResponseFormat *struct{ Type string }     `json:"response_format"`
+	TemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
+}
+
+// completionRequest is the body of POST /v1/completions.
+type completionRequest struct {
+	samplingFields
+	Prompt   json.RawMessage `json:"prompt"`
+	Logprobs *int            `json:"logprobs"`
+	Echo     bool            `json:"echo"`
+	Suffix   *string         `json:"suffix"`
+	BestOf   *int            `json:"best_of"`
+}
+
+// decodeBody reads a JSON object from the request into v; r.Body is
+// already bounded by http.MaxBytesReader.
+func decodeBody(r *http.Request, v any) *apiError {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return newError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+				"Content-Type must be application/json, got %q", ct)
+		}
+	}
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+				"the request body is larger than %d bytes", mbe.Limit)
+		}
+		return newError(http.StatusBadRequest, "invalid_request_error", "invalid_body", "reading the body: %v", err)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is empty; send a JSON object")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		var ae *apiError
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &ae):
+			return ae
+		case errors.As(err, &te):
+			field := strings.TrimPrefix(te.Field, "samplingFields.")
+			if field == "" {
+				return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "the body must be a JSON object")
+			}
+			e := badParam(field, "%s: expected %s, got JSON %s", field, te.Type, te.Value)
+			e.Code = strp("invalid_type")
+			return e
+		case errors.As(err, &se):
+			return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "malformed JSON at byte %d: %v", se.Offset, err)
+		}
+		return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "malformed request: %v", err)
+	}
+	return nil
+}
+
+// params turns the shared fields into sampler.Params and the choice count.
+// Ranges are checked again by sampler.Params.Validate; the server checks
+// what the sampler cannot see (n, max_tokens ≥ 1, logit_bias keys).
+func (f *samplingFields) params() (sampler.Params, int, *apiError) {
+	var p sampler.Params
+	n := 1
+	if f.N != nil {
+		n = *f.N
+		if n < 1 || n > MaxN {
+			return p, 0, badParam("n", "n must be in [1, %d], got %d", MaxN, n)
+		}
+	}
+	if f.MaxTokens != nil && f.MaxCompletionTokens != nil && *f.MaxTokens != *f.MaxCompletionTokens {
+		return p, 0, badParam("max_tokens", "max_tokens and max_completion_tokens disagree; give one")
+	}
+	for name, v := range map[string]*int{"max_tokens": f.MaxTokens, "max_completion_tokens": f.MaxCompletionTokens} {
+		if v != nil {
+			if *v < 1 {
+				return p, 0, badParam(name, "%s must be ≥ 1, got %d", name, *v)
+			}
+			p.MaxTokens = *v
+		}
+	}
+	if f.StreamOptions != nil && !f.Stream {
+		return p, 0, badParam("stream_options", "stream_options is only allowed when stream is true")
+	}
+	setF := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	p.Temperature = 1 // OpenAI's default
+	setF(&p.Temperature, f.Temperature)
+	setF(&p.TopP, f.TopP)
+	if f.TopP != nil && *f.TopP == 0 {
+		return p, 0, badParam("top_p", "top_p must be in (0, 1], got 0")
+	}
+	setF(&p.MinP, f.MinP)
+	setF(&p.PresencePenalty, f.PresencePenalty)
+	setF(&p.FrequencyPenalty, f.FrequencyPenalty)
+	setF(&p.RepetitionPenalty, f.RepetitionPenalty)
+	if f.RepetitionPenalty != nil && *f.RepetitionPenalty == 0 {
+		return p, 0, badParam("repetition_penalty", "repetition_penalty must be in (0, 2], got 0")
+	}
+	if f.TopK != nil {
+		if *f.TopK == -1 { // vLLM's "off"
+			p.TopK = 0
+		} else if *f.TopK < 1 {
+			return p, 0, badParam("top_k", "top_k must be -1 (off) or ≥ 1, got %d", *f.TopK)
+		} else {
+			p.TopK = *f.TopK
+		}
+	}
+	if f.Seed != nil {
+		s := uint64(*f.Seed)
+		p.Seed = &s
+	}
+	if len(f.LogitBias) > 0 {
+		p.LogitBias = make(map[int32]float64, len(f.LogitBias))
+		for k, v := range f.LogitBias {
+			id, err := strconv.ParseInt(k, 10, 32)
+			if err != nil || id < 0 {
+				return p, 0, badParam("logit_bias", "logit_bias keys must be token ids, got %q", k)
+			}
+			if math.IsNaN(v) {
+				return p, 0, badParam("logit_bias", "logit_bias[%s] is not a number", k)
+			}
+			p.LogitBias[int32(id)] = v
+		}
+	}
+	p.Stop = f.Stop
+	p.IgnoreEOS = f.IgnoreEOS
+	return p, n, nil
+}
+
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// toolMode is what tool_choice asks for.
+type toolMode int
+
+const (
+	toolsOff      toolMode = iota // no tools, or tool_choice "none"
+	toolsAuto                     // the model may call one
+	toolsRequired                 // the model must call one (of Tools)
+)
+
+// tools checks tools and tool_choice and returns the tools to offer.
+func (r *chatRequest) tools() ([]chat.Tool, toolMode, *apiError) {
+	for i, t := range r.Tools {
+		if t.Type != "function" {
+			return nil, 0, badParam(fmt.Sprintf("tools[%d].type", i), "tool type must be \"function\", got %q", t.Type)
+		}
+		if !toolName.MatchString(t.Function.Name) {
+			return nil, 0, badParam(fmt.Sprintf("tools[%d].function.name", i), "tool names are 1-64 of a-z, A-Z, 0-9, _ and -; got %q", t.Function.Name)
+		}
+		if ps := t.Function.Parameters; len(ps) > 0 && string(ps) != "null" {
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(ps, &obj) != nil {
+				return nil, 0, badParam(fmt.Sprintf("tools[%d].function.parameters", i), "parameters must be a JSON Schema object")
+			}
+		}
+	}
+	mode := toolsAuto
+	tools := r.Tools
+	if len(r.ToolChoice) > 0 && string(r.ToolChoice) != "null" {
+		var s string
+		var named struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		switch {
+		case json.Unmarshal(r.ToolChoice, &s) == nil:
+			switch s {
+			case "none":
+				mode = toolsOff
+			case "auto":
+			case "required":
+				mode = toolsRequired
+			default:
+				return nil, 0, badParam("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or a named function, got %q", s)
+			}
+		case json.Unmarshal(r.ToolChoice, &named) == nil && named.Type == "function":
+			tools = nil
+			for _, t := range r.Tools {
+				if t.Function.Name == named.Function.Name {
+					tools = []chat.Tool{t}
+				}
+			}
+			if tools == nil {
+				return nil, 0, badParam("tool_choice", "tool_choice names %q, which is not in tools", named.Function.Name)
+			}
+			mode = toolsRequired
+		default:
+			return nil, 0, badParam("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":…}}")
+		}
+		if len(r.Tools) == 0 && mode != toolsOff && s != "auto" {
+			return nil, 0, badParam("tool_choice", "tool_choice needs tools")
+		}
+	}
+	if len(r.Tools) == 0 || mode == toolsOff {
+		return nil, toolsOff, nil
+	}
+	return tools, mode, nil
+}
+
+var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
+
+// checkMessages validates roles and the tool-call fields.
+func (r *chatRequest) checkMessages() *apiError {
+	if len(r.Messages) == 0 {
+		return badParam("messages", "messages must not be empty")
+	}
+	for i, m := range r.Messages {
+		if !roles[m.Role] {
+			return badParam(fmt.Sprintf("messages[%d].role", i), "unknown role %q; expected system, developer, user, assistant or tool", m.Role)
+		}
+		if m.Role == "developer" {
+			r.Messages[i].Role = "system"
+		}
+	}
+	return nil
+}

@@ -1,0 +1,430 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tokenizer"
+	"github.com/vkllm/vkllm/tokenizer/chat"
+)
+
+type usage struct {
+	PromptTokens        int           `json:"prompt_tokens"`
+	CompletionTokens    int           `json:"completion_tokens"`
+	TotalTokens         int           `json:"total_tokens"`
+	PromptTokensDetails *tokenDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type tokenDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+type chatMessage struct {
+	Role      string          `json:"role"`
+	Content   *string         `json:"content"`
+	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"`
+}
+
+type topLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type tokenLogprob struct {
+	topLogprob
+	TopLogprobs []topLogprob `json:"top_logprobs"`
+}
+
+type chatLogprobs struct {
+	Content []tokenLogprob `json:"content"`
+}
+
+type chatChoice struct {
+	Index        int           `json:"index"`
+	Message      chatMessage   `json:"message"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason string        `json:"finish_reason"`
+}
+
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   usage        `json:"usage"`
+}
+
+type toolCallDelta struct {
+	Index int `json:"index"`
+	chat.ToolCall
+}
+
+type chatDelta struct {
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        chatDelta     `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+type chatChunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usage        `json:"usage,omitempty"`
+}
+
+// hermesTools is the tool description the server adds as a system message
+// when the model's template knows no tools (Qwen2.5's wording); the reply
+// is then parsed in that format.
+const hermesTools = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+	"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n%s</tools>\n\n" +
+	"For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n" +
+	"<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>"
+
+const mustCallTool = "You must call at least one of the functions above."
+
+// chatPlan is a validated chat request ready to run.
+type chatPlan struct {
+	req         engine.ChatRequest
+	params      sampler.Params
+	n           int
+	logprobs    bool
+	topLogprobs int
+	tools       toolMode
+	format      chat.Format
+}
+
+func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
+	if e := req.checkMessages(); e != nil {
+		return nil, e
+	}
+	p, n, e := req.params()
+	if e != nil {
+		return nil, e
+	}
+	pl := &chatPlan{params: p, n: n, logprobs: req.Logprobs}
+	if req.TopLogprobs != nil {
+		if !req.Logprobs {
+			return nil, badParam("top_logprobs", "top_logprobs needs logprobs: true")
+		}
+		if *req.TopLogprobs < 0 || *req.TopLogprobs > 20 {
+			return nil, badParam("top_logprobs", "top_logprobs must be in [0, 20], got %d", *req.TopLogprobs)
+		}
+		pl.topLogprobs = *req.TopLogprobs
+	}
+	if req.Logprobs {
+		pl.params.Logprobs = max(pl.topLogprobs, 1)
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type != "text" {
+		return nil, badParam("response_format", "response_format %q is not supported; only \"text\"", rf.Type)
+	}
+	tools, mode, e := req.tools()
+	if e != nil {
+		return nil, e
+	}
+	pl.tools = mode
+	msgs := req.Messages
+	if mode != toolsOff {
+		pl.format = m.ToolFormat
+		var extra string
+		if m.ToolFormat == chat.FormatNone {
+			pl.format = chat.FormatQwen
+			var b strings.Builder
+			for _, t := range tools {
+				js, _ := json.Marshal(t)
+				b.Write(js)
+				b.WriteByte('\n')
+			}
+			extra = fmt.Sprintf(hermesTools, b.String())
+			tools = nil // the template would ignore them
+		}
+		if mode == toolsRequired {
+			extra = strings.TrimSpace(extra + "\n\n" + mustCallTool)
+		}
+		if extra != "" {
+			msgs = withSystem(msgs, extra)
+		}
+	}
+	pl.req = engine.ChatRequest{Messages: msgs, Tools: tools}
+	if len(req.TemplateKwargs) > 0 {
+		pl.req.Kwargs = map[string]any{}
+		for k, v := range req.TemplateKwargs {
+			pl.req.Kwargs[k] = v
+		}
+	}
+	if err := pl.params.Validate(m.Gen.Tokenizer().VocabSize()); err != nil {
+		return nil, engineError(err, "messages")
+	}
+	return pl, nil
+}
+
+// withSystem appends text to the first system message, or puts a system
+// message with text first.
+func withSystem(msgs []chat.Message, text string) []chat.Message {
+	out := append([]chat.Message(nil), msgs...)
+	if len(out) > 0 && out[0].Role == "system" {
+		out[0].Content = out[0].Text() + "\n\n" + text
+		out[0].Parts = nil
+		return out
+	}
+	return append([]chat.Message{{Role: "system", Content: text}}, out...)
+}
+
+// seeded gives choice i its own seed (seed+i) so n samples differ yet
+// repeat with the same seed.
+func seeded(p sampler.Params, i int) sampler.Params {
+	if p.Seed != nil && i > 0 {
+		s := *p.Seed + uint64(i)
+		p.Seed = &s
+	}
+	return p
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if e := decodeBody(r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	m, label, e := s.lookup(req.Model)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	pl, e := s.planChat(&req, m)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	streams := make([]func(context.Context) iter.Seq2[engine.Delta, error], pl.n)
+	for i := range streams {
+		p := seeded(pl.params, i)
+		streams[i] = func(ctx context.Context) iter.Seq2[engine.Delta, error] { return m.Gen.StreamChat(ctx, pl.req, p) }
+	}
+	ctx := r.Context()
+	run := startRun(ctx, streams)
+	defer run.stop()
+	first, e := run.waitStarted(ctx, pl.n, "messages")
+	if e == clientGone {
+		return
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	mm := s.metrics.model(label)
+	c := &chatOut{id: newID("chatcmpl-"), created: time.Now().Unix(), model: req.Model, plan: pl,
+		tok: m.Gen.Tokenizer(), choices: make([]choiceState, pl.n)}
+	if req.Stream {
+		c.stream(ctx, w, run, first, mm, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
+	evs := first
+	for {
+		for _, ev := range evs {
+			c.choices[ev.i].add(ev.d, time.Now(), mm, run.start)
+		}
+		evs = evs[:0]
+		if c.allFinished() {
+			break
+		}
+		select {
+		case ev := <-run.events:
+			if ev.err != nil {
+				if ctx.Err() == nil {
+					writeError(w, engineError(ev.err, "messages"))
+				}
+				return
+			}
+			evs = append(evs, ev)
+		case <-ctx.Done():
+			return
+		}
+	}
+	resp := chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model, Usage: c.usage()}
+	for i := range c.choices {
+		ch := &c.choices[i]
+		content, calls, reason := c.finish(ch)
+		cc := chatChoice{Index: i, Message: chatMessage{Role: "assistant", Content: &content, ToolCalls: calls}, FinishReason: reason}
+		if len(calls) > 0 && content == "" {
+			cc.Message.Content = nil
+		}
+		if pl.logprobs {
+			cc.Logprobs = &chatLogprobs{Content: c.logprobs(ch.logprobs)}
+		}
+		resp.Choices = append(resp.Choices, cc)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// chatOut builds the answer of one chat request.
+type chatOut struct {
+	id      string
+	created int64
+	model   string
+	plan    *chatPlan
+	tok     *tokenizer.Tokenizer
+	choices []choiceState
+}
+
+func (c *chatOut) allFinished() bool {
+	for i := range c.choices {
+		if !c.choices[i].finished {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *chatOut) usage() usage {
+	var u usage
+	for i, ch := range c.choices {
+		if i == 0 {
+			u.PromptTokens = ch.usage.PromptTokens
+			u.PromptTokensDetails = &tokenDetails{CachedTokens: ch.usage.CachedTokens}
+		}
+		u.CompletionTokens += ch.usage.CompletionTokens
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// finish is a finished choice's content, tool calls and finish reason.
+func (c *chatOut) finish(ch *choiceState) (string, []chat.ToolCall, string) {
+	text := string(ch.text)
+	if c.plan.tools == toolsOff {
+		return text, nil, ch.reason
+	}
+	content, calls := chat.ParseToolCalls(text, c.plan.format)
+	if len(calls) == 0 {
+		return text, nil, ch.reason
+	}
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = newID("call_")
+		}
+		if calls[i].Type == "" {
+			calls[i].Type = "function"
+		}
+	}
+	return content, calls, "tool_calls"
+}
+
+// logprobs is the chat shape of token log-probabilities.
+func (c *chatOut) logprobs(lps []engine.TokenLogprob) []tokenLogprob {
+	out := make([]tokenLogprob, len(lps))
+	for i, lp := range lps {
+		out[i] = tokenLogprob{topLogprob: c.entry(lp.ID, lp.Logprob), TopLogprobs: []topLogprob{}}
+		for _, t := range lp.Top[:min(len(lp.Top), c.plan.topLogprobs)] {
+			out[i].TopLogprobs = append(out[i].TopLogprobs, c.entry(t.ID, t.Logprob))
+		}
+	}
+	return out
+}
+
+func (c *chatOut) entry(id int32, lp float64) topLogprob {
+	s, raw := tokenText(c.tok, id)
+	b := make([]int, len(raw))
+	for i, x := range raw {
+		b[i] = int(x)
+	}
+	return topLogprob{Token: s, Logprob: lp, Bytes: b}
+}
+
+// stream sends the answer as chat.completion.chunk events.
+func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, first []event, mm *modelMetrics, includeUsage bool) {
+	out := newSSE(w)
+	roleSent := make([]bool, len(c.choices))
+	chunk := func(i int, d chatDelta, lp *chatLogprobs, reason *string) chatChunk {
+		if !roleSent[i] {
+			d.Role = "assistant"
+			roleSent[i] = true
+		}
+		return chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
+			Choices: []chunkChoice{{Index: i, Delta: d, Logprobs: lp, FinishReason: reason}}}
+	}
+	handle := func(ev event) error {
+		ch := &c.choices[ev.i]
+		ch.add(ev.d, time.Now(), mm, run.start)
+		if c.plan.tools != toolsOff { // buffered: calls are parsed from the whole reply
+			if !ch.finished {
+				return nil
+			}
+			content, calls, reason := c.finish(ch)
+			d := chatDelta{}
+			if content != "" || len(calls) == 0 {
+				d.Content = &content
+			}
+			for k, tc := range calls {
+				d.ToolCalls = append(d.ToolCalls, toolCallDelta{Index: k, ToolCall: tc})
+			}
+			var lp *chatLogprobs
+			if c.plan.logprobs {
+				lp = &chatLogprobs{Content: c.logprobs(ch.logprobs)}
+			}
+			return out.send(chunk(ev.i, d, lp, &reason))
+		}
+		text := ev.d.TextDelta
+		var lp *chatLogprobs
+		if c.plan.logprobs {
+			lp = &chatLogprobs{Content: c.logprobs(ev.d.Logprobs)}
+		}
+		if text != "" || len(ev.d.NewTokens) > 0 || !roleSent[ev.i] {
+			if err := out.send(chunk(ev.i, chatDelta{Content: &text}, lp, nil)); err != nil {
+				return err
+			}
+		}
+		if ch.finished {
+			reason := ch.reason
+			return out.send(chunk(ev.i, chatDelta{}, nil, &reason))
+		}
+		return nil
+	}
+	for _, ev := range first {
+		if handle(ev) != nil {
+			return
+		}
+	}
+	for !c.allFinished() {
+		select {
+		case ev := <-run.events:
+			if ev.err != nil {
+				if ctx.Err() == nil {
+					out.sendError(engineError(ev.err, "messages"))
+					out.done()
+				}
+				return
+			}
+			if handle(ev) != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+	if includeUsage {
+		u := c.usage()
+		if out.send(chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
+			Choices: []chunkChoice{}, Usage: &u}) != nil {
+			return
+		}
+	}
+	out.done()
+}

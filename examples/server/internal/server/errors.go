@@ -1,0 +1,87 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tokenizer"
+	"github.com/vkllm/vkllm/tokenizer/chat"
+)
+
+// apiError is an error in OpenAI's shape with the HTTP status it goes out with.
+type apiError struct {
+	Status  int     `json:"-"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+	// RetryAfter, in seconds, is sent as the Retry-After header when > 0.
+	RetryAfter int `json:"-"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func strp(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// badParam is a 400 naming the offending field.
+func badParam(param, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error",
+		Message: fmt.Sprintf(format, args...), Param: strp(param), Code: strp("invalid_value")}
+}
+
+func newError(status int, typ, code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Type: typ, Code: strp(code), Message: fmt.Sprintf(format, args...)}
+}
+
+// writeError sends e as {"error": {...}}.
+func writeError(w http.ResponseWriter, e *apiError) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	w.WriteHeader(e.Status)
+	json.NewEncoder(w).Encode(struct {
+		Error *apiError `json:"error"`
+	}{e})
+}
+
+// engineError maps an error of the engine (or of rendering a prompt) to
+// its HTTP answer. promptParam names the request field holding the prompt.
+func engineError(err error, promptParam string) *apiError {
+	var ae *apiError
+	var fe *sampler.FieldError
+	var te *chat.TemplateError
+	var ue *tokenizer.InvalidUTF8Error
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &fe):
+		return badParam(fe.Field, "%s", fe.Error())
+	case errors.Is(err, sampler.ErrEmptyPrompt):
+		return badParam(promptParam, "the prompt is empty")
+	case errors.Is(err, engine.ErrQueueFull):
+		e := newError(http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", "the server is busy: %v; retry later", err)
+		e.RetryAfter = 1
+		return e
+	case errors.Is(err, engine.ErrClosed):
+		e := newError(http.StatusServiceUnavailable, "server_error", "model_unavailable", "the model is shutting down")
+		e.RetryAfter = 1
+		return e
+	case errors.Is(err, engine.ErrBadToken):
+		return badParam(promptParam, "%v", err)
+	case errors.As(err, &te), errors.Is(err, chat.ErrRender), errors.Is(err, chat.ErrBadKwarg), errors.As(err, &ue):
+		return badParam(promptParam, "%v", err)
+	}
+	return newError(http.StatusInternalServerError, "server_error", "internal_error", "%v", err)
+}

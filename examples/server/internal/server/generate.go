@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/vkllm/vkllm/engine"
+)
+
+// event is one delta (or the error) of choice i.
+type event struct {
+	i   int
+	d   engine.Delta
+	err error
+}
+
+// run is the choices of one request in flight: one goroutine per choice
+// ranges over its engine stream and sends its deltas on events. Stop
+// cancels every stream (aborting its engine request and freeing its cells)
+// and waits for the goroutines.
+type run struct {
+	events chan event
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	start  time.Time
+}
+
+// startRun starts one stream per choice. ctx is the request's context:
+// when the client goes away, every stream is aborted.
+func startRun(ctx context.Context, streams []func(context.Context) iter.Seq2[engine.Delta, error]) *run {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &run{events: make(chan event, 16*len(streams)), cancel: cancel, start: time.Now()}
+	for i, st := range streams {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			for d, err := range st(ctx) {
+				select {
+				case r.events <- event{i, d, err}:
+				case <-ctx.Done():
+					return // leaving the loop aborts the request
+				}
+				if err != nil || d.Finished {
+					return
+				}
+			}
+		}()
+	}
+	return r
+}
+
+// stop cancels what is still running and waits for the goroutines.
+func (r *run) stop() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// choiceState accumulates one choice.
+type choiceState struct {
+	started  bool // first delta seen
+	finished bool
+	text     []byte
+	tokens   []int32
+	logprobs []engine.TokenLogprob
+	reason   string
+	usage    engine.Usage
+	first    time.Time // first token
+	last     time.Time // latest token
+	buffered int       // bytes of text already sent (streaming)
+}
+
+// timing observes TTFT and inter-token latencies for one request.
+func (c *choiceState) add(d engine.Delta, now time.Time, m *modelMetrics, start time.Time) {
+	if len(d.NewTokens) > 0 {
+		if c.first.IsZero() {
+			c.first = now
+			if m != nil {
+				m.ttft.Observe(now.Sub(start).Seconds())
+			}
+		} else if m != nil {
+			gap := now.Sub(c.last).Seconds() / float64(len(d.NewTokens))
+			for range d.NewTokens {
+				m.itl.Observe(gap)
+			}
+		}
+		c.last = now
+	}
+	c.started = true
+	c.text = append(c.text, d.TextDelta...)
+	c.tokens = append(c.tokens, d.NewTokens...)
+	c.logprobs = append(c.logprobs, d.Logprobs...)
+	if d.Finished {
+		c.finished = true
+		c.reason = d.FinishReason
+		c.usage = d.Usage
+		if m != nil {
+			m.e2e.Observe(now.Sub(start).Seconds())
+			if n := len(c.tokens); n > 1 {
+				m.tpot.Observe(c.last.Sub(c.first).Seconds() / float64(n-1))
+			}
+		}
+	}
+}
+
+// ignoredError is a choice the engine could not run (prompt too long).
+func ignoredError(d engine.Delta, param string) *apiError {
+	msg := d.Reason
+	if msg == "" {
+		msg = "the prompt does not fit the context"
+	}
+	return badParam(param, "%s", msg)
+}
+
+// waitStarted waits until every choice has its first delta (or one
+// fails). It returns the deltas received so far in arrival order and
+// an error when a choice failed before any output was sent, so the
+// answer can still be an HTTP error status.
+func (r *run) waitStarted(ctx context.Context, n int, promptParam string) ([]event, *apiError) {
+	var got []event
+	started := make([]bool, n)
+	left := n
+	for left > 0 {
+		select {
+		case ev := <-r.events:
+			if ev.err != nil {
+				if ctx.Err() != nil {
+					return nil, clientGone
+				}
+				return nil, engineError(ev.err, promptParam)
+			}
+			if ev.d.FinishReason == "ignored" {
+				return nil, ignoredError(ev.d, promptParam)
+			}
+			got = append(got, ev)
+			if !started[ev.i] {
+				started[ev.i] = true
+				left--
+			}
+		case <-ctx.Done():
+			return nil, clientGone
+		}
+	}
+	return got, nil
+}
+
+// clientGone marks a request whose client went away: nothing is written.
+var clientGone = &apiError{Status: 499, Message: "client closed request"}

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's Prometheus metrics under vLLM's names, each
+// with a model_name label. Gauges and counters are read from each model's
+// engine.Stats at scrape time (statsCollector), so nothing is counted
+// twice; latency histograms are observed by the handlers.
+type metrics struct {
+	reg  *prometheus.Registry
+	ttft *prometheus.HistogramVec
+	tpot *prometheus.HistogramVec
+	itl  *prometheus.HistogramVec
+	e2e  *prometheus.HistogramVec
+
+	mu  sync.Mutex
+	per map[string]*modelMetrics
+}
+
+// modelMetrics are the histograms of one model label.
+type modelMetrics struct {
+	ttft, tpot, itl, e2e prometheus.Observer
+}
+
+var (
+	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
+	tpotBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+	e2eBuckets  = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
+)
+
+func newMetrics(s *Server) *metrics {
+	hist := func(name, help string, b []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b}, []string{"model_name"})
+	}
+	m := &metrics{
+		reg:  prometheus.NewRegistry(),
+		ttft: hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets),
+		tpot: hist("vllm:time_per_output_token_seconds", "Histogram of the mean time per output token of a request in seconds.", tpotBuckets),
+		itl:  hist("vllm:inter_token_latency_seconds", "Histogram of the time between two output tokens in seconds.", tpotBuckets),
+		e2e:  hist("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", e2eBuckets),
+		per:  map[string]*modelMetrics{},
+	}
+	m.reg.MustRegister(m.ttft, m.tpot, m.itl, m.e2e, &statsCollector{s})
+	return m
+}
+
+// model returns the histograms of a model label.
+func (m *metrics) model(name string) *modelMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mm := m.per[name]
+	if mm == nil {
+		mm = &modelMetrics{ttft: m.ttft.WithLabelValues(name), tpot: m.tpot.WithLabelValues(name),
+			itl: m.itl.WithLabelValues(name), e2e: m.e2e.WithLabelValues(name)}
+		m.per[name] = mm
+	}
+	return mm
+}
+
+var (
+	descRunning  = prometheus.NewDesc("vllm:num_requests_running", "Number of requests in model execution batches.", []string{"model_name"}, nil)
+	descWaiting  = prometheus.NewDesc("vllm:num_requests_waiting", "Number of requests waiting to be processed.", []string{"model_name"}, nil)
+	descKVUsage  = prometheus.NewDesc("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", []string{"model_name"}, nil)
+	descPrompt   = prometheus.NewDesc("vllm:prompt_tokens_total", "Number of prefill tokens processed.", []string{"model_name"}, nil)
+	descGen      = prometheus.NewDesc("vllm:generation_tokens_total", "Number of generation tokens processed.", []string{"model_name"}, nil)
+	descPreempt  = prometheus.NewDesc("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", []string{"model_name"}, nil)
+	descPQueries = prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", []string{"model_name"}, nil)
+	descPHits    = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", []string{"model_name"}, nil)
+	descSuccess  = prometheus.NewDesc("vllm:request_success_total", "Count of finished requests by finish reason.", []string{"model_name", "finished_reason"}, nil)
+)
+
+// statsCollector exports every loaded model's engine.Stats.
+type statsCollector struct{ s *Server }
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descPrompt, descGen, descPreempt, descPQueries, descPHits, descSuccess} {
+		ch <- d
+	}
+}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, nm := range c.s.loadedModels() {
+		st := nm.m.Gen.Stats()
+		g := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, nm.name)
+		}
+		cnt := func(d *prometheus.Desc, v uint64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), nm.name)
+		}
+		g(descRunning, float64(st.Running))
+		g(descWaiting, float64(st.Waiting))
+		g(descKVUsage, st.KVUsage())
+		cnt(descPrompt, st.PromptTokens)
+		cnt(descGen, st.GenerationTokens)
+		cnt(descPreempt, st.Preemptions)
+		cnt(descPQueries, st.PrefixQueries)
+		cnt(descPHits, st.PrefixHits)
+		for _, reason := range []string{"stop", "length", "abort"} {
+			ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.CounterValue, float64(st.Finished[reason]), nm.name, reason)
+		}
+		for reason, v := range st.Finished {
+			if reason != "stop" && reason != "length" && reason != "abort" {
+				ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.CounterValue, float64(v), nm.name, reason)
+			}
+		}
+	}
+}
