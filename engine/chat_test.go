@@ -84,8 +84,11 @@ func TestStreamVariants(t *testing.T) {
 			t.Fatalf("empty conversation: %v", err)
 		}
 	}
-	checkNoCells(t, l) // also waits for the loop to publish its stats
+	if _, err := l.kvUsed(false); err != nil { // waits for the loop to publish its stats
+		t.Fatal(err)
+	}
 	st := l.Stats()
+	checkNoCells(t, l)
 	// the same prompt three times: the 2nd and 3rd reuse its whole blocks
 	// but the one with the last token (the cached prefix is what is in use)
 	reuse := uint64((len(ids) - 1) / BlockSize * BlockSize)

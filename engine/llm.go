@@ -96,7 +96,7 @@ type command struct {
 	box        *mailbox
 	abort      string
 	endSession string
-	query      func(*Engine)
+	query      func(*worker)
 }
 
 // mailbox collects one request's outputs for its caller.
@@ -537,11 +537,11 @@ func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, e
 // idle sessions) are freed first.
 func (l *LLM) kvUsed(clear bool) (int, error) {
 	ch := make(chan int, len(l.workers))
-	q := func(e *Engine) {
+	q := func(w *worker) {
 		if clear {
-			e.ClearCache()
+			w.clear()
 		}
-		_, u := e.ctx.KVCapacity()
+		_, u := w.ctx.KVCapacity()
 		ch <- u
 	}
 	if err := l.send(command{query: q}); err != nil {
@@ -557,6 +557,21 @@ func (l *LLM) kvUsed(clear bool) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// ClearCache frees every worker's retained sequences: cached prefixes and
+// idle sessions (whose next turn then recomputes its conversation). With
+// no request running, no cell is in use afterwards.
+func (l *LLM) ClearCache() error {
+	_, err := l.kvUsed(true)
+	return err
+}
+
+// clear frees w's retained sequences and publishes its stats.
+func (w *worker) clear() {
+	w.eng.ClearCache()
+	st := w.eng.Stats()
+	w.stats.Store(&st)
 }
 
 // Stats is a snapshot of the workers' load and counters as of their last
@@ -611,7 +626,7 @@ func (l *LLM) loop(w *worker) {
 			}
 			return
 		}
-		var queries []func(*Engine)
+		var queries []func(*worker)
 		for _, c := range cmds {
 			switch {
 			case c.req != nil:
@@ -635,7 +650,7 @@ func (l *LLM) loop(w *worker) {
 		st := w.eng.Stats()
 		w.stats.Store(&st)
 		for _, q := range queries { // after the step that reported the aborts before them (and its stats)
-			q(w.eng)
+			q(w)
 		}
 		if !w.eng.HasUnfinished() {
 			l.mu.Lock()

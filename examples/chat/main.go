@@ -22,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 	"io"
 	"iter"
 	"os"

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 	"io"
 	"os"
 	"os/signal"

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 	"io"
 	"log"
 	"net"

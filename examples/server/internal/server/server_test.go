@@ -84,15 +84,24 @@ func (ts *testServer) client(opts ...option.RequestOption) openai.Client {
 // gen is the first model's generator.
 func (ts *testServer) gen() Generator { return ts.srv.entries[0].m.Gen }
 
-// settle waits (at most 5 s) until the first model has no request and no
-// KV cell in use, and fails the test otherwise.
+// settle waits (at most 5 s) until the first model has no request and,
+// once its prefix cache is cleared, no KV cell in use (a leak), and fails
+// the test otherwise.
 func (ts *testServer) settle() {
 	ts.t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		st := ts.gen().Stats()
-		if st.KVUsed == 0 && st.Running == 0 && st.Waiting == 0 {
-			return
+		if st.Running == 0 && st.Waiting == 0 {
+			if c, ok := ts.gen().(interface{ ClearCache() error }); ok && st.KVUsed != 0 {
+				if err := c.ClearCache(); err != nil {
+					ts.t.Fatal(err)
+				}
+				st = ts.gen().Stats()
+			}
+			if st.KVUsed == 0 && st.Running == 0 && st.Waiting == 0 {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			ts.t.Fatalf("not settled: %+v", st)
