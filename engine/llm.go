@@ -75,6 +75,7 @@ type LLM struct {
 	owner    map[string]*worker // unfinished requests taken by a worker
 	sessions map[string]*worker // where each session's cells live
 	pending  int                // accepted, not finished
+	dropped  uint64             // aborted while still in the queue
 	nextID   uint64
 	closed   bool
 }
@@ -296,6 +297,7 @@ func (l *LLM) send(cmds ...command) error {
 				if q.req.ID == c.abort {
 					l.queue = append(l.queue[:i], l.queue[i+1:]...)
 					l.pending--
+					l.dropped++
 					q.box.put(Output{ID: q.req.ID, Finished: true, FinishReason: "abort"}, nil)
 					break
 				}
@@ -583,6 +585,12 @@ func (l *LLM) Stats() Stats {
 	}
 	l.mu.Lock()
 	s.Waiting += len(l.queue)
+	if l.dropped > 0 {
+		if s.Finished == nil {
+			s.Finished = map[string]uint64{}
+		}
+		s.Finished["abort"] += l.dropped
+	}
 	l.mu.Unlock()
 	return s
 }

@@ -398,6 +398,19 @@ type namedModel struct {
 
 // Stats is the engine.Stats of the first loaded file registered under name
 // (zero when none is loaded).
+// ClearCache frees the retained K/V (cached prefixes, idle sessions) of
+// the named model, when its generator keeps any.
+func (s *Server) ClearCache(name string) error {
+	for _, e := range s.entries {
+		if e.spec.Name == name && isReady(e) && e.m != nil {
+			if c, ok := e.m.Gen.(interface{ ClearCache() error }); ok {
+				return c.ClearCache()
+			}
+		}
+	}
+	return nil
+}
+
 func (s *Server) Stats(name string) engine.Stats {
 	for _, e := range s.entries {
 		if e.spec.Name == name && isReady(e) && e.m != nil {
