@@ -21,15 +21,23 @@
 //	scheduler.go  pure logic: waiting and running queues; packs prefill
 //	              chunks and decodes into one step under a token budget and
 //	              a bound on running sequences; preempts (recompute) the
-//	              newest running request when the cache is short
+//	              newest running request when the cache is short (after
+//	              asking the runner to evict retained sequences)
+//	retain.go     the pool of retained sequences: cached prefixes found by
+//	              block hashes, idle sessions by name; LRU eviction
 //	runner.go     the only place that turns a schedule into a models.Batch:
 //	              one Decode per step, logits per scheduled sequence; owns
-//	              the free list of sequence ids [0, MaxSeqs)
+//	              the sequence ids [0, MaxSeqs) and the cells: attaches a
+//	              new request to a cached prefix (SeqCp) or its session's
+//	              sequence, retires a finished one into the pool
 //	output.go     sampling results become Outputs: token ids, UTF-8 safe
 //	              text deltas, stop strings and stop tokens, usage, logprobs
 //	engine.go     Engine: Add, Step, Abort, HasUnfinished
-//	llm.go        LLM: a model, a Context, a tokenizer and one goroutine
-//	              that owns the Engine; Generate and Stream for callers
+//	stats.go      Stats: load and counters for monitoring
+//	llm.go        LLM: a model, a tokenizer and workers (a Context, an
+//	              Engine and the goroutine that owns them, each) fed from
+//	              one queue; Generate, Chat and the Stream calls
+//	session.go    Session: a conversation whose K/V stays between turns
 //
 // Sequences. A request's tokens are its prompt followed by its output;
 // token i sits at position i of its own sequence id. numCached counts the
@@ -43,6 +51,13 @@
 // it re-prefills prompt and output so far and goes on (its sampler keeps
 // its state, so greedy and seeded outputs are unchanged).
 //
-// Not done yet: sessions that keep cells across turns and prefix reuse
-// through SeqCp (Usage.CachedTokens is always 0).
+// Retained sequences. A finished request's cells are kept when it belongs
+// to a session (under the session's name) or, with prefix caching, as a
+// cached prefix of whole BlockSize-token blocks. A new request gets, when
+// it first runs, its session's sequence (cut where the tokens differ) or
+// shares the longest cached prefix through SeqCp; Usage.CachedTokens
+// counts those tokens. Retained cells count as used but are evicted,
+// prefixes first and least recently used first, before anything running
+// is preempted. Cells may be shared, so the scheduler never assumes what a
+// release frees: it asks the runner.
 package engine
