@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -152,5 +153,50 @@ func TestWorkers(t *testing.T) {
 	}
 	if _, err := Open(tinyModel, Options{Workers: -1}); err == nil {
 		t.Fatal("Workers -1 accepted")
+	}
+}
+
+// TestStatsQueuedAbort: a request cancelled while still in the global
+// queue (no worker took it) is counted as finished with "abort".
+func TestStatsQueuedAbort(t *testing.T) {
+	tiny(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 1})
+	defer l.Close()
+	long := sampler.Params{MaxTokens: 200, IgnoreEOS: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	running, first := make(chan struct{}), make(chan struct{})
+	go func() { // takes the only slot
+		defer close(first)
+		for range l.Stream(ctx, "hello world", long) {
+			select {
+			case <-running:
+			default:
+				close(running)
+			}
+		}
+	}()
+	<-running
+	qctx, qcancel := context.WithCancel(context.Background())
+	queued := l.Stream(qctx, "a", long)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, err := range queued {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Error(err)
+			}
+		}
+	}()
+	for l.Stats().Waiting == 0 { // wait until it sits in the queue
+		runtime.Gosched()
+	}
+	qcancel()
+	<-done
+	cancel()
+	<-first // its abort is sent
+	checkNoCells(t, l)
+	if st := l.Stats(); st.Finished["abort"] != 2 || st.Waiting != 0 {
+		t.Fatalf("stats %+v, want 2 aborts", st)
 	}
 }

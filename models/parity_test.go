@@ -79,40 +79,7 @@ var parityCases = []struct{ path, golden string }{
 func TestParity(t *testing.T) {
 	for _, c := range parityCases {
 		t.Run(c.path, func(t *testing.T) {
-			g := loadGolden(t, c.golden)
-			m := openTest(t, filepath.Join(testdata, c.path))
-			ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ctx.Close()
-			for pi, p := range g.Prompts {
-				if err := ctx.Release(0); err != nil {
-					t.Fatal(err)
-				}
-				var b Batch
-				for i, tok := range p.Tokens {
-					b.Add(tok, int32(i), true, 0)
-				}
-				if err := ctx.Decode(b); err != nil {
-					t.Fatal(err)
-				}
-				for i := range p.Tokens {
-					checkLogits(t, ctx.Logits(i), p.Logits[i], pi, i)
-				}
-				logits := ctx.Logits(len(p.Tokens) - 1)
-				for step, want := range p.Greedy {
-					if step > 0 {
-						if logits, err = ctx.DecodeToken(0, p.Greedy[step-1]); err != nil {
-							t.Fatal(err)
-						}
-					}
-					checkStep(t, logits, want, p.Top5[step], p.Margin[step], pi, step)
-					if g.DType == "F32" && argmax(logits) != want {
-						t.Fatalf("prompt %d step %d: F32 greedy token %d, want %d", pi, step, argmax(logits), want)
-					}
-				}
-			}
+			checkParity(t, openTest(t, filepath.Join(testdata, c.path)), loadGolden(t, c.golden))
 		})
 	}
 }
@@ -169,4 +136,42 @@ func argmax(row []float32) int32 {
 		}
 	}
 	return int32(best)
+}
+
+// checkParity runs m on g's prompts as TestParity describes: logits at
+// every position, then 32 greedy steps along the reference's tokens.
+func checkParity(t *testing.T, m *Model, g *golden) {
+	t.Helper()
+	ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	for pi, p := range g.Prompts {
+		if err := ctx.Release(0); err != nil {
+			t.Fatal(err)
+		}
+		var b Batch
+		for i, tok := range p.Tokens {
+			b.Add(tok, int32(i), true, 0)
+		}
+		if err := ctx.Decode(b); err != nil {
+			t.Fatal(err)
+		}
+		for i := range p.Tokens {
+			checkLogits(t, ctx.Logits(i), p.Logits[i], pi, i)
+		}
+		logits := ctx.Logits(len(p.Tokens) - 1)
+		for step, want := range p.Greedy {
+			if step > 0 {
+				if logits, err = ctx.DecodeToken(0, p.Greedy[step-1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkStep(t, logits, want, p.Top5[step], p.Margin[step], pi, step)
+			if g.DType == "F32" && argmax(logits) != want {
+				t.Fatalf("prompt %d step %d: F32 greedy token %d, want %d", pi, step, argmax(logits), want)
+			}
+		}
+	}
 }

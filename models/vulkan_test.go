@@ -64,43 +64,8 @@ func TestVulkanParitySplit(t *testing.T) {
 }
 
 func vulkanParity(t *testing.T, b *vulkan.Backend, path, golden string) {
-	g := loadGolden(t, golden)
-	m := openOn(t, filepath.Join(testdata, path), b)
-	ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Close()
-	for pi, p := range g.Prompts {
-		if err := ctx.Release(0); err != nil {
-			t.Fatal(err)
-		}
-		var bt Batch
-		for i, tok := range p.Tokens {
-			bt.Add(tok, int32(i), true, 0)
-		}
-		if err := ctx.Decode(bt); err != nil {
-			t.Fatal(err)
-		}
-		for i := range p.Tokens {
-			checkLogits(t, ctx.Logits(i), p.Logits[i], pi, i)
-		}
-		logits := ctx.Logits(len(p.Tokens) - 1)
-		for step, want := range p.Greedy {
-			if step > 0 {
-				if logits, err = ctx.DecodeToken(0, p.Greedy[step-1]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			checkStep(t, logits, want, p.Top5[step], p.Margin[step], pi, step)
-			if g.DType == "F32" && argmax(logits) != want {
-				t.Fatalf("prompt %d step %d: F32 greedy token %d, want %d", pi, step, argmax(logits), want)
-			}
-		}
-	}
-	if err := b.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	t.Helper()
+	checkParity(t, openOn(t, filepath.Join(testdata, path), b), loadGolden(t, golden))
 }
 
 // TestVulkanBatch: four prompts in one batch give the logits of each
