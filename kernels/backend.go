@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"fmt"
+
 	"github.com/vkllm/vkllm/tensor"
 )
 
@@ -117,4 +119,32 @@ type Backend interface {
 	// Argmax: dst I32 (n) = index of the largest element of each row of
 	// x (n, m); the first one on ties.
 	Argmax(dst, x Tensor)
+}
+
+// Check reports what is wrong with p, if anything: backends call it
+// before rotating (a bad RoPE is a programming error, so they panic).
+func (p RoPE) Check() error {
+	switch {
+	case p.HeadDim <= 0 || p.HeadDim%2 != 0:
+		return fmt.Errorf("head dim %d is not a positive even number", p.HeadDim)
+	case !(p.Theta > 0):
+		return fmt.Errorf("theta %v", p.Theta)
+	case p.FreqFactors != nil && len(p.FreqFactors) != p.HeadDim/2:
+		return fmt.Errorf("%d freq factors for head dim %d", len(p.FreqFactors), p.HeadDim)
+	}
+	switch p.Scaling {
+	case RoPEScaleNone:
+	case RoPEScaleLinear:
+		if !(p.Factor > 0) {
+			return fmt.Errorf("linear scaling factor %v", p.Factor)
+		}
+	case RoPEScaleLlama3:
+		if !(p.Factor > 0 && p.LowFreqFactor > 0 && p.HighFreqFactor > p.LowFreqFactor && p.OriginalMaxPositions > 0) {
+			return fmt.Errorf("llama3 scaling factor %v, low %v, high %v, original positions %d",
+				p.Factor, p.LowFreqFactor, p.HighFreqFactor, p.OriginalMaxPositions)
+		}
+	default:
+		return fmt.Errorf("unknown RoPE scaling %d", p.Scaling)
+	}
+	return nil
 }

@@ -82,18 +82,8 @@ func rotate(x, cos, sin []float32, style kernels.RoPEStyle) {
 }
 
 func checkRoPE(op string, p kernels.RoPE) {
-	must(p.HeadDim > 0 && p.HeadDim%2 == 0, "%s: head dim %d is not a positive even number", op, p.HeadDim)
-	must(p.Theta > 0, "%s: theta %v", op, p.Theta)
-	must(p.FreqFactors == nil || len(p.FreqFactors) == p.HeadDim/2, "%s: %d freq factors for head dim %d", op, len(p.FreqFactors), p.HeadDim)
-	switch p.Scaling {
-	case kernels.RoPEScaleNone:
-	case kernels.RoPEScaleLinear:
-		must(p.Factor > 0, "%s: linear scaling factor %v", op, p.Factor)
-	case kernels.RoPEScaleLlama3:
-		must(p.Factor > 0 && p.LowFreqFactor > 0 && p.HighFreqFactor > p.LowFreqFactor && p.OriginalMaxPositions > 0,
-			"%s: llama3 scaling factor %v, low %v, high %v, original positions %d", op, p.Factor, p.LowFreqFactor, p.HighFreqFactor, p.OriginalMaxPositions)
-	default:
-		panic("cpu: " + op + ": unknown RoPE scaling")
+	if err := p.Check(); err != nil {
+		panic("cpu: " + op + ": " + err.Error())
 	}
 }
 
