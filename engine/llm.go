@@ -602,13 +602,13 @@ func (l *LLM) loop(w *worker) {
 	boxes := map[string]*mailbox{}
 	finish := func(id string, o Output, err error) {
 		if b := boxes[id]; b != nil {
-			b.put(o, err)
 			delete(boxes, id)
-			l.mu.Lock()
+			l.mu.Lock() // before the caller hears of the end, so its next call finds room
 			l.pending--
 			w.taken--
 			delete(l.owner, id)
 			l.mu.Unlock()
+			b.put(o, err)
 		}
 	}
 	for {
