@@ -8,6 +8,9 @@
 // the remaining distribution with its own seeded generator. Temperature 0
 // is greedy: the largest adjusted logit, the first on ties.
 //
+// A Params.Constraint masks the tokens a grammar forbids before the
+// draw (see Constraint).
+//
 // A Sampler belongs to one sequence; it is not safe for concurrent use.
 // The same seed and the same logits give the same tokens.
 package sampler

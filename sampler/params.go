@@ -23,6 +23,9 @@ type Params struct {
 	StopTokenIDs      []int32
 	IgnoreEOS         bool
 	Logprobs          int // [0, 20] top entries reported per token
+	// Constraint, when set, limits each draw to the tokens it allows
+	// (constrained decoding). It has state: one request each.
+	Constraint Constraint
 }
 
 // ErrEmptyPrompt is returned for a request without prompt tokens.

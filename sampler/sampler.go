@@ -14,6 +14,7 @@ type Sampler struct {
 	counts  map[int32]int  // output tokens (frequency, presence)
 	scratch []float64
 	idx     []int32
+	allowed []bool // Constraint's mask
 }
 
 // New returns a Sampler for validated params; prompt seeds the repetition
@@ -33,10 +34,13 @@ func New(p Params, prompt []int32) *Sampler {
 	return s
 }
 
-// Accept records a generated token for the penalties.
+// Accept records a generated token for the penalties and the Constraint.
 func (s *Sampler) Accept(t int32) {
 	s.seen[t] = true
 	s.counts[t]++
+	if s.p.Constraint != nil {
+		s.p.Constraint.Accept(t)
+	}
 }
 
 // Sample returns the next token for logits (not modified).
@@ -90,7 +94,36 @@ func (s *Sampler) adjusted(logits []float32) []float64 {
 			}
 		}
 	}
+	if s.p.Constraint != nil {
+		s.constrain(x)
+	}
 	return x
+}
+
+// constrain sets the logits of the tokens the Constraint forbids to -Inf;
+// when it allows none, x is left as it is.
+func (s *Sampler) constrain(x []float64) {
+	if cap(s.allowed) < len(x) {
+		s.allowed = make([]bool, len(x))
+	}
+	allowed := s.allowed[:len(x)]
+	clear(allowed)
+	s.p.Constraint.Allow(allowed)
+	some := false
+	for _, ok := range allowed {
+		if ok {
+			some = true
+			break
+		}
+	}
+	if !some {
+		return
+	}
+	for i, ok := range allowed {
+		if !ok {
+			x[i] = math.Inf(-1)
+		}
+	}
 }
 
 // draw samples from softmax(x) restricted by top-k, top-p and min-p.
