@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,11 +64,6 @@ type chatResponse struct {
 	Usage   usage        `json:"usage"`
 }
 
-type toolCallDelta struct {
-	Index int `json:"index"`
-	chat.ToolCall
-}
-
 type chatDelta struct {
 	Role      string          `json:"role,omitempty"`
 	Content   *string         `json:"content,omitempty"`
@@ -109,6 +105,7 @@ type chatPlan struct {
 	topLogprobs int
 	tools       toolMode
 	format      chat.Format
+	grammar     *toolGrammar // tool_choice required or named: the forced call
 }
 
 func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
@@ -140,6 +137,7 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 		return nil, e
 	}
 	pl.tools = mode
+	offered := tools
 	msgs := req.Messages
 	if mode != toolsOff {
 		pl.format = m.ToolFormat
@@ -157,6 +155,8 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 		}
 		if mode == toolsRequired {
 			extra = strings.TrimSpace(extra + "\n\n" + mustCallTool)
+			g := newToolGrammar(pl.format, offered)
+			pl.grammar = &g
 		}
 		if extra != "" {
 			msgs = withSystem(msgs, extra)
@@ -216,6 +216,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	streams := make([]func(context.Context) iter.Seq2[engine.Delta, error], pl.n)
 	for i := range streams {
 		p := seeded(pl.params, i)
+		if pl.grammar != nil {
+			p.Constraint = newToolConstraint(pl.grammar, vocabOf(m.Gen.Tokenizer()), p.MaxTokens)
+		}
 		streams[i] = func(ctx context.Context) iter.Seq2[engine.Delta, error] { return m.Gen.StreamChat(ctx, pl.req, p) }
 	}
 	ctx := r.Context()
@@ -261,7 +264,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	resp := chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model, Usage: c.usage()}
 	for i := range c.choices {
 		ch := &c.choices[i]
-		content, calls, reason := c.finish(ch)
+		content, calls, reason, e := c.finish(ch)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
 		cc := chatChoice{Index: i, Message: chatMessage{Role: "assistant", Content: &content, ToolCalls: calls}, FinishReason: reason}
 		if len(calls) > 0 && content == "" {
 			cc.Message.Content = nil
@@ -307,14 +314,21 @@ func (c *chatOut) usage() usage {
 }
 
 // finish is a finished choice's content, tool calls and finish reason.
-func (c *chatOut) finish(ch *choiceState) (string, []chat.ToolCall, string) {
+func (c *chatOut) finish(ch *choiceState) (string, []chat.ToolCall, string, *apiError) {
 	text := string(ch.text)
-	if c.plan.tools == toolsOff {
-		return text, nil, ch.reason
+	switch {
+	case c.plan.tools == toolsOff:
+		return text, nil, ch.reason, nil
+	case c.plan.format == chat.FormatQwen:
+		p := newCallParser()
+		content, _ := p.add(text)
+		rest, _, truncated := p.finish()
+		reason, e := c.reason(ch, p.calls, truncated)
+		return content + rest, p.calls, reason, e
 	}
 	content, calls := chat.ParseToolCalls(text, c.plan.format)
 	if len(calls) == 0 {
-		return text, nil, ch.reason
+		content = text
 	}
 	for i := range calls {
 		if calls[i].ID == "" {
@@ -324,7 +338,36 @@ func (c *chatOut) finish(ch *choiceState) (string, []chat.ToolCall, string) {
 			calls[i].Type = "function"
 		}
 	}
-	return content, calls, "tool_calls"
+	reason, e := c.reason(ch, calls, false)
+	return content, calls, reason, e
+}
+
+// errNoToolCall answers a forced call the reply does not hold.
+var errNoToolCall = newError(http.StatusInternalServerError, "server_error", "tool_call_failed",
+	"tool_choice asked for a tool call, and the model's reply is not a valid call of an offered tool")
+
+// reason is a choice's finish_reason: "tool_calls" when it made calls,
+// else the engine's. A forced call (tool_choice required or named) that
+// the reply lacks, or that names another tool or has no JSON object for
+// arguments, is an error, unless max_tokens cut it ("length", as OpenAI).
+func (c *chatOut) reason(ch *choiceState, calls []chat.ToolCall, truncated bool) (string, *apiError) {
+	if ch.reason == "length" && (truncated || len(calls) == 0) {
+		return "length", nil
+	}
+	if g := c.plan.grammar; g != nil {
+		if len(calls) == 0 || truncated {
+			return "", errNoToolCall
+		}
+		for _, call := range calls {
+			if _, found := slices.BinarySearch(g.names, call.Function.Name); !found || !validArgs(call.Function.Arguments) {
+				return "", errNoToolCall
+			}
+		}
+	}
+	if len(calls) > 0 && !truncated {
+		return "tool_calls", nil
+	}
+	return ch.reason, nil
 }
 
 // logprobs is the chat shape of token log-probabilities.
@@ -360,20 +403,35 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 		return chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
 			Choices: []chunkChoice{{Index: i, Delta: d, Logprobs: lp, FinishReason: reason}}}
 	}
+	var parsers []*callParser // the Hermes format: calls stream as they are written
+	if c.plan.tools != toolsOff && c.plan.format == chat.FormatQwen {
+		parsers = make([]*callParser, len(c.choices))
+		for i := range parsers {
+			parsers[i] = newCallParser()
+		}
+	}
 	handle := func(ev event) error {
 		ch := &c.choices[ev.i]
 		ch.add(ev.d, time.Now(), mm, run.start)
-		if c.plan.tools != toolsOff { // buffered: calls are parsed from the whole reply
+		if parsers != nil {
+			return c.sendCalls(out, parsers[ev.i], ev, !roleSent[ev.i], chunk)
+		}
+		if c.plan.tools != toolsOff { // other formats: calls are parsed from the whole reply
 			if !ch.finished {
 				return nil
 			}
-			content, calls, reason := c.finish(ch)
+			content, calls, reason, e := c.finish(ch)
+			if e != nil {
+				out.sendError(e)
+				return e
+			}
 			d := chatDelta{}
 			if content != "" || len(calls) == 0 {
 				d.Content = &content
 			}
 			for k, tc := range calls {
-				d.ToolCalls = append(d.ToolCalls, toolCallDelta{Index: k, ToolCall: tc})
+				d.ToolCalls = append(d.ToolCalls, toolCallDelta{Index: k, ID: tc.ID, Type: tc.Type,
+					Function: functionDelta{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 			}
 			var lp *chatLogprobs
 			if c.plan.logprobs {
@@ -397,8 +455,14 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 		}
 		return nil
 	}
+	failed := func(err error) {
+		if _, ok := err.(*apiError); ok && ctx.Err() == nil {
+			out.done() // the error event is sent
+		}
+	}
 	for _, ev := range first {
-		if handle(ev) != nil {
+		if err := handle(ev); err != nil {
+			failed(err)
 			return
 		}
 	}
@@ -412,7 +476,8 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 				}
 				return
 			}
-			if handle(ev) != nil {
+			if err := handle(ev); err != nil {
+				failed(err)
 				return
 			}
 		case <-ctx.Done():
@@ -427,4 +492,40 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 		}
 	}
 	out.done()
+}
+
+// sendCalls streams one event of a choice in the Hermes format: content
+// and tool-call deltas as the parser finds them, and at the end the
+// finish reason (or the error of a forced call that failed).
+func (c *chatOut) sendCalls(out *sse, p *callParser, ev event, first bool,
+	chunk func(int, chatDelta, *chatLogprobs, *string) chatChunk) error {
+	ch := &c.choices[ev.i]
+	content, deltas := p.add(ev.d.TextDelta)
+	truncated := false
+	if ch.finished {
+		rest, more, cut := p.finish()
+		content, deltas, truncated = content+rest, append(deltas, more...), cut
+	}
+	var lp *chatLogprobs
+	if c.plan.logprobs && len(ev.d.Logprobs) > 0 {
+		lp = &chatLogprobs{Content: c.logprobs(ev.d.Logprobs)}
+	}
+	if content != "" || len(deltas) > 0 || lp != nil || first {
+		d := chatDelta{ToolCalls: deltas}
+		if content != "" || len(deltas) == 0 {
+			d.Content = &content
+		}
+		if err := out.send(chunk(ev.i, d, lp, nil)); err != nil {
+			return err
+		}
+	}
+	if !ch.finished {
+		return nil
+	}
+	reason, e := c.reason(ch, p.calls, truncated)
+	if e != nil {
+		out.sendError(e)
+		return e
+	}
+	return out.send(chunk(ev.i, chatDelta{}, nil, &reason))
 }

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/vkllm/vkllm/tokenizer"
+	"github.com/vkllm/vkllm/tokenizer/chat"
+)
+
+func tools(names ...string) []chat.Tool {
+	var out []chat.Tool
+	for _, n := range names {
+		out = append(out, chat.Tool{Type: "function", Function: chat.ToolFunction{Name: n}})
+	}
+	return out
+}
+
+// TestToolGrammarStep feeds whole strings to the automaton.
+func TestToolGrammarStep(t *testing.T) {
+	g := newToolGrammar(chat.FormatQwen, tools("get_weather", "get", "search"))
+	head := "<tool_call>\n{\"name\": \"get\", \"arguments\": "
+	ok := []string{`{}`, `{"a": 1}`, `{ "a" : [1, -2.5e+3, 0, true, null, "x\"\u00e9é"], "b": {"c": []} }`,
+		"{\"a\":\n\t\"\\n\"}", `{"é":-0.0E1}`}
+	bad := []string{`[]`, `1`, `{"a"}`, `{"a": 01}`, `{"a": tru }`, `{"a": [1,]x`, `{"a": "x` + "\n" + `"}`,
+		`{"a": "\x"}`, `{"a": 1]`, `{"a": [1}`, `{"a": -}`, `{"a": 1.}`, `{,}`, ` {}`}
+	run := func(text string) (gstate, bool) {
+		var s gstate
+		for i := 0; i < len(text); i++ {
+			if !g.step(&s, text[i]) {
+				return s, false
+			}
+		}
+		return s, true
+	}
+	for _, a := range ok {
+		s, good := run(head + a + g.suffix)
+		if !good || s.phase != phEnd {
+			t.Errorf("%q refused (phase %d)", a, s.phase)
+		}
+		if !json.Valid([]byte(a)) {
+			t.Errorf("test case %q is not JSON", a)
+		}
+	}
+	for _, a := range bad {
+		if s, good := run(head + a + g.suffix); good && s.phase == phEnd {
+			t.Errorf("%q accepted", a)
+		}
+	}
+	for _, name := range []string{"get_weathe", "gets", "other", ""} {
+		if _, good := run("<tool_call>\n{\"name\": \"" + name + `", `); good {
+			t.Errorf("name %q accepted", name)
+		}
+	}
+	if _, good := run("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {"); !good {
+		t.Errorf("get_weather refused")
+	}
+}
+
+// TestToolConstraintWalk draws random allowed tokens of the tiny model's
+// vocabulary under the constraint, with and without max_tokens: every
+// walk must end (an end token allowed alone, or the budget spent) with a
+// reply that parses as one call of an offered tool with JSON arguments,
+// within the budget.
+func TestToolConstraintWalk(t *testing.T) {
+	tok, err := tokenizer.FromFile(tinyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := vocabOf(tok)
+	for _, f := range []chat.Format{chat.FormatQwen, chat.FormatLlama3, chat.FormatMistral} {
+		g := newToolGrammar(f, tools("get_weather", "get", "search"))
+		minLen := g.completion(gstate{})
+		for seed := range uint64(60) {
+			rng := rand.New(rand.NewPCG(seed, 1))
+			budget := 0
+			if seed%3 != 0 {
+				budget = minLen + rng.IntN(40)
+			}
+			c := newToolConstraint(&g, v, budget)
+			var text strings.Builder
+			allowed := make([]bool, tok.VocabSize())
+			ended := false
+			for n := 0; budget == 0 || n < budget; n++ {
+				clear(allowed)
+				c.Allow(allowed)
+				var ids []int32
+				for id, ok := range allowed {
+					if ok {
+						ids = append(ids, int32(id))
+					}
+				}
+				if len(ids) == 0 {
+					t.Fatalf("%v seed %d: no token allowed after %q", f, seed, text.String())
+				}
+				// Favour closing bytes now and then so unbounded walks end.
+				id := ids[rng.IntN(len(ids))]
+				if budget == 0 && rng.IntN(3) == 0 {
+					if cl := g.closer(&c.st); cl != 0 {
+						id, _ = tok.TokenID(string(tokenizerByte(cl)))
+					}
+				}
+				if v.end[id] {
+					if c.st.phase != phEnd {
+						t.Fatalf("%v seed %d: end token allowed in phase %d", f, seed, c.st.phase)
+					}
+					ended = true
+					break
+				}
+				c.Accept(id)
+				if c.off {
+					t.Fatalf("%v seed %d: token %d refused after Allow", f, seed, id)
+				}
+				text.Write(v.bytes[id])
+			}
+			if !ended && c.st.phase != phEnd {
+				t.Fatalf("%v seed %d budget %d: reply unfinished: %q", f, seed, budget, text.String())
+			}
+			content, calls := chat.ParseToolCalls(text.String(), f)
+			if content != "" || len(calls) != 1 || !validArgs(calls[0].Function.Arguments) ||
+				!strings.Contains(" get_weather get search ", " "+calls[0].Function.Name+" ") {
+				t.Fatalf("%v seed %d: %q parses as %q %+v", f, seed, text.String(), content, calls)
+			}
+		}
+	}
+}
+
+// tokenizerByte is byte b as the tiny byte-level vocabulary writes it.
+func tokenizerByte(b byte) string {
+	for r, x := range gpt2Bytes {
+		if x == b {
+			return string(r)
+		}
+	}
+	return ""
+}
