@@ -714,11 +714,13 @@ type fakeGen struct {
 	reply string
 	mu    sync.Mutex
 	reqs  []engine.ChatRequest
+	ps    []sampler.Params // of each chat request
 }
 
 func (f *fakeGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params) iter.Seq2[engine.Delta, error] {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
+	f.ps = append(f.ps, p)
 	f.mu.Unlock()
 	return f.Stream(ctx, "", p)
 }

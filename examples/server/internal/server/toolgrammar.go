@@ -125,6 +125,8 @@ type gstate struct {
 	js     uint8
 	key    bool  // the string is an object key
 	more   uint8 // UTF-8 continuation bytes (jString) or hex digits (jHex) still due
+	cmin   uint8 // jString: the range of the next continuation byte
+	cmax   uint8
 	lit    uint8 // jLit: index in literals
 	depth  uint8
 	pos    int // bytes done of the literal part, the name or the true/false/null
@@ -248,10 +250,10 @@ func (g *toolGrammar) stepJSON(s *gstate, b byte) bool {
 	case jString:
 		switch {
 		case s.more > 0:
-			if b < 0x80 || b > 0xBF {
+			if b < s.cmin || b > s.cmax {
 				return false
 			}
-			s.more--
+			s.more, s.cmin, s.cmax = s.more-1, 0x80, 0xBF
 		case b == '"':
 			s.js = jAfter
 			if s.key {
@@ -263,11 +265,21 @@ func (g *toolGrammar) stepJSON(s *gstate, b byte) bool {
 			return false
 		case b < 0x80:
 		case b >= 0xC2 && b <= 0xDF:
-			s.more = 1
-		case b >= 0xE0 && b <= 0xEF:
-			s.more = 2
-		case b >= 0xF0 && b <= 0xF4:
-			s.more = 3
+			s.more, s.cmin, s.cmax = 1, 0x80, 0xBF
+		case b >= 0xE0 && b <= 0xEF: // no overlong forms, no surrogates
+			s.more, s.cmin, s.cmax = 2, 0x80, 0xBF
+			if b == 0xE0 {
+				s.cmin = 0xA0
+			} else if b == 0xED {
+				s.cmax = 0x9F
+			}
+		case b >= 0xF0 && b <= 0xF4: // up to U+10FFFF
+			s.more, s.cmin, s.cmax = 3, 0x80, 0xBF
+			if b == 0xF0 {
+				s.cmin = 0x90
+			} else if b == 0xF4 {
+				s.cmax = 0x8F
+			}
 		default:
 			return false
 		}
@@ -390,7 +402,7 @@ func (g *toolGrammar) closer(s *gstate) byte {
 		return ':'
 	case jString:
 		if s.more > 0 {
-			return 0x80
+			return s.cmin
 		}
 		return '"'
 	case jEsc:

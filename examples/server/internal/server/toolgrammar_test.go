@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/vkllm/vkllm/tokenizer"
 	"github.com/vkllm/vkllm/tokenizer/chat"
@@ -24,7 +25,7 @@ func TestToolGrammarStep(t *testing.T) {
 	head := "<tool_call>\n{\"name\": \"get\", \"arguments\": "
 	ok := []string{`{}`, `{"a": 1}`, `{ "a" : [1, -2.5e+3, 0, true, null, "x\"\u00e9é"], "b": {"c": []} }`,
 		"{\"a\":\n\t\"\\n\"}", `{"é":-0.0E1}`}
-	bad := []string{`[]`, `1`, `{"a"}`, `{"a": 01}`, `{"a": tru }`, `{"a": [1,]x`, `{"a": "x` + "\n" + `"}`,
+	bad := []string{"{\"\xe0\x80\x80\": 1}", "{\"\xed\xa0\x80\": 1}", "{\"\xf4\x90\x80\x80\": 1}", "{\"\xc3\": 1}", "{\"\x80\": 1}",`[]`, `1`, `{"a"}`, `{"a": 01}`, `{"a": tru }`, `{"a": [1,]x`, `{"a": "x` + "\n" + `"}`,
 		`{"a": "\x"}`, `{"a": 1]`, `{"a": [1}`, `{"a": -}`, `{"a": 1.}`, `{,}`, ` {}`}
 	run := func(text string) (gstate, bool) {
 		var s gstate
@@ -119,6 +120,9 @@ func TestToolConstraintWalk(t *testing.T) {
 				t.Fatalf("%v seed %d budget %d: reply unfinished: %q", f, seed, budget, text.String())
 			}
 			content, calls := chat.ParseToolCalls(text.String(), f)
+			if !utf8.ValidString(text.String()) {
+				t.Fatalf("%v seed %d: invalid UTF-8 in %q", f, seed, text.String())
+			}
 			if content != "" || len(calls) != 1 || !validArgs(calls[0].Function.Arguments) ||
 				!strings.Contains(" get_weather get search ", " "+calls[0].Function.Name+" ") {
 				t.Fatalf("%v seed %d: %q parses as %q %+v", f, seed, text.String(), content, calls)

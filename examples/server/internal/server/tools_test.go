@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,5 +119,175 @@ func TestNoToolCall(t *testing.T) {
 	}
 	if resp.Choices[0].FinishReason != "stop" || resp.Choices[0].Message.Content != "It is sunny." || len(resp.Choices[0].Message.ToolCalls) != 0 {
 		t.Fatalf("%+v", resp.Choices[0])
+	}
+}
+
+var searchTool = openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+	Name: "search", Parameters: shared.FunctionParameters{"type": "object"},
+})
+
+// streamChat runs a streaming request through the client's accumulator
+// and counts the chunks that carry argument text.
+func streamChat(t *testing.T, c openai.Client, p openai.ChatCompletionNewParams) (acc openai.ChatCompletionAccumulator, argChunks int) {
+	t.Helper()
+	st := c.Chat.Completions.NewStreaming(context.Background(), p)
+	defer st.Close()
+	for st.Next() {
+		ch := st.Current()
+		if !acc.AddChunk(ch) {
+			t.Fatalf("the accumulator refused chunk %+v", ch)
+		}
+		for _, choice := range ch.Choices {
+			if strings.Contains(choice.Delta.Content, "<tool_call>") || strings.Contains(choice.Delta.Content, "</tool_call>") {
+				t.Errorf("tool-call markup in content: %q", choice.Delta.Content)
+			}
+			for _, tc := range choice.Delta.ToolCalls {
+				if tc.Function.Arguments != "" {
+					argChunks++
+				}
+			}
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return acc, argChunks
+}
+
+// checkCall checks a forced call: finish_reason tool_calls, no content,
+// one call of one of names, with a JSON object for arguments.
+func checkCall(t *testing.T, what string, ch openai.ChatCompletionChoice, names ...string) openai.ChatCompletionMessageToolCallUnion {
+	t.Helper()
+	if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 || ch.Message.Content != "" {
+		t.Fatalf("%s: finish %q, content %q, %d calls", what, ch.FinishReason, ch.Message.Content, len(ch.Message.ToolCalls))
+	}
+	call := ch.Message.ToolCalls[0]
+	var args map[string]any
+	if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil {
+		t.Fatalf("%s: arguments %q are not a JSON object: %v", what, call.Function.Arguments, err)
+	}
+	if !slices.Contains(names, call.Function.Name) || call.Type != "function" || !strings.HasPrefix(call.ID, "call_") {
+		t.Fatalf("%s: call %+v, want one of %v", what, call, names)
+	}
+	return call
+}
+
+// TestToolChoiceForced runs the tiny random model, which never writes a
+// tool call of its own accord: with tool_choice "required" or a named
+// function the grammar must make its reply one, streaming or not, in each
+// format. The model is served as if its template described the tools
+// (ToolFormat set): the server's own Hermes tool prompt is longer than
+// the tiny model's 256 positions.
+func TestToolChoiceForced(t *testing.T) {
+	for _, f := range []chat.Format{chat.FormatQwen, chat.FormatLlama3, chat.FormatMistral} {
+		t.Run(f.String(), func(t *testing.T) { testToolChoiceForced(t, f) })
+	}
+}
+
+func testToolChoiceForced(t *testing.T, format chat.Format) {
+	ts := newTestServer(t, Config{Open: func(s Spec) (*Model, error) {
+		m, err := OpenModel(s.Path, tinyOptions())
+		if m != nil {
+			m.ToolFormat = format
+		}
+		return m, err
+	}})
+	ts.waitLoaded()
+	c := ts.client()
+	ctx := context.Background()
+	maxLen := vocabOf(ts.gen().Tokenizer()).maxLen
+	named := openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
+		Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "search"}}}
+	required := openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
+	long := 0 // streamed calls whose arguments must span several tokens
+	for seed := range int64(4) {
+		for _, choice := range []struct {
+			name  string
+			tc    openai.ChatCompletionToolChoiceOptionUnionParam
+			names []string
+		}{{"required", required, []string{"get_weather", "search"}}, {"named", named, []string{"search"}}} {
+			p := openai.ChatCompletionNewParams{Model: "tiny", Messages: user("Weather in Paris?"),
+				Tools: []openai.ChatCompletionToolUnionParam{weatherTool, searchTool}, ToolChoice: choice.tc,
+				MaxTokens: openai.Int(80 + 10*seed), Seed: openai.Int(seed), N: openai.Int(2)}
+			resp, err := c.Chat.Completions.New(ctx, p)
+			if err != nil {
+				t.Fatalf("%s seed %d: %v", choice.name, seed, err)
+			}
+			for i, ch := range resp.Choices {
+				checkCall(t, fmt.Sprintf("%s seed %d choice %d", choice.name, seed, i), ch, choice.names...)
+			}
+			p.N = openai.Int(1)
+			acc, argChunks := streamChat(t, c, p)
+			if len(acc.Choices) != 1 {
+				t.Fatalf("%s seed %d: streamed %d choices", choice.name, seed, len(acc.Choices))
+			}
+			call := checkCall(t, fmt.Sprintf("%s seed %d streamed", choice.name, seed), acc.Choices[0], choice.names...)
+			t.Logf("%s seed %d: %s(%s) in %d argument chunks", choice.name, seed, call.Function.Name, call.Function.Arguments, argChunks)
+			if format == chat.FormatQwen && len(call.Function.Arguments) > maxLen {
+				long++
+				if argChunks < 2 {
+					t.Errorf("%s seed %d: arguments %q (longer than any token) came in %d chunk(s)", choice.name, seed, call.Function.Arguments, argChunks)
+				}
+			}
+		}
+	}
+	if format == chat.FormatQwen && long == 0 {
+		t.Errorf("no streamed call had arguments longer than a token: the chunk count was never checked")
+	}
+
+	// "none" and "auto": no grammar, and the random model writes no call.
+	for _, tc := range []string{"none", "auto"} {
+		resp, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "tiny", Messages: user("Weather?"),
+			Tools: []openai.ChatCompletionToolUnionParam{weatherTool}, MaxTokens: openai.Int(16), Seed: openai.Int(1),
+			ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(tc)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch := resp.Choices[0]; len(ch.Message.ToolCalls) != 0 || ch.FinishReason == "tool_calls" || strings.HasPrefix(ch.Message.Content, "<tool_call>") {
+			t.Errorf("%s: %+v", tc, ch)
+		}
+	}
+
+	// max_tokens too small for any call: cut, finish_reason "length".
+	resp, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "tiny", Messages: user("Weather?"),
+		Tools: []openai.ChatCompletionToolUnionParam{weatherTool}, ToolChoice: required, MaxTokens: openai.Int(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Choices[0].FinishReason != "length" || len(resp.Choices[0].Message.ToolCalls) != 0 {
+		t.Errorf("max_tokens 4: %+v", resp.Choices[0])
+	}
+	ts.settle()
+}
+
+// TestToolChoiceFailed: a forced call the reply lacks is an error, not
+// text (the fake generator ignores the grammar, as no real one would).
+func TestToolChoiceFailed(t *testing.T) {
+	ts, f := newFakeServer(t, "It is sunny.")
+	c := ts.client()
+	p := openai.ChatCompletionNewParams{Model: "fake", Messages: user("Weather?"),
+		Tools:      []openai.ChatCompletionToolUnionParam{weatherTool},
+		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}}
+	_, err := c.Chat.Completions.New(context.Background(), p)
+	if ae := checkAPIError(t, err, 500, ""); ae.Code != "tool_call_failed" {
+		t.Errorf("code %q", ae.Code)
+	}
+	st := c.Chat.Completions.NewStreaming(context.Background(), p)
+	for st.Next() {
+		if ch := st.Current(); len(ch.Choices) > 0 && ch.Choices[0].FinishReason != "" {
+			t.Errorf("a finish reason (%q) for a failed forced call", ch.Choices[0].FinishReason)
+		}
+	}
+	if st.Err() == nil || !strings.Contains(st.Err().Error(), "tool call") {
+		t.Errorf("stream error %v", st.Err())
+	}
+	st.Close()
+	// The grammar goes only with required (and named) calls.
+	p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("auto")}
+	if _, err := c.Chat.Completions.New(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if f.ps[0].Constraint == nil || f.ps[1].Constraint == nil || f.ps[2].Constraint != nil {
+		t.Errorf("constraints: %v %v %v", f.ps[0].Constraint, f.ps[1].Constraint, f.ps[2].Constraint)
 	}
 }
