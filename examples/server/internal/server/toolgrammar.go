@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/vkllm/vkllm/tokenizer"
 	"github.com/vkllm/vkllm/tokenizer/chat"
@@ -52,6 +53,7 @@ type vocab struct {
 	bytes   [][]byte
 	literal []bool // special tokens: only in the literal parts (prefix, mid, suffix)
 	end     []bool // the end (EOS) tokens
+	plain   []bool // whole UTF-8 characters, no control, '"' or '\': inside a string, a no-op
 	ends    []int32
 	maxLen  int // longest token, in bytes
 }
@@ -64,7 +66,7 @@ func vocabOf(tok *tokenizer.Tokenizer) *vocab {
 		return v.(*vocab)
 	}
 	n := tok.VocabSize()
-	v := &vocab{bytes: make([][]byte, n), literal: make([]bool, n), end: make([]bool, n), ends: tok.EOS()}
+	v := &vocab{bytes: make([][]byte, n), literal: make([]bool, n), end: make([]bool, n), plain: make([]bool, n), ends: tok.EOS()}
 	for _, id := range v.ends {
 		if int(id) < n {
 			v.end[id] = true
@@ -79,6 +81,12 @@ func vocabOf(tok *tokenizer.Tokenizer) *vocab {
 		v.bytes[id] = b
 		v.literal[id] = tok.IsSpecial(int32(id))
 		v.maxLen = max(v.maxLen, len(b))
+		v.plain[id] = len(b) > 0 && !v.literal[id] && !v.end[id] && utf8.Valid(b)
+		for _, x := range b {
+			if x < 0x20 || x == 0x7F || x == '"' || x == '\\' {
+				v.plain[id] = false
+			}
+		}
 	}
 	got, _ := vocabs.LoadOrStore(tok, v)
 	return got.(*vocab)
@@ -480,23 +488,35 @@ func (c *toolConstraint) Allow(allowed []bool) {
 		return
 	}
 	left := c.budget - c.n // tokens left, this one included
-	// A byte adds at most 4 bytes to the completion (',' in an object
-	// needs `"":0`), so far from the budget no token needs the check.
-	check := c.budget > 0 && left <= c.g.completion(c.st)+4*c.v.maxLen+1
-	if !c.allow(allowed, check, left) && check {
+	if !c.allow(allowed, c.budget > 0, left) && c.budget > 0 {
 		c.allow(allowed, false, left)
 	}
 }
 
-func (c *toolConstraint) allow(allowed []bool, check bool, left int) bool {
+// allow marks the tokens the grammar lets through and, with budget, that
+// leave at most left-1 bytes to finish; it reports whether there is one.
+func (c *toolConstraint) allow(allowed []bool, budget bool, left int) bool {
+	base := c.g.completion(c.st)
+	// Inside a string, a plain token changes nothing.
+	inString := c.st.phase == phJSON && c.st.js == jString && c.st.more == 0
 	some := false
 	for id := range min(len(allowed), len(c.v.bytes)) {
-		s := c.st
-		if !c.feed(&s, id) || check && c.g.completion(s) > left-1 {
+		if inString && c.v.plain[id] {
+			if !budget || base <= left-1 {
+				allowed[id], some = true, true
+			}
 			continue
 		}
-		allowed[id] = true
-		some = true
+		s := c.st
+		if !c.feed(&s, id) {
+			continue
+		}
+		// A byte adds at most 4 bytes to the completion (',' in an object
+		// needs `"":0`): only tokens that could overrun are measured.
+		if budget && base+4*len(c.v.bytes[id]) > left-1 && c.g.completion(s) > left-1 {
+			continue
+		}
+		allowed[id], some = true, true
 	}
 	return some
 }

@@ -60,83 +60,93 @@ func TestToolGrammarStep(t *testing.T) {
 	}
 }
 
-// TestToolConstraintWalk draws random allowed tokens of the tiny model's
-// vocabulary under the constraint, with and without max_tokens: every
-// walk must end (an end token allowed alone, or the budget spent) with a
-// reply that parses as one call of an offered tool with JSON arguments,
-// within the budget.
+// TestToolConstraintWalk draws random allowed tokens under the
+// constraint, with and without max_tokens, over the tiny model's
+// vocabulary and real ones (Qwen3's, where <tool_call> is one token, and
+// Llama 2's SentencePiece): every walk must end (an end token, or the
+// budget spent) with a reply that parses as one call of an offered tool
+// with JSON arguments, within the budget.
 func TestToolConstraintWalk(t *testing.T) {
-	tok, err := tokenizer.FromFile(tinyDir)
+	tiny, err := tokenizer.FromFile(tinyDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := vocabOf(tok)
 	for _, f := range []chat.Format{chat.FormatQwen, chat.FormatLlama3, chat.FormatMistral} {
-		g := newToolGrammar(f, tools("get_weather", "get", "search"))
-		minLen := g.completion(gstate{})
 		for seed := range uint64(60) {
-			rng := rand.New(rand.NewPCG(seed, 1))
-			budget := 0
-			if seed%3 != 0 {
-				budget = minLen + rng.IntN(40)
-			}
-			c := newToolConstraint(&g, v, budget)
-			var text strings.Builder
-			allowed := make([]bool, tok.VocabSize())
-			ended := false
-			for n := 0; budget == 0 || n < budget; n++ {
-				clear(allowed)
-				c.Allow(allowed)
-				var ids []int32
-				for id, ok := range allowed {
-					if ok {
-						ids = append(ids, int32(id))
-					}
-				}
-				if len(ids) == 0 {
-					t.Fatalf("%v seed %d: no token allowed after %q", f, seed, text.String())
-				}
-				// Favour closing bytes now and then so unbounded walks end.
-				id := ids[rng.IntN(len(ids))]
-				if budget == 0 && rng.IntN(3) == 0 {
-					if cl := g.closer(&c.st); cl != 0 {
-						id, _ = tok.TokenID(string(tokenizerByte(cl)))
-					}
-				}
-				if v.end[id] {
-					if c.st.phase != phEnd {
-						t.Fatalf("%v seed %d: end token allowed in phase %d", f, seed, c.st.phase)
-					}
-					ended = true
-					break
-				}
-				c.Accept(id)
-				if c.off {
-					t.Fatalf("%v seed %d: token %d refused after Allow", f, seed, id)
-				}
-				text.Write(v.bytes[id])
-			}
-			if !ended && c.st.phase != phEnd {
-				t.Fatalf("%v seed %d budget %d: reply unfinished: %q", f, seed, budget, text.String())
-			}
-			content, calls := chat.ParseToolCalls(text.String(), f)
-			if !utf8.ValidString(text.String()) {
-				t.Fatalf("%v seed %d: invalid UTF-8 in %q", f, seed, text.String())
-			}
-			if content != "" || len(calls) != 1 || !validArgs(calls[0].Function.Arguments) ||
-				!strings.Contains(" get_weather get search ", " "+calls[0].Function.Name+" ") {
-				t.Fatalf("%v seed %d: %q parses as %q %+v", f, seed, text.String(), content, calls)
-			}
+			walk(t, tiny, f, seed, seed%3 != 0)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	for _, name := range []string{"qwen3", "llama2"} {
+		tok := realTokenizer(t, name)
+		for seed := range uint64(4) {
+			walk(t, tok, chat.FormatQwen, seed, seed%2 == 0)
 		}
 	}
 }
 
-// tokenizerByte is byte b as the tiny byte-level vocabulary writes it.
-func tokenizerByte(b byte) string {
-	for r, x := range gpt2Bytes {
-		if x == b {
-			return string(r)
-		}
+func walk(t *testing.T, tok *tokenizer.Tokenizer, f chat.Format, seed uint64, bounded bool) {
+	t.Helper()
+	v := vocabOf(tok)
+	g := newToolGrammar(f, tools("get_weather", "get", "search"))
+	rng := rand.New(rand.NewPCG(seed, 1))
+	budget := 0
+	if bounded {
+		budget = g.completion(gstate{}) + rng.IntN(40)
 	}
-	return ""
+	c := newToolConstraint(&g, v, budget)
+	var text strings.Builder
+	allowed := make([]bool, tok.VocabSize())
+	ended := false
+	for n := 0; n < 400 && (budget == 0 || n < budget); n++ {
+		clear(allowed)
+		c.Allow(allowed)
+		var ids []int32
+		for id, ok := range allowed {
+			if ok {
+				ids = append(ids, int32(id))
+			}
+		}
+		if len(ids) == 0 {
+			t.Fatalf("%v seed %d: no token allowed after %q", f, seed, text.String())
+		}
+		id := ids[rng.IntN(len(ids))]
+		if budget == 0 && rng.IntN(2) == 0 { // head for the end now and then, so unbounded walks end
+			best := g.completion(c.st)
+			for range 64 {
+				cand := ids[rng.IntN(len(ids))]
+				s := c.st
+				if c.feed(&s, int(cand)) && g.completion(s) < best {
+					id, best = cand, g.completion(s)
+				} else if v.end[cand] {
+					id, best = cand, 0
+				}
+			}
+		}
+		if v.end[id] {
+			if c.st.phase != phEnd {
+				t.Fatalf("%v seed %d: end token allowed in phase %d", f, seed, c.st.phase)
+			}
+			ended = true
+			break
+		}
+		c.Accept(id)
+		if c.off {
+			t.Fatalf("%v seed %d: token %d refused after Allow", f, seed, id)
+		}
+		text.Write(v.bytes[id])
+	}
+	if !ended && c.st.phase != phEnd {
+		t.Fatalf("%v seed %d budget %d: reply unfinished: %q", f, seed, budget, text.String())
+	}
+	if !utf8.ValidString(text.String()) {
+		t.Fatalf("%v seed %d: invalid UTF-8 in %q", f, seed, text.String())
+	}
+	content, calls := chat.ParseToolCalls(text.String(), f)
+	if content != "" || len(calls) != 1 || !validArgs(calls[0].Function.Arguments) ||
+		!strings.Contains(" get_weather get search ", " "+calls[0].Function.Name+" ") {
+		t.Fatalf("%v seed %d: %q parses as %q %+v", f, seed, text.String(), content, calls)
+	}
 }
