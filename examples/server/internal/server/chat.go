@@ -217,7 +217,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	for i := range streams {
 		p := seeded(pl.params, i)
 		if pl.grammar != nil {
-			p.Constraint = newToolConstraint(pl.grammar, vocabOf(m.Gen.Tokenizer()), p.MaxTokens)
+			p.Constraint = newToolConstraint(pl.grammar, m.vocab(), p.MaxTokens)
 		}
 		streams[i] = func(ctx context.Context) iter.Seq2[engine.Delta, error] { return m.Gen.StreamChat(ctx, pl.req, p) }
 	}

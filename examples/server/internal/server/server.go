@@ -10,6 +10,9 @@
 //	generate.go    running the n choices of a request (one engine stream
 //	               each) and turning their deltas into events
 //	chat.go        POST /v1/chat/completions (tools and tool calls too)
+//	toolstream.go  reading Hermes tool calls as they stream (callParser)
+//	toolgrammar.go the constraint that forces a tool call (tool_choice
+//	               required or a named function)
 //	completions.go POST /v1/completions
 //	sse.go         the text/event-stream writer
 //	metrics.go     Prometheus metrics under vLLM's names
@@ -57,6 +60,9 @@ type Model struct {
 	// template); FormatNone means the template knows no tools and the
 	// server describes them itself in the Hermes format and parses that.
 	ToolFormat chat.Format
+
+	vocabOnce  sync.Once
+	vocabBytes *vocab // see vocab
 }
 
 // Spec is one --model NAME=PATH.

@@ -3,7 +3,6 @@ package server
 import (
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/vkllm/vkllm/tokenizer"
@@ -16,13 +15,15 @@ import (
 //
 //	prefix NAME mid ARGS suffix EOS
 //
-// where NAME is one of the offered tools and ARGS a JSON object (any
-// object: the function's JSON Schema is not checked), as vLLM's guided
-// decoding and llama.cpp's tool-call grammar do. The automaton reads the
-// bytes of each candidate token; special tokens (and the end tokens) never
-// match inside the JSON. With max_tokens the constraint also keeps room to
-// close what is open (strings, objects, the suffix) and to end, so a reply
-// cut by max_tokens still parses.
+// where NAME is one of the offered tools and ARGS a JSON object: the
+// idea of vLLM's structured-output decoding for "required" and of
+// llama.cpp's tool-call grammars, smaller: any object is let through, the
+// function's JSON Schema is not enforced. The automaton reads the bytes
+// of each candidate token; special tokens (and the end tokens) never match
+// inside the JSON. With max_tokens the constraint also keeps room to close
+// what is open (strings, objects, the suffix), so a reply that reaches
+// max_tokens still parses; when max_tokens is too small for any call, the
+// grammar alone rules and the reply ends cut ("length").
 
 // toolGrammar is the literal text around a forced call, per format.
 type toolGrammar struct {
@@ -58,13 +59,15 @@ type vocab struct {
 	maxLen  int // longest token, in bytes
 }
 
-var vocabs sync.Map // *tokenizer.Tokenizer → *vocab
+// vocab is the model's vocabulary for the tool constraint, built at the
+// first forced call (a fraction of a second for 150k tokens).
+func (m *Model) vocab() *vocab {
+	m.vocabOnce.Do(func() { m.vocabBytes = vocabOf(m.Gen.Tokenizer()) })
+	return m.vocabBytes
+}
 
-// vocabOf builds (once per tokenizer) the bytes of every token.
+// vocabOf reads the bytes of every token.
 func vocabOf(tok *tokenizer.Tokenizer) *vocab {
-	if v, ok := vocabs.Load(tok); ok {
-		return v.(*vocab)
-	}
 	n := tok.VocabSize()
 	v := &vocab{bytes: make([][]byte, n), literal: make([]bool, n), end: make([]bool, n), plain: make([]bool, n), ends: tok.EOS()}
 	for _, id := range v.ends {
@@ -88,8 +91,7 @@ func vocabOf(tok *tokenizer.Tokenizer) *vocab {
 			}
 		}
 	}
-	got, _ := vocabs.LoadOrStore(tok, v)
-	return got.(*vocab)
+	return v
 }
 
 // Phases of a forced call.
