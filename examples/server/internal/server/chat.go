@@ -224,12 +224,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	run := startRun(ctx, streams)
 	defer run.stop()
-	first, e := run.waitStarted(ctx, pl.n, "messages")
-	if e == clientGone {
-		return
-	}
-	if e != nil {
-		writeError(w, e)
+	first, ok := run.started(ctx, w, "messages")
+	if !ok {
 		return
 	}
 	mm := s.metrics.model(label)
@@ -239,27 +235,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		c.stream(ctx, w, run, first, mm, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
-	evs := first
-	for {
-		for _, ev := range evs {
-			c.choices[ev.i].add(ev.d, time.Now(), mm, run.start)
+	if err := run.collect(ctx, first, c.choices, mm); err != nil {
+		if ctx.Err() == nil {
+			writeError(w, engineError(err, "messages"))
 		}
-		evs = evs[:0]
-		if c.allFinished() {
-			break
-		}
-		select {
-		case ev := <-run.events:
-			if ev.err != nil {
-				if ctx.Err() == nil {
-					writeError(w, engineError(ev.err, "messages"))
-				}
-				return
-			}
-			evs = append(evs, ev)
-		case <-ctx.Done():
-			return
-		}
+		return
 	}
 	resp := chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model, Usage: c.usage()}
 	for i := range c.choices {
@@ -289,15 +269,6 @@ type chatOut struct {
 	plan    *chatPlan
 	tok     *tokenizer.Tokenizer
 	choices []choiceState
-}
-
-func (c *chatOut) allFinished() bool {
-	for i := range c.choices {
-		if !c.choices[i].finished {
-			return false
-		}
-	}
-	return true
 }
 
 func (c *chatOut) usage() usage {
@@ -422,7 +393,6 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 			}
 			content, calls, reason, e := c.finish(ch)
 			if e != nil {
-				out.sendError(e)
 				return e
 			}
 			d := chatDelta{}
@@ -455,34 +425,8 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 		}
 		return nil
 	}
-	failed := func(err error) {
-		if _, ok := err.(*apiError); ok && ctx.Err() == nil {
-			out.done() // the error event is sent
-		}
-	}
-	for _, ev := range first {
-		if err := handle(ev); err != nil {
-			failed(err)
-			return
-		}
-	}
-	for !c.allFinished() {
-		select {
-		case ev := <-run.events:
-			if ev.err != nil {
-				if ctx.Err() == nil {
-					out.sendError(engineError(ev.err, "messages"))
-					out.done()
-				}
-				return
-			}
-			if err := handle(ev); err != nil {
-				failed(err)
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
+	if !run.pump(ctx, out, first, c.choices, "messages", handle) {
+		return
 	}
 	if includeUsage {
 		u := c.usage()
@@ -496,7 +440,8 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 
 // sendCalls streams one event of a choice in the Hermes format: content
 // and tool-call deltas as the parser finds them, and at the end the
-// finish reason (or the error of a forced call that failed).
+// finish reason (or, as an *apiError, the error of a forced call that
+// failed).
 func (c *chatOut) sendCalls(out *sse, p *callParser, ev event, first bool,
 	chunk func(int, chatDelta, *chatLogprobs, *string) chatChunk) error {
 	ch := &c.choices[ev.i]
@@ -524,7 +469,6 @@ func (c *chatOut) sendCalls(out *sse, p *callParser, ev event, first bool,
 	}
 	reason, e := c.reason(ch, p.calls, truncated)
 	if e != nil {
-		out.sendError(e)
 		return e
 	}
 	return out.send(chunk(ev.i, chatDelta{}, nil, &reason))

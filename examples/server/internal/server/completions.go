@@ -141,25 +141,13 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	run := startRun(ctx, streams)
 	defer run.stop()
-	first, e := run.waitStarted(ctx, total, "prompt")
-	if e == clientGone {
-		return
-	}
-	if e != nil {
-		writeError(w, e)
+	first, ok := run.started(ctx, w, "prompt")
+	if !ok {
 		return
 	}
 	mm := s.metrics.model(label)
 	id, created := newID("cmpl-"), time.Now().Unix()
 	choices := make([]choiceState, total)
-	allDone := func() bool {
-		for i := range choices {
-			if !choices[i].finished {
-				return false
-			}
-		}
-		return true
-	}
 	use := func() usage {
 		var u usage
 		for i, ch := range choices {
@@ -209,27 +197,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			}
 			return out.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: req.Model, Choices: []completionChoice{c}})
 		}
-		for _, ev := range first {
-			if handle(ev) != nil {
-				return
-			}
-		}
-		for !allDone() {
-			select {
-			case ev := <-run.events:
-				if ev.err != nil {
-					if ctx.Err() == nil {
-						out.sendError(engineError(ev.err, "prompt"))
-						out.done()
-					}
-					return
-				}
-				if handle(ev) != nil {
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
+		if !run.pump(ctx, out, first, choices, "prompt", handle) {
+			return
 		}
 		if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 			u := use()
@@ -241,27 +210,11 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		out.done()
 		return
 	}
-	evs := first
-	for {
-		for _, ev := range evs {
-			choices[ev.i].add(ev.d, time.Now(), mm, run.start)
+	if err := run.collect(ctx, first, choices, mm); err != nil {
+		if ctx.Err() == nil {
+			writeError(w, engineError(err, "prompt"))
 		}
-		evs = evs[:0]
-		if allDone() {
-			break
-		}
-		select {
-		case ev := <-run.events:
-			if ev.err != nil {
-				if ctx.Err() == nil {
-					writeError(w, engineError(ev.err, "prompt"))
-				}
-				return
-			}
-			evs = append(evs, ev)
-		case <-ctx.Done():
-			return
-		}
+		return
 	}
 	u := use()
 	resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: req.Model, Usage: &u}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"iter"
+	"net/http"
 	"sync"
 	"time"
 
@@ -25,13 +26,14 @@ type run struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	start  time.Time
+	n      int // choices
 }
 
 // startRun starts one stream per choice. ctx is the request's context:
 // when the client goes away, every stream is aborted.
 func startRun(ctx context.Context, streams []func(context.Context) iter.Seq2[engine.Delta, error]) *run {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &run{events: make(chan event, 16*len(streams)), cancel: cancel, start: time.Now()}
+	r := &run{events: make(chan event, 16*len(streams)), cancel: cancel, start: time.Now(), n: len(streams)}
 	for i, st := range streams {
 		r.wg.Add(1)
 		go func() {
@@ -143,6 +145,93 @@ func (r *run) waitStarted(ctx context.Context, n int, promptParam string) ([]eve
 		}
 	}
 	return got, nil
+}
+
+// allFinished reports whether every choice has its final delta.
+func allFinished(cs []choiceState) bool {
+	for i := range cs {
+		if !cs[i].finished {
+			return false
+		}
+	}
+	return true
+}
+
+// collect adds the events (first, then those that come) to their choices
+// until every choice has finished: the non-streaming answer. It returns
+// the first engine error, or ctx's error when the client went away.
+func (r *run) collect(ctx context.Context, first []event, cs []choiceState, mm *modelMetrics) error {
+	evs := first
+	for {
+		for _, ev := range evs {
+			cs[ev.i].add(ev.d, time.Now(), mm, r.start)
+		}
+		evs = evs[:0]
+		if allFinished(cs) {
+			return nil
+		}
+		select {
+		case ev := <-r.events:
+			if ev.err != nil {
+				return ev.err
+			}
+			evs = append(evs, ev)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// pump hands the events (first, then those that come) to handle, which
+// adds each to its choice and streams it, until every choice has
+// finished; it reports whether all did. An engine error is sent as an
+// error event, as is an *apiError that handle returns, and ends the
+// stream; any other error of handle (the client went away) ends it
+// silently.
+func (r *run) pump(ctx context.Context, out *sse, first []event, cs []choiceState, param string, handle func(event) error) bool {
+	fail := func(e *apiError) bool {
+		if ctx.Err() == nil {
+			out.sendError(e)
+			out.done()
+		}
+		return false
+	}
+	do := func(ev event) bool {
+		err := handle(ev)
+		if e, ok := err.(*apiError); ok {
+			return fail(e)
+		}
+		return err == nil
+	}
+	for _, ev := range first {
+		if !do(ev) {
+			return false
+		}
+	}
+	for !allFinished(cs) {
+		select {
+		case ev := <-r.events:
+			if ev.err != nil {
+				return fail(engineError(ev.err, param))
+			}
+			if !do(ev) {
+				return false
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// started is waitStarted for every choice; when one failed it writes the
+// error (nothing when the client went away) and reports false.
+func (r *run) started(ctx context.Context, w http.ResponseWriter, promptParam string) ([]event, bool) {
+	first, e := r.waitStarted(ctx, r.n, promptParam)
+	if e != nil && e != clientGone {
+		writeError(w, e)
+	}
+	return first, e == nil
 }
 
 // clientGone marks a request whose client went away: nothing is written.
