@@ -61,19 +61,16 @@ func TestToolCalls(t *testing.T) {
 		t.Fatalf("tools not described to the model: %+v", f.reqs[0].Messages)
 	}
 
-	// Streaming: the accumulated chunks give the same call.
-	st := c.Chat.Completions.NewStreaming(ctx, p)
-	var acc openai.ChatCompletionAccumulator
-	for st.Next() {
-		acc.AddChunk(st.Current())
-	}
-	if st.Err() != nil {
-		t.Fatal(st.Err())
-	}
-	st.Close()
+	// Streaming: the call comes in pieces (its arguments span several
+	// deltas of the generator) and adds up to the same call.
+	acc, argChunks := streamChat(t, c, p)
 	if len(acc.Choices) != 1 || acc.Choices[0].FinishReason != "tool_calls" || len(acc.Choices[0].Message.ToolCalls) != 1 ||
-		acc.Choices[0].Message.ToolCalls[0].Function.Arguments != call.Function.Arguments {
+		acc.Choices[0].Message.ToolCalls[0].Function.Arguments != call.Function.Arguments ||
+		acc.Choices[0].Message.ToolCalls[0].Function.Name != "get_weather" || acc.Choices[0].Message.Content != "Let me look." {
 		t.Fatalf("streamed %+v", acc.Choices)
+	}
+	if argChunks < 2 {
+		t.Errorf("the arguments came in %d chunk(s), want several", argChunks)
 	}
 
 	// required adds the instruction; none offers no tools and parses nothing.
@@ -132,6 +129,7 @@ func streamChat(t *testing.T, c openai.Client, p openai.ChatCompletionNewParams)
 	t.Helper()
 	st := c.Chat.Completions.NewStreaming(context.Background(), p)
 	defer st.Close()
+	seen := map[[2]int64]bool{} // choice, call
 	for st.Next() {
 		ch := st.Current()
 		if !acc.AddChunk(ch) {
@@ -142,6 +140,12 @@ func streamChat(t *testing.T, c openai.Client, p openai.ChatCompletionNewParams)
 				t.Errorf("tool-call markup in content: %q", choice.Delta.Content)
 			}
 			for _, tc := range choice.Delta.ToolCalls {
+				// The first delta of a call names it; the next ones carry arguments only.
+				first := !seen[[2]int64{choice.Index, tc.Index}]
+				seen[[2]int64{choice.Index, tc.Index}] = true
+				if first != (tc.ID != "") || first != (tc.Function.Name != "") || first != (tc.Type == "function") {
+					t.Errorf("call %d of choice %d: delta %+v (first: %v)", tc.Index, choice.Index, tc, first)
+				}
 				if tc.Function.Arguments != "" {
 					argChunks++
 				}
