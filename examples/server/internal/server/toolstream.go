@@ -30,7 +30,7 @@ const (
 )
 
 // hermesHead is the start of a Hermes call up to its arguments.
-var hermesHead = regexp.MustCompile(`^\s*\{\s*"name"\s*:\s*"([^"\\]*)"\s*,\s*"arguments"\s*:\s*`)
+var hermesHead = regexp.MustCompile(`^\s*\{\s*"name"\s*:\s*"([^"\\]+)"\s*,\s*"arguments"\s*:\s*`)
 
 // callParser splits a reply in the Hermes format (Qwen's and the server's
 // own tool prompt) into content and tool calls as its text arrives. A call

@@ -92,3 +92,26 @@ func TestCallParser(t *testing.T) {
 		t.Errorf("cut call: %+v truncated %v", calls, truncated)
 	}
 }
+
+// FuzzCallParser: whatever the reply, the parser never panics, and how
+// the text is cut into deltas changes nothing: byte by byte gives the
+// content and calls of the whole reply at once.
+func FuzzCallParser(f *testing.F) {
+	f.Add(toolReply, uint8(3))
+	f.Add("a <tool_call>{\"name\": \"x\", \"arguments\": {\"k\": [1, \"}\"]}}</tool_call> b <tool_c", uint8(1))
+	f.Add("<tool_call>\n{\"name\": \"f\", \"arguments\": \"s\"}", uint8(2))
+	f.Add(" \n<tool_call>{}</tool_call>\n ", uint8(5))
+	f.Fuzz(func(t *testing.T, reply string, n uint8) {
+		c1, calls1, _, tr1 := feed(t, reply, len(reply)+1)
+		c2, calls2, _, tr2 := feed(t, reply, int(n%7)+1)
+		if c1 != c2 || tr1 != tr2 || len(calls1) != len(calls2) {
+			t.Fatalf("%q: whole %q %v %v; in pieces of %d %q %v %v", reply, c1, calls1, tr1, n%7+1, c2, calls2, tr2)
+		}
+		for i := range calls1 {
+			a, b := calls1[i].Function, calls2[i].Function
+			if a != b {
+				t.Fatalf("%q: call %d %+v whole, %+v in pieces", reply, i, a, b)
+			}
+		}
+	})
+}
