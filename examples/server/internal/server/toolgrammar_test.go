@@ -150,3 +150,43 @@ func walk(t *testing.T, tok *tokenizer.Tokenizer, f chat.Format, seed uint64, bo
 		t.Fatalf("%v seed %d: %q parses as %q %+v", f, seed, text.String(), content, calls)
 	}
 }
+
+// FuzzToolGrammar: from any text the automaton accepts, its completion
+// (the closing bytes it forces under a budget) finishes the call, and the
+// text so finished parses as one call of an offered tool with a JSON
+// object for arguments.
+func FuzzToolGrammar(f *testing.F) {
+	f.Add("<tool_call>\n{\"name\": \"get\", \"arguments\": {\"a\": [1, {\"b\": \"\\u00")
+	f.Add("<tool_call>\n{\"name\": \"se")
+	f.Add("<tool_call>\n{\"name\": \"search\", \"arguments\": {\"x\": -1.5e")
+	f.Add("<tool_call>\n{\"name\": \"get\", \"arguments\": {\"é\xe2\x82")
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, format := range []chat.Format{chat.FormatQwen, chat.FormatLlama3, chat.FormatMistral} {
+			g := newToolGrammar(format, tools("get_weather", "get", "search"))
+			var s gstate
+			n := 0
+			for ; n < len(text) && s.phase != phEnd; n++ {
+				if !g.step(&s, text[n]) {
+					break
+				}
+			}
+			done := []byte(text[:n])
+			want := g.completion(s)
+			for s.phase != phEnd {
+				b := g.closer(&s)
+				if b == 0 || !g.step(&s, b) {
+					t.Fatalf("%v: cannot finish %q (closer %q)", format, done, b)
+				}
+				done = append(done, b)
+				want--
+			}
+			if want != 0 {
+				t.Fatalf("%v: completion of %q measured %d bytes off", format, text[:n], want)
+			}
+			content, calls := chat.ParseToolCalls(string(done), format)
+			if content != "" || len(calls) != 1 || !validArgs(calls[0].Function.Arguments) {
+				t.Fatalf("%v: %q parses as %q %+v", format, done, content, calls)
+			}
+		}
+	})
+}
