@@ -156,6 +156,9 @@ func (s *Sampler) draw(x []float64) int32 {
 	for i := range probs {
 		probs[i] /= sum
 	}
+	for n > 1 && probs[n-1] == 0 { // masked (-Inf) tokens: never the fallback draw below
+		n--
+	}
 	if mp := s.p.MinP; mp > 0 {
 		cut := mp * probs[0]
 		for n > 1 && probs[n-1] < cut {
