@@ -87,24 +87,18 @@ func (p *callParser) add(text string) (string, []toolCallDelta) {
 			p.buf = p.buf[i+len(hermesOpen):]
 			p.state = pHead
 		case pHead:
-			if j := strings.Index(p.buf, hermesClose); j >= 0 && !hermesHead.MatchString(p.buf[:j]) {
+			// Stream the call when its head is there and its arguments
+			// open an object; else read it whole once it is closed.
+			m := hermesHead.FindStringSubmatchIndex(p.buf)
+			if m == nil || m[1] == len(p.buf) || p.buf[m[1]] != '{' {
+				j := strings.Index(p.buf, hermesClose)
+				if j < 0 {
+					return content.String(), deltas // wait for more
+				}
 				deltas = append(deltas, p.whole(&content, p.buf[:j], true)...)
 				p.buf = p.buf[j+len(hermesClose):]
 				p.state = pContent
 				continue
-			}
-			m := hermesHead.FindStringSubmatchIndex(p.buf)
-			if m == nil || m[1] == len(p.buf) {
-				return content.String(), deltas // wait for more
-			}
-			if p.buf[m[1]] != '{' {
-				if j := strings.Index(p.buf, hermesClose); j >= 0 {
-					deltas = append(deltas, p.whole(&content, p.buf[:j], true)...)
-					p.buf = p.buf[j+len(hermesClose):]
-					p.state = pContent
-					continue
-				}
-				return content.String(), deltas
 			}
 			name := p.buf[m[2]:m[3]]
 			call := chat.ToolCall{ID: p.newID(), Type: "function", Function: chat.FunctionCall{Name: name}}
