@@ -376,9 +376,10 @@ func (s *gstate) pop() bool {
 	return true
 }
 
-// closer is the next byte of a shortest way to finish the call from s
-// (0 in phEnd). Following it is deterministic, so the completion from s is
-// one string and each step on it leaves the rest of it.
+// closer is the next byte of a short way to finish the call from s (0 in
+// phEnd): close what is open, fill what must be there with the least
+// (0, "", the first name left). Following it is deterministic, so the
+// completion from s is one string and each step on it leaves the rest.
 func (g *toolGrammar) closer(s *gstate) byte {
 	switch s.phase {
 	case phPrefix, phMid, phSuffix:
@@ -428,10 +429,10 @@ func (g *toolGrammar) closer(s *gstate) byte {
 }
 
 // cannotFinish is completion's answer for a state it cannot finish from
-// (none should exist; the tests walk the grammar to check).
+// (none should exist; FuzzToolGrammar and the walks check).
 const cannotFinish = 1 << 30
 
-// completion is the number of bytes of the shortest way to finish from s.
+// completion is the number of bytes closer takes to finish from s.
 func (g *toolGrammar) completion(s gstate) int {
 	n := 0
 	for s.phase != phEnd {
