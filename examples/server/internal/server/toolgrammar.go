@@ -126,8 +126,13 @@ const (
 	jLit // in true, false or null
 )
 
-// maxDepth bounds the nesting of the arguments.
-const maxDepth = 16
+// Bounds on the arguments: nesting, and the digits of a number's integer
+// part and exponent.
+const (
+	maxDepth     = 16
+	maxIntDigits = 15
+	maxExpDigits = 2
+)
 
 // gstate is the automaton's state: small and copied freely.
 type gstate struct {
@@ -139,7 +144,7 @@ type gstate struct {
 	cmax   uint8
 	lit    uint8 // jLit: index in literals
 	depth  uint8
-	pos    int // bytes done of the literal part, the name or the true/false/null
+	pos    int // bytes done of the literal part, the name or the true/false/null; digits of jInt, jExp
 	lo, hi int // phName: names[lo:hi] begin with the pos bytes typed
 	stack  [maxDepth]byte
 }
@@ -233,7 +238,7 @@ func (g *toolGrammar) stepJSON(s *gstate, b byte) bool {
 		case b == '0':
 			s.js = jZero
 		case b >= '1' && b <= '9':
-			s.js = jInt
+			s.js, s.pos = jInt, 1
 		case b == 't' || b == 'f' || b == 'n':
 			s.js, s.pos, s.lit = jLit, 1, uint8(strings.IndexByte("tfn", b))
 		default:
@@ -332,11 +337,11 @@ func (g *toolGrammar) stepJSON(s *gstate, b byte) bool {
 			case s.js == jMinus && b == '0':
 				s.js = jZero
 			case s.js == jMinus:
-				s.js = jInt
+				s.js, s.pos = jInt, 1
 			case s.js == jDot:
 				s.js = jFrac
 			default:
-				s.js = jExp
+				s.js, s.pos = jExp, 1
 			}
 		case (b == '+' || b == '-') && s.js == jE:
 			s.js = jESign
@@ -346,6 +351,12 @@ func (g *toolGrammar) stepJSON(s *gstate, b byte) bool {
 	case jZero, jInt, jFrac, jExp:
 		switch {
 		case b >= '0' && b <= '9' && s.js != jZero:
+			// Numbers stay within float64: a client's JSON decoder may
+			// refuse 1e400 (Go's does).
+			if s.js == jInt && s.pos == maxIntDigits || s.js == jExp && s.pos == maxExpDigits {
+				return false
+			}
+			s.pos++
 		case b == '.' && (s.js == jZero || s.js == jInt):
 			s.js = jDot
 		case (b == 'e' || b == 'E') && s.js != jExp:

@@ -242,7 +242,7 @@ func testToolChoiceForced(t *testing.T, format chat.Format) {
 	// Logprobs: one per token, held-back text or not.
 	acc, _ := streamChat(t, c, openai.ChatCompletionNewParams{Model: "tiny", Messages: user("Weather?"),
 		Tools: []openai.ChatCompletionToolUnionParam{weatherTool}, ToolChoice: required, MaxTokens: openai.Int(90),
-		Logprobs: openai.Bool(true), StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
+		Seed: openai.Int(5), Logprobs: openai.Bool(true), StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
 	checkCall(t, "logprobs", acc.Choices[0], "get_weather")
 	if n := len(acc.Choices[0].Logprobs.Content); n == 0 || int64(n) != acc.Usage.CompletionTokens {
 		t.Errorf("%d logprobs for %d tokens", n, acc.Usage.CompletionTokens)
