@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/errcode"
@@ -67,6 +68,59 @@ func TestKernelsNoSubgroups(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 	}
 	checkClean(t, b)
+}
+
+// TestMatMulVariants runs MatMul's conformance tests, decode and prefill
+// sizes, on every combination of the feature variants and their
+// fallbacks (fp16 or float32 dots, subgroup or shared-memory reductions),
+// first checking that the variant asked for is the one that runs (on a
+// device without the feature, the case is skipped, not passed on the
+// fallback; lavapipe has them all).
+func TestMatMulVariants(t *testing.T) {
+	for _, c := range []struct {
+		cfg          Config
+		decode, tile string // the Q8_0 kernels for 1 and mmMinTokens tokens
+	}{
+		{Config{}, "matmul_q8_0_f32_subgroup", "matmul_mm_q8_0_f32_subgroup"},
+		{Config{NoSubgroups: true}, "matmul_q8_0_f32", "matmul_mm_q8_0_f32"},
+		{Config{FP16: true}, "matmul_q8_0_f32_fp16_subgroup", "matmul_mm_q8_0_f32_fp16_subgroup"},
+		{Config{FP16: true, NoSubgroups: true}, "matmul_q8_0_f32_fp16", "matmul_mm_q8_0_f32_fp16"},
+		{Config{NoTiled: true}, "matmul_q8_0_f32_subgroup", "matmul_q8_0_f32_subgroup"},
+	} {
+		t.Run(c.tile, func(t *testing.T) {
+			b := openTest(t, c.cfg)
+			if d := b.Device(); c.cfg.FP16 && !d.Float16 || !c.cfg.NoSubgroups && !d.Subgroups {
+				t.Skipf("device %+v lacks the feature", d)
+			}
+			decode, _ := b.matmulVariant(tensor.Q8_0, 1)
+			tile, _ := b.matmulVariant(tensor.Q8_0, mmMinTokens)
+			if decode != c.decode || tile != c.tile {
+				t.Fatalf("kernels %s and %s on %+v, want %s and %s", decode, tile, b.Device(), c.decode, c.tile)
+			}
+			t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, b) })
+			if c.cfg.FP16 {
+				t.Run("MatMulPrefill", func(t *testing.T) { kerneltest.MatMulPrefill(t, b) })
+			} else {
+				// Float32 dots of exactly dequantised weights.
+				t.Run("MatMulPrefill", func(t *testing.T) { kerneltest.MatMulPrefillStrict(t, b) })
+			}
+			checkClean(t, b)
+		})
+	}
+}
+
+// TestDisableEnv: VKLLM_VULKAN_DISABLE forces the fallbacks.
+func TestDisableEnv(t *testing.T) {
+	t.Setenv("VKLLM_VULKAN_FP16", "1")
+	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16, subgroup,tiled")
+	b := openTest(t, Config{})
+	if d := b.Device(); d.FP16 || d.Subgroups || !b.cfg.NoTiled {
+		t.Errorf("device %+v, NoTiled %v with every feature disabled", d, b.cfg.NoTiled)
+	}
+	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16,warp")
+	if _, err := Open(Config{}); err == nil || !strings.Contains(err.Error(), `"warp"`) {
+		t.Errorf("unknown feature: %v", err)
+	}
 }
 
 // TestPinnedSubgroups runs MatMul and Attention with pipelines created
@@ -142,6 +196,7 @@ func TestSplit(t *testing.T) {
 	b.Free(w)
 	t.Run("GetRows", func(t *testing.T) { kerneltest.GetRows(t, b) })
 	t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, b) })
+	t.Run("MatMulPrefill", func(t *testing.T) { kerneltest.MatMulPrefillStrict(t, b) })
 	checkClean(t, b)
 }
 
