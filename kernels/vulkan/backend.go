@@ -91,9 +91,9 @@ type DeviceInfo struct {
 	Float16, Int8  bool // shaderFloat16, shaderInt8 (enabled when present)
 	// FP16 reports that MatMul runs its _fp16 variants: Config.FP16 and
 	// the device has Float16.
-	FP16 bool
-	MemoryBudget   bool // VK_EXT_memory_budget
-	Validation     bool // the validation layer is on
+	FP16         bool
+	MemoryBudget bool // VK_EXT_memory_budget
+	Validation   bool // the validation layer is on
 }
 
 var typeNames = map[int32]string{0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
