@@ -146,7 +146,7 @@ const (
 // per workgroup of mmWG invocations, for calls of at least mmMinTokens
 // tokens. Its dots are bitwise the matrix-vector kernel's.
 const (
-	mmRows      = 8
+	mmRows      = 16
 	mmToks      = 16
 	mmWG        = 4 * wg
 	mmMinTokens = mmToks

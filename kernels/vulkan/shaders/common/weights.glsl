@@ -207,3 +207,87 @@ void dequantGroup(uint rb, uint g, out float v[GROUP]) {
 #endif
 }
 #endif
+
+#if GROUP > 1
+// groupScales returns what element c's group of the row at byte rb
+// scales by: (d, m) of Q4_1, (d·sc, dmin·m) of Q4_K, (d·sc, 0) of Q6_K,
+// (d, 0) of Q8_0 and Q4_0; chunkAt(rb, c, s) then gives elements c…c+3
+// (c a multiple of 4, the four in that group), bitwise weightAt's values.
+vec2 groupScales(uint rb, uint c) {
+#if defined(TYPE_Q8_0)
+	return vec2(halfAt(rb + 34u * (c >> 5)), 0.0);
+#elif defined(TYPE_Q4_0)
+	return vec2(halfAt(rb + 18u * (c >> 5)), 0.0);
+#elif defined(TYPE_Q4_1)
+	uint bo = rb + 20u * (c >> 5);
+	return vec2(halfAt(bo), halfAt(bo + 2u));
+#elif defined(TYPE_Q4_K)
+	uint bo = rb + 144u * (c >> 8), sb = (c & 255u) >> 5;
+	uint sc, m;
+	if (sb < 4u) {
+		sc = byteAt(bo + 4u + sb) & 63u;
+		m = byteAt(bo + 8u + sb) & 63u;
+	} else {
+		sc = (byteAt(bo + 8u + sb) & 0xFu) | ((byteAt(bo + sb) >> 6) << 4);
+		m = (byteAt(bo + 8u + sb) >> 4) | ((byteAt(bo + 4u + sb) >> 6) << 4);
+	}
+	precise float dl = halfAt(bo) * float(sc);
+	precise float ml = halfAt(bo + 2u) * float(m);
+	return vec2(dl, ml);
+#elif defined(TYPE_Q6_K)
+	uint bo = rb + 210u * (c >> 8), j0 = c & 255u;
+	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
+	precise float dl = halfAt(bo + 208u) * float(i8(byteAt(bo + 192u + 8u * h + (l0 >> 4) + 2u * gg)));
+	return vec2(dl, 0.0);
+#endif
+}
+
+vec4 chunkAt(uint rb, uint c, vec2 s) {
+	vec4 v;
+#if defined(TYPE_Q8_0)
+	uint u = u32At(rb + 34u * (c >> 5) + 2u + (c & 31u));
+	for (uint b = 0u; b < 4u; b++) {
+		precise float y = s.x * float(i8((u >> (8u * b)) & 0xFFu));
+		v[b] = y;
+	}
+#elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1)
+	uint j = c & 31u;
+#if defined(TYPE_Q4_0)
+	uint qo = rb + 18u * (c >> 5) + 2u;
+#else
+	uint qo = rb + 20u * (c >> 5) + 4u;
+#endif
+	uint u = u32At(qo + (j & 15u)), shift = (j >> 4) * 4u;
+	for (uint b = 0u; b < 4u; b++) {
+		uint q = (u >> (8u * b + shift)) & 0xFu;
+#if defined(TYPE_Q4_0)
+		precise float y = s.x * float(int(q) - 8);
+#else
+		precise float dq = s.x * float(q);
+		precise float y = dq + s.y;
+#endif
+		v[b] = y;
+	}
+#elif defined(TYPE_Q4_K)
+	uint bo = rb + 144u * (c >> 8), sb = (c & 255u) >> 5;
+	uint u = u32At(bo + 16u + 32u * (sb >> 1) + (c & 31u)), shift = 4u * (sb & 1u);
+	for (uint b = 0u; b < 4u; b++) {
+		uint q = (u >> (8u * b + shift)) & 0xFu;
+		precise float dq = s.x * float(q);
+		precise float y = dq - s.y;
+		v[b] = y;
+	}
+#elif defined(TYPE_Q6_K)
+	uint bo = rb + 210u * (c >> 8), j0 = c & 255u;
+	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
+	uint ul = u32At(bo + 64u * h + 32u * (gg & 1u) + l0), uh = u32At(bo + 128u + 32u * h + l0);
+	for (uint b = 0u; b < 4u; b++) {
+		uint ql = (ul >> (8u * b + 4u * (gg >> 1))) & 0xFu;
+		uint qh = (uh >> (8u * b + 2u * gg)) & 3u;
+		precise float y = s.x * float(int(ql | (qh << 4)) - 32);
+		v[b] = y;
+	}
+#endif
+	return v;
+}
+#endif
