@@ -48,16 +48,17 @@ void main() {
 			}
 		}
 #else
-		float v[GROUP];
+		vec4 v[GROUP / 4];
 		for (uint g = tid; g < pc.k / GSIZE; g += WG) {
-			dequantGroup(rb, g, v);
+			uint c0 = g * GSIZE;
+			vec2 sc = groupScales(rb, c0);
+			for (uint e = 0u; e < GSIZE; e += CHUNK) v[e / CHUNK] = chunkAt(rb, c0 + e, sc);
 			for (uint t = 0u; t < TOKS; t++) {
 				if (i0 + t >= pc.n) break;
-				uint xo = (i0 + t) * pc.k + g * GSIZE;
+				uint xo = (i0 + t) * pc.k + c0;
 				float s = acc[r * TOKS + t];
 				for (uint e = 0u; e < GSIZE; e += CHUNK) {
-					s = laneChunk(s, vec4(x[xo + e], x[xo + e + 1u], x[xo + e + 2u], x[xo + e + 3u]),
-						vec4(v[e], v[e + 1u], v[e + 2u], v[e + 3u]));
+					s = laneChunk(s, vec4(x[xo + e], x[xo + e + 1u], x[xo + e + 2u], x[xo + e + 3u]), v[e / CHUNK]);
 				}
 				acc[r * TOKS + t] = s;
 			}
