@@ -89,6 +89,10 @@ type DeviceInfo struct {
 	PinnedSubgroup int
 	Storage16      bool // 16-bit storage buffers (F16 KV caches need it)
 	Float16, Int8  bool // shaderFloat16, shaderInt8 (enabled when present)
+	// Tiled reports that prefills of 16 tokens or more run the tiled
+	// MatMul kernel: the device allows its 256 invocations and 17 KiB of
+	// shared memory, and Config.NoTiled is not set.
+	Tiled bool
 	// FP16 reports that MatMul runs its _fp16 variants: Config.FP16 and
 	// the device has Float16.
 	FP16         bool
@@ -190,6 +194,7 @@ func Open(cfg Config) (*Backend, error) {
 		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0,
 	}
 	b.info.FP16 = b.info.Float16 && cfg.FP16
+	b.info.Tiled = !cfg.NoTiled && p.max_wg_size >= mmWG && p.max_shared >= mmShared
 	// A dot's summation order must not change between pipelines (batch
 	// invariance), so the subgroup variants need one subgroup size: pinned
 	// with subgroup size control, or the device's only one; otherwise the

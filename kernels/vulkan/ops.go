@@ -143,12 +143,14 @@ const (
 )
 
 // The tiled kernel (matmul_mm.comp): mmRows weight rows × mmToks tokens
-// per workgroup of mmWG invocations, for calls of at least mmMinTokens
-// tokens. Its dots are bitwise the matrix-vector kernel's.
+// per workgroup of mmWG invocations using mmShared bytes of shared memory,
+// for calls of at least mmMinTokens tokens. Its dots are bitwise the
+// matrix-vector kernel's.
 const (
 	mmRows      = 16
 	mmToks      = 16
 	mmWG        = 4 * wg
+	mmShared    = mmRows*wg*4*4 + mmWG*4 // its tile, and base.glsl's red
 	mmMinTokens = mmToks
 )
 
@@ -158,7 +160,7 @@ const (
 // dtype has such a variant, _subgroup where it has subgroup arithmetic.
 func (b *Backend) matmulVariant(dt tensor.DType, n int) (name string, tiled bool) {
 	t := dt.String()
-	tiled = n >= mmMinTokens && !b.cfg.NoTiled && slices.Contains(shaders.TiledTypes, t)
+	tiled = n >= mmMinTokens && b.info.Tiled && slices.Contains(shaders.TiledTypes, t)
 	name = "matmul_" + typeName(dt) + "_f32"
 	if tiled {
 		name = "matmul_mm_" + typeName(dt) + "_f32"

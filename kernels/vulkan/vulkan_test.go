@@ -89,7 +89,7 @@ func TestMatMulVariants(t *testing.T) {
 	} {
 		t.Run(c.tile, func(t *testing.T) {
 			b := openTest(t, c.cfg)
-			if d := b.Device(); c.cfg.FP16 && !d.Float16 || !c.cfg.NoSubgroups && !d.Subgroups {
+			if d := b.Device(); c.cfg.FP16 && !d.Float16 || !c.cfg.NoSubgroups && !d.Subgroups || !c.cfg.NoTiled && !d.Tiled {
 				t.Skipf("device %+v lacks the feature", d)
 			}
 			decode, _ := b.matmulVariant(tensor.Q8_0, 1)
@@ -114,8 +114,8 @@ func TestDisableEnv(t *testing.T) {
 	t.Setenv("VKLLM_VULKAN_FP16", "1")
 	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16, subgroup,tiled")
 	b := openTest(t, Config{})
-	if d := b.Device(); d.FP16 || d.Subgroups || !b.cfg.NoTiled {
-		t.Errorf("device %+v, NoTiled %v with every feature disabled", d, b.cfg.NoTiled)
+	if d := b.Device(); d.FP16 || d.Subgroups || d.Tiled {
+		t.Errorf("device %+v with every feature disabled", d)
 	}
 	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16,warp")
 	if _, err := Open(Config{}); err == nil || !strings.Contains(err.Error(), `"warp"`) {
