@@ -104,9 +104,11 @@ void main() {
 #endif
 		}
 		barrier();
-		// A lane past its last element adds 0·0 = +0, which leaves its sum
-		// as it is (the sum is never −0).
-		for (uint r = 0u; r < SR; r++) {
+		// A lane with no element in this step skips it (with quant groups
+		// of 32, k = 896 leaves 36 of the 64 lanes idle); one past its
+		// last element within the step adds 0·0 = +0, which leaves its
+		// sum as it is (the sum is never −0).
+		if (col(lane, i) < pc.k) for (uint r = 0u; r < SR; r++) {
 			uint wo = (r0 + r) * STEP + lane * CHUNK;
 			vec4 w = vec4(sh[wo], sh[wo + 1u], sh[wo + 2u], sh[wo + 3u]);
 			for (uint t = 0u; t < ST; t++) {
