@@ -36,10 +36,14 @@
 //   - MatMul, matrix-vector (matmul.comp): a decode step, and prefills of
 //     fewer than 16 tokens (tiles of 8 tokens). Tiled (matmul_mm.comp) for
 //     16 tokens or more with F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K or Q6_K
-//     weights: 8 rows × 16 tokens per workgroup of 256, through shared
-//     memory. Both deal k to 64 lanes and reduce the lane sums in the same
-//     order, so a result is bitwise the same from either (batch
-//     invariance). Off with Config.NoTiled or VKLLM_VULKAN_DISABLE=tiled.
+//     weights, where the device allows 256 invocations and 17 KiB of
+//     shared memory per workgroup: 16 rows × 16 tokens per workgroup, the
+//     weight tile dequantised once into shared memory, 8×8 register blocks.
+//     Both kernels deal k to 64 lanes and reduce the lane sums in the same
+//     order (common/lane.glsl), so a result is bitwise the same from
+//     either (batch invariance; kerneltest checks it). Other dtypes
+//     (Q5_0, Q5_1, Q2_K, Q3_K, Q5_K) prefill on the matrix-vector kernel.
+//     Off with Config.NoTiled or VKLLM_VULKAN_DISABLE=tiled.
 //   - MatMul _fp16 (half-precision products, float32 sums) for F16, Q8_0,
 //     Q4_0, Q4_1, Q4_K and Q6_K weights, matrix-vector and tiled, only
 //     when asked for (Config.FP16 or VKLLM_VULKAN_FP16=1) and the device
@@ -48,8 +52,9 @@
 //     models' parity with transformers (1e-4 of the largest logit; they
 //     are 2 to 5 times off), which the default float32 variants keep.
 //
-// On lavapipe the default is float32, subgroup and tiled variants;
-// DeviceInfo says which are in use (Subgroups, FP16).
+// On lavapipe the default is the float32, subgroup and tiled variants;
+// DeviceInfo says which are in use (Subgroups, Tiled, FP16). There are no
+// int8 (shaderInt8) variants yet: shaderInt8 is enabled but unused.
 //
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
