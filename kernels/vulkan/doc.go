@@ -34,8 +34,9 @@
 //     subgroup size control to pin it); else shared-memory trees. Off with
 //     Config.NoSubgroups or VKLLM_VULKAN_DISABLE=subgroup.
 //   - MatMul, matrix-vector (matmul.comp): a decode step, and prefills of
-//     fewer than 16 tokens (tiles of 8 tokens). Tiled (matmul_mm.comp) for
-//     16 tokens or more with F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K or Q6_K
+//     fewer than 16 tokens or rows shorter than 256 (tiles of 8 tokens).
+//     Tiled (matmul_mm.comp) for 16 tokens or more and rows of 256 or
+//     more with F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K or Q6_K
 //     weights, where the device allows 256 invocations and 17 KiB of
 //     shared memory per workgroup: 16 rows × 16 tokens per workgroup, the
 //     weight tile dequantised once into shared memory, 8×8 register blocks.

@@ -144,23 +144,27 @@ const (
 
 // The tiled kernel (matmul_mm.comp): mmRows weight rows × mmToks tokens
 // per workgroup of mmWG invocations using mmShared bytes of shared memory,
-// for calls of at least mmMinTokens tokens. Its dots are bitwise the
-// matrix-vector kernel's.
+// for calls of at least mmMinTokens tokens and rows of at least mmMinK
+// elements (one step of its 64 lanes; below that the tile is mostly its
+// fixed costs: on lavapipe, qwen2-tiny's prefill (k 64 and 128) took
+// 1.8 times as long on it). Its dots are bitwise the matrix-vector
+// kernel's.
 const (
 	mmRows      = 16
 	mmToks      = 16
 	mmWG        = 4 * wg
 	mmShared    = mmRows*wg*4*4 + mmWG*4 // its tile, and base.glsl's red
 	mmMinTokens = mmToks
+	mmMinK      = 4 * wg
 )
 
-// matmulVariant names the MatMul kernel for a weight of dtype dt and n
-// tokens: tiled from mmMinTokens tokens where the dtype has a tiled
-// kernel, _fp16 where the device computes in half precision and the
+// matmulVariant names the MatMul kernel for a weight of dtype dt, n
+// tokens and rows of k: tiled from mmMinTokens tokens and mmMinK
+// elements where the dtype has a tiled kernel, _fp16 where the device computes in half precision and the
 // dtype has such a variant, _subgroup where it has subgroup arithmetic.
-func (b *Backend) matmulVariant(dt tensor.DType, n int) (name string, tiled bool) {
+func (b *Backend) matmulVariant(dt tensor.DType, n, k int) (name string, tiled bool) {
 	t := dt.String()
-	tiled = n >= mmMinTokens && b.info.Tiled && slices.Contains(shaders.TiledTypes, t)
+	tiled = n >= mmMinTokens && k >= mmMinK && b.info.Tiled && slices.Contains(shaders.TiledTypes, t)
 	name = "matmul_" + typeName(dt) + "_f32"
 	if tiled {
 		name = "matmul_mm_" + typeName(dt) + "_f32"
@@ -184,7 +188,7 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	if n == 0 || m == 0 {
 		return
 	}
-	name, tiled := b.matmulVariant(wt.dt, n)
+	name, tiled := b.matmulVariant(wt.dt, n, k)
 	rows, toks, spec := matRows, 1, []uint32{wg, matRows, 1}
 	switch {
 	case tiled:

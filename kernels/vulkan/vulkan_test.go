@@ -12,6 +12,7 @@ import (
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/kerneltest"
+	"github.com/vkllm/vkllm/kernels/vulkan/shaders"
 	"github.com/vkllm/vkllm/tensor"
 )
 
@@ -92,10 +93,19 @@ func TestMatMulVariants(t *testing.T) {
 			if d := b.Device(); c.cfg.FP16 && !d.Float16 || !c.cfg.NoSubgroups && !d.Subgroups || !c.cfg.NoTiled && !d.Tiled {
 				t.Skipf("device %+v lacks the feature", d)
 			}
-			decode, _ := b.matmulVariant(tensor.Q8_0, 1)
-			tile, _ := b.matmulVariant(tensor.Q8_0, mmMinTokens)
+			decode, _ := b.matmulVariant(tensor.Q8_0, 1, mmMinK)
+			tile, _ := b.matmulVariant(tensor.Q8_0, mmMinTokens, mmMinK)
 			if decode != c.decode || tile != c.tile {
 				t.Fatalf("kernels %s and %s on %+v, want %s and %s", decode, tile, b.Device(), c.decode, c.tile)
+			}
+			// kerneltest's longest rows (263 for the float types, 288 for
+			// the 32-element quants, 768 for the K-quants) and 17 or 37
+			// tokens reach the tiled kernel of every dtype that has one.
+			for _, dt := range WeightDTypes() {
+				_, tiled := b.matmulVariant(dt, 17, 256)
+				if want := !c.cfg.NoTiled && slices.Contains(shaders.TiledTypes, dt.String()); tiled != want {
+					t.Errorf("%v: tiled %v, want %v", dt, tiled, want)
+				}
 			}
 			t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, b) })
 			if c.cfg.FP16 {
