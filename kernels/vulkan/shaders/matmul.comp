@@ -51,8 +51,7 @@ void main() {
 		vec4 v[GROUP / 4];
 		for (uint g = tid; g < pc.k / GSIZE; g += WG) {
 			uint c0 = g * GSIZE;
-			vec2 sc = groupScales(rb, c0);
-			for (uint e = 0u; e < GSIZE; e += CHUNK) v[e / CHUNK] = chunkAt(rb, c0 + e, sc);
+			groupAt(rb, c0, v);
 			for (uint t = 0u; t < TOKS; t++) {
 				if (i0 + t >= pc.n) break;
 				uint xo = (i0 + t) * pc.k + c0;

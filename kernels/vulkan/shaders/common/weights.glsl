@@ -114,6 +114,39 @@ vec4 chunkAt(uint rb, uint c, vec2 s) {
 #endif
 	return v;
 }
+
+// groupAt writes the GROUP elements of the group starting at element c0
+// to v, chunkAt's values; Q4_0 and Q4_1 read each word of nibbles once
+// for its low (first half) and high (second half) elements.
+void groupAt(uint rb, uint c0, out vec4 v[GROUP / 4]) {
+	vec2 s = groupScales(rb, c0);
+#if defined(TYPE_Q4_0) || defined(TYPE_Q4_1)
+#if defined(TYPE_Q4_0)
+	uint qo = rb + 18u * (c0 >> 5) + 2u;
+#else
+	uint qo = rb + 20u * (c0 >> 5) + 4u;
+#endif
+	for (uint j = 0u; j < 16u; j += 4u) {
+		uint u = u32At(qo + j);
+		for (uint b = 0u; b < 4u; b++) {
+			uint lo = (u >> (8u * b)) & 0xFu, hi = (u >> (8u * b + 4u)) & 0xFu;
+#if defined(TYPE_Q4_0)
+			precise float yl = s.x * float(int(lo) - 8);
+			precise float yh = s.x * float(int(hi) - 8);
+#else
+			precise float dl = s.x * float(lo);
+			precise float dh = s.x * float(hi);
+			precise float yl = dl + s.y;
+			precise float yh = dh + s.y;
+#endif
+			v[j / 4u][b] = yl;
+			v[4u + j / 4u][b] = yh;
+		}
+	}
+#else
+	for (uint e = 0u; e < GSIZE; e += 4u) v[e / 4u] = chunkAt(rb, c0 + e, s);
+#endif
+}
 #endif
 
 float weightAt(uint rb, uint c) {
