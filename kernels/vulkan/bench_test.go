@@ -3,6 +3,7 @@
 package vulkan
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -77,12 +78,14 @@ func BenchmarkMatVec(bm *testing.B) {
 	}
 }
 
-// BenchmarkPrefill: 64 tokens times a 1024×1024 weight, per dtype, on the
-// matrix-vector kernel in tiles of 8 tokens (kernel=matvec, what a
-// prefill ran before the tiled kernel) and on the tiled one
-// (kernel=tiled), each with float32 and fp16 dots:
+// BenchmarkPrefill: 64 tokens times a 1024×1024 and a 512×4096 weight
+// (k = 1024 leaves half the 64 lanes idle with 32-element quant groups,
+// k = 4096 none), per dtype, on the matrix-vector kernel in tiles of 8
+// tokens (kernel=matvec, what a prefill ran before the tiled kernel) and
+// on the tiled one (kernel=tiled), each with float32 and fp16 dots. On
+// lavapipe compare cpu-ms/op:
 //
-//	go test ./kernels/vulkan/ -run '^$' -bench Prefill -benchtime 5x
+//	go test ./kernels/vulkan/ -run '^$' -bench Prefill -benchtime 5x -count 3
 func BenchmarkPrefill(bm *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -98,12 +101,14 @@ func BenchmarkPrefill(bm *testing.B) {
 			bm.Skip(err)
 		}
 		for _, dt := range benchDTypes {
-			bm.Run(c.name+"/"+dt.String(), func(bm *testing.B) {
-				w := benchWeight(bm, b, dt, 1024, 1024)
-				defer b.Free(w)
-				benchMatMul(bm, b, w, 64, 1)
-				bm.ReportMetric(float64(64*bm.N)/bm.Elapsed().Seconds(), "tok/s")
-			})
+			for _, mk := range [][2]int{{1024, 1024}, {512, 4096}} {
+				bm.Run(fmt.Sprintf("%s/%v/k=%d", c.name, dt, mk[1]), func(bm *testing.B) {
+					w := benchWeight(bm, b, dt, mk[0], mk[1])
+					defer b.Free(w)
+					benchMatMul(bm, b, w, 64, 1)
+					bm.ReportMetric(float64(64*bm.N)/bm.Elapsed().Seconds(), "tok/s")
+				})
+			}
 		}
 		b.Close()
 	}
