@@ -50,8 +50,9 @@
 //     when asked for (Config.FP16 or VKLLM_VULKAN_FP16=1) and the device
 //     has shaderFloat16; VKLLM_VULKAN_DISABLE=fp16 overrides. They pass
 //     kerneltest.MatMul (NMSE ≤ 5e-4; about 1e-6 measured) but not the
-//     models' parity with transformers (1e-4 of the largest logit; they
-//     are 2 to 5 times off), which the default float32 variants keep.
+//     models' parity tests (1e-4 of the largest logit: on the tiny test
+//     models they miss it by up to 12 times), which the default float32
+//     variants keep.
 //
 // On lavapipe the default is the float32, subgroup and tiled variants;
 // DeviceInfo says which are in use (Subgroups, Tiled, FP16). There are no
