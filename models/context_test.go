@@ -61,40 +61,46 @@ func bitwiseEqual(a, b []float32) bool {
 func TestBatchInvariance(t *testing.T) {
 	for _, name := range []string{"qwen2-tiny", "llama-tiny-Q4_1.gguf"} {
 		t.Run(name, func(t *testing.T) {
-			m := openTest(t, filepath.Join(testdata, name))
-			ctx := newCtx(t, m, ContextParams{ContextLen: 64, MaxSeqs: 4, BatchSize: 64})
-			var b Batch
-			for s, p := range prompts {
-				for i, tok := range p {
-					b.Add(tok, int32(i), true, SeqID(s))
+			batchVsAlone(t, openTest(t, filepath.Join(testdata, name)), func(got, alone []float32, seq, pos int) {
+				if !bitwiseEqual(got, alone) {
+					t.Fatalf("seq %d pos %d: batched logits differ from alone", seq, pos)
 				}
-			}
-			if err := ctx.Decode(b); err != nil {
-				t.Fatal(err)
-			}
-			k := 0
-			for s, p := range prompts {
-				alone := decodeAlone(t, m, p, 0)
-				for i := range p {
-					if !bitwiseEqual(ctx.Logits(k), alone[i]) {
-						t.Fatalf("seq %d pos %d: batched logits differ from alone", s, i)
-					}
-					k++
-				}
-			}
-			// One decode step for all four together vs alone.
-			next := []int32{10, 20, 30, 40}
-			rows, err := ctx.DecodeBatch([]SeqID{0, 1, 2, 3}, next)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for s, p := range prompts {
-				alone := decodeAlone(t, m, append(append([]int32{}, p...), next[s]), 0)
-				if !bitwiseEqual(rows[s], alone[len(p)]) {
-					t.Fatalf("seq %d: batched decode step differs from alone", s)
-				}
-			}
+			})
 		})
+	}
+}
+
+// batchVsAlone decodes the four prompts in one batch, then one step of
+// the four sequences at once, and hands every row of logits to cmp with
+// the same row computed alone.
+func batchVsAlone(t *testing.T, m *Model, cmp func(got, alone []float32, seq, pos int)) {
+	t.Helper()
+	ctx := newCtx(t, m, ContextParams{ContextLen: 64, MaxSeqs: 4, BatchSize: 64})
+	var b Batch
+	for s, p := range prompts {
+		for i, tok := range p {
+			b.Add(tok, int32(i), true, SeqID(s))
+		}
+	}
+	if err := ctx.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	for s, p := range prompts {
+		alone := decodeAlone(t, m, p, 0)
+		for i := range p {
+			cmp(ctx.Logits(k), alone[i], s, i)
+			k++
+		}
+	}
+	next := []int32{10, 20, 30, 40}
+	rows, err := ctx.DecodeBatch([]SeqID{0, 1, 2, 3}, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, p := range prompts {
+		alone := decodeAlone(t, m, append(append([]int32{}, p...), next[s]), 0)
+		cmp(rows[s], alone[len(p)], s, len(p))
 	}
 }
 

@@ -86,15 +86,24 @@ func TestParity(t *testing.T) {
 
 func checkLogits(t *testing.T, got, want []float32, prompt, pos int) {
 	t.Helper()
+	if j, d, bound := farLogit(got, want, 1e-4); j >= 0 {
+		t.Fatalf("prompt %d pos %d token %d: logit %v, want %v (|diff| %.3g > %.3g)", prompt, pos, j, got[j], want[j], d, bound)
+	}
+}
+
+// farLogit returns the first j with |got[j] − want[j]| > rel·max|want|,
+// that difference and the bound, or j = −1 when there is none.
+func farLogit(got, want []float32, rel float64) (j int, diff, bound float64) {
 	var scale float64
 	for _, v := range want {
 		scale = math.Max(scale, math.Abs(float64(v)))
 	}
 	for j := range want {
-		if d := math.Abs(float64(got[j] - want[j])); d > 1e-4*scale {
-			t.Fatalf("prompt %d pos %d token %d: logit %v, want %v (|diff| %.3g > %.3g)", prompt, pos, j, got[j], want[j], d, 1e-4*scale)
+		if d := math.Abs(float64(got[j] - want[j])); d > rel*scale {
+			return j, d, rel * scale
 		}
 	}
+	return -1, 0, rel * scale
 }
 
 // checkStep is vLLM's check_logprobs_close for one step, plus exact

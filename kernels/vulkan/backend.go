@@ -53,8 +53,18 @@ type Config struct {
 	// (0: 64 MiB, at most maxStorageBufferRange).
 	BlockSize int64
 	// NoSubgroups uses the shared-memory reductions even where subgroup
-	// arithmetic is available.
+	// arithmetic is available (also VKLLM_VULKAN_DISABLE=subgroup).
 	NoSubgroups bool
+	// FP16 runs MatMul's half-precision variants (_fp16: dot products of
+	// halves, summed in float32) where the device has shaderFloat16, and
+	// the float32 ones where it has not (also VKLLM_VULKAN_FP16=1). They
+	// hold kerneltest's LimitQuant but not the models' parity with
+	// transformers (1e-4 of the largest logit), so they are opt-in.
+	FP16 bool
+	// NoTiled runs a prefill's MatMul on the matrix-vector kernel (tiles
+	// of 8 tokens) instead of the tiled one (also VKLLM_VULKAN_DISABLE=tiled);
+	// benchmarks use it to compare the two.
+	NoTiled bool
 	// AttentionSegment is the number of cells above which Attention splits
 	// the cache into segments of this many cells processed in parallel
 	// (flash decoding), then merged (0: 512).
@@ -78,9 +88,16 @@ type DeviceInfo struct {
 	// created with (subgroup size control), 0 when the device has one size.
 	PinnedSubgroup int
 	Storage16      bool // 16-bit storage buffers (F16 KV caches need it)
-	Float16, Int8  bool
-	MemoryBudget   bool // VK_EXT_memory_budget
-	Validation     bool // the validation layer is on
+	Float16, Int8  bool // shaderFloat16, shaderInt8 (enabled when present)
+	// Tiled reports that prefills of 16 tokens or more run the tiled
+	// MatMul kernel: the device allows its 256 invocations and 17 KiB of
+	// shared memory, and Config.NoTiled is not set.
+	Tiled bool
+	// FP16 reports that MatMul runs its _fp16 variants: Config.FP16 and
+	// the device has Float16.
+	FP16         bool
+	MemoryBudget bool // VK_EXT_memory_budget
+	Validation   bool // the validation layer is on
 }
 
 var typeNames = map[int32]string{0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
@@ -133,6 +150,12 @@ func Open(cfg Config) (*Backend, error) {
 	if os.Getenv("VKLLM_VULKAN_VALIDATION") == "1" {
 		cfg.Validation = true
 	}
+	if os.Getenv("VKLLM_VULKAN_FP16") == "1" {
+		cfg.FP16 = true
+	}
+	if err := disable(&cfg, os.Getenv("VKLLM_VULKAN_DISABLE")); err != nil {
+		return nil, err
+	}
 	clib := C.CString(lib)
 	defer C.free(unsafe.Pointer(clib))
 	var ctx *C.vkl_ctx
@@ -170,6 +193,8 @@ func Open(cfg Config) (*Backend, error) {
 		Storage16: p.storage16 != 0, Float16: p.float16 != 0, Int8: p.int8 != 0,
 		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0,
 	}
+	b.info.FP16 = b.info.Float16 && cfg.FP16
+	b.info.Tiled = !cfg.NoTiled && p.max_wg_size >= mmWG && p.max_shared >= mmShared
 	// A dot's summation order must not change between pipelines (batch
 	// invariance), so the subgroup variants need one subgroup size: pinned
 	// with subgroup size control, or the device's only one; otherwise the
@@ -211,6 +236,25 @@ func Open(cfg Config) (*Backend, error) {
 		}
 	}
 	return b, nil
+}
+
+// disable applies VKLLM_VULKAN_DISABLE, a comma-separated list of the
+// features whose fallbacks to force: fp16, subgroup, tiled.
+func disable(cfg *Config, list string) error {
+	for f := range strings.SplitSeq(list, ",") {
+		switch strings.TrimSpace(f) {
+		case "":
+		case "fp16":
+			cfg.FP16 = false
+		case "subgroup":
+			cfg.NoSubgroups = true
+		case "tiled":
+			cfg.NoTiled = true
+		default:
+			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled)", list, f)
+		}
+	}
+	return nil
 }
 
 func boolInt(v bool) C.int {

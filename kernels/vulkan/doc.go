@@ -22,8 +22,45 @@
 // shaders.Variants, its method in ops.go (with a push struct in push.go),
 // and a kerneltest case.
 //
+// # Kernel variants
+//
+// Pipelines are created from the variant of each shader that the device's
+// features (queried through the VkPhysicalDeviceFeatures2 chain and
+// enabled at device creation) and the Config allow, falling back where a
+// feature is absent:
+//
+//   - _subgroup (reductions with subgroup arithmetic) where the device has
+//     subgroup arithmetic in compute shaders and one subgroup size (or
+//     subgroup size control to pin it); else shared-memory trees. Off with
+//     Config.NoSubgroups or VKLLM_VULKAN_DISABLE=subgroup.
+//   - MatMul, matrix-vector (matmul.comp): a decode step, and prefills of
+//     fewer than 16 tokens or rows shorter than 256 (tiles of 8 tokens).
+//     Tiled (matmul_mm.comp) for 16 tokens or more and rows of 256 or
+//     more with F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K or Q6_K
+//     weights, where the device allows 256 invocations and 17 KiB of
+//     shared memory per workgroup: 16 rows × 16 tokens per workgroup, the
+//     weight tile dequantised once into shared memory, 8×8 register blocks.
+//     Both kernels deal k to 64 lanes and reduce the lane sums in the same
+//     order (common/lane.glsl), so a result is bitwise the same from
+//     either (batch invariance; kerneltest checks it). Other dtypes
+//     (Q5_0, Q5_1, Q2_K, Q3_K, Q5_K) prefill on the matrix-vector kernel.
+//     Off with Config.NoTiled or VKLLM_VULKAN_DISABLE=tiled.
+//   - MatMul _fp16 (half-precision products, float32 sums) for F16, Q8_0,
+//     Q4_0, Q4_1, Q4_K and Q6_K weights, matrix-vector and tiled, only
+//     when asked for (Config.FP16 or VKLLM_VULKAN_FP16=1) and the device
+//     has shaderFloat16; VKLLM_VULKAN_DISABLE=fp16 overrides. They pass
+//     kerneltest.MatMul (NMSE ≤ 5e-4; about 1e-6 measured) but not the
+//     models' parity tests (1e-4 of the largest logit: on the tiny test
+//     models they miss it by up to 12 times), which the default float32
+//     variants keep.
+//
+// On lavapipe the default is the float32, subgroup and tiled variants;
+// DeviceInfo says which are in use (Subgroups, Tiled, FP16). There are no
+// int8 (shaderInt8) variants yet: shaderInt8 is enabled but unused.
+//
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync
-// fail on any validation message.
+// fail on any validation message; VKLLM_VULKAN_FP16=1 and
+// VKLLM_VULKAN_DISABLE (above) choose variants.
 package vulkan

@@ -10,11 +10,13 @@ import "C"
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/kernels/vulkan/shaders"
 	"github.com/vkllm/vkllm/tensor"
 )
 
@@ -131,16 +133,51 @@ func (b *Backend) GetRows(dst, table, ids kernels.Tensor) {
 	}
 }
 
-// Rows and tokens per MatMul workgroup: one token for a decode step
-// (matrix-vector), a tile of tokens for a prefill, which reads each weight
-// once per tile. Neither changes a dot's summation order.
+// Rows and tokens per MatMul workgroup of the matrix-vector kernel: one
+// token for a decode step, a tile of tokens for a short prefill, which
+// reads each weight once per tile. Neither changes a dot's summation
+// order.
 const (
 	matRows    = 4
 	matTokTile = 8
 )
 
-// MatMul implements kernels.Backend: one workgroup per matRows weight rows
-// and one token or a tile of them, one dispatch per part of the weight.
+// The tiled kernel (matmul_mm.comp): mmRows weight rows × mmToks tokens
+// per workgroup of mmWG invocations using mmShared bytes of shared memory,
+// for calls of at least mmMinTokens tokens and rows of at least mmMinK
+// elements (one step of its 64 lanes; below that the tile is mostly its
+// fixed costs: on lavapipe, qwen2-tiny's prefill (k 64 and 128) took
+// 1.8 times as long on it). Its dots are bitwise the matrix-vector
+// kernel's.
+const (
+	mmRows      = 16
+	mmToks      = 16
+	mmWG        = 4 * wg
+	mmShared    = mmRows*wg*4*4 + mmWG*4 // its tile, and base.glsl's red
+	mmMinTokens = mmToks
+	mmMinK      = 4 * wg
+)
+
+// matmulVariant names the MatMul kernel for a weight of dtype dt, n
+// tokens and rows of k: tiled from mmMinTokens tokens and mmMinK
+// elements where the dtype has a tiled kernel, _fp16 where the device computes in half precision and the
+// dtype has such a variant, _subgroup where it has subgroup arithmetic.
+func (b *Backend) matmulVariant(dt tensor.DType, n, k int) (name string, tiled bool) {
+	t := dt.String()
+	tiled = n >= mmMinTokens && k >= mmMinK && b.info.Tiled && slices.Contains(shaders.TiledTypes, t)
+	name = "matmul_" + typeName(dt) + "_f32"
+	if tiled {
+		name = "matmul_mm_" + typeName(dt) + "_f32"
+	}
+	if b.info.FP16 && slices.Contains(shaders.FP16Types, t) {
+		name += "_fp16"
+	}
+	return b.reduceVariant(name), tiled
+}
+
+// MatMul implements kernels.Backend, one dispatch per part of the weight:
+// the tiled kernel for a prefill of at least mmMinTokens tokens, else one
+// workgroup per matRows weight rows and one token or a tile of them.
 func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	const op = "MatMul"
 	d, xs, wt := activation(op, dst), activation(op, x), tensorOf(op, w)
@@ -151,15 +188,18 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	if n == 0 || m == 0 {
 		return
 	}
-	name := b.reduceVariant("matmul_" + typeName(wt.dt) + "_f32")
-	toks := 1
-	if n > 1 {
+	name, tiled := b.matmulVariant(wt.dt, n, k)
+	rows, toks, spec := matRows, 1, []uint32{wg, matRows, 1}
+	switch {
+	case tiled:
+		rows, toks, spec = mmRows, mmToks, []uint32{mmWG}
+	case n > 1:
 		toks = matTokTile
+		spec = []uint32{wg, matRows, matTokTile}
 	}
-	spec := []uint32{wg, matRows, uint32(toks)}
 	for _, p := range wt.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(wt.rowBytes)}
-		gx, gy := grid((p.rows + matRows - 1) / matRows)
+		gx, gy := grid((p.rows + rows - 1) / rows)
 		b.dispatchSpec(name, spec, []part{p, xs.parts[0], d.parts[0]}, pc, gx, gy, uint32((n+toks-1)/toks))
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/kerneltest"
+	"github.com/vkllm/vkllm/kernels/vulkan/shaders"
 	"github.com/vkllm/vkllm/tensor"
 )
 
@@ -67,6 +69,68 @@ func TestKernelsNoSubgroups(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 	}
 	checkClean(t, b)
+}
+
+// TestMatMulVariants runs MatMul's conformance tests, decode and prefill
+// sizes, on every combination of the feature variants and their
+// fallbacks (fp16 or float32 dots, subgroup or shared-memory reductions),
+// first checking that the variant asked for is the one that runs (on a
+// device without the feature, the case is skipped, not passed on the
+// fallback; lavapipe has them all).
+func TestMatMulVariants(t *testing.T) {
+	for _, c := range []struct {
+		cfg          Config
+		decode, tile string // the Q8_0 kernels for 1 and mmMinTokens tokens
+	}{
+		{Config{}, "matmul_q8_0_f32_subgroup", "matmul_mm_q8_0_f32_subgroup"},
+		{Config{NoSubgroups: true}, "matmul_q8_0_f32", "matmul_mm_q8_0_f32"},
+		{Config{FP16: true}, "matmul_q8_0_f32_fp16_subgroup", "matmul_mm_q8_0_f32_fp16_subgroup"},
+		{Config{FP16: true, NoSubgroups: true}, "matmul_q8_0_f32_fp16", "matmul_mm_q8_0_f32_fp16"},
+		{Config{NoTiled: true}, "matmul_q8_0_f32_subgroup", "matmul_q8_0_f32_subgroup"},
+	} {
+		t.Run(c.tile, func(t *testing.T) {
+			b := openTest(t, c.cfg)
+			if d := b.Device(); c.cfg.FP16 && !d.Float16 || !c.cfg.NoSubgroups && !d.Subgroups || !c.cfg.NoTiled && !d.Tiled {
+				t.Skipf("device %+v lacks the feature", d)
+			}
+			decode, _ := b.matmulVariant(tensor.Q8_0, 1, mmMinK)
+			tile, _ := b.matmulVariant(tensor.Q8_0, mmMinTokens, mmMinK)
+			if decode != c.decode || tile != c.tile {
+				t.Fatalf("kernels %s and %s on %+v, want %s and %s", decode, tile, b.Device(), c.decode, c.tile)
+			}
+			// kerneltest's longest rows (263 for the float types, 288 for
+			// the 32-element quants, 768 for the K-quants) and 17 or 37
+			// tokens reach the tiled kernel of every dtype that has one.
+			for _, dt := range WeightDTypes() {
+				_, tiled := b.matmulVariant(dt, 17, 256)
+				if want := !c.cfg.NoTiled && slices.Contains(shaders.TiledTypes, dt.String()); tiled != want {
+					t.Errorf("%v: tiled %v, want %v", dt, tiled, want)
+				}
+			}
+			t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, b) })
+			if c.cfg.FP16 {
+				t.Run("MatMulPrefill", func(t *testing.T) { kerneltest.MatMulPrefill(t, b) })
+			} else {
+				// Float32 dots of exactly dequantised weights.
+				t.Run("MatMulPrefill", func(t *testing.T) { kerneltest.MatMulPrefillStrict(t, b) })
+			}
+			checkClean(t, b)
+		})
+	}
+}
+
+// TestDisableEnv: VKLLM_VULKAN_DISABLE forces the fallbacks.
+func TestDisableEnv(t *testing.T) {
+	t.Setenv("VKLLM_VULKAN_FP16", "1")
+	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16, subgroup,tiled")
+	b := openTest(t, Config{})
+	if d := b.Device(); d.FP16 || d.Subgroups || d.Tiled {
+		t.Errorf("device %+v with every feature disabled", d)
+	}
+	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16,warp")
+	if _, err := Open(Config{}); err == nil || !strings.Contains(err.Error(), `"warp"`) {
+		t.Errorf("unknown feature: %v", err)
+	}
 }
 
 // TestPinnedSubgroups runs MatMul and Attention with pipelines created
@@ -142,6 +206,7 @@ func TestSplit(t *testing.T) {
 	b.Free(w)
 	t.Run("GetRows", func(t *testing.T) { kerneltest.GetRows(t, b) })
 	t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, b) })
+	t.Run("MatMulPrefill", func(t *testing.T) { kerneltest.MatMulPrefillStrict(t, b) })
 	checkClean(t, b)
 }
 

@@ -6,6 +6,12 @@
 // takes the elements (or quant groups) t, t+WG, … in order, and the WG
 // partial sums are reduced in a fixed order; so a dot's summation order
 // depends only on k and WG, never on n, ROWS or TOKS (batch invariance).
+// matmul_mm.comp (prefill) keeps this order exactly: see common/lane.glsl.
+//
+// FP16 (shaderFloat16): the dequantised weights and the activations are
+// rounded to halves and multiplied in half precision, four at a time
+// (one f16vec4 dot per four elements of a quant group, one product per
+// element for F16 weights), each result added to the float32 sum.
 #include "common/base.glsl"
 
 layout(constant_id = 1) const uint ROWS = 4;
@@ -20,6 +26,7 @@ layout(push_constant) uniform PC {
 } pc;
 
 #include "common/weights.glsl"
+#include "common/lane.glsl"
 
 shared float part[ROWS * TOKS * WG];
 
@@ -37,21 +44,20 @@ void main() {
 			float w = weightAt(rb, e);
 			for (uint t = 0u; t < TOKS; t++) {
 				if (i0 + t >= pc.n) break;
-				precise float p = x[(i0 + t) * pc.k + e] * w;
-				acc[r * TOKS + t] += p;
+				acc[r * TOKS + t] = lanePut(acc[r * TOKS + t], x[(i0 + t) * pc.k + e], w);
 			}
 		}
 #else
-		float v[GROUP];
+		vec4 v[GROUP / 4];
 		for (uint g = tid; g < pc.k / GSIZE; g += WG) {
-			dequantGroup(rb, g, v);
+			uint c0 = g * GSIZE;
+			groupAt(rb, c0, v);
 			for (uint t = 0u; t < TOKS; t++) {
 				if (i0 + t >= pc.n) break;
-				uint xo = (i0 + t) * pc.k + g * GSIZE;
+				uint xo = (i0 + t) * pc.k + c0;
 				float s = acc[r * TOKS + t];
-				for (uint e = 0u; e < GSIZE; e++) {
-					precise float p = x[xo + e] * v[e];
-					s += p;
+				for (uint e = 0u; e < GSIZE; e += CHUNK) {
+					s = laneChunk(s, vec4(x[xo + e], x[xo + e + 1u], x[xo + e + 2u], x[xo + e + 3u]), v[e / CHUNK]);
 				}
 				acc[r * TOKS + t] = s;
 			}

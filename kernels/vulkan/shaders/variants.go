@@ -3,7 +3,9 @@
 // with glslc (committed, embedded: users need no shader compiler).
 //
 // A variant is one .comp file compiled with a set of #defines. Names
-// follow op_<src>_<dst>[_subgroup].
+// follow op_<src>_<dst>[_fp16][_subgroup]: _fp16 computes its dot
+// products in half precision (shaderFloat16), _subgroup reduces with
+// subgroup arithmetic.
 package shaders
 
 //go:generate go run gen.go
@@ -11,6 +13,7 @@ package shaders
 import (
 	"embed"
 	"fmt"
+	"slices"
 )
 
 // Variant is one compiled shader.
@@ -23,6 +26,14 @@ type Variant struct {
 // Weight dtypes with GetRows and MatMul shaders, as the TYPE_ suffix.
 var weightTypes = []string{"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}
 
+// FP16Types are the weight dtypes whose MatMul kernels have _fp16
+// variants (the float16-exact F16 and the quants read a group at a time).
+var FP16Types = []string{"F16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"}
+
+// TiledTypes are the weight dtypes with a tiled prefill kernel
+// (matmul_mm_*).
+var TiledTypes = []string{"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"}
+
 // Variants lists every shader variant.
 var Variants = func() []Variant {
 	var v []Variant
@@ -34,6 +45,20 @@ var Variants = func() []Variant {
 		add("get_rows_"+lt+"_f32", "get_rows.comp", "TYPE_"+t)
 		add("matmul_"+lt+"_f32", "matmul.comp", "TYPE_"+t)
 		add("matmul_"+lt+"_f32_subgroup", "matmul.comp", "TYPE_"+t, "SUBGROUP")
+	}
+	for _, t := range FP16Types {
+		lt := lower(t)
+		add("matmul_"+lt+"_f32_fp16", "matmul.comp", "TYPE_"+t, "FP16")
+		add("matmul_"+lt+"_f32_fp16_subgroup", "matmul.comp", "TYPE_"+t, "FP16", "SUBGROUP")
+	}
+	for _, t := range TiledTypes {
+		lt := lower(t)
+		add("matmul_mm_"+lt+"_f32", "matmul_mm.comp", "TYPE_"+t)
+		add("matmul_mm_"+lt+"_f32_subgroup", "matmul_mm.comp", "TYPE_"+t, "SUBGROUP")
+		if slices.Contains(FP16Types, t) {
+			add("matmul_mm_"+lt+"_f32_fp16", "matmul_mm.comp", "TYPE_"+t, "FP16")
+			add("matmul_mm_"+lt+"_f32_fp16_subgroup", "matmul_mm.comp", "TYPE_"+t, "FP16", "SUBGROUP")
+		}
 	}
 	add("add_f32", "binary.comp", "OP_ADD")
 	add("mul_f32", "binary.comp", "OP_MUL")

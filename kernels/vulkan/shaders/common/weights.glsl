@@ -14,29 +14,21 @@ uint u32At(uint o) {
 	return (o & 2u) == 0u ? W[w] : (W[w] >> 16) | (W[w + 1u] << 16);
 }
 
-float weightAt(uint rb, uint c) {
-#if defined(TYPE_F32)
-	return uintBitsToFloat(W[(rb >> 2) + c]);
-#elif defined(TYPE_F16)
-	return halfAt(rb + 2u * c);
-#elif defined(TYPE_BF16)
-	return uintBitsToFloat(u16At(rb + 2u * c) << 16);
-#elif defined(TYPE_Q8_0)
-	uint bo = rb + 34u * (c >> 5);
-	return halfAt(bo) * float(i8(byteAt(bo + 2u + (c & 31u))));
-#elif defined(TYPE_Q4_0)
-	uint bo = rb + 18u * (c >> 5), j = c & 31u;
-	uint q = (byteAt(bo + 2u + (j & 15u)) >> ((j >> 4) * 4u)) & 0xFu;
-	return halfAt(bo) * float(int(q) - 8);
-#elif defined(TYPE_Q4_1)
-	uint bo = rb + 20u * (c >> 5), j = c & 31u;
-	uint q = (byteAt(bo + 4u + (j & 15u)) >> ((j >> 4) * 4u)) & 0xFu;
-	precise float p = halfAt(bo) * float(q);
-	precise float r = p + halfAt(bo + 2u);
-	return r;
-#elif defined(TYPE_Q4_K)
-	uint bo = rb + 144u * (c >> 8), j = c & 255u;
-	uint sb = j >> 5, l = j & 31u;
+// GROUP is the number of consecutive elements sharing one scale, read
+// once per group by groupScales; 1 for the plain float types and the
+// quants read an element at a time.
+#if defined(TYPE_Q8_0) || defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q4_K)
+#define GROUP 32
+#elif defined(TYPE_Q6_K)
+#define GROUP 16
+#else
+#define GROUP 1
+#endif
+const uint GSIZE = GROUP;
+
+// kScales returns (d·sc, dmin·m) of sub-block sb of the Q4_K or Q5_K
+// block at byte bo (6-bit scales and mins packed in 12 bytes at bo+4).
+vec2 kScales(uint bo, uint sb) {
 	uint sc, m;
 	if (sb < 4u) {
 		sc = byteAt(bo + 4u + sb) & 63u;
@@ -47,18 +39,126 @@ float weightAt(uint rb, uint c) {
 	}
 	precise float dl = halfAt(bo) * float(sc);
 	precise float ml = halfAt(bo + 2u) * float(m);
-	uint q = (byteAt(bo + 16u + 32u * (sb >> 1) + l) >> (4u * (sb & 1u))) & 0xFu;
-	precise float p = dl * float(q);
-	precise float r = p - ml;
-	return r;
+	return vec2(dl, ml);
+}
+
+#if GROUP > 1
+// groupScales returns what element c's group of the row at byte rb
+// scales by: (d, m) of Q4_1, (d·sc, dmin·m) of Q4_K, (d·sc, 0) of Q6_K,
+// (d, 0) of Q8_0 and Q4_0; chunkAt(rb, c, s) then gives elements c…c+3
+// (c a multiple of 4, the four in that group). weightAt is built on them,
+// so every kernel dequantises to the same float32 values.
+vec2 groupScales(uint rb, uint c) {
+#if defined(TYPE_Q8_0)
+	return vec2(halfAt(rb + 34u * (c >> 5)), 0.0);
+#elif defined(TYPE_Q4_0)
+	return vec2(halfAt(rb + 18u * (c >> 5)), 0.0);
+#elif defined(TYPE_Q4_1)
+	uint bo = rb + 20u * (c >> 5);
+	return vec2(halfAt(bo), halfAt(bo + 2u));
+#elif defined(TYPE_Q4_K)
+	return kScales(rb + 144u * (c >> 8), (c & 255u) >> 5);
 #elif defined(TYPE_Q6_K)
-	uint bo = rb + 210u * (c >> 8), j = c & 255u;
-	uint h = j >> 7, g = (j >> 5) & 3u, l = j & 31u;
-	uint lo = (byteAt(bo + 64u * h + 32u * (g & 1u) + l) >> (4u * (g >> 1))) & 0xFu;
-	uint hi = (byteAt(bo + 128u + 32u * h + l) >> (2u * g)) & 3u;
-	int q = int(lo | (hi << 4)) - 32;
-	precise float dl = halfAt(bo + 208u) * float(i8(byteAt(bo + 192u + 8u * h + (l >> 4) + 2u * g)));
-	return dl * float(q);
+	uint bo = rb + 210u * (c >> 8), j0 = c & 255u;
+	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
+	precise float dl = halfAt(bo + 208u) * float(i8(byteAt(bo + 192u + 8u * h + (l0 >> 4) + 2u * gg)));
+	return vec2(dl, 0.0);
+#endif
+}
+
+vec4 chunkAt(uint rb, uint c, vec2 s) {
+	vec4 v;
+#if defined(TYPE_Q8_0)
+	uint u = u32At(rb + 34u * (c >> 5) + 2u + (c & 31u));
+	for (uint b = 0u; b < 4u; b++) {
+		precise float y = s.x * float(i8((u >> (8u * b)) & 0xFFu));
+		v[b] = y;
+	}
+#elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1)
+	uint j = c & 31u;
+#if defined(TYPE_Q4_0)
+	uint qo = rb + 18u * (c >> 5) + 2u;
+#else
+	uint qo = rb + 20u * (c >> 5) + 4u;
+#endif
+	uint u = u32At(qo + (j & 15u)), shift = (j >> 4) * 4u;
+	for (uint b = 0u; b < 4u; b++) {
+		uint q = (u >> (8u * b + shift)) & 0xFu;
+#if defined(TYPE_Q4_0)
+		precise float y = s.x * float(int(q) - 8);
+#else
+		precise float dq = s.x * float(q);
+		precise float y = dq + s.y;
+#endif
+		v[b] = y;
+	}
+#elif defined(TYPE_Q4_K)
+	uint bo = rb + 144u * (c >> 8), sb = (c & 255u) >> 5;
+	uint u = u32At(bo + 16u + 32u * (sb >> 1) + (c & 31u)), shift = 4u * (sb & 1u);
+	for (uint b = 0u; b < 4u; b++) {
+		uint q = (u >> (8u * b + shift)) & 0xFu;
+		precise float dq = s.x * float(q);
+		precise float y = dq - s.y;
+		v[b] = y;
+	}
+#elif defined(TYPE_Q6_K)
+	uint bo = rb + 210u * (c >> 8), j0 = c & 255u;
+	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
+	uint ul = u32At(bo + 64u * h + 32u * (gg & 1u) + l0), uh = u32At(bo + 128u + 32u * h + l0);
+	for (uint b = 0u; b < 4u; b++) {
+		uint ql = (ul >> (8u * b + 4u * (gg >> 1))) & 0xFu;
+		uint qh = (uh >> (8u * b + 2u * gg)) & 3u;
+		precise float y = s.x * float(int(ql | (qh << 4)) - 32);
+		v[b] = y;
+	}
+#endif
+	return v;
+}
+
+// groupAt writes the GROUP elements of the group starting at element c0
+// to v, chunkAt's values; Q4_0 and Q4_1 read each word of nibbles once
+// for its low (first half) and high (second half) elements.
+void groupAt(uint rb, uint c0, out vec4 v[GROUP / 4]) {
+	vec2 s = groupScales(rb, c0);
+#if defined(TYPE_Q4_0) || defined(TYPE_Q4_1)
+#if defined(TYPE_Q4_0)
+	uint qo = rb + 18u * (c0 >> 5) + 2u;
+#else
+	uint qo = rb + 20u * (c0 >> 5) + 4u;
+#endif
+	for (uint j = 0u; j < 16u; j += 4u) {
+		uint u = u32At(qo + j);
+		for (uint b = 0u; b < 4u; b++) {
+			uint lo = (u >> (8u * b)) & 0xFu, hi = (u >> (8u * b + 4u)) & 0xFu;
+#if defined(TYPE_Q4_0)
+			precise float yl = s.x * float(int(lo) - 8);
+			precise float yh = s.x * float(int(hi) - 8);
+#else
+			precise float dl = s.x * float(lo);
+			precise float dh = s.x * float(hi);
+			precise float yl = dl + s.y;
+			precise float yh = dh + s.y;
+#endif
+			v[j / 4u][b] = yl;
+			v[4u + j / 4u][b] = yh;
+		}
+	}
+#else
+	for (uint e = 0u; e < GSIZE; e += 4u) v[e / 4u] = chunkAt(rb, c0 + e, s);
+#endif
+}
+#endif
+
+float weightAt(uint rb, uint c) {
+#if GROUP > 1
+	uint c0 = c & ~3u;
+	return chunkAt(rb, c0, groupScales(rb, c0))[c & 3u];
+#elif defined(TYPE_F32)
+	return uintBitsToFloat(W[(rb >> 2) + c]);
+#elif defined(TYPE_F16)
+	return halfAt(rb + 2u * c);
+#elif defined(TYPE_BF16)
+	return uintBitsToFloat(u16At(rb + 2u * c) << 16);
 #elif defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
 #if defined(TYPE_Q5_0)
 	uint bo = rb + 22u * (c >> 5), qo = bo + 6u, ho = bo + 2u;
@@ -77,16 +177,8 @@ float weightAt(uint rb, uint c) {
 #elif defined(TYPE_Q5_K)
 	uint bo = rb + 176u * (c >> 8), j = c & 255u;
 	uint sb = j >> 5, l = j & 31u;
-	uint sc, m;
-	if (sb < 4u) {
-		sc = byteAt(bo + 4u + sb) & 63u;
-		m = byteAt(bo + 8u + sb) & 63u;
-	} else {
-		sc = (byteAt(bo + 8u + sb) & 0xFu) | ((byteAt(bo + sb) >> 6) << 4);
-		m = (byteAt(bo + 8u + sb) >> 4) | ((byteAt(bo + 4u + sb) >> 6) << 4);
-	}
-	precise float dl = halfAt(bo) * float(sc);
-	precise float ml = halfAt(bo + 2u) * float(m);
+	vec2 s = kScales(bo, sb);
+	precise float dl = s.x, ml = s.y;
 	uint q = ((byteAt(bo + 48u + 32u * (sb >> 1) + l) >> (4u * (sb & 1u))) & 0xFu) | (((byteAt(bo + 16u + l) >> sb) & 1u) << 4);
 	precise float p = dl * float(q);
 	precise float r = p - ml;
@@ -115,95 +207,3 @@ float weightAt(uint rb, uint c) {
 #error "no TYPE_ defined"
 #endif
 }
-
-
-// GROUP is the number of consecutive elements sharing one scale, which
-// dotGroup reads once; 1 for the plain float types.
-#if defined(TYPE_Q8_0) || defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q4_K)
-#define GROUP 32
-#elif defined(TYPE_Q6_K)
-#define GROUP 16
-#else
-#define GROUP 1
-#endif
-const uint GSIZE = GROUP;
-
-#if GROUP > 1
-// dequantGroup writes the GROUP values of group g of the row at byte rb to
-// v, each with weightAt's float32 steps, reading the scales once.
-void dequantGroup(uint rb, uint g, out float v[GROUP]) {
-#if defined(TYPE_Q8_0)
-	uint bo = rb + 34u * g;
-	float d = halfAt(bo);
-	for (uint j = 0u; j < 32u; j += 4u) {
-		uint u = u32At(bo + 2u + j);
-		for (uint b = 0u; b < 4u; b++) {
-			precise float y = d * float(i8((u >> (8u * b)) & 0xFFu));
-			v[j + b] = y;
-		}
-	}
-#elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1)
-#if defined(TYPE_Q4_0)
-	uint bo = rb + 18u * g, qo = bo + 2u;
-	float d = halfAt(bo);
-#else
-	uint bo = rb + 20u * g, qo = bo + 4u;
-	float d = halfAt(bo), m = halfAt(bo + 2u);
-#endif
-	for (uint j = 0u; j < 16u; j += 4u) {
-		uint u = u32At(qo + j);
-		for (uint b = 0u; b < 4u; b++) {
-			uint q = (u >> (8u * b)) & 0xFFu;
-#if defined(TYPE_Q4_0)
-			precise float lo = d * float(int(q & 0xFu) - 8);
-			precise float hi = d * float(int(q >> 4) - 8);
-#else
-			precise float dlo = d * float(q & 0xFu);
-			precise float dhi = d * float(q >> 4);
-			precise float lo = dlo + m;
-			precise float hi = dhi + m;
-#endif
-			v[j + b] = lo;
-			v[16u + j + b] = hi;
-		}
-	}
-#elif defined(TYPE_Q4_K)
-	uint bo = rb + 144u * (g >> 3), sb = g & 7u;
-	uint sc, m;
-	if (sb < 4u) {
-		sc = byteAt(bo + 4u + sb) & 63u;
-		m = byteAt(bo + 8u + sb) & 63u;
-	} else {
-		sc = (byteAt(bo + 8u + sb) & 0xFu) | ((byteAt(bo + sb) >> 6) << 4);
-		m = (byteAt(bo + 8u + sb) >> 4) | ((byteAt(bo + 4u + sb) >> 6) << 4);
-	}
-	precise float dl = halfAt(bo) * float(sc);
-	precise float ml = halfAt(bo + 2u) * float(m);
-	uint qo = bo + 16u + 32u * (sb >> 1), shift = 4u * (sb & 1u);
-	for (uint j = 0u; j < 32u; j += 4u) {
-		uint u = u32At(qo + j);
-		for (uint b = 0u; b < 4u; b++) {
-			uint q = (u >> (8u * b + shift)) & 0xFu;
-			precise float dq = dl * float(q);
-			precise float y = dq - ml;
-			v[j + b] = y;
-		}
-	}
-#elif defined(TYPE_Q6_K)
-	uint bo = rb + 210u * (g >> 4), j0 = 16u * (g & 15u);
-	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
-	precise float dl = halfAt(bo + 208u) * float(i8(byteAt(bo + 192u + 8u * h + (l0 >> 4) + 2u * gg)));
-	uint lo = bo + 64u * h + 32u * (gg & 1u) + l0, ho = bo + 128u + 32u * h + l0;
-	uint ls = 4u * (gg >> 1), hs = 2u * gg;
-	for (uint j = 0u; j < 16u; j += 4u) {
-		uint ul = u32At(lo + j), uh = u32At(ho + j);
-		for (uint b = 0u; b < 4u; b++) {
-			uint ql = (ul >> (8u * b + ls)) & 0xFu;
-			uint qh = (uh >> (8u * b + hs)) & 3u;
-			precise float y = dl * float(int(ql | (qh << 4)) - 32);
-			v[j + b] = y;
-		}
-	}
-#endif
-}
-#endif
