@@ -37,9 +37,87 @@ func dotQ4_1AVX2(w *byte, qx *int8, dx, sx *float32, nb int) float32
 // hasAVX2 reports whether this CPU (and OS) can run the kernels.
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
+// hasVNNI reports whether the tile kernels (tile_amd64.s: vpdpbusd and
+// EVEX encodings on 256-bit vectors, registers Y16…Y31) can run.
+var hasVNNI = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
+
 func init() {
 	if hasAVX2 {
 		useAVX2()
+	}
+	if hasVNNI {
+		useVNNI()
+	}
+}
+
+func useVNNI() {
+	simd = "avx2+fma+avx512vnni"
+	tileQ8_0x4 = tile4x4Asm(dotQ8_0t4x4VNNI, 34)
+	tileQ4_0x4 = tile4x4Asm(dotQ4_0t4x4VNNI, 18)
+	tileQ4_1x4 = tile4x4Asm(dotQ4_1t4x4VNNI, 20)
+	tileQ8_0x1 = tile4x1Asm(dotQ8_0t4x1VNNI, 34)
+	tileQ4_0x1 = tile4x1Asm(dotQ4_0t4x1VNNI, 18)
+	tileQ4_1x1 = tile4x1Asm(dotQ4_1t4x1VNNI, 20)
+}
+
+// Implemented in tile_amd64.s.
+
+//go:noescape
+func dotQ8_0t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_0t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_1t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ8_0t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_0t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_1t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32)
+
+// tile4x4Asm and tile4x1Asm wrap a tile kernel for blocks of size bytes,
+// checking the lengths the assembly trusts. sx may be nil for the kernels
+// that do not read it (Q8_0, Q4_0), never for Q4_1's.
+func tile4x4Asm(kernel func(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32), size int) tileFunc {
+	return func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+		if nb == 0 {
+			*out = [16]float32{}
+			return
+		}
+		k := nb * 32
+		_, _, _ = w[3*rb+nb*size-1], qx[(i+4)*k-1], dx[(i+4)*nb-1]
+		var s *float32
+		if sx != nil {
+			_ = sx[(i+4)*nb-1]
+			s = &sx[i*nb]
+		} else if size == 20 {
+			panic("cpu: Q4_1 tile without sx")
+		}
+		kernel(&w[0], rb, &qx[i*k], k, &dx[i*nb], 4*nb, s, nb, &out[0])
+	}
+}
+
+func tile4x1Asm(kernel func(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32), size int) tileFunc {
+	return func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+		if nb == 0 {
+			*out = [16]float32{}
+			return
+		}
+		k := nb * 32
+		_, _, _ = w[3*rb+nb*size-1], qx[(i+1)*k-1], dx[(i+1)*nb-1]
+		var s *float32
+		if sx != nil {
+			_ = sx[(i+1)*nb-1]
+			s = &sx[i*nb]
+		} else if size == 20 {
+			panic("cpu: Q4_1 tile without sx")
+		}
+		kernel(&w[0], rb, &qx[i*k], &dx[i*nb], s, nb, &out[0])
 	}
 }
 

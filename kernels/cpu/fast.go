@@ -120,43 +120,50 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		b.matMulDequant(d, xs, wt)
 		return
 	}
-	// Prefill's tile: four activation rows against one weight row, each
-	// result bitwise the one-row kernel's (Q8_0, Q4_0, Q4_1).
-	var xrows4 func(j, i int, out *[4]float32)
-	if wt.weight && (wt.dt == tensor.Q8_0 || wt.dt == tensor.Q4_0) && n >= 4 {
-		kx, rb, nb := dotQ8_0x4, wt.rowBytes, k/32
-		if wt.dt == tensor.Q4_0 {
-			kx = dotQ4_0x4
+	// Tiles of four weight rows (Q8_0, Q4_0, Q4_1): against four
+	// activation rows at a time, then one at a time for the rest; each
+	// value bitwise the one-row kernel's, like rowDot's.
+	var t4, t1 tileFunc
+	if wt.weight {
+		switch wt.dt {
+		case tensor.Q8_0:
+			t4, t1 = tileQ8_0x4, tileQ8_0x1
+		case tensor.Q4_0:
+			t4, t1 = tileQ4_0x4, tileQ4_0x1
+		case tensor.Q4_1:
+			t4, t1 = tileQ4_1x4, tileQ4_1x1
 		}
-		qx, dx := b.scratch.qx[:n*k], b.scratch.dx[:n*nb]
-		xrows4 = func(j, i int, out *[4]float32) { kx(wt.raw[j*rb:(j+1)*rb], qx, dx, i, out) }
-	}
-	if wt.weight && wt.dt == tensor.Q4_1 && n >= 4 {
-		rb, nb := wt.rowBytes, k/32
-		qx, dx, sx := b.scratch.qx[:n*k], b.scratch.dx[:n*nb], b.scratch.sx[:n*nb]
-		xrows4 = func(j, i int, out *[4]float32) { dotQ4_1x4(wt.raw[j*rb:(j+1)*rb], qx, dx, sx, i, out) }
 	}
 	per := rowsPerTask
 	if n == 1 {
 		// Decode: smaller tasks, so that a slow thread delays the op less.
-		per = max(1, min(rowsPerTask, m/(8*b.threads)))
+		per = max(4, min(rowsPerTask, m/(8*b.threads)&^3))
 	}
 	b.pool.runRanges(m, per, func(w, j0, j1 int) {
-		var four [4]float32
+		var out [16]float32
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
-			rest := i0 // the first row not done by xrows4
-			if xrows4 != nil {
-				rest = i0 + (i1-i0)&^3
-				for j := j0; j < j1; j++ {
-					for i := i0; i < rest; i += 4 {
-						xrows4(j, i, &four)
-						d.f32[i*m+j], d.f32[(i+1)*m+j], d.f32[(i+2)*m+j], d.f32[(i+3)*m+j] = four[0], four[1], four[2], four[3]
+			j := j0
+			if t4 != nil {
+				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.rowBytes, k/32
+				for ; j+4 <= j1; j += 4 {
+					wj := wt.raw[j*rb:]
+					i := i0
+					for ; i+4 <= i1; i += 4 {
+						t4(wj, rb, nb, qx, dx, sx, i, &out)
+						for c := range 4 {
+							row := d.f32[(i+c)*m+j:][:4]
+							row[0], row[1], row[2], row[3] = out[c], out[4+c], out[8+c], out[12+c]
+						}
+					}
+					for ; i < i1; i++ {
+						t1(wj, rb, nb, qx, dx, sx, i, &out)
+						copy(d.f32[i*m+j:][:4], out[:4])
 					}
 				}
 			}
-			for j := j0; j < j1; j++ {
-				for i := rest; i < i1; i++ {
+			for ; j < j1; j++ {
+				for i := i0; i < i1; i++ {
 					d.f32[i*m+j] = rowDot(w, j, i)
 				}
 			}

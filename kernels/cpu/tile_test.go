@@ -1,0 +1,78 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// The tile kernels (assembly where SIMD says so, else the defaults made
+// of the four-row and one-row kernels) against the one-row kernels, at
+// odd block counts and row strides (rows padded past their blocks): every
+// value bitwise equal. The one-row kernels are checked against the
+// pure-Go reference elsewhere (TestAsmMatchesGo, the kerneltest suite).
+func TestTilesBitwise(t *testing.T) {
+	t.Logf("kernels: %s", SIMD())
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, nb := range []int{1, 2, 3, 7, 28, 33} {
+		k, nx := nb*32, 7
+		x := make([]float32, nx*k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		x[3] = 0 // a zero block scale somewhere is fine too
+		qx, dx, sx := make([]int8, nx*k), make([]float32, nx*nb), make([]float32, nx*nb)
+		quantizeQ8(x, qx, dx, sx)
+		for _, c := range []struct {
+			dt     tensor.DType
+			t4, t1 tileFunc
+			one    func(w []byte, qx []int8, dx, sx []float32) float32
+		}{
+			{tensor.Q8_0, tileQ8_0x4, tileQ8_0x1, func(w []byte, qx []int8, dx, _ []float32) float32 { return dotQ8_0(w, qx, dx) }},
+			{tensor.Q4_0, tileQ4_0x4, tileQ4_0x1, func(w []byte, qx []int8, dx, _ []float32) float32 { return dotQ4_0(w, qx, dx) }},
+			{tensor.Q4_1, tileQ4_1x4, tileQ4_1x1, dotQ4_1},
+		} {
+			size := c.dt.BlockBytes()
+			for _, pad := range []int{0, 5} {
+				rb := nb*size + pad
+				w := make([]byte, 4*rb)
+				for row := range 4 {
+					src := make([]float32, k)
+					for i := range src {
+						src[i] = float32(r.NormFloat64()) * float32(row+1)
+					}
+					if err := tensor.Quantize(c.dt, src, w[row*rb:row*rb+nb*size]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want := func(row, i int) float32 {
+					return c.one(w[row*rb:row*rb+nb*size], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+				}
+				check := func(kind string, row, i int, got float32) {
+					t.Helper()
+					if wv := want(row, i); math.Float32bits(got) != math.Float32bits(wv) {
+						t.Errorf("%v nb=%d pad=%d %s: weight row %d, activation row %d: tile %v, one-row %v", c.dt, nb, pad, kind, row, i, got, wv)
+					}
+				}
+				for _, i := range []int{0, 3} {
+					var out [16]float32
+					c.t4(w, rb, nb, qx, dx, sx, i, &out)
+					for row := range 4 {
+						for col := range 4 {
+							check("4x4", row, i+col, out[4*row+col])
+						}
+					}
+				}
+				for _, i := range []int{0, 6} {
+					var out [16]float32
+					c.t1(w, rb, nb, qx, dx, sx, i, &out)
+					for row := range 4 {
+						check("4x1", row, i, out[row])
+					}
+				}
+			}
+		}
+	}
+}
