@@ -95,6 +95,33 @@ var (
 	}
 )
 
+// Attention over an F32 cache, one query head: the visible cells idx
+// (rows of k and v, stride floats apart, hd = len(q) values each).
+// attnScoresF32 sets out[c] = dotF32(k row idx[c], q)·scale; attnAccF32
+// adds p[c]·(v row idx[c]) to acc for c in order, as axpyF32 does. Both
+// are bitwise those calls; dot_amd64.go puts in assembly that makes all
+// of them in one call.
+var (
+	attnScoresF32 = attnScoresF32Go
+	attnAccF32    = attnAccF32Go
+)
+
+func attnScoresF32Go(q, k []float32, idx []int32, stride int, scale float32, out []float32) {
+	hd := len(q)
+	for c, j := range idx {
+		at := int(j) * stride
+		out[c] = dotF32(k[at:at+hd], q) * scale
+	}
+}
+
+func attnAccF32Go(v []float32, idx []int32, p []float32, stride int, acc []float32) {
+	hd := len(acc)
+	for c, j := range idx {
+		at := int(j) * stride
+		axpyF32(p[c], v[at:at+hd], acc)
+	}
+}
+
 // rows4 is a four-row kernel made of four calls of the one-row dot, for
 // a weight row of blocks of size bytes.
 func rows4(dot func([]byte, []int8, []float32) float32, size int, w []byte, qx []int8, dx []float32, i int, out *[4]float32) {

@@ -131,6 +131,46 @@ func useAVX2() {
 	quantizeQ8 = quantizeQ8Asm
 	dotQ4_K, dotQ6_K = dotQ4_KAsm, dotQ6_KAsm
 	dotQ4_1x4 = dotQ4_1x4Asm
+	attnScoresF32, attnAccF32 = attnScoresF32Asm, attnAccF32Asm
+}
+
+//go:noescape
+func attnScoresF32AVX2(q, k *float32, idx *int32, nv, stride, hd int, scale float32, out *float32)
+
+//go:noescape
+func attnAccF32AVX2(v *float32, idx *int32, p *float32, nv, stride, hd int, acc *float32)
+
+// rowsFit reports whether rows idx (all ≥ 0) of a matrix of stride
+// floats hold hd values each inside m.
+func rowsFit(m []float32, idx []int32, stride, hd int) bool {
+	var top int32
+	for _, j := range idx {
+		top = max(top, j)
+		if j < 0 {
+			return false
+		}
+	}
+	return int(top)*stride+hd <= len(m)
+}
+
+func attnScoresF32Asm(q, k []float32, idx []int32, stride int, scale float32, out []float32) {
+	hd := len(q)
+	if hd == 0 || hd%32 != 0 || len(idx) == 0 || !rowsFit(k, idx, stride, hd) {
+		attnScoresF32Go(q, k, idx, stride, scale, out)
+		return
+	}
+	_ = out[len(idx)-1]
+	attnScoresF32AVX2(&q[0], &k[0], &idx[0], len(idx), stride, hd, scale, &out[0])
+}
+
+func attnAccF32Asm(v []float32, idx []int32, p []float32, stride int, acc []float32) {
+	hd := len(acc)
+	if hd == 0 || hd%64 != 0 || len(idx) == 0 || !rowsFit(v, idx, stride, hd) {
+		attnAccF32Go(v, idx, p, stride, acc)
+		return
+	}
+	_ = p[len(idx)-1]
+	attnAccF32AVX2(&v[0], &idx[0], &p[0], len(idx), stride, hd, &acc[0])
 }
 
 // The wrappers check lengths (the assembly trusts them) and finish the

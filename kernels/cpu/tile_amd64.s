@@ -472,3 +472,4 @@ q80t41loop:
 	OUT(Y19, 12)
 	VZEROUPPER
 	RET
+

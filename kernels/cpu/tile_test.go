@@ -76,3 +76,56 @@ func TestTilesBitwise(t *testing.T) {
 		}
 	}
 }
+
+// The attention kernels (assembly where SIMD says so) against per-cell
+// dotF32 and axpyF32 calls: bitwise equal, at head sizes the assembly
+// takes (multiples of 32 and 64) and others it leaves to Go.
+func TestAttnKernelsBitwise(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, hd := range []int{8, 32, 64, 96, 128} {
+		for _, nv := range []int{1, 3, 17} {
+			const cells = 40
+			stride := 3*hd + 8
+			k, v := make([]float32, cells*stride), make([]float32, cells*stride)
+			for i := range k {
+				k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+			q, p := make([]float32, hd), make([]float32, nv)
+			for i := range q {
+				q[i] = float32(r.NormFloat64())
+			}
+			idx := make([]int32, nv)
+			for c := range idx {
+				idx[c] = int32(r.IntN(cells))
+				p[c] = r.Float32()
+			}
+			off := hd + 3
+			got, want := make([]float32, nv), make([]float32, nv)
+			attnScoresF32(q, k[off:], idx, stride, 0.125, got)
+			for c, j := range idx {
+				at := int(j)*stride + off
+				want[c] = dotF32(k[at:at+hd], q) * 0.125
+			}
+			accGot, accWant := make([]float32, hd), make([]float32, hd)
+			for e := range accGot {
+				accGot[e] = float32(e)
+				accWant[e] = float32(e)
+			}
+			attnAccF32(v[off:], idx, p, stride, accGot)
+			for c, j := range idx {
+				at := int(j)*stride + off
+				axpyF32(p[c], v[at:at+hd], accWant)
+			}
+			for c := range got {
+				if math.Float32bits(got[c]) != math.Float32bits(want[c]) {
+					t.Errorf("hd=%d nv=%d: score %d = %v, per-cell dotF32 %v", hd, nv, c, got[c], want[c])
+				}
+			}
+			for e := range accGot {
+				if math.Float32bits(accGot[e]) != math.Float32bits(accWant[e]) {
+					t.Errorf("hd=%d nv=%d: acc[%d] = %v, per-cell axpyF32 %v", hd, nv, e, accGot[e], accWant[e])
+				}
+			}
+		}
+	}
+}
