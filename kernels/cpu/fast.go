@@ -58,6 +58,10 @@ func u16view(b []byte) []uint16 {
 const (
 	xTile       = 64
 	rowsPerTask = 16
+
+	// decodeRowsPerTask: at most this many weight rows per task in
+	// decode (n < 4), read as four streams of a quarter each.
+	decodeRowsPerTask = 64
 )
 
 // matMulFast is MatMul on the fast path. Every dst element is one call
@@ -123,11 +127,15 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	// Tiles of four weight rows (Q8_0, Q4_0, Q4_1): against four
 	// activation rows at a time, then one at a time for the rest; each
 	// value bitwise the one-row kernel's, like rowDot's.
+	// In decode (n < 4) Q8_0 keeps its one-row kernel, which streams
+	// the weight as fast as the 4x1 tile does (BenchmarkMatMulDecode);
+	// Q4_0's and Q4_1's are slower, being one dependency chain.
 	var t4, t1 tileFunc
+	decodeTiles := true
 	if wt.weight {
 		switch wt.dt {
 		case tensor.Q8_0:
-			t4, t1 = tileQ8_0x4, tileQ8_0x1
+			t4, t1, decodeTiles = tileQ8_0x4, tileQ8_0x1, false
 		case tensor.Q4_0:
 			t4, t1 = tileQ4_0x4, tileQ4_0x1
 		case tensor.Q4_1:
@@ -136,15 +144,36 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	}
 	per := rowsPerTask
 	if n == 1 {
-		// Decode: smaller tasks, so that a slow thread delays the op less.
-		per = max(4, min(rowsPerTask, m/(8*b.threads)&^3))
+		// Decode: smaller tasks, so that a slow thread delays the op less;
+		// for tiles long enough that the four streams of a task are some
+		// KiB each.
+		per = max(1, min(rowsPerTask, m/(8*b.threads)))
+		if t1 != nil && decodeTiles {
+			per = max(4, min(decodeRowsPerTask, m/(4*b.threads)&^3))
+		}
 	}
 	b.pool.runRanges(m, per, func(w, j0, j1 int) {
 		var out [16]float32
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
 			j := j0
-			if t4 != nil {
+			if t1 != nil && decodeTiles && n < 4 {
+				// Decode: the four rows of a tile come from four runs of
+				// q rows each (a tile's rows q apart), so that the weight
+				// is read as four sequential streams.
+				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.rowBytes, k/32
+				q := (j1 - j0) / 4
+				for t := range q {
+					for i := i0; i < i1; i++ {
+						t1(wt.raw[(j0+t)*rb:], q*rb, nb, qx, dx, sx, i, &out)
+						for r := range 4 {
+							d.f32[i*m+j0+t+r*q] = out[r]
+						}
+					}
+				}
+				j = j0 + 4*q
+			}
+			if t4 != nil && n >= 4 {
 				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.rowBytes, k/32
 				for ; j+4 <= j1; j += 4 {
 					wj := wt.raw[j*rb:]

@@ -334,8 +334,11 @@ q80t44loop:
 	RET
 
 // The 4x1 kernels (decode): one activation row (x at DI, d_x broadcast in
-// Y10), four weight rows; Y9 = d_w·d_x broadcast per row. Each row is
-// prefetched 1 KiB ahead, as the one-row kernels do for theirs.
+// Y10), four weight rows; Y9 = d_w·d_x broadcast per row. Decode streams
+// the weight from memory: matMulFast gives the four rows of a tile from
+// four far-apart runs of rows (rb the run's length), so that each row
+// is a stream of its own and prefetches 2 KiB ahead in it, as the
+// one-row kernels do.
 
 // SCALE1(row): Y9 = d_w·d_x (eight lanes) for the row's f16 d_w at (row).
 #define SCALE1(row) \
@@ -344,7 +347,7 @@ q80t44loop:
 	VMULPS       Y10, Y9, Y9
 
 #define ROW4x1_Q4_0(row, acc) \
-	PREFETCHT0   1024(row) \
+	PREFETCHT0   2048(row) \
 	UNPACK4(row, 2) \
 	SCALE1(row) \
 	VMOVDQA      Y2, Y8 \
@@ -387,7 +390,7 @@ q40t41loop:
 // Q4_1: mins of row r in X(2+r) lane 0, one scalar fused multiply-add
 // per block as in dotQ4_1AVX2.
 #define ROW4x1_Q4_1(row, mins, acc) \
-	PREFETCHT0   1024(row) \
+	PREFETCHT0   2048(row) \
 	UNPACK4(row, 4) \
 	SCALE1(row) \
 	VPBROADCASTW 2(row), X7 \
@@ -433,7 +436,7 @@ q41t41loop:
 	RET
 
 #define ROW4x1_Q8_0(row, acc) \
-	PREFETCHT0   1024(row) \
+	PREFETCHT0   2048(row) \
 	VMOVDQU      2(row), Y6 \
 	NEGSUM(Y6, Y1, Y7) \
 	SCALE1(row) \
