@@ -56,7 +56,8 @@ var dotQ4_1x4 = func(w []byte, qx []int8, dx, sx []float32, i int, out *[4]float
 // each) against activation rows i… of qx, dx and sx (rows of k = 32·nb).
 // A 4x4 tile sets out[4r+c] to weight row r · activation row i+c, a 4x1
 // tile out[r] to weight row r · activation row i. Every value is bitwise
-// the one-row kernel's (dotQ8_0, dotQ4_0, dotQ4_1), so a caller may mix
+// the one-row kernel's (dotQ8_0, dotQ4_0, dotQ4_1, dotQ4_K; Q4_K rows
+// are whole super-blocks, nb a multiple of 8), so a caller may mix
 // tiles and one-row calls freely. These defaults are made of the four-row
 // and one-row kernels; dot_amd64.go replaces them with AVX-512 VNNI
 // assembly where the CPU has it.
@@ -76,6 +77,19 @@ var (
 	tileQ4_1x4 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
 		for r := range 4 {
 			dotQ4_1x4(w[r*rb:r*rb+nb*20], qx, dx, sx, i, (*[4]float32)(out[4*r:]))
+		}
+	}
+	tileQ4_Kx4 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+		k := nb * 32
+		for r := range 4 {
+			for c := range 4 {
+				out[4*r+c] = dotQ4_K(w[r*rb:r*rb+nb/8*144], qx[(i+c)*k:(i+c+1)*k], dx[(i+c)*nb:(i+c+1)*nb], sx[(i+c)*nb:(i+c+1)*nb])
+			}
+		}
+	}
+	tileQ4_Kx1 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+		for r := range 4 {
+			out[r] = dotQ4_K(w[r*rb:r*rb+nb/8*144], qx[i*nb*32:(i+1)*nb*32], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
 		}
 	}
 	tileQ8_0x1 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, _ []float32, i int, out *[16]float32) {

@@ -58,6 +58,25 @@ func useVNNI() {
 	tileQ8_0x1 = tile4x1Asm(dotQ8_0t4x1VNNI, 34)
 	tileQ4_0x1 = tile4x1Asm(dotQ4_0t4x1VNNI, 18)
 	tileQ4_1x1 = tile4x1Asm(dotQ4_1t4x1VNNI, 20)
+	tileQ4_Kx4 = tileQ4_Kx4Asm
+}
+
+//go:noescape
+func dotQ4_Kt1x4VNNI(w *byte, qx *int8, dx, sx *float32, ds, nsb int, out *float32)
+
+// tileQ4_Kx4Asm is the Q4_K 4x4 tile: four calls of the one weight row
+// by four activation rows kernel.
+func tileQ4_Kx4Asm(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+	nsb := nb / 8
+	if nsb == 0 {
+		*out = [16]float32{}
+		return
+	}
+	k := nb * 32
+	_, _, _, _ = w[3*rb+nsb*144-1], qx[(i+4)*k-1], dx[(i+4)*nb-1], sx[(i+4)*nb-1]
+	for r := range 4 {
+		dotQ4_Kt1x4VNNI(&w[r*rb], &qx[i*k], &dx[i*nb], &sx[i*nb], 4*nb, nsb, &out[4*r])
+	}
 }
 
 // Implemented in tile_amd64.s.

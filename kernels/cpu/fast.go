@@ -124,12 +124,13 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		b.matMulDequant(d, xs, wt)
 		return
 	}
-	// Tiles of four weight rows (Q8_0, Q4_0, Q4_1): against four
+	// Tiles of four weight rows (Q8_0, Q4_0, Q4_1, Q4_K): against four
 	// activation rows at a time, then one at a time for the rest; each
 	// value bitwise the one-row kernel's, like rowDot's.
 	// In decode (n < 4) Q8_0 keeps its one-row kernel, which streams
 	// the weight as fast as the 4x1 tile does (BenchmarkMatMulDecode);
-	// Q4_0's and Q4_1's are slower, being one dependency chain.
+	// Q4_0's and Q4_1's are slower, being one dependency chain. Q4_K has
+	// no 4x1 tile of its own.
 	var t4, t1 tileFunc
 	decodeTiles := true
 	if wt.weight {
@@ -140,6 +141,8 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 			t4, t1 = tileQ4_0x4, tileQ4_0x1
 		case tensor.Q4_1:
 			t4, t1 = tileQ4_1x4, tileQ4_1x1
+		case tensor.Q4_K:
+			t4, t1, decodeTiles = tileQ4_Kx4, tileQ4_Kx1, false
 		}
 	}
 	per := rowsPerTask

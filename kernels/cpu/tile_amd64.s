@@ -476,3 +476,151 @@ q80t41loop:
 	VZEROUPPER
 	RET
 
+
+// Q4_K: one weight row against four activation rows (a 4x4 tile is four
+// calls). Per super-block the row's scales and mins are unpacked once, as
+// dotQ4_KAVX2 does, and serve the four activation rows; per pair
+//
+//	acc  += float(Σ q_w·q_x) · ((d·sc_s)·d_x,s)   per sub-block s, in order
+//	accm += (dmin·m) · s_x                        eight lanes, one FMA
+//
+// out = hsum(acc) − hsum(accm), bitwise dotQ4_KAVX2's. Activation row c's
+// quants are at DI + c·8·ds (k = 32·nb bytes, ds = 4·nb): (DI),
+// (DI)(R10*8), (R9), (R9)(R10*8); its scales at (DX), (DX)(R10*1),
+// (DX)(R10*2), (DX)(R14*1), sums likewise from R8. acc Y16…Y19, accm
+// Y20…Y23, the scales (d·sc_s)·d_x,s of row c at 32c(SP).
+
+#define HSUM(Y, X) \
+	VEXTRACTF128 $1, Y, X8 \
+	VADDPS       X8, X, X  \
+	VMOVHLPS     X, X, X8  \
+	VADDPS       X8, X, X  \
+	VMOVSHDUP    X, X8     \
+	VADDSS       X8, X, X
+
+// Q4KPAIR(q, x, s, acc): acc += float(vpdpbusd(q, x)) · s(SP) broadcast.
+#define Q4KPAIR(q, x, s, acc) \
+	VPXOR            Y10, Y10, Y10 \
+	VPDPBUSD         x, q, Y10 \
+	VCVTDQ2PS        Y10, Y10 \
+	VFMADD231PS.BCST s(SP), Y10, acc
+
+// Q4KCHUNK4(qoff, xoff, s0): sub-blocks s0/4 (low nibbles) and s0/4+1
+// (high) for the four activation rows.
+#define Q4KCHUNK4(qoff, xoff, s0) \
+	VMOVDQU qoff(SI), Y7 \
+	VPAND   Y14, Y7, Y11 \
+	VPSRLW  $4, Y7, Y7 \
+	VPAND   Y14, Y7, Y12 \
+	Q4KPAIR(Y11, xoff(DI), s0, Y16) \
+	Q4KPAIR(Y12, xoff+32(DI), s0+4, Y16) \
+	Q4KPAIR(Y11, xoff(DI)(R10*8), s0+32, Y17) \
+	Q4KPAIR(Y12, xoff+32(DI)(R10*8), s0+36, Y17) \
+	Q4KPAIR(Y11, xoff(R9), s0+64, Y18) \
+	Q4KPAIR(Y12, xoff+32(R9), s0+68, Y18) \
+	Q4KPAIR(Y11, xoff(R9)(R10*8), s0+96, Y19) \
+	Q4KPAIR(Y12, xoff+32(R9)(R10*8), s0+100, Y19)
+
+#define Q4KOUT(acc, accm, off) \
+	VMOVAPS acc, Y0 \
+	VMOVAPS accm, Y1 \
+	HSUM(Y0, X0) \
+	HSUM(Y1, X1) \
+	VSUBSS  X1, X0, X0 \
+	VMOVSS  X0, off(R8)
+
+// func dotQ4_Kt1x4VNNI(w *byte, qx *int8, dx, sx *float32, ds, nsb int, out *float32)
+TEXT ·dotQ4_Kt1x4VNNI(SB), NOSPLIT, $136-56
+	MOVQ         w+0(FP), SI
+	MOVQ         qx+8(FP), DI
+	MOVQ         dx+16(FP), DX
+	MOVQ         sx+24(FP), R8
+	MOVQ         ds+32(FP), R10
+	MOVQ         nsb+40(FP), AX
+	MOVQ         AX, 128(SP)
+	LEAQ         (R10)(R10*2), R14
+	LEAQ         (DI)(R10*8), R9
+	LEAQ         (R9)(R10*8), R9
+	VPXORD       Y16, Y16, Y16
+	VPXORD       Y17, Y17, Y17
+	VPXORD       Y18, Y18, Y18
+	VPXORD       Y19, Y19, Y19
+	VPXORD       Y20, Y20, Y20
+	VPXORD       Y21, Y21, Y21
+	VPXORD       Y22, Y22, Y22
+	VPXORD       Y23, Y23, Y23
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+
+q4kt14loop:
+	MOVL         4(SI), AX      // utmp0
+	MOVL         8(SI), BX      // utmp1
+	MOVL         12(SI), CX     // utmp2
+	MOVL         CX, R11
+	SHRL         $4, R11
+	ANDL         $0x0f0f0f0f, R11
+	MOVL         BX, R12
+	SHRL         $6, R12
+	ANDL         $0x03030303, R12
+	SHLL         $4, R12
+	ORL          R12, R11       // mins 4…7
+	MOVL         BX, R13
+	ANDL         $0x3f3f3f3f, R13 // mins 0…3
+	MOVL         CX, R12
+	ANDL         $0x0f0f0f0f, R12
+	MOVL         AX, BX
+	SHRL         $6, BX
+	ANDL         $0x03030303, BX
+	SHLL         $4, BX
+	ORL          BX, R12        // scales 4…7
+	ANDL         $0x3f3f3f3f, AX // scales 0…3
+	SHLQ         $32, R12
+	ORQ          R12, AX
+	SHLQ         $32, R11
+	ORQ          R11, R13
+	VMOVQ        AX, X2
+	VPMOVZXBD    X2, Y2
+	VCVTDQ2PS    Y2, Y2         // sc
+	VMOVQ        R13, X3
+	VPMOVZXBD    X3, Y3
+	VCVTDQ2PS    Y3, Y3         // m
+	MOVL         (SI), BX
+	VMOVD        BX, X4
+	VCVTPH2PS    X4, X4         // d, dmin
+	VBROADCASTSS X4, Y5
+	VMOVSHDUP    X4, X6
+	VBROADCASTSS X6, Y6
+	VMULPS       Y5, Y2, Y2     // d·sc
+	VMULPS       Y6, Y3, Y3     // dmin·m
+	VMULPS       (DX), Y2, Y9
+	VMOVUPS      Y9, 0(SP)
+	VFMADD231PS  (R8), Y3, Y20
+	VMULPS       (DX)(R10*1), Y2, Y9
+	VMOVUPS      Y9, 32(SP)
+	VFMADD231PS  (R8)(R10*1), Y3, Y21
+	VMULPS       (DX)(R10*2), Y2, Y9
+	VMOVUPS      Y9, 64(SP)
+	VFMADD231PS  (R8)(R10*2), Y3, Y22
+	VMULPS       (DX)(R14*1), Y2, Y9
+	VMOVUPS      Y9, 96(SP)
+	VFMADD231PS  (R8)(R14*1), Y3, Y23
+	Q4KCHUNK4(16, 0, 0)
+	Q4KCHUNK4(48, 64, 8)
+	Q4KCHUNK4(80, 128, 16)
+	Q4KCHUNK4(112, 192, 24)
+	ADDQ         $144, SI
+	ADDQ         $256, DI
+	ADDQ         $256, R9
+	ADDQ         $32, DX
+	ADDQ         $32, R8
+	DECQ         128(SP)
+	JNZ          q4kt14loop
+
+	MOVQ out+48(FP), R8
+	Q4KOUT(Y16, Y20, 0)
+	Q4KOUT(Y17, Y21, 4)
+	Q4KOUT(Y18, Y22, 8)
+	Q4KOUT(Y19, Y23, 12)
+	VZEROUPPER
+	RET

@@ -16,7 +16,7 @@ import (
 func TestTilesBitwise(t *testing.T) {
 	t.Logf("kernels: %s", SIMD())
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, nb := range []int{1, 2, 3, 7, 28, 33} {
+	for _, nb := range []int{1, 2, 3, 7, 8, 24, 28, 33} {
 		k, nx := nb*32, 7
 		x := make([]float32, nx*k)
 		for i := range x {
@@ -33,8 +33,12 @@ func TestTilesBitwise(t *testing.T) {
 			{tensor.Q8_0, tileQ8_0x4, tileQ8_0x1, func(w []byte, qx []int8, dx, _ []float32) float32 { return dotQ8_0(w, qx, dx) }},
 			{tensor.Q4_0, tileQ4_0x4, tileQ4_0x1, func(w []byte, qx []int8, dx, _ []float32) float32 { return dotQ4_0(w, qx, dx) }},
 			{tensor.Q4_1, tileQ4_1x4, tileQ4_1x1, dotQ4_1},
+			{tensor.Q4_K, tileQ4_Kx4, tileQ4_Kx1, dotQ4_K},
 		} {
-			size := c.dt.BlockBytes()
+			if c.dt == tensor.Q4_K && nb%8 != 0 {
+				continue // rows of whole 256-value super-blocks only
+			}
+			size := c.dt.BlockBytes() * 32 / c.dt.BlockSize() // bytes per 32 values
 			for _, pad := range []int{0, 5} {
 				rb := nb*size + pad
 				w := make([]byte, 4*rb)
@@ -43,7 +47,16 @@ func TestTilesBitwise(t *testing.T) {
 					for i := range src {
 						src[i] = float32(r.NormFloat64()) * float32(row+1)
 					}
-					if err := tensor.Quantize(c.dt, src, w[row*rb:row*rb+nb*size]); err != nil {
+					wr := w[row*rb : row*rb+nb*size]
+					if c.dt == tensor.Q4_K {
+						// random super-blocks with f16 d and dmin 2^-10·(row+1)
+						for i := range wr {
+							wr[i] = byte(r.Uint32())
+						}
+						for blk := 0; blk < len(wr); blk += 144 {
+							wr[blk], wr[blk+1], wr[blk+2], wr[blk+3] = 0, 0x14+byte(row), 0, 0x14
+						}
+					} else if err := tensor.Quantize(c.dt, src, wr); err != nil {
 						t.Fatal(err)
 					}
 				}
