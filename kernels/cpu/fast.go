@@ -155,8 +155,16 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 			per = max(4, min(decodeRowsPerTask, m/(4*b.threads)&^3))
 		}
 	}
+	if t4 != nil {
+		for w := range b.threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
+			b.scratch.buf(b.threads, w, 16)
+		}
+	}
 	b.pool.runRanges(m, per, func(w, j0, j1 int) {
-		var out [16]float32
+		var out *[16]float32
+		if t4 != nil {
+			out = (*[16]float32)(b.scratch.work[w][:16])
+		}
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
 			j := j0
@@ -168,7 +176,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 				q := (j1 - j0) / 4
 				for t := range q {
 					for i := i0; i < i1; i++ {
-						t1(wt.raw[(j0+t)*rb:], q*rb, nb, qx, dx, sx, i, &out)
+						t1(wt.raw[(j0+t)*rb:], q*rb, nb, qx, dx, sx, i, out)
 						for r := range 4 {
 							d.f32[i*m+j0+t+r*q] = out[r]
 						}
@@ -182,14 +190,14 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 					wj := wt.raw[j*rb:]
 					i := i0
 					for ; i+4 <= i1; i += 4 {
-						t4(wj, rb, nb, qx, dx, sx, i, &out)
+						t4(wj, rb, nb, qx, dx, sx, i, out)
 						for c := range 4 {
 							row := d.f32[(i+c)*m+j:][:4]
 							row[0], row[1], row[2], row[3] = out[c], out[4+c], out[8+c], out[12+c]
 						}
 					}
 					for ; i < i1; i++ {
-						t1(wj, rb, nb, qx, dx, sx, i, &out)
+						t1(wj, rb, nb, qx, dx, sx, i, out)
 						copy(d.f32[i*m+j:][:4], out[:4])
 					}
 				}
