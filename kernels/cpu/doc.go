@@ -74,11 +74,20 @@
 //     activations, in float64).
 //   - other dtypes: the row dequantised once per tile, then the F32 dot.
 //   - prefill: the weight rows of a task are dotted with tiles of 64
-//     activation rows while in cache, four activation rows per weight
-//     block for Q8_0, Q4_0 and Q4_1 (each result bitwise the one-row
-//     kernel's).
+//     activation rows while in cache, by tiles of four weight rows × four
+//     activation rows for Q8_0, Q4_0, Q4_1 and Q4_K (each result bitwise
+//     the one-row kernel's: a pair keeps the one-row kernel's eight
+//     lanes and float steps, only the exact integer sums are formed
+//     otherwise). With AVX-512 VNNI (tile_amd64.s: vpdpbusd, registers
+//     Y16…Y31) these are kernels of their own; without, four-row and
+//     one-row calls.
+//   - decode: Q4_0 and Q4_1 (VNNI) dot four weight rows at once, four
+//     independent dependency chains, the rows taken from four quarters
+//     of a task so that the weight is read as four sequential streams.
 //   - Attention: float32 dots and V accumulation, a vector exp; SwiGLU:
-//     silu·u with the vector exp.
+//     silu·u with the vector exp. Over an F32 cache a head's scores and
+//     weighted sum are one assembly call each (attention_amd64.s), bitwise
+//     the per-cell dotF32 and axpyF32.
 //
 // Every output element is still one kernel call on its own inputs in a
 // fixed order, so results are bitwise independent of the batch size, the

@@ -52,6 +52,90 @@ var dotQ4_1x4 = func(w []byte, qx []int8, dx, sx []float32, i int, out *[4]float
 	}
 }
 
+// Tiles: four weight rows (w[0:], w[rb:], w[2rb:], w[3rb:], nb blocks
+// each) against activation rows i… of qx, dx and sx (rows of k = 32·nb).
+// A 4x4 tile sets out[4r+c] to weight row r · activation row i+c, a 4x1
+// tile out[r] to weight row r · activation row i. Every value is bitwise
+// the one-row kernel's (dotQ8_0, dotQ4_0, dotQ4_1, dotQ4_K; Q4_K rows
+// are whole super-blocks, nb a multiple of 8), so a caller may mix
+// tiles and one-row calls freely. These defaults are made of the four-row
+// and one-row kernels; dot_amd64.go replaces them with AVX-512 VNNI
+// assembly where the CPU has it.
+type tileFunc func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32)
+
+var (
+	tileQ8_0x4 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, _ []float32, i int, out *[16]float32) {
+		for r := range 4 {
+			dotQ8_0x4(w[r*rb:r*rb+nb*34], qx, dx, i, (*[4]float32)(out[4*r:]))
+		}
+	}
+	tileQ4_0x4 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, _ []float32, i int, out *[16]float32) {
+		for r := range 4 {
+			dotQ4_0x4(w[r*rb:r*rb+nb*18], qx, dx, i, (*[4]float32)(out[4*r:]))
+		}
+	}
+	tileQ4_1x4 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+		for r := range 4 {
+			dotQ4_1x4(w[r*rb:r*rb+nb*20], qx, dx, sx, i, (*[4]float32)(out[4*r:]))
+		}
+	}
+	tileQ4_Kx4 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+		k := nb * 32
+		for r := range 4 {
+			for c := range 4 {
+				out[4*r+c] = dotQ4_K(w[r*rb:r*rb+nb/8*144], qx[(i+c)*k:(i+c+1)*k], dx[(i+c)*nb:(i+c+1)*nb], sx[(i+c)*nb:(i+c+1)*nb])
+			}
+		}
+	}
+	tileQ4_Kx1 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+		for r := range 4 {
+			out[r] = dotQ4_K(w[r*rb:r*rb+nb/8*144], qx[i*nb*32:(i+1)*nb*32], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+		}
+	}
+	tileQ8_0x1 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, _ []float32, i int, out *[16]float32) {
+		for r := range 4 {
+			out[r] = dotQ8_0(w[r*rb:r*rb+nb*34], qx[i*nb*32:(i+1)*nb*32], dx[i*nb:(i+1)*nb])
+		}
+	}
+	tileQ4_0x1 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, _ []float32, i int, out *[16]float32) {
+		for r := range 4 {
+			out[r] = dotQ4_0(w[r*rb:r*rb+nb*18], qx[i*nb*32:(i+1)*nb*32], dx[i*nb:(i+1)*nb])
+		}
+	}
+	tileQ4_1x1 tileFunc = func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+		for r := range 4 {
+			out[r] = dotQ4_1(w[r*rb:r*rb+nb*20], qx[i*nb*32:(i+1)*nb*32], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+		}
+	}
+)
+
+// Attention over an F32 cache, one query head: the visible cells idx
+// (rows of k and v, stride floats apart, hd = len(q) values each).
+// attnScoresF32 sets out[c] = dotF32(k row idx[c], q)·scale; attnAccF32
+// adds p[c]·(v row idx[c]) to acc for c in order, as axpyF32 does. Both
+// are bitwise those calls; dot_amd64.go puts in assembly that makes all
+// of them in one call.
+var (
+	attnScoresF32 = attnScoresF32Go
+	attnAccF32    = attnAccF32Go
+)
+
+func attnScoresF32Go(q, k []float32, idx []int32, stride int, scale float32, out []float32) {
+	hd := len(q)
+	for c, j := range idx {
+		at := int(j) * stride
+		out[c] = dotF32(k[at:at+hd], q) * scale
+	}
+}
+
+func attnAccF32Go(v []float32, idx []int32, p []float32, stride int, acc []float32) {
+	hd := len(acc)
+	for c, j := range idx {
+		at := int(j) * stride
+		axpyF32(p[c], v[at:at+hd], acc)
+	}
+}
+
 // rows4 is a four-row kernel made of four calls of the one-row dot, for
 // a weight row of blocks of size bytes.
 func rows4(dot func([]byte, []int8, []float32) float32, size int, w []byte, qx []int8, dx []float32, i int, out *[4]float32) {
@@ -62,11 +146,11 @@ func rows4(dot func([]byte, []int8, []float32) float32, size int, w []byte, qx [
 	}
 }
 
-// simd names the kernels in use ("avx2+fma" or "go").
+// simd names the kernels in use ("avx2+fma+avx512vnni", "avx2+fma" or "go").
 var simd = "go"
 
 // SIMD reports which kernels the fast path uses: "avx2+fma" (Go
-// assembly) or "go" (the pure-Go fallback: another architecture, the
+// assembly), "avx2+fma+avx512vnni" (with the VNNI tile kernels) or "go" (the pure-Go fallback: another architecture, the
 // purego build tag, or a CPU without AVX2, FMA or F16C).
 func SIMD() string { return simd }
 

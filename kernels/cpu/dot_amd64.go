@@ -37,9 +37,106 @@ func dotQ4_1AVX2(w *byte, qx *int8, dx, sx *float32, nb int) float32
 // hasAVX2 reports whether this CPU (and OS) can run the kernels.
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
+// hasVNNI reports whether the tile kernels (tile_amd64.s: vpdpbusd and
+// EVEX encodings on 256-bit vectors, registers Y16…Y31) can run.
+var hasVNNI = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
+
 func init() {
 	if hasAVX2 {
 		useAVX2()
+	}
+	if hasVNNI {
+		useVNNI()
+	}
+}
+
+func useVNNI() {
+	simd = "avx2+fma+avx512vnni"
+	tileQ8_0x4 = tile4x4Asm(dotQ8_0t4x4VNNI, 34)
+	tileQ4_0x4 = tile4x4Asm(dotQ4_0t4x4VNNI, 18)
+	tileQ4_1x4 = tile4x4Asm(dotQ4_1t4x4VNNI, 20)
+	tileQ8_0x1 = tile4x1Asm(dotQ8_0t4x1VNNI, 34)
+	tileQ4_0x1 = tile4x1Asm(dotQ4_0t4x1VNNI, 18)
+	tileQ4_1x1 = tile4x1Asm(dotQ4_1t4x1VNNI, 20)
+	tileQ4_Kx4 = tileQ4_Kx4Asm
+}
+
+//go:noescape
+func dotQ4_Kt1x4VNNI(w *byte, qx *int8, dx, sx *float32, ds, nsb int, out *float32)
+
+// tileQ4_Kx4Asm is the Q4_K 4x4 tile: four calls of the one weight row
+// by four activation rows kernel.
+func tileQ4_Kx4Asm(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+	nsb := nb / 8
+	if nsb == 0 {
+		*out = [16]float32{}
+		return
+	}
+	k := nb * 32
+	_, _, _, _ = w[3*rb+nsb*144-1], qx[(i+4)*k-1], dx[(i+4)*nb-1], sx[(i+4)*nb-1]
+	for r := range 4 {
+		dotQ4_Kt1x4VNNI(&w[r*rb], &qx[i*k], &dx[i*nb], &sx[i*nb], 4*nb, nsb, &out[4*r])
+	}
+}
+
+// Implemented in tile_amd64.s.
+
+//go:noescape
+func dotQ8_0t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_0t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_1t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ8_0t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_0t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_1t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32)
+
+// tile4x4Asm and tile4x1Asm wrap a tile kernel for blocks of size bytes,
+// checking the lengths the assembly trusts. sx may be nil for the kernels
+// that do not read it (Q8_0, Q4_0), never for Q4_1's.
+func tile4x4Asm(kernel func(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32), size int) tileFunc {
+	return func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+		if nb == 0 {
+			*out = [16]float32{}
+			return
+		}
+		k := nb * 32
+		_, _, _ = w[3*rb+nb*size-1], qx[(i+4)*k-1], dx[(i+4)*nb-1]
+		var s *float32
+		if sx != nil {
+			_ = sx[(i+4)*nb-1]
+			s = &sx[i*nb]
+		} else if size == 20 {
+			panic("cpu: Q4_1 tile without sx")
+		}
+		kernel(&w[0], rb, &qx[i*k], k, &dx[i*nb], 4*nb, s, nb, &out[0])
+	}
+}
+
+func tile4x1Asm(kernel func(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32), size int) tileFunc {
+	return func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+		if nb == 0 {
+			*out = [16]float32{}
+			return
+		}
+		k := nb * 32
+		_, _, _ = w[3*rb+nb*size-1], qx[(i+1)*k-1], dx[(i+1)*nb-1]
+		var s *float32
+		if sx != nil {
+			_ = sx[(i+1)*nb-1]
+			s = &sx[i*nb]
+		} else if size == 20 {
+			panic("cpu: Q4_1 tile without sx")
+		}
+		kernel(&w[0], rb, &qx[i*k], &dx[i*nb], s, nb, &out[0])
 	}
 }
 
@@ -53,6 +150,46 @@ func useAVX2() {
 	quantizeQ8 = quantizeQ8Asm
 	dotQ4_K, dotQ6_K = dotQ4_KAsm, dotQ6_KAsm
 	dotQ4_1x4 = dotQ4_1x4Asm
+	attnScoresF32, attnAccF32 = attnScoresF32Asm, attnAccF32Asm
+}
+
+//go:noescape
+func attnScoresF32AVX2(q, k *float32, idx *int32, nv, stride, hd int, scale float32, out *float32)
+
+//go:noescape
+func attnAccF32AVX2(v *float32, idx *int32, p *float32, nv, stride, hd int, acc *float32)
+
+// rowsFit reports whether rows idx (all ≥ 0) of a matrix of stride
+// floats hold hd values each inside m.
+func rowsFit(m []float32, idx []int32, stride, hd int) bool {
+	var top int32
+	for _, j := range idx {
+		top = max(top, j)
+		if j < 0 {
+			return false
+		}
+	}
+	return int(top)*stride+hd <= len(m)
+}
+
+func attnScoresF32Asm(q, k []float32, idx []int32, stride int, scale float32, out []float32) {
+	hd := len(q)
+	if hd == 0 || hd%32 != 0 || len(idx) == 0 || !rowsFit(k, idx, stride, hd) {
+		attnScoresF32Go(q, k, idx, stride, scale, out)
+		return
+	}
+	_ = out[len(idx)-1]
+	attnScoresF32AVX2(&q[0], &k[0], &idx[0], len(idx), stride, hd, scale, &out[0])
+}
+
+func attnAccF32Asm(v []float32, idx []int32, p []float32, stride int, acc []float32) {
+	hd := len(acc)
+	if hd == 0 || hd%64 != 0 || len(idx) == 0 || !rowsFit(v, idx, stride, hd) {
+		attnAccF32Go(v, idx, p, stride, acc)
+		return
+	}
+	_ = p[len(idx)-1]
+	attnAccF32AVX2(&v[0], &idx[0], &p[0], len(idx), stride, hd, &acc[0])
 }
 
 // The wrappers check lengths (the assembly trusts them) and finish the

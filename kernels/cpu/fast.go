@@ -58,6 +58,11 @@ func u16view(b []byte) []uint16 {
 const (
 	xTile       = 64
 	rowsPerTask = 16
+
+	// decodeRowsPerTask: at most this many weight rows per task in
+	// decode (n = 1); a 4x1 tile reads them as four streams of a quarter
+	// each.
+	decodeRowsPerTask = 128
 )
 
 // matMulFast is MatMul on the fast path. Every dst element is one call
@@ -120,43 +125,86 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		b.matMulDequant(d, xs, wt)
 		return
 	}
-	// Prefill's tile: four activation rows against one weight row, each
-	// result bitwise the one-row kernel's (Q8_0, Q4_0, Q4_1).
-	var xrows4 func(j, i int, out *[4]float32)
-	if wt.weight && (wt.dt == tensor.Q8_0 || wt.dt == tensor.Q4_0) && n >= 4 {
-		kx, rb, nb := dotQ8_0x4, wt.rowBytes, k/32
-		if wt.dt == tensor.Q4_0 {
-			kx = dotQ4_0x4
+	// Tiles of four weight rows (Q8_0, Q4_0, Q4_1, Q4_K): against four
+	// activation rows at a time, then one at a time for the rest; each
+	// value bitwise the one-row kernel's, like rowDot's.
+	// In decode (n < 4) Q8_0 keeps its one-row kernel, which streams
+	// the weight as fast as the 4x1 tile does (BenchmarkMatMulDecode);
+	// Q4_0's and Q4_1's are slower, being one dependency chain. Q4_K has
+	// no 4x1 tile of its own.
+	var t4, t1 tileFunc
+	decodeTiles := true
+	if wt.weight {
+		switch wt.dt {
+		case tensor.Q8_0:
+			t4, t1, decodeTiles = tileQ8_0x4, tileQ8_0x1, false
+		case tensor.Q4_0:
+			t4, t1 = tileQ4_0x4, tileQ4_0x1
+		case tensor.Q4_1:
+			t4, t1 = tileQ4_1x4, tileQ4_1x1
+		case tensor.Q4_K:
+			t4, t1, decodeTiles = tileQ4_Kx4, tileQ4_Kx1, false
 		}
-		qx, dx := b.scratch.qx[:n*k], b.scratch.dx[:n*nb]
-		xrows4 = func(j, i int, out *[4]float32) { kx(wt.raw[j*rb:(j+1)*rb], qx, dx, i, out) }
-	}
-	if wt.weight && wt.dt == tensor.Q4_1 && n >= 4 {
-		rb, nb := wt.rowBytes, k/32
-		qx, dx, sx := b.scratch.qx[:n*k], b.scratch.dx[:n*nb], b.scratch.sx[:n*nb]
-		xrows4 = func(j, i int, out *[4]float32) { dotQ4_1x4(wt.raw[j*rb:(j+1)*rb], qx, dx, sx, i, out) }
 	}
 	per := rowsPerTask
 	if n == 1 {
-		// Decode: smaller tasks, so that a slow thread delays the op less.
-		per = max(1, min(rowsPerTask, m/(8*b.threads)))
+		// Decode: tasks long enough that the threads' shared counters
+		// cost little against the task's reads (two threads streamed
+		// 896-wide Q8_0 rows 20% slower by tasks of 16 rows than of 64),
+		// and that the four streams of a 4x1 tile are some KiB each (two
+		// threads decoded Q4_0 16% faster with tasks of 128 rows than of
+		// 64); at most a quarter of a thread's share.
+		per = max(4, min(decodeRowsPerTask, m/(4*b.threads))&^3)
+	}
+	if t4 != nil {
+		for w := range b.threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
+			b.scratch.buf(b.threads, w, 16)
+		}
 	}
 	b.pool.runRanges(m, per, func(w, j0, j1 int) {
-		var four [4]float32
+		var out *[16]float32
+		if t4 != nil {
+			out = (*[16]float32)(b.scratch.work[w][:16])
+		}
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
-			rest := i0 // the first row not done by xrows4
-			if xrows4 != nil {
-				rest = i0 + (i1-i0)&^3
-				for j := j0; j < j1; j++ {
-					for i := i0; i < rest; i += 4 {
-						xrows4(j, i, &four)
-						d.f32[i*m+j], d.f32[(i+1)*m+j], d.f32[(i+2)*m+j], d.f32[(i+3)*m+j] = four[0], four[1], four[2], four[3]
+			j := j0
+			if t1 != nil && decodeTiles && n < 4 {
+				// Decode: the four rows of a tile come from four runs of
+				// q rows each (a tile's rows q apart), so that the weight
+				// is read as four sequential streams.
+				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.rowBytes, k/32
+				q := (j1 - j0) / 4
+				for t := range q {
+					for i := i0; i < i1; i++ {
+						t1(wt.raw[(j0+t)*rb:], q*rb, nb, qx, dx, sx, i, out)
+						for r := range 4 {
+							d.f32[i*m+j0+t+r*q] = out[r]
+						}
+					}
+				}
+				j = j0 + 4*q
+			}
+			if t4 != nil && n >= 4 {
+				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.rowBytes, k/32
+				for ; j+4 <= j1; j += 4 {
+					wj := wt.raw[j*rb:]
+					i := i0
+					for ; i+4 <= i1; i += 4 {
+						t4(wj, rb, nb, qx, dx, sx, i, out)
+						for c := range 4 {
+							row := d.f32[(i+c)*m+j:][:4]
+							row[0], row[1], row[2], row[3] = out[c], out[4+c], out[8+c], out[12+c]
+						}
+					}
+					for ; i < i1; i++ {
+						t1(wj, rb, nb, qx, dx, sx, i, out)
+						copy(d.f32[i*m+j:][:4], out[:4])
 					}
 				}
 			}
-			for j := j0; j < j1; j++ {
-				for i := rest; i < i1; i++ {
+			for ; j < j1; j++ {
+				for i := i0; i < i1; i++ {
 					d.f32[i*m+j] = rowDot(w, j, i)
 				}
 			}
@@ -215,9 +263,11 @@ func (b *Backend) quantizeActivations(xs *Tensor) (qx []int8, dx, sx []float32) 
 //
 // A task is a token and a run of the query heads that share one KV head
 // (all of them when there are enough tasks for the threads): the mask
-// row is scanned once and each K and V row is used by every head of the
-// run while in cache. Each head's arithmetic is the same whatever the
-// run, so the split never changes a value.
+// row is scanned once, then for an F32 cache each head's scores and sum
+// are one attnScoresF32 and one attnAccF32 call over the visible cells
+// (for F16, cell by cell, each K and V row used by every head of the run
+// while in cache). Each head's arithmetic is the same whatever the run,
+// so the split never changes a value.
 func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, scale float32) {
 	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
 	group := heads / kvHeads
@@ -250,12 +300,14 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 		scores := func(h int) []float32 { return buf[cells+(h-h0)*cells:][:nv] }
 		acc := func(h int) []float32 { return buf[cells+run*cells+(h-h0)*hd:][:hd] }
 		q := func(h int) []float32 { return qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd] }
-		for c, j := range seen[:nv] {
-			at := int(j)*ks.cols + off
+		if ks.dt == tensor.F32 {
 			for h := h0; h < h1; h++ {
-				if ks.dt == tensor.F32 {
-					scores(h)[c] = dotF32(ks.f32[at:at+hd], q(h)) * scale
-				} else {
+				attnScoresF32(q(h), ks.f32[off:], seen[:nv], ks.cols, scale, scores(h))
+			}
+		} else {
+			for c, j := range seen[:nv] {
+				at := int(j)*ks.cols + off
+				for h := h0; h < h1; h++ {
 					scores(h)[c] = dotF16(ks.f16[at:at+hd], q(h)) * scale
 				}
 			}
@@ -278,12 +330,14 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 			sums = append(sums, sum)
 			clear(acc(h))
 		}
-		for c, j := range seen[:nv] {
-			at := int(j)*vs.cols + off
+		if vs.dt == tensor.F32 {
 			for h := h0; h < h1; h++ {
-				if vs.dt == tensor.F32 {
-					axpyF32(scores(h)[c], vs.f32[at:at+hd], acc(h))
-				} else {
+				attnAccF32(vs.f32[off:], seen[:nv], scores(h), vs.cols, acc(h))
+			}
+		} else {
+			for c, j := range seen[:nv] {
+				at := int(j)*vs.cols + off
+				for h := h0; h < h1; h++ {
 					axpyF16(scores(h)[c], vs.f16[at:at+hd], acc(h))
 				}
 			}

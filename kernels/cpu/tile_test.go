@@ -1,0 +1,144 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// The tile kernels (assembly where SIMD says so, else the defaults made
+// of the four-row and one-row kernels) against the one-row kernels, at
+// odd block counts and row strides (rows padded past their blocks): every
+// value bitwise equal. The one-row kernels are checked against the
+// pure-Go reference elsewhere (TestAsmMatchesGo, the kerneltest suite).
+func TestTilesBitwise(t *testing.T) {
+	t.Logf("kernels: %s", SIMD())
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, nb := range []int{1, 2, 3, 7, 8, 24, 28, 33} {
+		k, nx := nb*32, 7
+		x := make([]float32, nx*k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		x[3] = 0 // a zero block scale somewhere is fine too
+		qx, dx, sx := make([]int8, nx*k), make([]float32, nx*nb), make([]float32, nx*nb)
+		quantizeQ8(x, qx, dx, sx)
+		for _, c := range []struct {
+			dt     tensor.DType
+			t4, t1 tileFunc
+			one    func(w []byte, qx []int8, dx, sx []float32) float32
+		}{
+			{tensor.Q8_0, tileQ8_0x4, tileQ8_0x1, func(w []byte, qx []int8, dx, _ []float32) float32 { return dotQ8_0(w, qx, dx) }},
+			{tensor.Q4_0, tileQ4_0x4, tileQ4_0x1, func(w []byte, qx []int8, dx, _ []float32) float32 { return dotQ4_0(w, qx, dx) }},
+			{tensor.Q4_1, tileQ4_1x4, tileQ4_1x1, dotQ4_1},
+			{tensor.Q4_K, tileQ4_Kx4, tileQ4_Kx1, dotQ4_K},
+		} {
+			if c.dt == tensor.Q4_K && nb%8 != 0 {
+				continue // rows of whole 256-value super-blocks only
+			}
+			size := c.dt.BlockBytes() * 32 / c.dt.BlockSize() // bytes per 32 values
+			for _, pad := range []int{0, 5} {
+				rb := nb*size + pad
+				w := make([]byte, 4*rb)
+				for row := range 4 {
+					src := make([]float32, k)
+					for i := range src {
+						src[i] = float32(r.NormFloat64()) * float32(row+1)
+					}
+					wr := w[row*rb : row*rb+nb*size]
+					if c.dt == tensor.Q4_K {
+						// random super-blocks with f16 d and dmin 2^-10·(row+1)
+						for i := range wr {
+							wr[i] = byte(r.Uint32())
+						}
+						for blk := 0; blk < len(wr); blk += 144 {
+							wr[blk], wr[blk+1], wr[blk+2], wr[blk+3] = 0, 0x14+byte(row), 0, 0x14
+						}
+					} else if err := tensor.Quantize(c.dt, src, wr); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want := func(row, i int) float32 {
+					return c.one(w[row*rb:row*rb+nb*size], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+				}
+				check := func(kind string, row, i int, got float32) {
+					t.Helper()
+					if wv := want(row, i); math.Float32bits(got) != math.Float32bits(wv) {
+						t.Errorf("%v nb=%d pad=%d %s: weight row %d, activation row %d: tile %v, one-row %v", c.dt, nb, pad, kind, row, i, got, wv)
+					}
+				}
+				for _, i := range []int{0, 3} {
+					var out [16]float32
+					c.t4(w, rb, nb, qx, dx, sx, i, &out)
+					for row := range 4 {
+						for col := range 4 {
+							check("4x4", row, i+col, out[4*row+col])
+						}
+					}
+				}
+				for _, i := range []int{0, 6} {
+					var out [16]float32
+					c.t1(w, rb, nb, qx, dx, sx, i, &out)
+					for row := range 4 {
+						check("4x1", row, i, out[row])
+					}
+				}
+			}
+		}
+	}
+}
+
+// The attention kernels (assembly where SIMD says so) against per-cell
+// dotF32 and axpyF32 calls: bitwise equal, at head sizes the assembly
+// takes (multiples of 32 and 64) and others it leaves to Go.
+func TestAttnKernelsBitwise(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, hd := range []int{8, 32, 64, 96, 128} {
+		for _, nv := range []int{1, 3, 17} {
+			const cells = 40
+			stride := 3*hd + 8
+			k, v := make([]float32, cells*stride), make([]float32, cells*stride)
+			for i := range k {
+				k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+			q, p := make([]float32, hd), make([]float32, nv)
+			for i := range q {
+				q[i] = float32(r.NormFloat64())
+			}
+			idx := make([]int32, nv)
+			for c := range idx {
+				idx[c] = int32(r.IntN(cells))
+				p[c] = r.Float32()
+			}
+			off := hd + 3
+			got, want := make([]float32, nv), make([]float32, nv)
+			attnScoresF32(q, k[off:], idx, stride, 0.125, got)
+			for c, j := range idx {
+				at := int(j)*stride + off
+				want[c] = dotF32(k[at:at+hd], q) * 0.125
+			}
+			accGot, accWant := make([]float32, hd), make([]float32, hd)
+			for e := range accGot {
+				accGot[e] = float32(e)
+				accWant[e] = float32(e)
+			}
+			attnAccF32(v[off:], idx, p, stride, accGot)
+			for c, j := range idx {
+				at := int(j)*stride + off
+				axpyF32(p[c], v[at:at+hd], accWant)
+			}
+			for c := range got {
+				if math.Float32bits(got[c]) != math.Float32bits(want[c]) {
+					t.Errorf("hd=%d nv=%d: score %d = %v, per-cell dotF32 %v", hd, nv, c, got[c], want[c])
+				}
+			}
+			for e := range accGot {
+				if math.Float32bits(accGot[e]) != math.Float32bits(accWant[e]) {
+					t.Errorf("hd=%d nv=%d: acc[%d] = %v, per-cell axpyF32 %v", hd, nv, e, accGot[e], accWant[e])
+				}
+			}
+		}
+	}
+}
