@@ -111,15 +111,20 @@ def write(out, shape, name, rng):
 
 def main():
     args = sys.argv[1:]
-    if not args:
+    if not args or args[0] in ("-h", "--help") or args[0].startswith("-"):
         sys.exit(__doc__)
     out, shapes, types = args[0], list(SHAPES), []
     i = 1
     while i < len(args):
         if args[i] == "--shape":
             shapes = args[i + 1].split(","); i += 2
+        elif args[i].startswith("-"):
+            sys.exit(f"unknown flag {args[i]}\n\n{__doc__}")
         else:
             types.append(args[i]); i += 1
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        sys.exit(f"unknown shape {unknown}; known: {list(SHAPES)}")
     types = types or ["F16", "BF16", "Q8_0", "Q4_0", "Q4_K"]
     os.makedirs(out, exist_ok=True)
     for shape in shapes:
