@@ -58,11 +58,6 @@ func u16view(b []byte) []uint16 {
 const (
 	xTile       = 64
 	rowsPerTask = 16
-
-	// decodeRowsPerTask: at most this many weight rows per task in
-	// decode (n = 1); a 4x1 tile reads them as four streams of a quarter
-	// each.
-	decodeRowsPerTask = 128
 )
 
 // matMulFast is MatMul on the fast path. Every dst element is one call
@@ -148,13 +143,13 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	}
 	per := rowsPerTask
 	if n == 1 {
-		// Decode: tasks long enough that the threads' shared counters
-		// cost little against the task's reads (two threads streamed
-		// 896-wide Q8_0 rows 20% slower by tasks of 16 rows than of 64),
-		// and that the four streams of a 4x1 tile are some KiB each (two
-		// threads decoded Q4_0 16% faster with tasks of 128 rows than of
-		// 64); at most a quarter of a thread's share.
-		per = max(4, min(decodeRowsPerTask, m/(4*b.threads))&^3)
+		// Decode: one task per thread, its whole part of the weight
+		// (a static split: one claim of the shared counters per thread
+		// and op, and a 4x1 tile's four streams a quarter of the part
+		// each). Tasks of 128 rows streamed Q4_0 and Q4_1 17% slower, at
+		// one thread and two (BenchmarkMatMulDecode); a thread that
+		// finishes first still takes a late helper's part.
+		per = max(4, (m+b.threads-1)/b.threads+3)&^3
 	}
 	if t4 != nil {
 		for w := range b.threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
