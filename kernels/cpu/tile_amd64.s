@@ -159,6 +159,16 @@
 	PAIR_C(Y4, (DI)(R9*2), s+8, a2) \
 	PAIR_C(Y5, (DI)(R13*1), s+12, a3)
 
+// ROW4x4_Q4_0R: ROW4x4_Q4_0 with the activation blocks in Y13, Y14,
+// Y15, Y7 (loaded once per block instead of once per weight row).
+#define ROW4x4_Q4_0R(row, s, a0, a1, a2, a3) \
+	UNPACK4(row, 2) \
+	SCALES(row, 0, s) \
+	PAIR_C(Y2, Y13, s, a0) \
+	PAIR_C(Y3, Y14, s+4, a1) \
+	PAIR_C(Y4, Y15, s+8, a2) \
+	PAIR_C(Y5, Y7, s+12, a3)
+
 // func dotQ4_0t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
 TEXT ·dotQ4_0t4x4VNNI(SB), NOSPLIT, $64-72
 	ROWS_SETUP
@@ -170,14 +180,18 @@ TEXT ·dotQ4_0t4x4VNNI(SB), NOSPLIT, $64-72
 
 q40t44loop:
 	DX4(DX, X10)
-	NEGSUM((DI), Y1, Y2)
-	NEGSUM((DI)(R9*1), Y1, Y3)
-	NEGSUM((DI)(R9*2), Y1, Y4)
-	NEGSUM((DI)(R13*1), Y1, Y5)
-	ROW4x4_Q4_0(SI, 0, Y16, Y17, Y18, Y19)
-	ROW4x4_Q4_0(R11, 16, Y20, Y21, Y22, Y23)
-	ROW4x4_Q4_0(R12, 32, Y24, Y25, Y26, Y27)
-	ROW4x4_Q4_0(BX, 48, Y28, Y29, Y30, Y31)
+	VMOVDQU (DI), Y13
+	VMOVDQU (DI)(R9*1), Y14
+	VMOVDQU (DI)(R9*2), Y15
+	VMOVDQU (DI)(R13*1), Y7
+	NEGSUM(Y13, Y1, Y2)
+	NEGSUM(Y14, Y1, Y3)
+	NEGSUM(Y15, Y1, Y4)
+	NEGSUM(Y7, Y1, Y5)
+	ROW4x4_Q4_0R(SI, 0, Y16, Y17, Y18, Y19)
+	ROW4x4_Q4_0R(R11, 16, Y20, Y21, Y22, Y23)
+	ROW4x4_Q4_0R(R12, 32, Y24, Y25, Y26, Y27)
+	ROW4x4_Q4_0R(BX, 48, Y28, Y29, Y30, Y31)
 	ADDQ $18, SI
 	ADDQ $18, R11
 	ADDQ $18, R12
