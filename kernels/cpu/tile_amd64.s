@@ -222,17 +222,18 @@ q40t44loop:
 	RET
 
 // Q4_1 row r: its minimum m_w times the activation rows' s_x (X13) into
-// mins (four lanes, one per activation row), one fused multiply-add each.
+// mins (four lanes, one per activation row), one fused multiply-add each;
+// the activation blocks in Y1, Y11, Y14, Y15 (loaded once per block).
 #define ROW4x4_Q4_1(row, s, mins, a0, a1, a2, a3) \
 	UNPACK4(row, 4) \
 	SCALES(row, 0, s) \
 	VPBROADCASTW 2(row), X7 \
 	VCVTPH2PS    X7, X7 \
 	VFMADD231PS  X13, X7, mins \
-	PAIR_Z((DI), s, a0) \
-	PAIR_Z((DI)(R9*1), s+4, a1) \
-	PAIR_Z((DI)(R9*2), s+8, a2) \
-	PAIR_Z((DI)(R13*1), s+12, a3)
+	PAIR_Z(Y1, s, a0) \
+	PAIR_Z(Y11, s+4, a1) \
+	PAIR_Z(Y14, s+8, a2) \
+	PAIR_Z(Y15, s+12, a3)
 
 // func dotQ4_1t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
 TEXT ·dotQ4_1t4x4VNNI(SB), NOSPLIT, $64-72
@@ -248,6 +249,10 @@ TEXT ·dotQ4_1t4x4VNNI(SB), NOSPLIT, $64-72
 q41t44loop:
 	DX4(DX, X10)
 	DX4(R8, X13)
+	VMOVDQU (DI), Y1
+	VMOVDQU (DI)(R9*1), Y11
+	VMOVDQU (DI)(R9*2), Y14
+	VMOVDQU (DI)(R13*1), Y15
 	ROW4x4_Q4_1(SI, 0, X2, Y16, Y17, Y18, Y19)
 	ROW4x4_Q4_1(R11, 16, X3, Y20, Y21, Y22, Y23)
 	ROW4x4_Q4_1(R12, 32, X4, Y24, Y25, Y26, Y27)
