@@ -58,6 +58,10 @@ func u16view(b []byte) []uint16 {
 const (
 	xTile       = 64
 	rowsPerTask = 16
+
+	// decodeTaskBytes: in decode (n = 1) a thread's part of the weight
+	// goes by tasks of about this many bytes.
+	decodeTaskBytes = 1 << 20
 )
 
 // matMulFast is MatMul on the fast path. Every dst element is one call
@@ -143,13 +147,18 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	}
 	per := rowsPerTask
 	if n == 1 {
-		// Decode: one task per thread, its whole part of the weight
-		// (a static split: one claim of the shared counters per thread
-		// and op, and a 4x1 tile's four streams a quarter of the part
-		// each). Tasks of 128 rows streamed Q4_0 and Q4_1 17% slower, at
-		// one thread and two (BenchmarkMatMulDecode); a thread that
-		// finishes first still takes a late helper's part.
-		per = max(4, (m+b.threads-1)/b.threads+3)&^3
+		// Decode: each thread's part of the weight (contiguous, as
+		// runRanges splits it) goes by tasks of about decodeTaskBytes,
+		// so the threads claim the shared counters a few times per op,
+		// and a 4x1 tile's four streams are a quarter of a task each.
+		// Tasks of 128 rows streamed Q4_0 and Q4_1 17% slower, at one
+		// thread and two (BenchmarkMatMulDecode); one task per part
+		// decoded Llama-3.2-1B Q4_K a third slower at two threads (a
+		// thread held up a moment holds its whole part).
+		rb := max(wt.rowBytes, 4*k) // an F32/F16 activation operand has none
+		part := (m + b.threads - 1) / b.threads
+		chunks := max(1, (part*rb+decodeTaskBytes-1)/decodeTaskBytes)
+		per = max(4, (part+chunks-1)/chunks+3) &^ 3
 	}
 	if t4 != nil {
 		for w := range b.threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
