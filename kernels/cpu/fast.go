@@ -155,7 +155,10 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		// thread and two (BenchmarkMatMulDecode); one task per part
 		// decoded Llama-3.2-1B Q4_K a third slower at two threads (a
 		// thread held up a moment holds its whole part).
-		rb := max(wt.rowBytes, 4*k) // an F32/F16 activation operand has none
+		rb := wt.rowBytes
+		if !wt.weight {
+			rb = 4 * k // F32 or F16 activations (rowBytes is the weights')
+		}
 		part := (m + b.threads - 1) / b.threads
 		chunks := max(1, (part*rb+decodeTaskBytes-1)/decodeTaskBytes)
 		per = max(4, (part+chunks-1)/chunks+3) &^ 3
