@@ -129,8 +129,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	// value bitwise the one-row kernel's, like rowDot's.
 	// In decode (n < 4) Q8_0 keeps its one-row kernel, which streams
 	// the weight as fast as the 4x1 tile does (BenchmarkMatMulDecode);
-	// Q4_0's and Q4_1's are slower, being one dependency chain. Q4_K has
-	// no 4x1 tile of its own.
+	// Q4_0's, Q4_1's and Q4_K's are slower, being one dependency chain.
 	var t4, t1 tileFunc
 	decodeTiles := true
 	if wt.weight {
@@ -142,7 +141,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		case tensor.Q4_1:
 			t4, t1 = tileQ4_1x4, tileQ4_1x1
 		case tensor.Q4_K:
-			t4, t1, decodeTiles = tileQ4_Kx4, tileQ4_Kx1, false
+			t4, t1 = tileQ4_Kx4, tileQ4_Kx1
 		}
 	}
 	per := rowsPerTask
