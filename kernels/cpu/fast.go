@@ -12,6 +12,8 @@ import (
 type fastScratch struct {
 	qx     []int8    // (n·k) activations quantised by quantizeQ8
 	dx, sx []float32 // (n·k/32) their block scales and scaled block sums
+	seen   []int32   // (n, cells) attention: each token's visible cells
+	nseen  []int     // (n) how many
 	work   [][]float32
 }
 
@@ -268,8 +270,9 @@ func (b *Backend) quantizeActivations(xs *Tensor) (qx []int8, dx, sx []float32) 
 // index order, divided by Σ p_j (summed in float64) at the end.
 //
 // A task is a token and a run of the query heads that share one KV head
-// (all of them when there are enough tasks for the threads): the mask
-// row is scanned once, then for an F32 cache each head's scores and sum
+// (all of them when there are enough tasks for the threads). Each
+// token's mask row is scanned once for all its tasks, into a list of
+// its visible cells; then for an F32 cache each head's scores and sum
 // are one attnScoresF32 and one attnAccF32 call over the visible cells
 // (for F16, cell by cell, each K and V row used by every head of the run
 // while in cache). Each head's arithmetic is the same whatever the run,
@@ -282,29 +285,40 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 		run = (run + 1) / 2
 	}
 	perGroup := (group + run - 1) / run // tasks per KV head and token
-	size := cells + run*(cells+hd)      // seen, then per head scores and acc
+	size := run * (cells + hd)          // per head scores and acc
 	for w := range b.threads {
 		b.scratch.buf(b.threads, w, size)
 	}
+	// Each token's visible cells, listed once for all its tasks (the
+	// mask row is as long as the cache, a task's work as long as the
+	// token's visible cells).
+	s := &b.scratch
+	s.seen, s.nseen = grow(s.seen, n*cells), grow(s.nseen, n)
+	b.parallel(n, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			seen, nv := s.seen[t*cells:(t+1)*cells], 0
+			for j, mv := range ms.f32[t*cells : (t+1)*cells] {
+				if mv == 0 {
+					seen[nv] = int32(j)
+					nv++
+				}
+			}
+			s.nseen[t] = nv
+		}
+	})
 	b.pool.run(n*kvHeads*perGroup, func(w, task int) {
 		buf := b.scratch.work[w][:size]
-		seen := unsafe.Slice((*int32)(unsafe.Pointer(&buf[0])), cells) // visible cell indices
 		t, g, part := task/(kvHeads*perGroup), task/perGroup%kvHeads, task%perGroup
 		h0, h1 := g*group+part*run, min(g*group+(part+1)*run, (g+1)*group)
 		off := g * hd // the KV head's columns
-		nv := 0
-		for j, mv := range ms.f32[t*cells : (t+1)*cells] {
-			if mv == 0 {
-				seen[nv] = int32(j)
-				nv++
-			}
-		}
+		nv := s.nseen[t]
+		seen := s.seen[t*cells : t*cells+nv] // visible cell indices
 		if nv == 0 {
 			clear(d.f32[t*d.cols+h0*hd : t*d.cols+h1*hd])
 			return
 		}
-		scores := func(h int) []float32 { return buf[cells+(h-h0)*cells:][:nv] }
-		acc := func(h int) []float32 { return buf[cells+run*cells+(h-h0)*hd:][:hd] }
+		scores := func(h int) []float32 { return buf[(h-h0)*cells:][:nv] }
+		acc := func(h int) []float32 { return buf[run*cells+(h-h0)*hd:][:hd] }
 		q := func(h int) []float32 { return qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd] }
 		if ks.dt == tensor.F32 {
 			for h := h0; h < h1; h++ {
