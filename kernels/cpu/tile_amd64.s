@@ -649,6 +649,9 @@ q4kt14loop:
 // arithmetic of dotQ4_Kt1x4VNNI (so bitwise dotQ4_KAVX2's), acc Y16…Y19,
 // accm Y20…Y23, row r's scales (d·sc_s)·d_x,s at 32r(SP), the activation
 // row's two blocks of a chunk in Y12, Y13 (loaded once for the four rows).
+// It prefetches 8 KiB ahead in each row (Llama-3.2-1B Q4_K decoded 11%
+// faster than with 2 KiB, at one thread and two; Q4_0's 4x1 kernel was
+// fastest at 2 KiB).
 
 // Q4KSC(row, soff, accm): unpack row's super-block scales and mins;
 // soff(SP) = (d·sc)·d_x, accm += (dmin·m)·s_x.
@@ -745,10 +748,10 @@ TEXT ·dotQ4_Kt4x1VNNI(SB), NOSPLIT, $136-56
 	VPBROADCASTD X14, Y14
 
 q4kt41loop:
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(CX)
-	PREFETCHT0 2048(R9)
-	PREFETCHT0 2048(R14)
+	PREFETCHT0 8192(SI)
+	PREFETCHT0 8192(CX)
+	PREFETCHT0 8192(R9)
+	PREFETCHT0 8192(R14)
 	Q4KSC(SI, 0, Y20)
 	Q4KSC(CX, 32, Y21)
 	Q4KSC(R9, 64, Y22)
