@@ -6,6 +6,12 @@
 // speed. The same package has a fast path, registered as "cpu-fast" and
 // made by NewWith(Options{Fast: true}); see "Fast path" below.
 //
+// Between ops the pool's goroutines poll for up to a millisecond before
+// they block (pool.go), as llama.cpp's thread pool spins: a decode step
+// is hundreds of ops of tens of microseconds, and a futex wake-up per op
+// cost two threads a third of their decode speed. An idle Backend uses
+// no CPU after that millisecond.
+//
 // # Tensors
 //
 // A Tensor holds its dtype, its shape and one slice:
@@ -81,9 +87,11 @@
 //     otherwise). With AVX-512 VNNI (tile_amd64.s: vpdpbusd, registers
 //     Y16…Y31) these are kernels of their own; without, four-row and
 //     one-row calls.
-//   - decode: Q4_0 and Q4_1 (VNNI) dot four weight rows at once, four
-//     independent dependency chains, the rows taken from four quarters
-//     of a task so that the weight is read as four sequential streams.
+//   - decode: Q4_0, Q4_1 and Q4_K (VNNI) dot four weight rows at once,
+//     four independent dependency chains, the rows taken from four
+//     quarters of a task so that the weight is read as four sequential
+//     streams. Each thread takes its own contiguous part of the weight
+//     rows by tasks of about 1 MiB (decodeTaskBytes).
 //   - Attention: float32 dots and V accumulation, a vector exp; SwiGLU:
 //     silu·u with the vector exp. Over an F32 cache a head's scores and
 //     weighted sum are one assembly call each (attention_amd64.s), bitwise

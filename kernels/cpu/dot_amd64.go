@@ -59,6 +59,7 @@ func useVNNI() {
 	tileQ4_0x1 = tile4x1Asm(dotQ4_0t4x1VNNI, 18)
 	tileQ4_1x1 = tile4x1Asm(dotQ4_1t4x1VNNI, 20)
 	tileQ4_Kx4 = tileQ4_Kx4Asm
+	tileQ4_Kx1 = tileQ4_Kx1Asm
 }
 
 //go:noescape
@@ -77,6 +78,22 @@ func tileQ4_Kx4Asm(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out
 	for r := range 4 {
 		dotQ4_Kt1x4VNNI(&w[r*rb], &qx[i*k], &dx[i*nb], &sx[i*nb], 4*nb, nsb, &out[4*r])
 	}
+}
+
+//go:noescape
+func dotQ4_Kt4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nsb int, out *float32)
+
+// tileQ4_Kx1Asm is the Q4_K 4x1 tile (decode): four weight rows rb bytes
+// apart by one activation row, four independent dependency chains.
+func tileQ4_Kx1Asm(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
+	nsb := nb / 8
+	if nsb == 0 {
+		*out = [16]float32{}
+		return
+	}
+	k := nb * 32
+	_, _, _, _ = w[3*rb+nsb*144-1], qx[(i+1)*k-1], dx[(i+1)*nb-1], sx[(i+1)*nb-1]
+	dotQ4_Kt4x1VNNI(&w[0], rb, &qx[i*k], &dx[i*nb], &sx[i*nb], nsb, &out[0])
 }
 
 // Implemented in tile_amd64.s.

@@ -12,6 +12,8 @@ import (
 type fastScratch struct {
 	qx     []int8    // (n·k) activations quantised by quantizeQ8
 	dx, sx []float32 // (n·k/32) their block scales and scaled block sums
+	seen   []int32   // (n, cells) attention: each token's visible cells
+	nseen  []int     // (n) how many
 	work   [][]float32
 }
 
@@ -59,10 +61,9 @@ const (
 	xTile       = 64
 	rowsPerTask = 16
 
-	// decodeRowsPerTask: at most this many weight rows per task in
-	// decode (n = 1); a 4x1 tile reads them as four streams of a quarter
-	// each.
-	decodeRowsPerTask = 128
+	// decodeTaskBytes: in decode (n = 1) a thread's part of the weight
+	// goes by tasks of about this many bytes.
+	decodeTaskBytes = 1 << 20
 )
 
 // matMulFast is MatMul on the fast path. Every dst element is one call
@@ -130,8 +131,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	// value bitwise the one-row kernel's, like rowDot's.
 	// In decode (n < 4) Q8_0 keeps its one-row kernel, which streams
 	// the weight as fast as the 4x1 tile does (BenchmarkMatMulDecode);
-	// Q4_0's and Q4_1's are slower, being one dependency chain. Q4_K has
-	// no 4x1 tile of its own.
+	// Q4_0's, Q4_1's and Q4_K's are slower, being one dependency chain.
 	var t4, t1 tileFunc
 	decodeTiles := true
 	if wt.weight {
@@ -143,18 +143,26 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		case tensor.Q4_1:
 			t4, t1 = tileQ4_1x4, tileQ4_1x1
 		case tensor.Q4_K:
-			t4, t1, decodeTiles = tileQ4_Kx4, tileQ4_Kx1, false
+			t4, t1 = tileQ4_Kx4, tileQ4_Kx1
 		}
 	}
 	per := rowsPerTask
 	if n == 1 {
-		// Decode: tasks long enough that the threads' shared counters
-		// cost little against the task's reads (two threads streamed
-		// 896-wide Q8_0 rows 20% slower by tasks of 16 rows than of 64),
-		// and that the four streams of a 4x1 tile are some KiB each (two
-		// threads decoded Q4_0 16% faster with tasks of 128 rows than of
-		// 64); at most a quarter of a thread's share.
-		per = max(4, min(decodeRowsPerTask, m/(4*b.threads))&^3)
+		// Decode: each thread's part of the weight (contiguous, as
+		// runRanges splits it) goes by tasks of about decodeTaskBytes,
+		// so the threads claim the shared counters a few times per op,
+		// and a 4x1 tile's four streams are a quarter of a task each.
+		// Tasks of 128 rows streamed Q4_0 and Q4_1 17% slower, at one
+		// thread and two (BenchmarkMatMulDecode); one task per part
+		// decoded Llama-3.2-1B Q4_K a third slower at two threads (a
+		// thread held up a moment holds its whole part).
+		rb := wt.rowBytes
+		if !wt.weight {
+			rb = 4 * k // F32 or F16 activations (rowBytes is the weights')
+		}
+		part := (m + b.threads - 1) / b.threads
+		chunks := max(1, (part*rb+decodeTaskBytes-1)/decodeTaskBytes)
+		per = max(4, (part+chunks-1)/chunks+3) &^ 3
 	}
 	if t4 != nil {
 		for w := range b.threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
@@ -262,8 +270,9 @@ func (b *Backend) quantizeActivations(xs *Tensor) (qx []int8, dx, sx []float32) 
 // index order, divided by Σ p_j (summed in float64) at the end.
 //
 // A task is a token and a run of the query heads that share one KV head
-// (all of them when there are enough tasks for the threads): the mask
-// row is scanned once, then for an F32 cache each head's scores and sum
+// (all of them when there are enough tasks for the threads). Each
+// token's mask row is scanned once for all its tasks, into a list of
+// its visible cells; then for an F32 cache each head's scores and sum
 // are one attnScoresF32 and one attnAccF32 call over the visible cells
 // (for F16, cell by cell, each K and V row used by every head of the run
 // while in cache). Each head's arithmetic is the same whatever the run,
@@ -276,29 +285,40 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 		run = (run + 1) / 2
 	}
 	perGroup := (group + run - 1) / run // tasks per KV head and token
-	size := cells + run*(cells+hd)      // seen, then per head scores and acc
+	size := run * (cells + hd)          // per head scores and acc
 	for w := range b.threads {
 		b.scratch.buf(b.threads, w, size)
 	}
+	// Each token's visible cells, listed once for all its tasks (the
+	// mask row is as long as the cache, a task's work as long as the
+	// token's visible cells).
+	s := &b.scratch
+	s.seen, s.nseen = grow(s.seen, n*cells), grow(s.nseen, n)
+	b.parallel(n, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			seen, nv := s.seen[t*cells:(t+1)*cells], 0
+			for j, mv := range ms.f32[t*cells : (t+1)*cells] {
+				if mv == 0 {
+					seen[nv] = int32(j)
+					nv++
+				}
+			}
+			s.nseen[t] = nv
+		}
+	})
 	b.pool.run(n*kvHeads*perGroup, func(w, task int) {
 		buf := b.scratch.work[w][:size]
-		seen := unsafe.Slice((*int32)(unsafe.Pointer(&buf[0])), cells) // visible cell indices
 		t, g, part := task/(kvHeads*perGroup), task/perGroup%kvHeads, task%perGroup
 		h0, h1 := g*group+part*run, min(g*group+(part+1)*run, (g+1)*group)
 		off := g * hd // the KV head's columns
-		nv := 0
-		for j, mv := range ms.f32[t*cells : (t+1)*cells] {
-			if mv == 0 {
-				seen[nv] = int32(j)
-				nv++
-			}
-		}
+		nv := s.nseen[t]
+		seen := s.seen[t*cells : t*cells+nv] // visible cell indices
 		if nv == 0 {
 			clear(d.f32[t*d.cols+h0*hd : t*d.cols+h1*hd])
 			return
 		}
-		scores := func(h int) []float32 { return buf[cells+(h-h0)*cells:][:nv] }
-		acc := func(h int) []float32 { return buf[cells+run*cells+(h-h0)*hd:][:hd] }
+		scores := func(h int) []float32 { return buf[(h-h0)*cells:][:nv] }
+		acc := func(h int) []float32 { return buf[run*cells+(h-h0)*hd:][:hd] }
 		q := func(h int) []float32 { return qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd] }
 		if ks.dt == tensor.F32 {
 			for h := h0; h < h1; h++ {

@@ -3,6 +3,7 @@ package cpu
 import (
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // pool is a fixed set of helper goroutines, started once per Backend,
@@ -16,9 +17,13 @@ import (
 // Which goroutine runs a task never changes its result: every task
 // writes its own outputs.
 //
-// A helper that finishes a job polls for the next one for a short while
-// (spinPolls) before it blocks, so that the next op of the same decode
-// step, usually microseconds later, does not pay for a wake-up.
+// A helper that finishes a job polls for the next one for a while
+// (spinFor) before it blocks, so that the next op of the same decode
+// step, usually microseconds later, does not pay for a wake-up; and the
+// caller polls for the helpers' last tasks (spinFor) before it blocks on
+// the job's channel. A blocked goroutine costs a futex wake-up, tens of
+// microseconds on a virtual machine whose idle vCPU halts: more than a
+// whole matmul of a small model's decode step.
 type pool struct {
 	helpers int
 	jobs    chan *job // nil when helpers == 0
@@ -40,9 +45,13 @@ type job struct {
 	ends  []int64
 }
 
-// spinPolls is how many times an idle helper polls for a job (yielding
-// between polls) before it blocks: some tens of microseconds.
-const spinPolls = 200
+// spinFor is how long an idle helper polls for a job, and a caller for
+// its job's end (yielding between polls), before it blocks. llama.cpp's
+// thread pool spins likewise between the ops of a graph.
+const spinFor = time.Millisecond
+
+// spinChecks is how many polls go between two reads of the clock.
+const spinChecks = 64
 
 func newPool(threads int) *pool {
 	p := &pool{helpers: threads - 1}
@@ -62,13 +71,17 @@ func helper(jobs chan *job, id int) {
 	for {
 		var j *job
 		var ok bool
+		start := time.Now()
 	poll:
-		for range spinPolls {
+		for i := 1; ; i++ {
 			select {
 			case j, ok = <-jobs:
 				break poll
 			default:
 				runtime.Gosched()
+			}
+			if i%spinChecks == 0 && time.Since(start) > spinFor {
+				break
 			}
 		}
 		if j == nil {
@@ -118,7 +131,7 @@ func (p *pool) run(tasks int, fn func(worker, task int)) {
 		}
 	}
 	j.work(0)
-	<-j.fin
+	j.wait()
 }
 
 // runRanges calls fn(worker, lo, hi) on chunks of at most chunk items
@@ -152,7 +165,7 @@ func (p *pool) runRanges(n, chunk int, fn func(worker, lo, hi int)) {
 		}
 	}
 	j.work(0)
-	<-j.fin
+	j.wait()
 }
 
 func (j *job) workRanges(worker int) {
@@ -170,6 +183,19 @@ func (j *job) workRanges(worker int) {
 			if j.done.Add(hi-lo) == j.tasks {
 				close(j.fin)
 			}
+		}
+	}
+}
+
+// wait returns when every task of j is done: it polls for spinFor, then
+// blocks on j.fin.
+func (j *job) wait() {
+	start := time.Now()
+	for i := 1; j.done.Load() < j.tasks; i++ {
+		runtime.Gosched()
+		if i%spinChecks == 0 && time.Since(start) > spinFor {
+			<-j.fin
+			return
 		}
 	}
 }

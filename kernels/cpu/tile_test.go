@@ -16,7 +16,7 @@ import (
 func TestTilesBitwise(t *testing.T) {
 	t.Logf("kernels: %s", SIMD())
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, nb := range []int{1, 2, 3, 7, 8, 24, 28, 33} {
+	for _, nb := range []int{1, 2, 3, 7, 8, 24, 28, 33, 40} {
 		k, nx := nb*32, 7
 		x := make([]float32, nx*k)
 		for i := range x {
