@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/kernels/vulkan"
 	"github.com/vkllm/vkllm/tensor"
 )
@@ -171,7 +172,14 @@ func TestVulkanF16Cache(t *testing.T) {
 		}
 		return out
 	}
-	got, want := run(openOn(t, path, b)), run(openTest(t, path))
+	// Against the exact CPU path even under the cpufast tag: the Vulkan
+	// kernels compute as the reference does, not with Q8 activations.
+	exact, err := Open(path, WithBackend(cpu.NewWith(cpu.Options{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exact.Close() })
+	got, want := run(openOn(t, path, b)), run(exact)
 	var worst float64
 	for i := range want {
 		var scale, diff float64
