@@ -86,7 +86,10 @@
 //     lanes and float steps, only the exact integer sums are formed
 //     otherwise). With AVX-512 VNNI (tile_amd64.s: vpdpbusd, registers
 //     Y16…Y31) these are kernels of their own; without, four-row and
-//     one-row calls.
+//     one-row calls. F16 and BF16 weights go by 4x4 tiles too with
+//     AVX-512 F/VL/BW (tilehalf_amd64.s: one pass per accumulator of the
+//     one-row kernel, so that each pair's float steps are dotF16's or
+//     dotBF16's); without, one-row calls.
 //   - decode: Q4_0, Q4_1 and Q4_K (VNNI) dot four weight rows at once,
 //     four independent dependency chains, the rows taken from four
 //     quarters of a task so that the weight is read as four sequential

@@ -109,6 +109,16 @@ var (
 	}
 )
 
+// Half-precision tiles: four weight rows (w[0:], w[ws:], w[2ws:],
+// w[3ws:], k values each, F16 or BF16 bits) against four activation rows
+// (x[0:], x[xs:], x[2xs:], x[3xs:]): out[4r+c] = weight row r · activation
+// row c, bitwise dotF16's (dotBF16's). Nil where there is no kernel for
+// them (dot_amd64.go sets them); the caller then calls dotF16 (dotBF16)
+// per pair.
+type tileHalfFunc func(w []uint16, ws int, x []float32, xs, k int, out *[16]float32)
+
+var tileF16x4, tileBF16x4 tileHalfFunc
+
 // Attention over an F32 cache, one query head: the visible cells idx
 // (rows of k and v, stride floats apart, hd = len(q) values each).
 // attnScoresF32 sets out[c] = dotF32(k row idx[c], q)·scale; attnAccF32

@@ -41,9 +41,17 @@ var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 // EVEX encodings on 256-bit vectors, registers Y16…Y31) can run.
 var hasVNNI = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
+// hasAVX512 reports whether the F16 and BF16 tiles (tilehalf_amd64.s:
+// EVEX encodings on 256-bit vectors, registers Y16…Y23) can run.
+var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW
+
 func init() {
 	if hasAVX2 {
 		useAVX2()
+	}
+	if hasAVX512 {
+		tileF16x4 = tileHalfAsm(dotF16t4x4AVX512, dotF16Go)
+		tileBF16x4 = tileHalfAsm(dotBF16t4x4AVX512, dotBF16Go)
 	}
 	if hasVNNI {
 		useVNNI()
@@ -154,6 +162,41 @@ func tile4x1Asm(kernel func(w *byte, rb int, qx *int8, dx, sx *float32, nb int, 
 			panic("cpu: Q4_1 tile without sx")
 		}
 		kernel(&w[0], rb, &qx[i*k], &dx[i*nb], s, nb, &out[0])
+	}
+}
+
+// Implemented in tilehalf_amd64.s.
+
+//go:noescape
+func dotF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+
+//go:noescape
+func dotBF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+
+// tileHalfAsm wraps a half-precision tile kernel as dotF16Asm
+// (dotBF16Asm) wraps the one-row one: the kernel takes the whole vectors,
+// tail the values past them, added after, pair by pair.
+func tileHalfAsm(kernel func(w *uint16, ws int, x *float32, xs int, n int, out *float32), tail func(w []uint16, x []float32) float32) tileHalfFunc {
+	return func(w []uint16, ws int, x []float32, xs, k int, out *[16]float32) {
+		*out = [16]float32{}
+		if k == 0 {
+			return
+		}
+		if ws < k || xs < k {
+			panic("cpu: tile rows overlap")
+		}
+		_, _ = w[3*ws+k-1], x[3*xs+k-1]
+		n := k &^ 7
+		if n > 0 {
+			kernel(&w[0], 2*ws, &x[0], 4*xs, n, &out[0])
+		}
+		if n < k {
+			for r := range 4 {
+				for c := range 4 {
+					out[4*r+c] += tail(w[r*ws+n:r*ws+k], x[c*xs+n:c*xs+k])
+				}
+			}
+		}
 	}
 }
 

@@ -74,6 +74,8 @@ const (
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
 //	                           dotQ4_K / dotQ6_K
 //	F32, F16, BF16 weights     dotF32 / dotF16 / dotBF16 on x, in place
+//	                           (F16, BF16: by 4x4 tiles where SIMD has
+//	                           them, tileF16x4 / tileBF16x4)
 //	other dtypes               the row dequantised (tensor.Dequantize)
 //	                           into scratch, then dotF32
 func (b *Backend) matMulFast(d, xs, wt *Tensor) {
@@ -83,6 +85,8 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	}
 	x := xs.f32
 	var rowDot func(w, j, i int) float32 // dst[i, j] on worker w
+	var th tileHalfFunc                  // F16 or BF16 weights: their tile, if any
+	var hw []uint16                      // and the weight, (m, k)
 	switch {
 	case !wt.weight && wt.dt == tensor.F32:
 		rowDot = func(_, j, i int) float32 { return dotF32(wt.f32[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
@@ -94,9 +98,11 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	case wt.dt == tensor.F16 && littleEndian:
 		w := u16view(wt.raw)
 		rowDot = func(_, j, i int) float32 { return dotF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+		th, hw = tileF16x4, w
 	case wt.dt == tensor.BF16 && littleEndian:
 		w := u16view(wt.raw)
 		rowDot = func(_, j, i int) float32 { return dotBF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+		th, hw = tileBF16x4, w
 	case wt.dt == tensor.Q8_0, wt.dt == tensor.Q4_0, wt.dt == tensor.Q4_1, wt.dt == tensor.Q4_K, wt.dt == tensor.Q6_K:
 		qx, dx, sx := b.quantizeActivations(xs)
 		nb, rb := k/32, wt.rowBytes
@@ -164,14 +170,14 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		chunks := max(1, (part*rb+decodeTaskBytes-1)/decodeTaskBytes)
 		per = max(4, (part+chunks-1)/chunks+3) &^ 3
 	}
-	if t4 != nil {
+	if t4 != nil || th != nil {
 		for w := range b.threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
 			b.scratch.buf(b.threads, w, 16)
 		}
 	}
 	b.pool.runRanges(m, per, func(w, j0, j1 int) {
 		var out *[16]float32
-		if t4 != nil {
+		if t4 != nil || th != nil {
 			out = (*[16]float32)(b.scratch.work[w][:16])
 		}
 		for i0 := 0; i0 < n; i0 += xTile {
@@ -208,6 +214,25 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 					for ; i < i1; i++ {
 						t1(wj, rb, nb, qx, dx, sx, i, out)
 						copy(d.f32[i*m+j:][:4], out[:4])
+					}
+				}
+			}
+			if th != nil && n >= 4 {
+				// F16, BF16: 4x4 tiles, then one pair at a time for
+				// the activation rows left (bitwise the same values).
+				for ; j+4 <= j1; j += 4 {
+					i := i0
+					for ; i+4 <= i1; i += 4 {
+						th(hw[j*k:], k, x[i*k:], k, k, out)
+						for c := range 4 {
+							row := d.f32[(i+c)*m+j:][:4]
+							row[0], row[1], row[2], row[3] = out[c], out[4+c], out[8+c], out[12+c]
+						}
+					}
+					for ; i < i1; i++ {
+						for r := range 4 {
+							d.f32[i*m+j+r] = rowDot(w, j+r, i)
+						}
 					}
 				}
 			}

@@ -142,3 +142,46 @@ func TestAttnKernelsBitwise(t *testing.T) {
 		}
 	}
 }
+
+// The F16 and BF16 tiles (where SIMD has them) against dotF16 and
+// dotBF16 per pair: bitwise equal, at lengths of whole 32-chunks, 8-chunks
+// past them and values past those, with rows padded past their values.
+func TestHalfTilesBitwise(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []struct {
+		name string
+		tile tileHalfFunc
+		one  func(w []uint16, x []float32) float32
+		bits func(float32) uint16
+	}{
+		{"F16", tileF16x4, dotF16, f16bits},
+		{"BF16", tileBF16x4, dotBF16, func(v float32) uint16 { return uint16(math.Float32bits(v) >> 16) }},
+	} {
+		if c.tile == nil {
+			t.Logf("%s: no tile kernel (%s)", c.name, SIMD())
+			continue
+		}
+		for _, k := range []int{1, 7, 8, 24, 32, 40, 61, 96, 136, 899} {
+			for _, pad := range []int{0, 3} {
+				ws, xs := k+pad, k+2*pad
+				w, x := make([]uint16, 3*ws+k), make([]float32, 3*xs+k)
+				for i := range w {
+					w[i] = c.bits(float32(r.NormFloat64()))
+				}
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				var out [16]float32
+				c.tile(w, ws, x, xs, k, &out)
+				for row := range 4 {
+					for col := range 4 {
+						want := c.one(w[row*ws:row*ws+k], x[col*xs:col*xs+k])
+						if got := out[4*row+col]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Errorf("%s k=%d pad=%d: weight row %d, activation row %d: tile %v, one-row %v", c.name, k, pad, row, col, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,372 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// F16 and BF16 tile kernels (AVX2 + FMA + F16C arithmetic, EVEX encodings
+// for registers Y16…Y23, so AVX-512 F/VL/BW): four weight rows against
+// four activation rows per call, each weight chunk converted once for the
+// four activation rows and each activation chunk loaded once for the four
+// weight rows.
+//
+// Each (weight row r, activation row c) pair goes through dotF16AVX2's
+// (dotBF16AVX2's) float steps exactly. The one-row kernel keeps four
+// accumulators: accumulator a takes elements 32j+8a…32j+8a+7 of every
+// whole 32-chunk j, in order, and accumulator 0 then the 8-chunks past
+// the last whole 32-chunk; at the end (a0+a1)+(a2+a3), then HSUM_Y0_X0.
+// Sixteen pairs times four accumulators do not fit in registers, so the
+// tile makes one pass per accumulator (3, 2, 1, then 0 with its tail),
+// sixteen accumulators each (Y(4r+c)), keeping the finished ones on the
+// stack:
+//
+//	0(SP)   a1, then a0+a1, then (a0+a1)+(a2+a3)
+//	512(SP) a3, then a2+a3
+//
+// Every FMA is a_{r,c} += w_r·x_c with the one-row kernel's operands and
+// every add the one-row kernel's (first operand first), so each value is
+// bitwise dotF16AVX2's (dotBF16AVX2's).
+//
+// Registers: SI, R10, R11, R12 weight rows; DI, R13, R14, BX activation
+// rows; AX the weight byte offset (the activation one is twice it); R8
+// bytes of whole 32-chunks, R9 bytes of all n values (weight side).
+
+#define HSUM_Y0_X0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVHLPS     X0, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1     \
+	VADDSS       X1, X0, X0
+
+#define ZERO16 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7 \
+	VXORPS Y8, Y8, Y8 \
+	VXORPS Y9, Y9, Y9 \
+	VXORPS Y10, Y10, Y10 \
+	VXORPS Y11, Y11, Y11 \
+	VXORPS Y12, Y12, Y12 \
+	VXORPS Y13, Y13, Y13 \
+	VXORPS Y14, Y14, Y14 \
+	VXORPS Y15, Y15, Y15
+
+#define STORE16(off) \
+	VMOVUPS Y0, off+0(SP) \
+	VMOVUPS Y1, off+32(SP) \
+	VMOVUPS Y2, off+64(SP) \
+	VMOVUPS Y3, off+96(SP) \
+	VMOVUPS Y4, off+128(SP) \
+	VMOVUPS Y5, off+160(SP) \
+	VMOVUPS Y6, off+192(SP) \
+	VMOVUPS Y7, off+224(SP) \
+	VMOVUPS Y8, off+256(SP) \
+	VMOVUPS Y9, off+288(SP) \
+	VMOVUPS Y10, off+320(SP) \
+	VMOVUPS Y11, off+352(SP) \
+	VMOVUPS Y12, off+384(SP) \
+	VMOVUPS Y13, off+416(SP) \
+	VMOVUPS Y14, off+448(SP) \
+	VMOVUPS Y15, off+480(SP)
+
+// ADD16(off): Y(i) = Y(i) + off(SP)[i], Y(i) the first operand.
+#define ADD16(off) \
+	VADDPS off+0(SP), Y0, Y0 \
+	VADDPS off+32(SP), Y1, Y1 \
+	VADDPS off+64(SP), Y2, Y2 \
+	VADDPS off+96(SP), Y3, Y3 \
+	VADDPS off+128(SP), Y4, Y4 \
+	VADDPS off+160(SP), Y5, Y5 \
+	VADDPS off+192(SP), Y6, Y6 \
+	VADDPS off+224(SP), Y7, Y7 \
+	VADDPS off+256(SP), Y8, Y8 \
+	VADDPS off+288(SP), Y9, Y9 \
+	VADDPS off+320(SP), Y10, Y10 \
+	VADDPS off+352(SP), Y11, Y11 \
+	VADDPS off+384(SP), Y12, Y12 \
+	VADDPS off+416(SP), Y13, Y13 \
+	VADDPS off+448(SP), Y14, Y14 \
+	VADDPS off+480(SP), Y15, Y15
+
+// W_F16(off), W_BF16(off): the four weight rows' 8 values at off(row)(AX*1) as float32 in Y16…Y19.
+#define W_F16(off) \
+	VCVTPH2PS off(SI)(AX*1), Y16 \
+	VCVTPH2PS off(R10)(AX*1), Y17 \
+	VCVTPH2PS off(R11)(AX*1), Y18 \
+	VCVTPH2PS off(R12)(AX*1), Y19
+
+#define W_BF16(off) \
+	VPMOVZXWD off(SI)(AX*1), Y16 \
+	VPMOVZXWD off(R10)(AX*1), Y17 \
+	VPMOVZXWD off(R11)(AX*1), Y18 \
+	VPMOVZXWD off(R12)(AX*1), Y19 \
+	VPSLLD $16, Y16, Y16 \
+	VPSLLD $16, Y17, Y17 \
+	VPSLLD $16, Y18, Y18 \
+	VPSLLD $16, Y19, Y19
+
+// FMA16(off): the four activation rows' 8 values at off(row)(AX*2) into Y20…Y23, then Y(4r+c) += Y(16+r)·Y(20+c).
+#define FMA16(off) \
+	VMOVUPS off(DI)(AX*2), Y20 \
+	VMOVUPS off(R13)(AX*2), Y21 \
+	VMOVUPS off(R14)(AX*2), Y22 \
+	VMOVUPS off(BX)(AX*2), Y23 \
+	VFMADD231PS Y20, Y16, Y0 \
+	VFMADD231PS Y21, Y16, Y1 \
+	VFMADD231PS Y22, Y16, Y2 \
+	VFMADD231PS Y23, Y16, Y3 \
+	VFMADD231PS Y20, Y17, Y4 \
+	VFMADD231PS Y21, Y17, Y5 \
+	VFMADD231PS Y22, Y17, Y6 \
+	VFMADD231PS Y23, Y17, Y7 \
+	VFMADD231PS Y20, Y18, Y8 \
+	VFMADD231PS Y21, Y18, Y9 \
+	VFMADD231PS Y22, Y18, Y10 \
+	VFMADD231PS Y23, Y18, Y11 \
+	VFMADD231PS Y20, Y19, Y12 \
+	VFMADD231PS Y21, Y19, Y13 \
+	VFMADD231PS Y22, Y19, Y14 \
+	VFMADD231PS Y23, Y19, Y15
+
+// OUT16: HSUM of each 0(SP)[i] into out[i] (DX).
+#define OUT16 \
+	VMOVUPS 0(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 0(DX) \
+	VMOVUPS 32(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 4(DX) \
+	VMOVUPS 64(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 8(DX) \
+	VMOVUPS 96(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 12(DX) \
+	VMOVUPS 128(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 16(DX) \
+	VMOVUPS 160(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 20(DX) \
+	VMOVUPS 192(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 24(DX) \
+	VMOVUPS 224(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 28(DX) \
+	VMOVUPS 256(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 32(DX) \
+	VMOVUPS 288(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 36(DX) \
+	VMOVUPS 320(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 40(DX) \
+	VMOVUPS 352(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 44(DX) \
+	VMOVUPS 384(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 48(DX) \
+	VMOVUPS 416(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 52(DX) \
+	VMOVUPS 448(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 56(DX) \
+	VMOVUPS 480(SP), Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS X0, 60(DX)
+
+// func dotF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+// ws and xs in bytes, n a multiple of 8.
+TEXT ·dotF16t4x4AVX512(SB), 0, $1024-48
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), R8
+	MOVQ x+16(FP), DI
+	MOVQ xs+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R10)(R8*2), R12
+	LEAQ (DI)(R9*1), R13
+	LEAQ (DI)(R9*2), R14
+	LEAQ (R13)(R9*2), BX
+	MOVQ CX, R8
+	ANDQ $-32, R8
+	SHLQ $1, R8
+	LEAQ (CX)(CX*1), R9
+
+	// accumulator 3
+	ZERO16
+	XORQ AX, AX
+
+dotF16t4x4AVX512a3:
+	CMPQ AX, R8
+	JGE  dotF16t4x4AVX512a3done
+	W_F16(48)
+	FMA16(96)
+	ADDQ $64, AX
+	JMP  dotF16t4x4AVX512a3
+
+dotF16t4x4AVX512a3done:
+	STORE16(512)
+
+	// accumulator 2
+	ZERO16
+	XORQ AX, AX
+
+dotF16t4x4AVX512a2:
+	CMPQ AX, R8
+	JGE  dotF16t4x4AVX512a2done
+	W_F16(32)
+	FMA16(64)
+	ADDQ $64, AX
+	JMP  dotF16t4x4AVX512a2
+
+dotF16t4x4AVX512a2done:
+	ADD16(512)
+	STORE16(512)
+
+	// accumulator 1
+	ZERO16
+	XORQ AX, AX
+
+dotF16t4x4AVX512a1:
+	CMPQ AX, R8
+	JGE  dotF16t4x4AVX512a1done
+	W_F16(16)
+	FMA16(32)
+	ADDQ $64, AX
+	JMP  dotF16t4x4AVX512a1
+
+dotF16t4x4AVX512a1done:
+	STORE16(0)
+
+	// accumulator 0
+	ZERO16
+	XORQ AX, AX
+
+dotF16t4x4AVX512a0:
+	CMPQ AX, R8
+	JGE  dotF16t4x4AVX512a0tail
+	W_F16(0)
+	FMA16(0)
+	ADDQ $64, AX
+	JMP  dotF16t4x4AVX512a0
+
+dotF16t4x4AVX512a0tail:
+	CMPQ AX, R9
+	JGE  dotF16t4x4AVX512a0done
+	W_F16(0)
+	FMA16(0)
+	ADDQ $16, AX
+	JMP  dotF16t4x4AVX512a0tail
+
+dotF16t4x4AVX512a0done:
+	ADD16(0)
+	ADD16(512)
+	STORE16(0)
+	OUT16
+	VZEROUPPER
+	RET
+
+// func dotBF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+// ws and xs in bytes, n a multiple of 8.
+TEXT ·dotBF16t4x4AVX512(SB), 0, $1024-48
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), R8
+	MOVQ x+16(FP), DI
+	MOVQ xs+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R10)(R8*2), R12
+	LEAQ (DI)(R9*1), R13
+	LEAQ (DI)(R9*2), R14
+	LEAQ (R13)(R9*2), BX
+	MOVQ CX, R8
+	ANDQ $-32, R8
+	SHLQ $1, R8
+	LEAQ (CX)(CX*1), R9
+
+	// accumulator 3
+	ZERO16
+	XORQ AX, AX
+
+dotBF16t4x4AVX512a3:
+	CMPQ AX, R8
+	JGE  dotBF16t4x4AVX512a3done
+	W_BF16(48)
+	FMA16(96)
+	ADDQ $64, AX
+	JMP  dotBF16t4x4AVX512a3
+
+dotBF16t4x4AVX512a3done:
+	STORE16(512)
+
+	// accumulator 2
+	ZERO16
+	XORQ AX, AX
+
+dotBF16t4x4AVX512a2:
+	CMPQ AX, R8
+	JGE  dotBF16t4x4AVX512a2done
+	W_BF16(32)
+	FMA16(64)
+	ADDQ $64, AX
+	JMP  dotBF16t4x4AVX512a2
+
+dotBF16t4x4AVX512a2done:
+	ADD16(512)
+	STORE16(512)
+
+	// accumulator 1
+	ZERO16
+	XORQ AX, AX
+
+dotBF16t4x4AVX512a1:
+	CMPQ AX, R8
+	JGE  dotBF16t4x4AVX512a1done
+	W_BF16(16)
+	FMA16(32)
+	ADDQ $64, AX
+	JMP  dotBF16t4x4AVX512a1
+
+dotBF16t4x4AVX512a1done:
+	STORE16(0)
+
+	// accumulator 0
+	ZERO16
+	XORQ AX, AX
+
+dotBF16t4x4AVX512a0:
+	CMPQ AX, R8
+	JGE  dotBF16t4x4AVX512a0tail
+	W_BF16(0)
+	FMA16(0)
+	ADDQ $64, AX
+	JMP  dotBF16t4x4AVX512a0
+
+dotBF16t4x4AVX512a0tail:
+	CMPQ AX, R9
+	JGE  dotBF16t4x4AVX512a0done
+	W_BF16(0)
+	FMA16(0)
+	ADDQ $16, AX
+	JMP  dotBF16t4x4AVX512a0tail
+
+dotBF16t4x4AVX512a0done:
+	ADD16(0)
+	ADD16(512)
+	STORE16(0)
+	OUT16
+	VZEROUPPER
+	RET
