@@ -161,7 +161,7 @@ func TestHalfTilesBitwise(t *testing.T) {
 			t.Logf("%s: no tile kernel (%s)", c.name, SIMD())
 			continue
 		}
-		for _, k := range []int{1, 7, 8, 24, 32, 40, 61, 96, 136, 899} {
+		for _, k := range []int{1, 7, 8, 24, 32, 40, 61, 96, 136, 899, 1024, 2109, 4103} {
 			for _, pad := range []int{0, 3} {
 				ws, xs := k+pad, k+2*pad
 				w, x := make([]uint16, 3*ws+k), make([]float32, 3*xs+k)

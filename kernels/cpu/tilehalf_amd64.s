@@ -14,12 +14,15 @@
 // whole 32-chunk j, in order, and accumulator 0 then the 8-chunks past
 // the last whole 32-chunk; at the end (a0+a1)+(a2+a3), then HSUM_Y0_X0.
 // Sixteen pairs times four accumulators do not fit in registers, so the
-// tile makes one pass per accumulator (3, 2, 1, then 0 with its tail),
-// sixteen accumulators each (Y(4r+c)), keeping the finished ones on the
-// stack:
+// tile goes by blocks of KBLOCK bytes of weight row (whole 32-chunks; the
+// block's four activation and four weight rows, 24 KiB, stay in L1), and
+// over each block makes one pass per accumulator, sixteen accumulators
+// each (Y(4r+c)), loaded from and stored to the stack:
 //
-//	0(SP)   a1, then a0+a1, then (a0+a1)+(a2+a3)
-//	512(SP) a3, then a2+a3
+//	a·512(SP) accumulator a of the sixteen pairs
+//
+// then accumulator 0 takes the 8-chunks past the last 32-chunk, and
+// a0+a1, a2+a3 and their sum are formed as the one-row kernel does.
 //
 // Every FMA is a_{r,c} += w_r·x_c with the one-row kernel's operands and
 // every add the one-row kernel's (first operand first), so each value is
@@ -27,7 +30,10 @@
 //
 // Registers: SI, R10, R11, R12 weight rows; DI, R13, R14, BX activation
 // rows; AX the weight byte offset (the activation one is twice it); R8
-// bytes of whole 32-chunks, R9 bytes of all n values (weight side).
+// bytes of whole 32-chunks, R9 bytes of all n values (weight side); CX
+// and R15 the block's start and end.
+
+#define KBLOCK 2048
 
 #define HSUM_Y0_X0 \
 	VEXTRACTF128 $1, Y0, X1 \
@@ -54,6 +60,24 @@
 	VXORPS Y13, Y13, Y13 \
 	VXORPS Y14, Y14, Y14 \
 	VXORPS Y15, Y15, Y15
+
+#define LOAD16(off) \
+	VMOVUPS off+0(SP), Y0 \
+	VMOVUPS off+32(SP), Y1 \
+	VMOVUPS off+64(SP), Y2 \
+	VMOVUPS off+96(SP), Y3 \
+	VMOVUPS off+128(SP), Y4 \
+	VMOVUPS off+160(SP), Y5 \
+	VMOVUPS off+192(SP), Y6 \
+	VMOVUPS off+224(SP), Y7 \
+	VMOVUPS off+256(SP), Y8 \
+	VMOVUPS off+288(SP), Y9 \
+	VMOVUPS off+320(SP), Y10 \
+	VMOVUPS off+352(SP), Y11 \
+	VMOVUPS off+384(SP), Y12 \
+	VMOVUPS off+416(SP), Y13 \
+	VMOVUPS off+448(SP), Y14 \
+	VMOVUPS off+480(SP), Y15
 
 #define STORE16(off) \
 	VMOVUPS Y0, off+0(SP) \
@@ -185,7 +209,7 @@
 
 // func dotF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 // ws and xs in bytes, n a multiple of 8.
-TEXT ·dotF16t4x4AVX512(SB), 0, $1024-48
+TEXT ·dotF16t4x4AVX512(SB), 0, $2048-48
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), R8
 	MOVQ x+16(FP), DI
@@ -202,76 +226,87 @@ TEXT ·dotF16t4x4AVX512(SB), 0, $1024-48
 	ANDQ $-32, R8
 	SHLQ $1, R8
 	LEAQ (CX)(CX*1), R9
-
-	// accumulator 3
 	ZERO16
-	XORQ AX, AX
+	STORE16(0)
+	STORE16(512)
+	STORE16(1024)
+	STORE16(1536)
+	XORQ CX, CX
+
+dotF16t4x4AVX512block:
+	CMPQ    CX, R8
+	JGE     dotF16t4x4AVX512tail
+	LEAQ    KBLOCK(CX), R15
+	CMPQ    R15, R8
+	CMOVQGT R8, R15
+
+	LOAD16(1536)
+	MOVQ CX, AX
 
 dotF16t4x4AVX512a3:
-	CMPQ AX, R8
-	JGE  dotF16t4x4AVX512a3done
 	W_F16(48)
 	FMA16(96)
 	ADDQ $64, AX
-	JMP  dotF16t4x4AVX512a3
+	CMPQ AX, R15
+	JLT  dotF16t4x4AVX512a3
+	STORE16(1536)
 
-dotF16t4x4AVX512a3done:
-	STORE16(512)
-
-	// accumulator 2
-	ZERO16
-	XORQ AX, AX
+	LOAD16(1024)
+	MOVQ CX, AX
 
 dotF16t4x4AVX512a2:
-	CMPQ AX, R8
-	JGE  dotF16t4x4AVX512a2done
 	W_F16(32)
 	FMA16(64)
 	ADDQ $64, AX
-	JMP  dotF16t4x4AVX512a2
+	CMPQ AX, R15
+	JLT  dotF16t4x4AVX512a2
+	STORE16(1024)
 
-dotF16t4x4AVX512a2done:
-	ADD16(512)
-	STORE16(512)
-
-	// accumulator 1
-	ZERO16
-	XORQ AX, AX
+	LOAD16(512)
+	MOVQ CX, AX
 
 dotF16t4x4AVX512a1:
-	CMPQ AX, R8
-	JGE  dotF16t4x4AVX512a1done
 	W_F16(16)
 	FMA16(32)
 	ADDQ $64, AX
-	JMP  dotF16t4x4AVX512a1
+	CMPQ AX, R15
+	JLT  dotF16t4x4AVX512a1
+	STORE16(512)
 
-dotF16t4x4AVX512a1done:
-	STORE16(0)
-
-	// accumulator 0
-	ZERO16
-	XORQ AX, AX
+	LOAD16(0)
+	MOVQ CX, AX
 
 dotF16t4x4AVX512a0:
-	CMPQ AX, R8
-	JGE  dotF16t4x4AVX512a0tail
 	W_F16(0)
 	FMA16(0)
 	ADDQ $64, AX
-	JMP  dotF16t4x4AVX512a0
+	CMPQ AX, R15
+	JLT  dotF16t4x4AVX512a0
+	STORE16(0)
+	MOVQ R15, CX
+	JMP  dotF16t4x4AVX512block
+
+dotF16t4x4AVX512tail:
+	MOVQ R8, AX
+	CMPQ AX, R9
+	JGE  dotF16t4x4AVX512sum
+	LOAD16(0)
 
 dotF16t4x4AVX512a0tail:
-	CMPQ AX, R9
-	JGE  dotF16t4x4AVX512a0done
 	W_F16(0)
 	FMA16(0)
 	ADDQ $16, AX
-	JMP  dotF16t4x4AVX512a0tail
+	CMPQ AX, R9
+	JLT  dotF16t4x4AVX512a0tail
+	STORE16(0)
 
-dotF16t4x4AVX512a0done:
-	ADD16(0)
+dotF16t4x4AVX512sum:
+	LOAD16(1024)
+	ADD16(1536)
+	STORE16(1536)
+	LOAD16(0)
 	ADD16(512)
+	ADD16(1536)
 	STORE16(0)
 	OUT16
 	VZEROUPPER
@@ -279,7 +314,7 @@ dotF16t4x4AVX512a0done:
 
 // func dotBF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 // ws and xs in bytes, n a multiple of 8.
-TEXT ·dotBF16t4x4AVX512(SB), 0, $1024-48
+TEXT ·dotBF16t4x4AVX512(SB), 0, $2048-48
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), R8
 	MOVQ x+16(FP), DI
@@ -296,76 +331,87 @@ TEXT ·dotBF16t4x4AVX512(SB), 0, $1024-48
 	ANDQ $-32, R8
 	SHLQ $1, R8
 	LEAQ (CX)(CX*1), R9
-
-	// accumulator 3
 	ZERO16
-	XORQ AX, AX
+	STORE16(0)
+	STORE16(512)
+	STORE16(1024)
+	STORE16(1536)
+	XORQ CX, CX
+
+dotBF16t4x4AVX512block:
+	CMPQ    CX, R8
+	JGE     dotBF16t4x4AVX512tail
+	LEAQ    KBLOCK(CX), R15
+	CMPQ    R15, R8
+	CMOVQGT R8, R15
+
+	LOAD16(1536)
+	MOVQ CX, AX
 
 dotBF16t4x4AVX512a3:
-	CMPQ AX, R8
-	JGE  dotBF16t4x4AVX512a3done
 	W_BF16(48)
 	FMA16(96)
 	ADDQ $64, AX
-	JMP  dotBF16t4x4AVX512a3
+	CMPQ AX, R15
+	JLT  dotBF16t4x4AVX512a3
+	STORE16(1536)
 
-dotBF16t4x4AVX512a3done:
-	STORE16(512)
-
-	// accumulator 2
-	ZERO16
-	XORQ AX, AX
+	LOAD16(1024)
+	MOVQ CX, AX
 
 dotBF16t4x4AVX512a2:
-	CMPQ AX, R8
-	JGE  dotBF16t4x4AVX512a2done
 	W_BF16(32)
 	FMA16(64)
 	ADDQ $64, AX
-	JMP  dotBF16t4x4AVX512a2
+	CMPQ AX, R15
+	JLT  dotBF16t4x4AVX512a2
+	STORE16(1024)
 
-dotBF16t4x4AVX512a2done:
-	ADD16(512)
-	STORE16(512)
-
-	// accumulator 1
-	ZERO16
-	XORQ AX, AX
+	LOAD16(512)
+	MOVQ CX, AX
 
 dotBF16t4x4AVX512a1:
-	CMPQ AX, R8
-	JGE  dotBF16t4x4AVX512a1done
 	W_BF16(16)
 	FMA16(32)
 	ADDQ $64, AX
-	JMP  dotBF16t4x4AVX512a1
+	CMPQ AX, R15
+	JLT  dotBF16t4x4AVX512a1
+	STORE16(512)
 
-dotBF16t4x4AVX512a1done:
-	STORE16(0)
-
-	// accumulator 0
-	ZERO16
-	XORQ AX, AX
+	LOAD16(0)
+	MOVQ CX, AX
 
 dotBF16t4x4AVX512a0:
-	CMPQ AX, R8
-	JGE  dotBF16t4x4AVX512a0tail
 	W_BF16(0)
 	FMA16(0)
 	ADDQ $64, AX
-	JMP  dotBF16t4x4AVX512a0
+	CMPQ AX, R15
+	JLT  dotBF16t4x4AVX512a0
+	STORE16(0)
+	MOVQ R15, CX
+	JMP  dotBF16t4x4AVX512block
+
+dotBF16t4x4AVX512tail:
+	MOVQ R8, AX
+	CMPQ AX, R9
+	JGE  dotBF16t4x4AVX512sum
+	LOAD16(0)
 
 dotBF16t4x4AVX512a0tail:
-	CMPQ AX, R9
-	JGE  dotBF16t4x4AVX512a0done
 	W_BF16(0)
 	FMA16(0)
 	ADDQ $16, AX
-	JMP  dotBF16t4x4AVX512a0tail
+	CMPQ AX, R9
+	JLT  dotBF16t4x4AVX512a0tail
+	STORE16(0)
 
-dotBF16t4x4AVX512a0done:
-	ADD16(0)
+dotBF16t4x4AVX512sum:
+	LOAD16(1024)
+	ADD16(1536)
+	STORE16(1536)
+	LOAD16(0)
 	ADD16(512)
+	ADD16(1536)
 	STORE16(0)
 	OUT16
 	VZEROUPPER
