@@ -34,6 +34,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -362,7 +363,8 @@ func loadAvg() string {
 	return strings.Join(f[:min(3, len(f))], " ")
 }
 
-// runPeer runs tools/bench_peer.py, which prints {"pp_tps":…, "tg_tps":…}.
+// runPeer runs tools/bench_peer.py (relative to the working directory, or
+// $VKLLM_PEER_SCRIPT), which prints {"pp_tps":…, "tg_tps":…}.
 func runPeer(name, path string, pp, tg, threads int) (*Peer, error) {
 	if name != "llama.cpp" {
 		return nil, fmt.Errorf("unknown peer %q (only llama.cpp)", name)
@@ -371,7 +373,14 @@ func runPeer(name, path string, pp, tg, threads int) (*Peer, error) {
 	if python == "" {
 		python = "python3"
 	}
-	cmd := exec.Command(python, "tools/bench_peer.py", path, strconv.Itoa(pp), strconv.Itoa(tg), strconv.Itoa(threads))
+	script := os.Getenv("VKLLM_PEER_SCRIPT")
+	if script == "" {
+		script = filepath.Join("tools", "bench_peer.py")
+	}
+	if _, err := os.Stat(script); err != nil {
+		return nil, fmt.Errorf("peer llama.cpp: %w (run from the repository root, or set VKLLM_PEER_SCRIPT to tools/bench_peer.py)", err)
+	}
+	cmd := exec.Command(python, script, path, strconv.Itoa(pp), strconv.Itoa(tg), strconv.Itoa(threads))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
