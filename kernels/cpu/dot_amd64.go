@@ -124,25 +124,17 @@ func dotQ4_0t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *fl
 //go:noescape
 func dotQ4_1t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32)
 
-// tile4x4Asm and tile4x1Asm wrap a tile kernel for blocks of size bytes,
-// checking the lengths the assembly trusts. sx may be nil for the kernels
-// that do not read it (Q8_0, Q4_0), never for Q4_1's.
+// tile4x4Asm and tile4x1Asm wrap a tile kernel for blocks of size bytes;
+// tileArgs checks the lengths the assembly trusts. sx may be nil for the
+// kernels that do not read it (Q8_0, Q4_0), never for Q4_1's.
 func tile4x4Asm(kernel func(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32), size int) tileFunc {
 	return func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
 		if nb == 0 {
 			*out = [16]float32{}
 			return
 		}
-		k := nb * 32
-		_, _, _ = w[3*rb+nb*size-1], qx[(i+4)*k-1], dx[(i+4)*nb-1]
-		var s *float32
-		if sx != nil {
-			_ = sx[(i+4)*nb-1]
-			s = &sx[i*nb]
-		} else if size == 20 {
-			panic("cpu: Q4_1 tile without sx")
-		}
-		kernel(&w[0], rb, &qx[i*k], k, &dx[i*nb], 4*nb, s, nb, &out[0])
+		q, d, s := tileArgs(w, rb, nb, size, qx, dx, sx, i, 4)
+		kernel(&w[0], rb, q, nb*32, d, 4*nb, s, nb, &out[0])
 	}
 }
 
@@ -152,17 +144,24 @@ func tile4x1Asm(kernel func(w *byte, rb int, qx *int8, dx, sx *float32, nb int, 
 			*out = [16]float32{}
 			return
 		}
-		k := nb * 32
-		_, _, _ = w[3*rb+nb*size-1], qx[(i+1)*k-1], dx[(i+1)*nb-1]
-		var s *float32
-		if sx != nil {
-			_ = sx[(i+1)*nb-1]
-			s = &sx[i*nb]
-		} else if size == 20 {
-			panic("cpu: Q4_1 tile without sx")
-		}
-		kernel(&w[0], rb, &qx[i*k], &dx[i*nb], s, nb, &out[0])
+		q, d, s := tileArgs(w, rb, nb, size, qx, dx, sx, i, 1)
+		kernel(&w[0], rb, q, d, s, nb, &out[0])
 	}
+}
+
+// tileArgs bounds-checks four weight rows of stride rb and activation rows
+// i … i+rows−1 for a tile kernel and returns the pointers it takes.
+func tileArgs(w []byte, rb, nb, size int, qx []int8, dx, sx []float32, i, rows int) (*int8, *float32, *float32) {
+	k := nb * 32
+	_, _, _ = w[3*rb+nb*size-1], qx[(i+rows)*k-1], dx[(i+rows)*nb-1]
+	var s *float32
+	if sx != nil {
+		_ = sx[(i+rows)*nb-1]
+		s = &sx[i*nb]
+	} else if size == 20 {
+		panic("cpu: Q4_1 tile without sx")
+	}
+	return &qx[i*k], &dx[i*nb], s
 }
 
 // Implemented in tilehalf_amd64.s.
