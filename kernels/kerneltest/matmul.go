@@ -40,25 +40,43 @@ func GetRows(t *testing.T, b kernels.Backend) {
 // MatMul checks dst (n, m) = x (n, k) · wᵀ for every weight dtype, n in
 // {1, 3, 17}, m in {1, 19} and odd k, against float64 sums over the
 // dequantised weight: LimitF32Dot for F32 weights, LimitQuant for the
-// others. It then checks batch invariance bitwise.
-func MatMul(t *testing.T, b kernels.Backend) { matMul(t, b, false) }
+// others. It then checks batch invariance bitwise: rows 0, 7 and 16 of a
+// 17-row product, and rows 5…7 as a batch of 3, equal the same rows
+// multiplied alone.
+func MatMul(t *testing.T, b kernels.Backend) { matMul(t, b, false, decodeSizes) }
 
 // MatMulStrict is MatMul with LimitF32Dot for every dtype, for backends
-// that neither round activations nor approximate dequantisation.
-func MatMulStrict(t *testing.T, b kernels.Backend) { matMul(t, b, true) }
+// that neither round activations nor approximate dequantisation. It does
+// not check batch invariance.
+func MatMulStrict(t *testing.T, b kernels.Backend) { matMul(t, b, true, decodeSizes) }
 
-func matMul(t *testing.T, b kernels.Backend, strict bool) {
+// matMulSizes are the shapes a matMul run covers and its batch-invariance
+// check: an invN-row product, for each m of invMs, against the row ranges
+// of parts multiplied alone (also under strict when invStrict).
+type matMulSizes struct {
+	seed      uint64
+	ns, ms    []int
+	invN      int
+	invMs     []int
+	parts     [][2]int
+	invStrict bool
+}
+
+var decodeSizes = matMulSizes{seed: 20, ns: []int{1, 3, 17}, ms: []int{1, 19},
+	invN: 17, invMs: []int{19}, parts: [][2]int{{0, 1}, {7, 8}, {16, 17}, {5, 8}}}
+
+func matMul(t *testing.T, b kernels.Backend, strict bool, sz matMulSizes) {
 	for _, dt := range weightTypes {
 		t.Run(dt.String(), func(t *testing.T) {
 			limit := LimitQuant
 			if strict || dt == tensor.F32 {
 				limit = LimitF32Dot
 			}
-			r := rng(20 + uint64(dt))
+			r := rng(sz.seed + uint64(dt))
 			for _, k := range rowLengths(dt) {
-				for _, m := range []int{1, 19} {
+				for _, m := range sz.ms {
 					w, deq := weight(t, b, r, dt, m, k)
-					for _, n := range []int{1, 3, 17} {
+					for _, n := range sz.ns {
 						x := randn(r, n*k, 1)
 						d := newF32(t, b, nil, n, m)
 						b.MatMul(d, newF32(t, b, x, n, k), w)
@@ -66,8 +84,10 @@ func matMul(t *testing.T, b kernels.Backend, strict bool) {
 					}
 				}
 			}
-			if !strict {
-				batchInvariance(t, b, r, dt)
+			if !strict || sz.invStrict {
+				for _, m := range sz.invMs {
+					batchInvariance(t, b, r, dt, sz.invN, m, sz.parts)
+				}
 			}
 		})
 	}
@@ -88,12 +108,13 @@ func refMatMul(x, w []float32, n, k, m int) []float64 {
 	return out
 }
 
-// batchInvariance: rows 0, 7 and 16 of a 17-row MatMul, and rows 5…7 as
-// a batch of 3, equal bitwise the same rows multiplied alone.
-func batchInvariance(t *testing.T, b kernels.Backend, r *rand.Rand, dt tensor.DType) {
+// batchInvariance: the row ranges parts of an n-row MatMul with the
+// longest row length, each multiplied alone, equal the same rows inside
+// the batch bitwise.
+func batchInvariance(t *testing.T, b kernels.Backend, r *rand.Rand, dt tensor.DType, n, m int, parts [][2]int) {
 	t.Helper()
 	ks := rowLengths(dt)
-	k, m, n := ks[len(ks)-1], 19, 17
+	k := ks[len(ks)-1]
 	w, _ := weight(t, b, r, dt, m, k)
 	x := randn(r, n*k, 1)
 	mul := func(lo, hi int) []float32 {
@@ -102,12 +123,12 @@ func batchInvariance(t *testing.T, b kernels.Backend, r *rand.Rand, dt tensor.DT
 		return read(t, b, d, (hi-lo)*m)
 	}
 	all := mul(0, n)
-	for _, part := range [][2]int{{0, 1}, {7, 8}, {16, 17}, {5, 8}} {
+	for _, part := range parts {
 		got := mul(part[0], part[1])
 		for i, v := range got {
 			if want := all[part[0]*m+i]; math.Float32bits(v) != math.Float32bits(want) {
-				t.Fatalf("%v: rows %d…%d alone give element %d = %v, inside the batch of %d %v",
-					dt, part[0], part[1]-1, i, v, n, want)
+				t.Fatalf("%v %s: rows %d…%d alone give element %d = %v, inside the batch of %d %v",
+					dt, shapeName(n, k, m), part[0], part[1]-1, i, v, n, want)
 			}
 		}
 	}

@@ -46,7 +46,7 @@ func MatMulQ8(t *testing.T, b kernels.Backend) {
 					}
 				}
 			}
-			batchInvariance(t, b, r, dt)
+			batchInvariance(t, b, r, dt, decodeSizes.invN, decodeSizes.invMs[0], decodeSizes.parts)
 		})
 	}
 }
@@ -125,7 +125,7 @@ func MatMulNotQ8(t *testing.T, b kernels.Backend) {
 					}
 				}
 			}
-			batchInvariance(t, b, r, dt)
+			batchInvariance(t, b, r, dt, decodeSizes.invN, decodeSizes.invMs[0], decodeSizes.parts)
 		})
 	}
 }
