@@ -206,10 +206,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 					i := i0
 					for ; i+4 <= i1; i += 4 {
 						t4(wj, rb, nb, qx, dx, sx, i, out)
-						for c := range 4 {
-							row := d.f32[(i+c)*m+j:][:4]
-							row[0], row[1], row[2], row[3] = out[c], out[4+c], out[8+c], out[12+c]
-						}
+						putTile(d.f32, m, i, j, out)
 					}
 					for ; i < i1; i++ {
 						t1(wj, rb, nb, qx, dx, sx, i, out)
@@ -224,10 +221,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 					i := i0
 					for ; i+4 <= i1; i += 4 {
 						th(hw[j*k:], k, x[i*k:], k, k, out)
-						for c := range 4 {
-							row := d.f32[(i+c)*m+j:][:4]
-							row[0], row[1], row[2], row[3] = out[c], out[4+c], out[8+c], out[12+c]
-						}
+						putTile(d.f32, m, i, j, out)
 					}
 					for ; i < i1; i++ {
 						for r := range 4 {
@@ -270,6 +264,15 @@ func (b *Backend) matMulDequant(d, xs, wt *Tensor) {
 			}
 		}
 	})
+}
+
+// putTile stores a 4x4 tile's out (weight row r, activation row c at
+// out[4r+c]) into dst (n, m) at activation rows i… and columns j….
+func putTile(dst []float32, m, i, j int, out *[16]float32) {
+	for c := range 4 {
+		row := dst[(i+c)*m+j:][:4]
+		row[0], row[1], row[2], row[3] = out[c], out[4+c], out[8+c], out[12+c]
+	}
 }
 
 // quantizeActivations quantises every row of xs (n, k) with quantizeQ8
