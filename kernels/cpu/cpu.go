@@ -53,7 +53,10 @@ type Tensor struct {
 	// size of one of its rows.
 	weight   bool
 	rowBytes int
-	freed    bool
+	// pk is the weight packed by eight rows (packed.go) on the fast path
+	// where it has packed kernels for the dtype, else nil.
+	pk    []byte
+	freed bool
 }
 
 // DType implements kernels.Tensor.
@@ -129,7 +132,7 @@ func (b *Backend) Free(t kernels.Tensor) {
 	if !ok || c == nil {
 		return
 	}
-	c.f32, c.i32, c.f16, c.raw = nil, nil, nil, nil
+	c.f32, c.i32, c.f16, c.raw, c.pk = nil, nil, nil, nil, nil
 	c.freed = true
 }
 
@@ -177,10 +180,12 @@ func (b *Backend) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, erro
 	return t, nil
 }
 
-// Upload implements kernels.Backend. It does not copy: the tensor keeps
-// w.Data, a view of the weight file's mapping, so the caller must keep
-// the file open (models.Model keeps its Source open) and unmodified for
-// as long as the backend tensor is used. Any dtype tensor.Dequantize
+// Upload implements kernels.Backend. The tensor keeps w.Data, a view of
+// the weight file's mapping, so the caller must keep the file open
+// (models.Model keeps its Source open) and unmodified for as long as the
+// backend tensor is used. The fast path also copies Q8_0, Q4_0 and Q4_1
+// weights into its packed layout where it has packed kernels (see the
+// package documentation), which costs their size in memory. Any dtype tensor.Dequantize
 // knows is accepted. Shapes of more than two dimensions are viewed as
 // (product of the leading ones, last).
 func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
@@ -205,7 +210,14 @@ func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 	if rows != 0 && rb > int64(len(w.Data))/int64(rows) || int64(len(w.Data)) != rb*int64(rows) {
 		return nil, fmt.Errorf("cpu: upload %q: %d bytes for %v %v", w.Name, len(w.Data), w.DType, w.Shape)
 	}
-	return &Tensor{dt: w.DType, shape: shape, rows: rows, cols: cols, raw: w.Data, weight: true, rowBytes: int(rb)}, nil
+	t := &Tensor{dt: w.DType, shape: shape, rows: rows, cols: cols, raw: w.Data, weight: true, rowBytes: int(rb)}
+	if x1, _ := packedKernels(w.DType); b.fast && x1 != nil && rows > 0 && cols > 0 {
+		nb := cols / 32
+		groups := (rows + 7) / 8
+		t.pk = make([]byte, groups*nb*packBlockBytes(w.DType))
+		b.parallel(groups, func(g0, g1 int) { pack8(w.DType, w.Data, rows, int(rb), nb, t.pk, g0, g1) })
+	}
+	return t, nil
 }
 
 // canDequantize reports whether tensor.Dequantize knows dt.

@@ -55,17 +55,12 @@ func init() {
 	}
 	if hasVNNI {
 		useVNNI()
+		usePacked()
 	}
 }
 
 func useVNNI() {
 	simd = "avx2+fma+avx512vnni"
-	tileQ8_0x4 = tile4x4Asm(dotQ8_0t4x4VNNI, 34)
-	tileQ4_0x4 = tile4x4Asm(dotQ4_0t4x4VNNI, 18)
-	tileQ4_1x4 = tile4x4Asm(dotQ4_1t4x4VNNI, 20)
-	tileQ8_0x1 = tile4x1Asm(dotQ8_0t4x1VNNI, 34)
-	tileQ4_0x1 = tile4x1Asm(dotQ4_0t4x1VNNI, 18)
-	tileQ4_1x1 = tile4x1Asm(dotQ4_1t4x1VNNI, 20)
 	tileQ4_Kx4 = tileQ4_Kx4Asm
 	tileQ4_Kx1 = tileQ4_Kx1Asm
 }
@@ -102,66 +97,6 @@ func tileQ4_Kx1Asm(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out
 	k := nb * 32
 	_, _, _, _ = w[3*rb+nsb*144-1], qx[(i+1)*k-1], dx[(i+1)*nb-1], sx[(i+1)*nb-1]
 	dotQ4_Kt4x1VNNI(&w[0], rb, &qx[i*k], &dx[i*nb], &sx[i*nb], nsb, &out[0])
-}
-
-// Implemented in tile_amd64.s.
-
-//go:noescape
-func dotQ8_0t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
-
-//go:noescape
-func dotQ4_0t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
-
-//go:noescape
-func dotQ4_1t4x4VNNI(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
-
-//go:noescape
-func dotQ8_0t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32)
-
-//go:noescape
-func dotQ4_0t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32)
-
-//go:noescape
-func dotQ4_1t4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32)
-
-// tile4x4Asm and tile4x1Asm wrap a tile kernel for blocks of size bytes;
-// tileArgs checks the lengths the assembly trusts. sx may be nil for the
-// kernels that do not read it (Q8_0, Q4_0), never for Q4_1's.
-func tile4x4Asm(kernel func(w *byte, rb int, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32), size int) tileFunc {
-	return func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
-		if nb == 0 {
-			*out = [16]float32{}
-			return
-		}
-		q, d, s := tileArgs(w, rb, nb, size, qx, dx, sx, i, 4)
-		kernel(&w[0], rb, q, nb*32, d, 4*nb, s, nb, &out[0])
-	}
-}
-
-func tile4x1Asm(kernel func(w *byte, rb int, qx *int8, dx, sx *float32, nb int, out *float32), size int) tileFunc {
-	return func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
-		if nb == 0 {
-			*out = [16]float32{}
-			return
-		}
-		q, d, s := tileArgs(w, rb, nb, size, qx, dx, sx, i, 1)
-		kernel(&w[0], rb, q, d, s, nb, &out[0])
-	}
-}
-
-// tileArgs bounds-checks four weight rows of stride rb and activation rows
-// i … i+rows−1 for a tile kernel and returns the pointers it takes.
-func tileArgs(w []byte, rb, nb, size int, qx []int8, dx, sx []float32, i, rows int) (*int8, *float32, *float32) {
-	k := nb * 32
-	_, _, _ = w[3*rb+nb*size-1], qx[(i+rows)*k-1], dx[(i+rows)*nb-1]
-	var s *float32
-	if sx != nil {
-		_ = sx[(i+rows)*nb-1]
-		s = &sx[i*nb]
-	} else if size == 20 {
-		panic("cpu: Q4_1 tile without sx")
-	}
-	return &qx[i*k], &dx[i*nb], s
 }
 
 // Implemented in tilehalf_amd64.s.

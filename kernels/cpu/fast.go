@@ -14,6 +14,7 @@ type fastScratch struct {
 	dx, sx []float32 // (n·k/32) their block scales and scaled block sums
 	seen   []int32   // (n, cells) attention: each token's visible cells
 	nseen  []int     // (n) how many
+	neg    []int32   // (n·k/32) −8·Σqx per block, for packed Q4_0
 	work   [][]float32
 }
 
@@ -70,6 +71,7 @@ const (
 // of one kernel on (its weight row, its activation row), so it does not
 // depend on n, the tiling or the thread count.
 //
+//	Q8_0, Q4_0, Q4_1 packed    matMulPacked (packed.go)
 //	Q8_0, Q4_0, Q4_1,          x quantised by quantizeQ8 once per call,
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
 //	                           dotQ4_K / dotQ6_K
@@ -81,6 +83,10 @@ const (
 func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	n, k, m := xs.rows, xs.cols, wt.rows
 	if n == 0 || m == 0 {
+		return
+	}
+	if wt.pk != nil {
+		b.matMulPacked(d, xs, wt)
 		return
 	}
 	x := xs.f32
@@ -132,12 +138,11 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		b.matMulDequant(d, xs, wt)
 		return
 	}
-	// Tiles of four weight rows (Q8_0, Q4_0, Q4_1, Q4_K): against four
-	// activation rows at a time, then one at a time for the rest; each
-	// value bitwise the one-row kernel's, like rowDot's.
-	// In decode (n < 4) Q8_0 keeps its one-row kernel, which streams
-	// the weight as fast as the 4x1 tile does (BenchmarkMatMulDecode);
-	// Q4_0's, Q4_1's and Q4_K's are slower, being one dependency chain.
+	// Tiles of four weight rows (Q4_K with VNNI; Q8_0, Q4_0, Q4_1 where
+	// they are not packed, i.e. without VNNI, made of the one-row
+	// kernels): against four activation rows at a time, then one at a
+	// time for the rest; each value bitwise the one-row kernel's, like
+	// rowDot's. In decode (n < 4) Q8_0 keeps its one-row kernel.
 	var t4, t1 tileFunc
 	decodeTiles := true
 	if wt.weight {

@@ -1,0 +1,235 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// Packed weights (fast path, Q8_0, Q4_0 and Q4_1, where SIMD has the
+// kernels):
+// at Upload the weight is copied into groups of eight rows, so that the
+// kernels (packed_amd64.s) give each row one lane of a vector and form a
+// block's integer sum for eight rows with eight vpdpbusd, as llama.cpp's
+// repacked Q4_0 8x8 kernels do, instead of reducing each row's lanes.
+//
+// Group g (rows 8g…8g+7; rows past the weight's last are zero) holds its
+// nb blocks in order, block j at (g·nb + j)·packBlockBytes:
+//
+//	Q8_0 (272 bytes)  d_w of rows 0…7 (f16), then the value bytes
+//	Q4_0 (144 bytes)  d_w of rows 0…7, then the nibble bytes
+//	Q4_1 (160 bytes)  d_w of rows 0…7, m_w of rows 0…7, the nibble bytes
+//
+// the value bytes being, for k = 0…7 and row r = 0…7, values 4k…4k+3 of
+// row r plus 128 (as unsigned bytes); the nibble bytes, for k = 0…3 and
+// r = 0…7, bytes 4k…4k+3 of row r's 16 (value i in the low nibble of
+// byte i, value 16+i in its high nibble, as in the file).
+//
+// The arithmetic, per (weight row, activation row) and block j after
+// block j, from acc = mins = 0:
+//
+//	sum  = Σ w·x (Q8_0), Σ (q−8)·x (Q4_0), Σ q·x (Q4_1), exact in int32
+//	acc  = fma(float32(sum), d_w·d_x, acc)    d_w·d_x rounded to float32
+//	mins = fma(m_w, s_x, mins)                Q4_1 only
+//	out  = acc (Q4_0), acc + mins (Q4_1)
+//
+// which the one-activation-row and four-activation-row kernels both do,
+// so a value does not depend on the batch or the tiling; packed8Go is
+// the same in Go, for the tests.
+
+// packBlockBytes is the size of one packed block of eight rows (0: dt is
+// not packed).
+func packBlockBytes(dt tensor.DType) int {
+	switch dt {
+	case tensor.Q8_0:
+		return 272
+	case tensor.Q4_0:
+		return 144
+	case tensor.Q4_1:
+		return 160
+	}
+	return 0
+}
+
+// packedFunc computes eight weight rows (the packed group w, nb blocks)
+// against activation rows i… (one for the x1 kernels, four for x4) of
+// the quantised activations qx, dx, sx (rows of nb·32, nb, nb) with neg
+// their −128·Σx (Q8_0) or −8·Σx (Q4_0) per block: out[8c+r] for
+// activation row i+c and weight row r.
+type packedFunc func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int32, i int, out *[32]float32)
+
+// The packed kernels, nil where this build has none (then weights are
+// not packed).
+var packedQ8_0x1, packedQ8_0x4, packedQ4_0x1, packedQ4_0x4, packedQ4_1x1, packedQ4_1x4 packedFunc
+
+// packedKernels returns dt's packed kernels, or nil ones.
+func packedKernels(dt tensor.DType) (x1, x4 packedFunc) {
+	switch dt {
+	case tensor.Q8_0:
+		return packedQ8_0x1, packedQ8_0x4
+	case tensor.Q4_0:
+		return packedQ4_0x1, packedQ4_0x4
+	case tensor.Q4_1:
+		return packedQ4_1x1, packedQ4_1x4
+	}
+	return nil, nil
+}
+
+// pack8 packs raw (rows rows of rb bytes, nb blocks of dt each) by eight
+// rows, groups g0…g1−1 into pk (the whole packed weight).
+func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int) {
+	bb, src := packBlockBytes(dt), dt.BlockBytes()
+	hdr := 16 // the d_w
+	if dt == tensor.Q4_1 {
+		hdr = 32 // and the m_w
+	}
+	le := binary.LittleEndian
+	for g := g0; g < g1; g++ {
+		for r := 0; r < 8 && 8*g+r < rows; r++ {
+			row := raw[(8*g+r)*rb:][:nb*src]
+			for j := range nb {
+				blk, dst := row[j*src:][:src], pk[(g*nb+j)*bb:][:bb]
+				copy(dst[2*r:2*r+2], blk[:2])
+				if dt == tensor.Q4_1 {
+					copy(dst[16+2*r:16+2*r+2], blk[2:4])
+				}
+				if dt == tensor.Q8_0 {
+					for k := range 8 {
+						le.PutUint32(dst[hdr+32*k+4*r:], le.Uint32(blk[2+4*k:])^0x80808080)
+					}
+					continue
+				}
+				qs := blk[src-16:]
+				for k := range 4 {
+					le.PutUint32(dst[hdr+32*k+4*r:], le.Uint32(qs[4*k:]))
+				}
+			}
+		}
+	}
+}
+
+// negOffset is what the packed kernels of dt add to each weight value to
+// make it an unsigned byte (0: none).
+func negOffset(dt tensor.DType) int32 {
+	switch dt {
+	case tensor.Q8_0:
+		return 128
+	case tensor.Q4_0:
+		return 8
+	}
+	return 0
+}
+
+// negSums writes −off·Σx of every block of the quantised rows qx (n rows
+// of nb blocks) into neg: off is 128 for Q8_0, 8 for Q4_0.
+func negSums(qx []int8, off int32, neg []int32) {
+	for j := range neg {
+		var s int32
+		for _, v := range qx[32*j : 32*j+32] {
+			s += int32(v)
+		}
+		neg[j] = -off * s
+	}
+}
+
+// packed8Go is the packed kernels' arithmetic in Go for one activation
+// row: out[r] for the eight rows of the packed group w.
+func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, out *[8]float32) {
+	bb := packBlockBytes(dt)
+	hdr := bb - 128
+	if dt == tensor.Q8_0 {
+		hdr = 16
+	}
+	for r := range 8 {
+		var acc, mins float32
+		for j := range nb {
+			blk, x := w[j*bb:][:bb], qx[32*j:][:32]
+			var sum int32
+			for k := range 8 {
+				if dt != tensor.Q8_0 {
+					break
+				}
+				for e := range 4 {
+					sum += int32(int8(blk[hdr+32*k+4*r+e]^0x80)) * int32(x[4*k+e])
+				}
+			}
+			for k := range 4 {
+				if dt == tensor.Q8_0 {
+					break
+				}
+				for e := range 4 {
+					b := blk[hdr+32*k+4*r+e]
+					lo, hi := int32(b&15), int32(b>>4)
+					if dt == tensor.Q4_0 {
+						lo, hi = lo-8, hi-8
+					}
+					sum += lo*int32(x[4*k+e]) + hi*int32(x[16+4*k+e])
+				}
+			}
+			dw := f16at(blk[2*r:])
+			acc = fma32(float32(sum), dw*dx[j], acc)
+			if dt == tensor.Q4_1 {
+				mins = fma32(f16at(blk[16+2*r:]), sx[j], mins)
+			}
+		}
+		out[r] = acc + mins
+	}
+}
+
+// fma32 is a·b + c rounded once to float32 (through float64, which is
+// exact here: a is an integer below 2^16 and b, c float32s of the
+// magnitudes the tests use).
+func fma32(a, b, c float32) float32 {
+	return float32(math.FMA(float64(a), float64(b), float64(c)))
+}
+
+// matMulPacked is matMulFast for a packed weight: activations quantised
+// once, then every group of eight weight rows against the activation rows
+// by fours (the x4 kernel) and the rest one by one (x1).
+func (b *Backend) matMulPacked(d, xs, wt *Tensor) {
+	n, k, m := xs.rows, xs.cols, wt.rows
+	nb := k / 32
+	qx, dx, sx := b.quantizeActivations(xs)
+	var neg []int32
+	if off := negOffset(wt.dt); off != 0 {
+		s := &b.scratch
+		s.neg = grow(s.neg, n*nb)
+		neg = s.neg
+		b.parallel(n, func(lo, hi int) { negSums(qx[lo*k:hi*k], off, neg[lo*nb:hi*nb]) })
+	}
+	x1, x4 := packedKernels(wt.dt)
+	gb := nb * packBlockBytes(wt.dt)
+	groups := (m + 7) / 8
+	per := 2 // groups per task in prefill
+	if n < 4 {
+		// Decode: tasks of about decodeTaskBytes, each thread streaming
+		// through its own contiguous part (see matMulFast).
+		part := (groups + b.threads - 1) / b.threads
+		chunks := max(1, (part*gb+decodeTaskBytes-1)/decodeTaskBytes)
+		per = (part + chunks - 1) / chunks
+	}
+	for w := range b.threads {
+		b.scratch.buf(b.threads, w, 32)
+	}
+	b.pool.runRanges(groups, per, func(w, g0, g1 int) {
+		out := (*[32]float32)(b.scratch.work[w][:32])
+		for i0 := 0; i0 < n; i0 += xTile {
+			i1 := min(i0+xTile, n)
+			for g := g0; g < g1; g++ {
+				wg, rows := wt.pk[g*gb:(g+1)*gb], min(8, m-8*g)
+				i := i0
+				for ; i+4 <= i1; i += 4 {
+					x4(wg, nb, qx, dx, sx, neg, i, out)
+					for c := range 4 {
+						copy(d.f32[(i+c)*m+8*g:][:rows], out[8*c:8*c+rows])
+					}
+				}
+				for ; i < i1; i++ {
+					x1(wg, nb, qx, dx, sx, neg, i, out)
+					copy(d.f32[i*m+8*g:][:rows], out[:rows])
+				}
+			}
+		}
+	})
+}

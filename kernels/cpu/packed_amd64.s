@@ -1,0 +1,358 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Kernels over weights packed eight rows at a time (packed.go), AVX-512
+// VNNI on 256-bit vectors: one float32 lane per weight row. Per block of
+// 32 values, the 128 nibble bytes of the eight rows are laid out so that
+// the bytes 4k…4k+3 of every row fill one 32-byte vector (k = 0…3); its
+// low nibbles are the values 4k…4k+3 and its high nibbles 16+4k…19+4k,
+// so vpdpbusd against the activation dword 4k (16+4k), broadcast, adds
+// four products to each row's lane. Eight such steps give each lane its
+// block's exact integer sum; then, per lane,
+//
+//	acc = fma(float(sum), d_w·d_x, acc)         block after block
+//	Q4_1: mins = fma(m_w, s_x, mins), and out = acc + mins at the end
+//
+// with Σ (q−8)·x for Q4_0 formed as vpdpbusd(q, x) started from −8·Σx
+// (neg, once per activation block). The 8x1 (one activation row) and
+// 8x4 (four) kernels do exactly these steps per (row, activation row),
+// so every value is the same whichever computes it.
+//
+// Block layout (packed.go): Q4_0 144 bytes, the eight f16 d_w then the
+// 128 nibble bytes; Q4_1 160 bytes, eight d_w, eight m_w, the nibbles.
+
+// UNPACK8(q): Y1…Y8 = the eight unpacked nibble vectors of the block
+// whose nibble bytes start at q(SI): Y1 values 0…3 of each row, Y2
+// 16…19, Y3 4…7, Y4 20…23, Y5 8…11, Y6 24…27, Y7 12…15, Y8 28…31.
+#define UNPACK8(q) \
+	VMOVDQU q(SI), Y1 \
+	VMOVDQU q+32(SI), Y3 \
+	VMOVDQU q+64(SI), Y5 \
+	VMOVDQU q+96(SI), Y7 \
+	VPSRLW  $4, Y1, Y2 \
+	VPSRLW  $4, Y3, Y4 \
+	VPSRLW  $4, Y5, Y6 \
+	VPSRLW  $4, Y7, Y8 \
+	VPAND   Y0, Y1, Y1 \
+	VPAND   Y0, Y2, Y2 \
+	VPAND   Y0, Y3, Y3 \
+	VPAND   Y0, Y4, Y4 \
+	VPAND   Y0, Y5, Y5 \
+	VPAND   Y0, Y6, Y6 \
+	VPAND   Y0, Y7, Y7 \
+	VPAND   Y0, Y8, Y8
+
+// DOT8(x, a, b): a += the low-half products, b += the high-half ones, of
+// the activation block at x against Y1…Y8; then a += b (exact).
+#define DOT8(x, a, b) \
+	VPDPBUSD.BCST 0 x, Y1, a \
+	VPDPBUSD.BCST 16 x, Y2, b \
+	VPDPBUSD.BCST 4 x, Y3, a \
+	VPDPBUSD.BCST 20 x, Y4, b \
+	VPDPBUSD.BCST 8 x, Y5, a \
+	VPDPBUSD.BCST 24 x, Y6, b \
+	VPDPBUSD.BCST 12 x, Y7, a \
+	VPDPBUSD.BCST 28 x, Y8, b \
+	VPADDD        b, a, a
+
+// FMA8(a, d, s, acc): acc += float(a) · (Y9 · d broadcast); s scratch.
+#define FMA8(a, d, s, acc) \
+	VCVTDQ2PS     a, a \
+	VMULPS.BCST   d, Y9, s \
+	VFMADD231PS   s, a, acc
+
+#define MASK0F \
+	MOVL         $0x0f0f0f0f, AX \
+	VMOVD        AX, X0 \
+	VPBROADCASTD X0, Y0
+
+// func dotQ4_0p8x1VNNI(w *byte, qx *int8, dx *float32, neg *int32, nb int, out *float32)
+TEXT ·dotQ4_0p8x1VNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ qx+8(FP), DI
+	MOVQ dx+16(FP), DX
+	MOVQ neg+24(FP), R8
+	MOVQ nb+32(FP), CX
+	MASK0F
+	VPXORD Y16, Y16, Y16
+
+q40p81:
+	PREFETCHT0   1024(SI)
+	VPBROADCASTD (R8), Y17
+	VPXORD       Y18, Y18, Y18
+	UNPACK8(16)
+	DOT8((DI), Y17, Y18)
+	VCVTPH2PS    (SI), Y9
+	FMA8(Y17, (DX), Y19, Y16)
+	ADDQ         $144, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, R8
+	DECQ         CX
+	JNZ          q40p81
+
+	MOVQ    out+40(FP), R9
+	VMOVUPS Y16, (R9)
+	VZEROUPPER
+	RET
+
+// func dotQ4_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, neg *int32, nb int, out *float32)
+//
+// Activation row c at qx + c·xs, its scales at dx + c·ds and its −8·Σx at
+// neg + c·ds; out[8c+r] for weight row r.
+TEXT ·dotQ4_0p8x4VNNI(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ qx+8(FP), DI
+	MOVQ xs+16(FP), R9
+	MOVQ dx+24(FP), DX
+	MOVQ ds+32(FP), R10
+	MOVQ neg+40(FP), R8
+	MOVQ nb+48(FP), CX
+	LEAQ (R9)(R9*2), R13
+	LEAQ (R10)(R10*2), R14
+	MASK0F
+	VPXORD Y10, Y10, Y10
+	VPXORD Y11, Y11, Y11
+	VPXORD Y12, Y12, Y12
+	VPXORD Y13, Y13, Y13
+
+q40p84:
+	UNPACK8(16)
+	VCVTPH2PS    (SI), Y9
+	VPBROADCASTD (R8), Y16
+	VPXORD       Y17, Y17, Y17
+	VPBROADCASTD (R8)(R10*1), Y18
+	VPXORD       Y19, Y19, Y19
+	VPBROADCASTD (R8)(R10*2), Y20
+	VPXORD       Y21, Y21, Y21
+	VPBROADCASTD (R8)(R14*1), Y22
+	VPXORD       Y23, Y23, Y23
+	DOT8((DI), Y16, Y17)
+	DOT8((DI)(R9*1), Y18, Y19)
+	DOT8((DI)(R9*2), Y20, Y21)
+	DOT8((DI)(R13*1), Y22, Y23)
+	FMA8(Y16, (DX), Y24, Y10)
+	FMA8(Y18, (DX)(R10*1), Y25, Y11)
+	FMA8(Y20, (DX)(R10*2), Y26, Y12)
+	FMA8(Y22, (DX)(R14*1), Y27, Y13)
+	ADDQ         $144, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, R8
+	DECQ         CX
+	JNZ          q40p84
+
+	MOVQ    out+56(FP), R11
+	VMOVUPS Y10, (R11)
+	VMOVUPS Y11, 32(R11)
+	VMOVUPS Y12, 64(R11)
+	VMOVUPS Y13, 96(R11)
+	VZEROUPPER
+	RET
+
+// func dotQ4_1p8x1VNNI(w *byte, qx *int8, dx, sx *float32, nb int, out *float32)
+TEXT ·dotQ4_1p8x1VNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ qx+8(FP), DI
+	MOVQ dx+16(FP), DX
+	MOVQ sx+24(FP), R8
+	MOVQ nb+32(FP), CX
+	MASK0F
+	VPXORD Y16, Y16, Y16
+	VPXORD Y20, Y20, Y20
+
+q41p81:
+	PREFETCHT0   1024(SI)
+	VPXORD       Y17, Y17, Y17
+	VPXORD       Y18, Y18, Y18
+	UNPACK8(32)
+	DOT8((DI), Y17, Y18)
+	VCVTPH2PS    (SI), Y9
+	VCVTPH2PS    16(SI), Y21
+	VFMADD231PS.BCST (R8), Y21, Y20
+	FMA8(Y17, (DX), Y19, Y16)
+	ADDQ         $160, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, R8
+	DECQ         CX
+	JNZ          q41p81
+
+	MOVQ    out+40(FP), R9
+	VADDPS  Y20, Y16, Y16
+	VMOVUPS Y16, (R9)
+	VZEROUPPER
+	RET
+
+// func dotQ4_1p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
+//
+// As dotQ4_0p8x4VNNI, with s_x at sx + c·ds instead of neg.
+TEXT ·dotQ4_1p8x4VNNI(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ qx+8(FP), DI
+	MOVQ xs+16(FP), R9
+	MOVQ dx+24(FP), DX
+	MOVQ ds+32(FP), R10
+	MOVQ sx+40(FP), R8
+	MOVQ nb+48(FP), CX
+	LEAQ (R9)(R9*2), R13
+	LEAQ (R10)(R10*2), R14
+	MASK0F
+	VPXORD Y10, Y10, Y10
+	VPXORD Y11, Y11, Y11
+	VPXORD Y12, Y12, Y12
+	VPXORD Y13, Y13, Y13
+	VPXORD Y28, Y28, Y28
+	VPXORD Y29, Y29, Y29
+	VPXORD Y30, Y30, Y30
+	VPXORD Y31, Y31, Y31
+
+q41p84:
+	UNPACK8(32)
+	VCVTPH2PS    (SI), Y9
+	VCVTPH2PS    16(SI), Y15
+	VPXORD       Y16, Y16, Y16
+	VPXORD       Y17, Y17, Y17
+	VPXORD       Y18, Y18, Y18
+	VPXORD       Y19, Y19, Y19
+	VPXORD       Y20, Y20, Y20
+	VPXORD       Y21, Y21, Y21
+	VPXORD       Y22, Y22, Y22
+	VPXORD       Y23, Y23, Y23
+	DOT8((DI), Y16, Y17)
+	DOT8((DI)(R9*1), Y18, Y19)
+	DOT8((DI)(R9*2), Y20, Y21)
+	DOT8((DI)(R13*1), Y22, Y23)
+	VFMADD231PS.BCST (R8), Y15, Y28
+	VFMADD231PS.BCST (R8)(R10*1), Y15, Y29
+	VFMADD231PS.BCST (R8)(R10*2), Y15, Y30
+	VFMADD231PS.BCST (R8)(R14*1), Y15, Y31
+	FMA8(Y16, (DX), Y24, Y10)
+	FMA8(Y18, (DX)(R10*1), Y25, Y11)
+	FMA8(Y20, (DX)(R10*2), Y26, Y12)
+	FMA8(Y22, (DX)(R14*1), Y27, Y13)
+	ADDQ         $160, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, R8
+	DECQ         CX
+	JNZ          q41p84
+
+	MOVQ    out+56(FP), R11
+	VADDPS  Y28, Y10, Y10
+	VADDPS  Y29, Y11, Y11
+	VADDPS  Y30, Y12, Y12
+	VADDPS  Y31, Y13, Y13
+	VMOVUPS Y10, (R11)
+	VMOVUPS Y11, 32(R11)
+	VMOVUPS Y12, 64(R11)
+	VMOVUPS Y13, 96(R11)
+	VZEROUPPER
+	RET
+
+// LOAD8(q): Y1…Y8 = the eight weight vectors of a Q8_0 block (bytes
+// 4k…4k+3 of each row, offset by 128, in Y(k+1)).
+#define LOAD8(q) \
+	VMOVDQU q(SI), Y1 \
+	VMOVDQU q+32(SI), Y2 \
+	VMOVDQU q+64(SI), Y3 \
+	VMOVDQU q+96(SI), Y4 \
+	VMOVDQU q+128(SI), Y5 \
+	VMOVDQU q+160(SI), Y6 \
+	VMOVDQU q+192(SI), Y7 \
+	VMOVDQU q+224(SI), Y8
+
+// DOTQ8(x, a, b): as DOT8 for Q8_0's layout (activation dword k against Y(k+1)).
+#define DOTQ8(x, a, b) \
+	VPDPBUSD.BCST 0 x, Y1, a \
+	VPDPBUSD.BCST 4 x, Y2, b \
+	VPDPBUSD.BCST 8 x, Y3, a \
+	VPDPBUSD.BCST 12 x, Y4, b \
+	VPDPBUSD.BCST 16 x, Y5, a \
+	VPDPBUSD.BCST 20 x, Y6, b \
+	VPDPBUSD.BCST 24 x, Y7, a \
+	VPDPBUSD.BCST 28 x, Y8, b \
+	VPADDD        b, a, a
+
+// func dotQ8_0p8x1VNNI(w *byte, qx *int8, dx *float32, neg *int32, nb int, out *float32)
+//
+// As dotQ4_0p8x1VNNI: Σ w·x = vpdpbusd(w+128, x) started from −128·Σx.
+TEXT ·dotQ8_0p8x1VNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ qx+8(FP), DI
+	MOVQ dx+16(FP), DX
+	MOVQ neg+24(FP), R8
+	MOVQ nb+32(FP), CX
+	VPXORD Y16, Y16, Y16
+
+q80p81:
+	PREFETCHT0   1024(SI)
+	PREFETCHT0   1088(SI)
+	VPBROADCASTD (R8), Y17
+	VPXORD       Y18, Y18, Y18
+	LOAD8(16)
+	DOTQ8((DI), Y17, Y18)
+	VCVTPH2PS    (SI), Y9
+	FMA8(Y17, (DX), Y19, Y16)
+	ADDQ         $272, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, R8
+	DECQ         CX
+	JNZ          q80p81
+
+	MOVQ    out+40(FP), R9
+	VMOVUPS Y16, (R9)
+	VZEROUPPER
+	RET
+
+// func dotQ8_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, neg *int32, nb int, out *float32)
+TEXT ·dotQ8_0p8x4VNNI(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ qx+8(FP), DI
+	MOVQ xs+16(FP), R9
+	MOVQ dx+24(FP), DX
+	MOVQ ds+32(FP), R10
+	MOVQ neg+40(FP), R8
+	MOVQ nb+48(FP), CX
+	LEAQ (R9)(R9*2), R13
+	LEAQ (R10)(R10*2), R14
+	VPXORD Y10, Y10, Y10
+	VPXORD Y11, Y11, Y11
+	VPXORD Y12, Y12, Y12
+	VPXORD Y13, Y13, Y13
+
+q80p84:
+	LOAD8(16)
+	VCVTPH2PS    (SI), Y9
+	VPBROADCASTD (R8), Y16
+	VPXORD       Y17, Y17, Y17
+	VPBROADCASTD (R8)(R10*1), Y18
+	VPXORD       Y19, Y19, Y19
+	VPBROADCASTD (R8)(R10*2), Y20
+	VPXORD       Y21, Y21, Y21
+	VPBROADCASTD (R8)(R14*1), Y22
+	VPXORD       Y23, Y23, Y23
+	DOTQ8((DI), Y16, Y17)
+	DOTQ8((DI)(R9*1), Y18, Y19)
+	DOTQ8((DI)(R9*2), Y20, Y21)
+	DOTQ8((DI)(R13*1), Y22, Y23)
+	FMA8(Y16, (DX), Y24, Y10)
+	FMA8(Y18, (DX)(R10*1), Y25, Y11)
+	FMA8(Y20, (DX)(R10*2), Y26, Y12)
+	FMA8(Y22, (DX)(R14*1), Y27, Y13)
+	ADDQ         $272, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	ADDQ         $4, R8
+	DECQ         CX
+	JNZ          q80p84
+
+	MOVQ    out+56(FP), R11
+	VMOVUPS Y10, (R11)
+	VMOVUPS Y11, 32(R11)
+	VMOVUPS Y12, 64(R11)
+	VMOVUPS Y13, 96(R11)
+	VZEROUPPER
+	RET

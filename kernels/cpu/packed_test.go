@@ -1,0 +1,106 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// The packed kernels (packed_amd64.s) against packed8Go, the same
+// arithmetic written out in Go, and the four-row kernel against the
+// one-row kernel: every value bitwise equal, at odd block counts, row
+// counts that leave a group part empty, zero scales and a zero activation
+// block.
+func TestPackedKernelsBitwise(t *testing.T) {
+	if packedQ4_0x1 == nil {
+		t.Skipf("this build (kernels %s) has no packed kernels; weights are not packed", SIMD())
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
+		x1, x4 := packedKernels(dt)
+		for _, nb := range []int{1, 2, 3, 7, 24, 33, 64} {
+			for _, rows := range []int{1, 8, 13} {
+				k, nx := nb*32, 7
+				x := make([]float32, nx*k)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				clear(x[2*k : 2*k+32]) // a zero activation block: d_x = 0
+				qx, dx, sx := make([]int8, nx*k), make([]float32, nx*nb), make([]float32, nx*nb)
+				quantizeQ8(x, qx, dx, sx)
+				neg := make([]int32, nx*nb)
+				negSums(qx, negOffset(dt), neg)
+				rb := dt.BlockBytes() * nb
+				raw := make([]byte, rows*rb)
+				src := make([]float32, k)
+				for row := range rows {
+					for i := range src {
+						src[i] = float32(r.NormFloat64()) * float32(row+1)
+					}
+					if row == 1 {
+						clear(src[:32]) // a zero weight block: d_w = 0
+					}
+					if err := tensor.Quantize(dt, src, raw[row*rb:(row+1)*rb]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				groups := (rows + 7) / 8
+				gb := nb * packBlockBytes(dt)
+				pk := make([]byte, groups*gb)
+				pack8(dt, raw, rows, rb, nb, pk, 0, groups)
+				for g := range groups {
+					w := pk[g*gb : (g+1)*gb]
+					for i := range nx {
+						var want [8]float32
+						packed8Go(dt, w, nb, qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb], &want)
+						var got [32]float32
+						x1(w, nb, qx, dx, sx, neg, i, &got)
+						for lane := range 8 {
+							if math.Float32bits(got[lane]) != math.Float32bits(want[lane]) {
+								t.Errorf("%v nb=%d rows=%d group %d lane %d, activation row %d: x1 %v, Go %v", dt, nb, rows, g, lane, i, got[lane], want[lane])
+							}
+							if 8*g+lane >= rows && got[lane] != 0 {
+								t.Errorf("%v nb=%d rows=%d: padding lane %d gives %v", dt, nb, rows, lane, got[lane])
+							}
+						}
+					}
+					for _, i := range []int{0, 3} {
+						var got [32]float32
+						x4(w, nb, qx, dx, sx, neg, i, &got)
+						for c := range 4 {
+							var want [32]float32
+							x1(w, nb, qx, dx, sx, neg, i+c, &want)
+							for lane := range 8 {
+								if math.Float32bits(got[8*c+lane]) != math.Float32bits(want[lane]) {
+									t.Errorf("%v nb=%d rows=%d group %d lane %d, activation row %d: x4 %v, x1 %v", dt, nb, rows, g, lane, i+c, got[8*c+lane], want[lane])
+								}
+							}
+						}
+					}
+				}
+				// The packed values are the quantised dot product (the
+				// float64 one of the dequantised weight and activations)
+				// to float32 rounding.
+				deq := make([]float32, rows*k)
+				if err := tensor.Dequantize(dt, raw, deq); err != nil {
+					t.Fatal(err)
+				}
+				for row := range rows {
+					var got [32]float32
+					x1(pk[row/8*gb:(row/8+1)*gb], nb, qx, dx, sx, neg, 0, &got)
+					var want, mag float64
+					for e := range k {
+						p := float64(deq[row*k+e]) * float64(dx[e/32]) * float64(qx[e])
+						want += p
+						mag += math.Abs(p)
+					}
+					if d := math.Abs(float64(got[row%8]) - want); d > 1e-5*mag+1e-30 {
+						t.Errorf("%v nb=%d row %d: %v, float64 %v (|diff| %g, Σ|p| %g)", dt, nb, row, got[row%8], want, d, mag)
+					}
+				}
+			}
+		}
+	}
+}
