@@ -14,13 +14,15 @@ import (
 	_ "github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tensor"
 )
 
 // BenchmarkServe serves 16 requests of 128 prompt and 128 output tokens
 // on one LLM, all at once (continuous batching) and one after the other,
 // and reports tokens/s with time to first token and inter-token latency
 // percentiles. The model is qwen2-tiny, or VKLLM_BENCH_MODEL (a GGUF or
-// folder) with VKLLM_BENCH_BACKEND (default "cpu"):
+// folder) with VKLLM_BENCH_BACKEND (default "cpu") and an F32 KV cache,
+// or F16 with VKLLM_BENCH_KV=f16:
 //
 //	VKLLM_BENCH_MODEL=~/.cache/vkllm/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
 //	VKLLM_BENCH_BACKEND=cpu-fast go test ./engine -run '^$' -bench Serve -benchtime 1x
@@ -33,7 +35,11 @@ func BenchmarkServe(b *testing.B) {
 	if backend == "" {
 		backend = "cpu"
 	}
-	l, err := Open(path, Options{ContextLen: 4096, MaxSeqs: nReq, NoPrefixCache: true,
+	kv := tensor.F32
+	if os.Getenv("VKLLM_BENCH_KV") == "f16" {
+		kv = tensor.F16
+	}
+	l, err := Open(path, Options{ContextLen: 4096, MaxSeqs: nReq, NoPrefixCache: true, KVType: kv,
 		Model: []models.Option{models.WithBackendName(backend, kernels.Options{})}})
 	if err != nil {
 		b.Fatal(err)

@@ -53,7 +53,7 @@ func BenchmarkMatMul(b *testing.B) {
 //	go test -run '^$' -bench MatMulDecode -cpu 1,2 ./kernels/cpu/
 func BenchmarkMatMulDecode(b *testing.B) {
 	const m, k, copies = 4864, 896, 16
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
+	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
 		b.Run(dt.String(), func(b *testing.B) {
 			be := NewWith(Options{Fast: true})
 			defer be.Close()

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/vkllm/vkllm/tensor"
@@ -14,8 +15,12 @@ type fastScratch struct {
 	dx, sx []float32 // (n·k/32) their block scales and scaled block sums
 	seen   []int32   // (n, cells) attention: each token's visible cells
 	nseen  []int     // (n) how many
-	neg    []int32   // (n·k/32) −8·Σqx per block, for packed Q4_0
-	work   [][]float32
+	neg    []int32   // (n·k/32) −off·Σqx per block, for packed Q8_0 and Q4_0
+	// seenFor and seenMask: the mask tensor and values seen and nseen
+	// were listed from.
+	seenFor  *Tensor
+	seenMask []float32
+	work     [][]float32
 }
 
 // buf returns worker w's scratch of at least n float32s.
@@ -326,19 +331,26 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 	// mask row is as long as the cache, a task's work as long as the
 	// token's visible cells).
 	s := &b.scratch
-	s.seen, s.nseen = grow(s.seen, n*cells), grow(s.nseen, n)
-	b.parallel(n, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			seen, nv := s.seen[t*cells:(t+1)*cells], 0
-			for j, mv := range ms.f32[t*cells : (t+1)*cells] {
-				if mv == 0 {
-					seen[nv] = int32(j)
-					nv++
+	mask := ms.f32[:n*cells]
+	// Every layer of a Decode passes the same mask: when it holds the
+	// last call's values, so do the lists (comparing costs a fraction of
+	// scanning).
+	if s.seenFor != ms || !slices.Equal(s.seenMask, mask) {
+		s.seen, s.nseen = grow(s.seen, n*cells), grow(s.nseen, n)
+		b.parallel(n, func(lo, hi int) {
+			for t := lo; t < hi; t++ {
+				seen, nv := s.seen[t*cells:(t+1)*cells], 0
+				for j, mv := range ms.f32[t*cells : (t+1)*cells] {
+					if mv == 0 {
+						seen[nv] = int32(j)
+						nv++
+					}
 				}
+				s.nseen[t] = nv
 			}
-			s.nseen[t] = nv
-		}
-	})
+		})
+		s.seenFor, s.seenMask = ms, append(s.seenMask[:0], mask...)
+	}
 	b.pool.run(n*kvHeads*perGroup, func(w, task int) {
 		buf := b.scratch.work[w][:size]
 		t, g, part := task/(kvHeads*perGroup), task/perGroup%kvHeads, task%perGroup

@@ -171,3 +171,82 @@ func TestPoolRangesCoverOnce(t *testing.T) {
 		p.close()
 	}
 }
+
+// The fast Attention lists each token's visible cells once and reuses the
+// lists while the same mask tensor holds the same values (every layer of
+// a Decode): a mask rewritten in place must be listed anew. Each call is
+// checked bitwise against a fresh backend's.
+func TestFastAttentionMaskReuse(t *testing.T) {
+	const n, heads, kvHeads, hd, cells = 3, 4, 2, 32, 24
+	b := NewWith(Options{Threads: 2, Fast: true})
+	defer b.Close()
+	vals := func(n int, seed float64) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(math.Sin(float64(i)*0.61 + seed))
+		}
+		return x
+	}
+	qv, kv, vv := vals(n*heads*hd, 1), vals(cells*kvHeads*hd, 2), vals(cells*kvHeads*hd, 3)
+	maskOf := func(visible func(t, j int) bool) []float32 {
+		m := make([]float32, n*cells)
+		for t := range n {
+			for j := range cells {
+				if !visible(t, j) {
+					m[t*cells+j] = float32(math.Inf(-1))
+				}
+			}
+		}
+		return m
+	}
+	masks := [][]float32{
+		maskOf(func(t, j int) bool { return j <= 10+t }),
+		maskOf(func(t, j int) bool { return j <= 10+t }), // the same values again
+		maskOf(func(t, j int) bool { return j%3 != t }),
+		maskOf(func(t, j int) bool { return j > 20 }),
+	}
+	run := func(be *Backend, mask kernels.Tensor, m []float32) []float32 {
+		t.Helper()
+		tensorOf := func(dt tensor.DType, x []float32, shape ...int) kernels.Tensor {
+			tt, err := be.NewTensor(dt, shape...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x != nil {
+				if err := be.SetF32(tt, x); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return tt
+		}
+		if mask == nil {
+			mask = tensorOf(tensor.F32, nil, n, cells)
+		}
+		if err := be.SetF32(mask, m); err != nil {
+			t.Fatal(err)
+		}
+		d := tensorOf(tensor.F32, nil, n, heads*hd)
+		be.Attention(d, tensorOf(tensor.F32, qv, n, heads*hd), tensorOf(tensor.F32, kv, cells, kvHeads*hd),
+			tensorOf(tensor.F32, vv, cells, kvHeads*hd), mask, heads, kvHeads, 0.125)
+		out := make([]float32, n*heads*hd)
+		if err := be.GetF32(d, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	shared, err := b.NewTensor(tensor.F32, n, cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range masks {
+		got := run(b, shared, m)
+		fresh := NewWith(Options{Threads: 2, Fast: true})
+		want := run(fresh, nil, m)
+		fresh.Close()
+		for e := range got {
+			if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
+				t.Fatalf("mask %d, element %d: %v with the mask reused, %v fresh", i, e, got[e], want[e])
+			}
+		}
+	}
+}
