@@ -69,7 +69,11 @@
 // without those features; SIMD reports which):
 //
 //   - F32, F16 and BF16 weights: float32 dots with fused multiply-adds in
-//     eight lanes (four accumulators), read in place.
+//     eight lanes (four accumulators), read in place. With AVX512_BF16,
+//     BF16 weights instead meet activations rounded to bfloat16 once per
+//     MatMul (to nearest even), one VDPBF16PS accumulator per pair
+//     (bf16act.go, tilebf16_amd64.s), as llama.cpp does: its truth is
+//     kerneltest.MatMulBF16Act, and BF16Activations reports it.
 //   - Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights: each activation row is
 //     quantised once per MatMul to 8 bits per block of 32 (quantizeQ8: d =
 //     max|x|/127 in float32, q = round(x/d)), and every block's integer dot

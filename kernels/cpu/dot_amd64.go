@@ -57,6 +57,9 @@ func init() {
 		useVNNI()
 		usePacked()
 	}
+	if hasBF16 {
+		useBF16()
+	}
 }
 
 func useVNNI() {

@@ -16,6 +16,7 @@ type fastScratch struct {
 	seen   []int32   // (n, cells) attention: each token's visible cells
 	nseen  []int     // (n) how many
 	neg    []int32   // (n·k/32) −off·Σqx per block, for packed Q8_0 and Q4_0
+	xb     []uint16  // (n·k) activations rounded to bfloat16, for BF16 weights
 	// seenFor and seenMask: the mask tensor and values seen and nseen
 	// were listed from.
 	seenFor  *Tensor
@@ -92,6 +93,10 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	}
 	if wt.pk != nil {
 		b.matMulPacked(d, xs, wt)
+		return
+	}
+	if wt.weight && wt.dt == tensor.BF16 && bf16Act != nil && littleEndian && k > 0 {
+		b.matMulBF16(d, xs, wt)
 		return
 	}
 	x := xs.f32

@@ -25,7 +25,8 @@ func TestFastConformance(t *testing.T) {
 			}{
 				{"GetRows", kerneltest.GetRows},
 				{"MatMulQ8", kerneltest.MatMulQ8},
-				{"MatMulNotQ8", kerneltest.MatMulNotQ8},
+				{"MatMulNotQ8", matMulNotQ8},
+				{"MatMulBF16", matMulBF16},
 				{"Add", kerneltest.Add},
 				{"Mul", kerneltest.Mul},
 				{"RMSNorm", kerneltest.RMSNorm},
@@ -45,7 +46,28 @@ func TestFastConformance(t *testing.T) {
 	}
 }
 
-// floatStrict: F32, F16 and BF16 weights within LimitF32Dot of float64.
+// matMulNotQ8 and matMulBF16: with AVX512_BF16 the fast path rounds
+// activations to bfloat16 against BF16 weights (bf16act.go), whose truth
+// is then kerneltest.MatMulBF16Act; without, BF16 is held to float32
+// accuracy like F16.
+func matMulNotQ8(t *testing.T, b kernels.Backend) {
+	if BF16Activations() {
+		kerneltest.MatMulNotQ8BF16(t, b)
+	} else {
+		kerneltest.MatMulNotQ8(t, b)
+	}
+}
+
+func matMulBF16(t *testing.T, b kernels.Backend) {
+	if !BF16Activations() {
+		t.Skipf("kernels %s: BF16 weights meet float32 activations (checked by MatMulNotQ8)", SIMD())
+	}
+	kerneltest.MatMulBF16Act(t, b)
+}
+
+// floatStrict: F32, F16 and BF16 weights within LimitF32Dot of float64
+// (BF16: of the activations rounded to bfloat16 where the fast path
+// rounds them).
 func floatStrict(t *testing.T, b *Backend) {
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
 		for _, k := range []int{7, 96, 263, 1031} {
@@ -70,7 +92,11 @@ func floatStrict(t *testing.T, b *Backend) {
 					for j := range 19 {
 						var s float64
 						for e := range k {
-							s += float64(xs[i*k+e]) * float64(deq[j*k+e])
+							xv := xs[i*k+e]
+							if dt == tensor.BF16 && b.fast && BF16Activations() {
+								xv = kerneltest.RoundBF16(xv)
+							}
+							s += float64(xv) * float64(deq[j*k+e])
 						}
 						num += (float64(got[i*19+j]) - s) * (float64(got[i*19+j]) - s)
 						den += s * s

@@ -107,9 +107,53 @@ func q8Type(dt tensor.DType) bool {
 // activations' error (NMSE ≈ 3e-5 on average) exceeds 5e-4 on some of
 // those draws. MatMulQ8 holds the quantised dtypes to their own
 // arithmetic at LimitF32Dot instead.
-func MatMulNotQ8(t *testing.T, b kernels.Backend) {
+func MatMulNotQ8(t *testing.T, b kernels.Backend) { matMulNot(t, b, q8Type) }
+
+// MatMulNotQ8BF16 is MatMulNotQ8 without BF16 weights, for a backend that
+// also rounds activations to bfloat16 against those (MatMulBF16Act).
+func MatMulNotQ8BF16(t *testing.T, b kernels.Backend) {
+	matMulNot(t, b, func(dt tensor.DType) bool { return q8Type(dt) || dt == tensor.BF16 })
+}
+
+// MatMulBF16Act is MatMul for a backend that multiplies BF16 weights by
+// activations rounded to bfloat16 (to nearest even), as llama.cpp does
+// with VDPBF16PS: its truth is the weight times the rounded activations
+// summed in float64, held to LimitF32Dot (a product of two bfloat16s is
+// exact in float32, so only the sums' rounding is allowed), with bitwise
+// batch invariance. n in {1, 3, 17}, m in {1, 19}, odd k.
+func MatMulBF16Act(t *testing.T, b kernels.Backend) {
+	r := rng(90)
+	for _, k := range append(rowLengths(tensor.BF16), 1031) {
+		for _, m := range []int{1, 19} {
+			w, deq := weight(t, b, r, tensor.BF16, m, k)
+			for _, n := range []int{1, 3, 17} {
+				x := randn(r, n*k, 1)
+				xr := make([]float32, len(x))
+				for i, v := range x {
+					xr[i] = RoundBF16(v)
+				}
+				d := newF32(t, b, nil, n, m)
+				b.MatMul(d, newF32(t, b, x, n, k), w)
+				check(t, "MatMulBF16Act "+shapeName(n, k, m), read(t, b, d, n*m), refMatMul(xr, deq, n, k, m), LimitF32Dot)
+			}
+		}
+	}
+	batchInvariance(t, b, r, tensor.BF16, decodeSizes.invN, decodeSizes.invMs[0], decodeSizes.parts)
+}
+
+// RoundBF16 is v rounded to bfloat16 (nearest even), as a float32.
+func RoundBF16(v float32) float32 {
+	u := math.Float32bits(v)
+	if u&0x7fffffff > 0x7f800000 {
+		return v
+	}
+	u += 0x7fff + (u>>16)&1
+	return math.Float32frombits(u &^ 0xffff)
+}
+
+func matMulNot(t *testing.T, b kernels.Backend, skip func(tensor.DType) bool) {
 	for _, dt := range weightTypes {
-		if q8Type(dt) {
+		if skip(dt) {
 			continue
 		}
 		t.Run(dt.String(), func(t *testing.T) {
