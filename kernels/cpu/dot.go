@@ -119,6 +119,11 @@ type tileHalfFunc func(w []uint16, ws int, x []float32, xs, k int, out *[16]floa
 
 var tileF16x4, tileBF16x4 tileHalfFunc
 
+// tileF16x1 (nil where SIMD has none) sets out[r] for weight rows
+// w + r·ws (r < 4) against one activation row x (k values), each bitwise
+// dotF16: F16 decode's four weight streams.
+var tileF16x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
+
 // Attention over an F32 cache, one query head: the visible cells idx
 // (rows of k and v, stride floats apart, hd = len(q) values each).
 // attnScoresF32 sets out[c] = dotF32(k row idx[c], q)·scale; attnAccF32

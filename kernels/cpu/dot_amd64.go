@@ -51,6 +51,7 @@ func init() {
 	}
 	if hasAVX512 {
 		tileF16x4 = tileHalfAsm(dotF16t4x4AVX512, dotF16Go)
+		tileF16x1 = tileF16x1Asm
 		tileBF16x4 = tileHalfAsm(dotBF16t4x4AVX512, dotBF16Go)
 	}
 	if hasVNNI {
@@ -109,6 +110,27 @@ func dotF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32
 
 //go:noescape
 func dotBF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+
+//go:noescape
+func dotF16t4x1AVX512(w *uint16, ws int, x *float32, n int, out *float32)
+
+// tileF16x1Asm is dotF16Asm for four weight rows ws values apart.
+func tileF16x1Asm(w []uint16, ws int, x []float32, k int, out *[16]float32) {
+	*out = [16]float32{}
+	if k == 0 {
+		return
+	}
+	_, _ = w[3*ws+k-1], x[k-1]
+	n := k &^ 7
+	if n > 0 {
+		dotF16t4x1AVX512(&w[0], 2*ws, &x[0], n, &out[0])
+	}
+	if n < k {
+		for r := range 4 {
+			out[r] += dotF16Go(w[r*ws+n:r*ws+k], x[n:k])
+		}
+	}
+}
 
 // tileHalfAsm wraps a half-precision tile kernel as dotF16Asm
 // (dotBF16Asm) wraps the one-row one: the kernel takes the whole vectors,

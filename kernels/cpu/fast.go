@@ -198,6 +198,20 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
 			j := j0
+			if th != nil && tileF16x1 != nil && wt.dt == tensor.F16 && n < 4 {
+				// F16 decode: four rows from the four quarters of the
+				// task (four sequential streams), each bitwise dotF16.
+				q := (j1 - j0) / 4
+				for t := range q {
+					for i := i0; i < i1; i++ {
+						tileF16x1(hw[(j0+t)*k:], q*k, x[i*k:(i+1)*k], k, out)
+						for r := range 4 {
+							d.f32[i*m+j0+t+r*q] = out[r]
+						}
+					}
+				}
+				j = j0 + 4*q
+			}
 			if t1 != nil && decodeTiles && n < 4 {
 				// Decode: the four rows of a tile come from four runs of
 				// q rows each (a tile's rows q apart), so that the weight

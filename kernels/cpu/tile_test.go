@@ -181,6 +181,18 @@ func TestHalfTilesBitwise(t *testing.T) {
 						}
 					}
 				}
+				if c.name == "F16" && tileF16x1 != nil {
+					// The decode tile: four weight rows by one activation row.
+					for col := range 4 {
+						tileF16x1(w, ws, x[col*xs:col*xs+k], k, &out)
+						for row := range 4 {
+							want := c.one(w[row*ws:row*ws+k], x[col*xs:col*xs+k])
+							if got := out[row]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Errorf("F16 4x1 k=%d pad=%d: weight row %d, activation row %d: tile %v, one-row %v", k, pad, row, col, got, want)
+							}
+						}
+					}
+				}
 			}
 		}
 	}

@@ -416,3 +416,110 @@ dotBF16t4x4AVX512sum:
 	OUT16
 	VZEROUPPER
 	RET
+
+// F16 decode: four weight rows (ws bytes apart) against one activation
+// row, each row with dotF16AVX2's four accumulators (row r's accumulator
+// a in Y(16+4r+a)), the same FMAs per element and the same additions at
+// the end, so each value is bitwise dotF16AVX2's; four independent
+// streams instead of one.
+
+// F16ROW32(row, a0): the four accumulators from a0 take the 32 values at
+// (row) against the activations in Y0…Y3.
+#define F16ROW32(row, a0, a1, a2, a3) \
+	VCVTPH2PS   (row), Y4 \
+	VCVTPH2PS   16(row), Y5 \
+	VCVTPH2PS   32(row), Y6 \
+	VCVTPH2PS   48(row), Y7 \
+	VFMADD231PS Y0, Y4, a0 \
+	VFMADD231PS Y1, Y5, a1 \
+	VFMADD231PS Y2, Y6, a2 \
+	VFMADD231PS Y3, Y7, a3
+
+// F16OUT(a0, a1, a2, a3, off): out[off/4] = HSUM((a0+a1)+(a2+a3)).
+#define F16OUT(a0, a1, a2, a3, off) \
+	VADDPS  a1, a0, a0 \
+	VADDPS  a3, a2, a2 \
+	VADDPS  a2, a0, a0 \
+	VMOVAPS a0, Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS  X0, off(R8)
+
+// func dotF16t4x1AVX512(w *uint16, ws int, x *float32, n int, out *float32)
+//
+// n a multiple of 8; ws in bytes.
+TEXT ·dotF16t4x1AVX512(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), R9
+	MOVQ x+16(FP), DI
+	MOVQ n+24(FP), CX
+	MOVQ out+32(FP), R8
+	LEAQ (SI)(R9*1), R10
+	LEAQ (R10)(R9*1), R11
+	LEAQ (R11)(R9*1), R12
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	VPXORD Y20, Y20, Y20
+	VPXORD Y21, Y21, Y21
+	VPXORD Y22, Y22, Y22
+	VPXORD Y23, Y23, Y23
+	VPXORD Y24, Y24, Y24
+	VPXORD Y25, Y25, Y25
+	VPXORD Y26, Y26, Y26
+	VPXORD Y27, Y27, Y27
+	VPXORD Y28, Y28, Y28
+	VPXORD Y29, Y29, Y29
+	VPXORD Y30, Y30, Y30
+	VPXORD Y31, Y31, Y31
+
+f16t41loop32:
+	CMPQ       CX, $32
+	JLT        f16t41loop8
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1024(R10)
+	PREFETCHT0 1024(R11)
+	PREFETCHT0 1024(R12)
+	VMOVUPS    (DI), Y0
+	VMOVUPS    32(DI), Y1
+	VMOVUPS    64(DI), Y2
+	VMOVUPS    96(DI), Y3
+	F16ROW32(SI, Y16, Y17, Y18, Y19)
+	F16ROW32(R10, Y20, Y21, Y22, Y23)
+	F16ROW32(R11, Y24, Y25, Y26, Y27)
+	F16ROW32(R12, Y28, Y29, Y30, Y31)
+	ADDQ       $64, SI
+	ADDQ       $64, R10
+	ADDQ       $64, R11
+	ADDQ       $64, R12
+	ADDQ       $128, DI
+	SUBQ       $32, CX
+	JMP        f16t41loop32
+
+f16t41loop8:
+	CMPQ        CX, $8
+	JLT         f16t41done
+	VMOVUPS     (DI), Y0
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   (R10), Y5
+	VCVTPH2PS   (R11), Y6
+	VCVTPH2PS   (R12), Y7
+	VFMADD231PS Y0, Y4, Y16
+	VFMADD231PS Y0, Y5, Y20
+	VFMADD231PS Y0, Y6, Y24
+	VFMADD231PS Y0, Y7, Y28
+	ADDQ        $16, SI
+	ADDQ        $16, R10
+	ADDQ        $16, R11
+	ADDQ        $16, R12
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         f16t41loop8
+
+f16t41done:
+	F16OUT(Y16, Y17, Y18, Y19, 0)
+	F16OUT(Y20, Y21, Y22, Y23, 4)
+	F16OUT(Y24, Y25, Y26, Y27, 8)
+	F16OUT(Y28, Y29, Y30, Y31, 12)
+	VZEROUPPER
+	RET
