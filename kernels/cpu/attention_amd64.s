@@ -12,61 +12,94 @@
 
 // Attention over an F32 cache, one query head at a time (AVX2 + FMA).
 
-// func attnScoresF32AVX2(q, k *float32, idx *int32, nv, stride, hd int, scale float32, out *float32)
+// func attnScoresF32x8(q, k *float32, idx *int32, groups, stride, hd int, scale float32, out *float32)
 //
-// out[c] = dotF32(k[idx[c]·stride:][:hd], q)·scale for c < nv: per cell
-// exactly dotF32AVX2's steps (four accumulators over 32 elements at a
-// time, (Y0+Y1)+(Y2+Y3), HSUM_Y0_X0), hd a multiple of 32.
-TEXT ·attnScoresF32AVX2(SB), NOSPLIT, $0-64
-	MOVQ         q+0(FP), DI
-	MOVQ         k+8(FP), SI
-	MOVQ         idx+16(FP), R8
-	MOVQ         nv+24(FP), BX
-	MOVQ         stride+32(FP), R9
-	SHLQ         $2, R9
-	MOVQ         hd+40(FP), R12
-	VBROADCASTSS scale+48(FP), X9
+// Eight cells at a time: out[c] = (q·k row idx[c])·scale for c <
+// 8·groups, each cell's dot in eight lanes (lane l takes elements
+// 8j+l, one fused multiply-add per 8-chunk j, in order), then the lanes
+// summed as ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) by a transposing
+// reduction of the eight cells' accumulators (VHADDPS, VHADDPS, the two
+// halves added), so a cell's value does not depend on its place among the
+// eight. hd a multiple of 8; stride in floats.
+//
+// Registers: AX, BX, R8…R13 the eight cells' row offsets (bytes from k);
+// SI k plus the chunk offset, DI q plus it; Y8 the q chunk; Y0…Y7 the
+// accumulators; R14 idx, DX out, CX groups left; 0(SP) the end of q,
+// 8(SP) the row stride in bytes.
+TEXT ·attnScoresF32x8(SB), NOSPLIT, $16-64
+	MOVQ         idx+16(FP), R14
+	MOVQ         groups+24(FP), CX
+	MOVQ         stride+32(FP), AX
+	SHLQ         $2, AX
+	MOVQ         AX, 8(SP)
+	MOVQ         hd+40(FP), AX
+	SHLQ         $2, AX
+	ADDQ         q+0(FP), AX
+	MOVQ         AX, 0(SP)
+	VBROADCASTSS scale+48(FP), Y9
 	MOVQ         out+56(FP), DX
-	TESTQ        BX, BX
-	JZ           scdone
 
-sccell:
-	MOVLQSX     (R8), AX
-	IMULQ       R9, AX
-	LEAQ        (SI)(AX*1), R10
-	MOVQ        DI, R11
-	MOVQ        R12, CX
-	VXORPS      Y0, Y0, Y0
-	VXORPS      Y1, Y1, Y1
-	VXORPS      Y2, Y2, Y2
-	VXORPS      Y3, Y3, Y3
+sc8group:
+	MOVLQSX 0(R14), AX
+	IMULQ   8(SP), AX
+	MOVLQSX 4(R14), BX
+	IMULQ   8(SP), BX
+	MOVLQSX 8(R14), R8
+	IMULQ   8(SP), R8
+	MOVLQSX 12(R14), R9
+	IMULQ   8(SP), R9
+	MOVLQSX 16(R14), R10
+	IMULQ   8(SP), R10
+	MOVLQSX 20(R14), R11
+	IMULQ   8(SP), R11
+	MOVLQSX 24(R14), R12
+	IMULQ   8(SP), R12
+	MOVLQSX 28(R14), R13
+	IMULQ   8(SP), R13
+	MOVQ    k+8(FP), SI
+	MOVQ    q+0(FP), DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
 
-scloop:
-	VMOVUPS     (R10), Y4
-	VMOVUPS     32(R10), Y5
-	VMOVUPS     64(R10), Y6
-	VMOVUPS     96(R10), Y7
-	VFMADD231PS (R11), Y4, Y0
-	VFMADD231PS 32(R11), Y5, Y1
-	VFMADD231PS 64(R11), Y6, Y2
-	VFMADD231PS 96(R11), Y7, Y3
-	ADDQ        $128, R10
-	ADDQ        $128, R11
-	SUBQ        $32, CX
-	JNZ         scloop
+sc8chunk:
+	VMOVUPS     (DI), Y8
+	VFMADD231PS (SI)(AX*1), Y8, Y0
+	VFMADD231PS (SI)(BX*1), Y8, Y1
+	VFMADD231PS (SI)(R8*1), Y8, Y2
+	VFMADD231PS (SI)(R9*1), Y8, Y3
+	VFMADD231PS (SI)(R10*1), Y8, Y4
+	VFMADD231PS (SI)(R11*1), Y8, Y5
+	VFMADD231PS (SI)(R12*1), Y8, Y6
+	VFMADD231PS (SI)(R13*1), Y8, Y7
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	CMPQ        DI, 0(SP)
+	JNE         sc8chunk
 
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM_Y0_X0
-	VMULSS X9, X0, X0
-	VMOVSS X0, (DX)
-	ADDQ   $4, R8
-	ADDQ   $4, DX
-	DECQ   BX
-	JNZ    sccell
-
-scdone:
+	// Lanes (l0+l1), (l2+l3) of cells 0, 1 in Y0, of 2, 3 in Y2, …; then
+	// ((l0+l1)+(l2+l3)) of cells 0…3 in Y0 and 4…7 in Y4, per half; then
+	// the halves (l0…l3 and l4…l7) added.
+	VHADDPS    Y1, Y0, Y0
+	VHADDPS    Y3, Y2, Y2
+	VHADDPS    Y5, Y4, Y4
+	VHADDPS    Y7, Y6, Y6
+	VHADDPS    Y2, Y0, Y0
+	VHADDPS    Y6, Y4, Y4
+	VPERM2F128 $0x20, Y4, Y0, Y1
+	VPERM2F128 $0x31, Y4, Y0, Y2
+	VADDPS     Y2, Y1, Y1
+	VMULPS     Y9, Y1, Y1
+	VMOVUPS    Y1, (DX)
+	ADDQ       $32, R14
+	ADDQ       $32, DX
+	DECQ       CX
+	JNZ        sc8group
 	VZEROUPPER
 	RET
 

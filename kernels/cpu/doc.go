@@ -109,8 +109,10 @@
 //     about 1 MiB (decodeTaskBytes).
 //   - Attention: float32 dots and V accumulation, a vector exp; SwiGLU:
 //     silu·u with the vector exp. Over an F32 cache a head's scores and
-//     weighted sum are one assembly call each (attention_amd64.s), bitwise
-//     the per-cell dotF32 and axpyF32.
+//     weighted sum are one assembly call each (attention_amd64.s): the
+//     scores eight cells at a time (each cell's dot in eight lanes,
+//     reduced in one fixed order, the same wherever the cell is among the
+//     visible ones), the sum bitwise per-cell axpyF32.
 //
 // Every output element is still one kernel call on its own inputs in a
 // fixed order, so results are bitwise independent of the batch size, the

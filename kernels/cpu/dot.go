@@ -126,10 +126,11 @@ var tileF16x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
 
 // Attention over an F32 cache, one query head: the visible cells idx
 // (rows of k and v, stride floats apart, hd = len(q) values each).
-// attnScoresF32 sets out[c] = dotF32(k row idx[c], q)·scale; attnAccF32
-// adds p[c]·(v row idx[c]) to acc for c in order, as axpyF32 does. Both
-// are bitwise those calls; dot_amd64.go puts in assembly that makes all
-// of them in one call.
+// attnScoresF32 sets out[c] = (k row idx[c])·q·scale: dotF32 per cell
+// here, and in dot_amd64.go eight cells at a time in another fixed order
+// (attnScoresF32x8), the same for a cell wherever it is in idx.
+// attnAccF32 adds p[c]·(v row idx[c]) to acc for c in order, bitwise
+// axpyF32 per cell.
 var (
 	attnScoresF32 = attnScoresF32Go
 	attnAccF32    = attnAccF32Go

@@ -173,7 +173,7 @@ func useAVX2() {
 }
 
 //go:noescape
-func attnScoresF32AVX2(q, k *float32, idx *int32, nv, stride, hd int, scale float32, out *float32)
+func attnScoresF32x8(q, k *float32, idx *int32, groups, stride, hd int, scale float32, out *float32)
 
 //go:noescape
 func attnAccF32AVX2(v *float32, idx *int32, p *float32, nv, stride, hd int, acc *float32)
@@ -193,12 +193,27 @@ func rowsFit(m []float32, idx []int32, stride, hd int) bool {
 
 func attnScoresF32Asm(q, k []float32, idx []int32, stride int, scale float32, out []float32) {
 	hd := len(q)
-	if hd == 0 || hd%32 != 0 || len(idx) == 0 || !rowsFit(k, idx, stride, hd) {
+	if hd == 0 || hd%8 != 0 || len(idx) == 0 || !rowsFit(k, idx, stride, hd) {
 		attnScoresF32Go(q, k, idx, stride, scale, out)
 		return
 	}
-	_ = out[len(idx)-1]
-	attnScoresF32AVX2(&q[0], &k[0], &idx[0], len(idx), stride, hd, scale, &out[0])
+	nv := len(idx)
+	_ = out[nv-1]
+	if g := nv / 8; g > 0 {
+		attnScoresF32x8(&q[0], &k[0], &idx[0], g, stride, hd, scale, &out[0])
+	}
+	if r := nv % 8; r > 0 {
+		// The last cells, as a group of eight padded with the last one
+		// (a cell's value does not depend on its place in the group).
+		var pad [8]int32
+		var res [8]float32
+		n := copy(pad[:], idx[nv-r:])
+		for i := n; i < 8; i++ {
+			pad[i] = pad[n-1]
+		}
+		attnScoresF32x8(&q[0], &k[0], &pad[0], 1, stride, hd, scale, &res[0])
+		copy(out[nv-r:nv], res[:r])
+	}
 }
 
 func attnAccF32Asm(v []float32, idx []int32, p []float32, stride int, acc []float32) {

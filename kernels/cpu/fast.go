@@ -1,8 +1,8 @@
 package cpu
 
 import (
+	"bytes"
 	"math"
-	"slices"
 	"unsafe"
 
 	"github.com/vkllm/vkllm/tensor"
@@ -51,6 +51,14 @@ func f32view(b []byte) []float32 {
 		return nil
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// f32bytes views x as bytes.
+func f32bytes(x []float32) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
 }
 
 func u16view(b []byte) []uint16 {
@@ -353,8 +361,8 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 	mask := ms.f32[:n*cells]
 	// Every layer of a Decode passes the same mask: when it holds the
 	// last call's values, so do the lists (comparing costs a fraction of
-	// scanning).
-	if s.seenFor != ms || !slices.Equal(s.seenMask, mask) {
+	// scanning; bit for bit, so a −0 or a NaN only costs a new scan).
+	if s.seenFor != ms || !bytes.Equal(f32bytes(s.seenMask), f32bytes(mask)) {
 		s.seen, s.nseen = grow(s.seen, n*cells), grow(s.nseen, n)
 		b.parallel(n, func(lo, hi int) {
 			for t := lo; t < hi; t++ {

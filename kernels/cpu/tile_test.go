@@ -90,13 +90,15 @@ func TestTilesBitwise(t *testing.T) {
 	}
 }
 
-// The attention kernels (assembly where SIMD says so) against per-cell
-// dotF32 and axpyF32 calls: bitwise equal, at head sizes the assembly
-// takes (multiples of 32 and 64) and others it leaves to Go.
+// The attention kernels (assembly where SIMD says so): each score the
+// same bits wherever its cell is in the list and within float32 rounding
+// of the float64 dot; the weighted sum bitwise per-cell axpyF32 calls; at
+// head sizes the assembly takes (multiples of 8 and 64) and others it
+// leaves to Go.
 func TestAttnKernelsBitwise(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, hd := range []int{8, 32, 64, 96, 128} {
-		for _, nv := range []int{1, 3, 17} {
+	for _, hd := range []int{4, 8, 32, 64, 96, 128} {
+		for _, nv := range []int{1, 3, 8, 17, 40} {
 			const cells = 40
 			stride := 3*hd + 8
 			k, v := make([]float32, cells*stride), make([]float32, cells*stride)
@@ -113,11 +115,40 @@ func TestAttnKernelsBitwise(t *testing.T) {
 				p[c] = r.Float32()
 			}
 			off := hd + 3
-			got, want := make([]float32, nv), make([]float32, nv)
+			got := make([]float32, nv)
 			attnScoresF32(q, k[off:], idx, stride, 0.125, got)
+			// A score is the same wherever its cell is in the list (the
+			// assembly goes by eight cells, the last group padded): the
+			// list reversed and rotated gives each cell the same bits.
+			for _, perm := range []func(c int) int{
+				func(c int) int { return nv - 1 - c },
+				func(c int) int { return (c + 3) % nv },
+			} {
+				idx2, got2 := make([]int32, nv), make([]float32, nv)
+				for c := range idx {
+					idx2[perm(c)] = idx[c]
+				}
+				attnScoresF32(q, k[off:], idx2, stride, 0.125, got2)
+				for c := range idx {
+					if math.Float32bits(got2[perm(c)]) != math.Float32bits(got[c]) {
+						t.Errorf("hd=%d nv=%d: cell %d scores %v at place %d, %v at %d", hd, nv, idx[c], got[c], c, got2[perm(c)], perm(c))
+					}
+				}
+			}
+			// And it is the float32 dot to float32 rounding (the Go
+			// fallback is dotF32 itself; the assembly sums in another
+			// order).
 			for c, j := range idx {
 				at := int(j)*stride + off
-				want[c] = dotF32(k[at:at+hd], q) * 0.125
+				var want, mag float64
+				for e := range hd {
+					want += float64(k[at+e]) * float64(q[e])
+					mag += math.Abs(float64(k[at+e]) * float64(q[e]))
+				}
+				want *= 0.125
+				if d := math.Abs(float64(got[c]) - want); d > 1e-6*mag {
+					t.Errorf("hd=%d nv=%d: score %d = %v, float64 %v (Σ|p| %g)", hd, nv, c, got[c], want, mag)
+				}
 			}
 			accGot, accWant := make([]float32, hd), make([]float32, hd)
 			for e := range accGot {
@@ -128,11 +159,6 @@ func TestAttnKernelsBitwise(t *testing.T) {
 			for c, j := range idx {
 				at := int(j)*stride + off
 				axpyF32(p[c], v[at:at+hd], accWant)
-			}
-			for c := range got {
-				if math.Float32bits(got[c]) != math.Float32bits(want[c]) {
-					t.Errorf("hd=%d nv=%d: score %d = %v, per-cell dotF32 %v", hd, nv, c, got[c], want[c])
-				}
 			}
 			for e := range accGot {
 				if math.Float32bits(accGot[e]) != math.Float32bits(accWant[e]) {
