@@ -5,22 +5,22 @@ package cpu
 // Implemented in packed_amd64.s.
 
 //go:noescape
-func dotQ8_0p8x1VNNI(w *byte, qx *int8, dx *float32, neg *int32, nb int, out *float32)
+func dotQ8_0p8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
 
 //go:noescape
-func dotQ8_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, neg *int32, nb int, out *float32)
+func dotQ8_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
 
 //go:noescape
-func dotQ4_0p8x1VNNI(w *byte, qx *int8, dx *float32, neg *int32, nb int, out *float32)
+func dotQ4_0p8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
 
 //go:noescape
-func dotQ4_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, neg *int32, nb int, out *float32)
+func dotQ4_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
 
 //go:noescape
-func dotQ4_1p8x1VNNI(w *byte, qx *int8, dx, sx *float32, nb int, out *float32)
+func dotQ4_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 
 //go:noescape
-func dotQ4_1p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
+func dotQ4_1p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 
 func usePacked() {
 	packedQ8_0x1, packedQ8_0x4 = packedNeg(dotQ8_0p8x1VNNI, dotQ8_0p8x4VNNI, 272)
@@ -45,8 +45,8 @@ func usePacked() {
 
 // packedNeg wraps the kernels that take neg (Q8_0, Q4_0; blocks of size
 // bytes).
-func packedNeg(k1 func(w *byte, qx *int8, dx *float32, neg *int32, nb int, out *float32),
-	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, neg *int32, nb int, out *float32), size int) (x1, x4 packedFunc) {
+func packedNeg(k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32),
+	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32), size int) (x1, x4 packedFunc) {
 	x1 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i int, out *[32]float32) {
 		if packedArgs(w, nb, size, qx, dx, neg, i, 1) {
 			k1(&w[0], &qx[i*nb*32], &dx[i*nb], &neg[i*nb], nb, &out[0])

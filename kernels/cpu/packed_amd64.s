@@ -72,18 +72,86 @@
 	PREFETCHT0 2112(SI) \
 	PREFETCHT0 2176(SI)
 
+// X1_ARGS: the one-activation-row kernels' arguments (w, qx, dx, aux,
+// nb) in SI, DI, DX, R8, CX; aux is neg (Q8_0, Q4_0) or sx (Q4_1).
+#define X1_ARGS \
+	MOVQ w+0(FP), SI \
+	MOVQ qx+8(FP), DI \
+	MOVQ dx+16(FP), DX \
+	MOVQ aux+24(FP), R8 \
+	MOVQ nb+32(FP), CX
+
+// X4_ARGS: the four-activation-row kernels' arguments (w, qx, xs, dx,
+// ds, aux, nb) in SI, DI, R9, DX, R10, R8, CX, with 3·xs in R13 and 3·ds
+// in R14; the four rows' accumulators Y10…Y13 zeroed.
+#define X4_ARGS \
+	MOVQ w+0(FP), SI \
+	MOVQ qx+8(FP), DI \
+	MOVQ xs+16(FP), R9 \
+	MOVQ dx+24(FP), DX \
+	MOVQ ds+32(FP), R10 \
+	MOVQ aux+40(FP), R8 \
+	MOVQ nb+48(FP), CX \
+	LEAQ (R9)(R9*2), R13 \
+	LEAQ (R10)(R10*2), R14 \
+	VPXORD Y10, Y10, Y10 \
+	VPXORD Y11, Y11, Y11 \
+	VPXORD Y12, Y12, Y12 \
+	VPXORD Y13, Y13, Y13
+
+// NEG4: the four activation rows' integer sums started, a from −off·Σx
+// (neg) and b from zero: Y16/Y17, Y18/Y19, Y20/Y21, Y22/Y23.
+#define NEG4 \
+	VPBROADCASTD (R8), Y16 \
+	VPXORD       Y17, Y17, Y17 \
+	VPBROADCASTD (R8)(R10*1), Y18 \
+	VPXORD       Y19, Y19, Y19 \
+	VPBROADCASTD (R8)(R10*2), Y20 \
+	VPXORD       Y21, Y21, Y21 \
+	VPBROADCASTD (R8)(R14*1), Y22 \
+	VPXORD       Y23, Y23, Y23
+
+// FMA4: the four activation rows' FMA8.
+#define FMA4 \
+	FMA8(Y16, (DX), Y24, Y10) \
+	FMA8(Y18, (DX)(R10*1), Y25, Y11) \
+	FMA8(Y20, (DX)(R10*2), Y26, Y12) \
+	FMA8(Y22, (DX)(R14*1), Y27, Y13)
+
+// NEXT(size, loop): on to the next block (size bytes of weight), looping
+// to loop while blocks are left.
+#define NEXT(size, loop) \
+	ADDQ $size, SI \
+	ADDQ $32, DI \
+	ADDQ $4, DX \
+	ADDQ $4, R8 \
+	DECQ CX \
+	JNZ  loop
+
+// STORE1 and STORE4: out = Y16 (one activation row), Y10…Y13 (four).
+#define STORE1 \
+	MOVQ    out+40(FP), R9 \
+	VMOVUPS Y16, (R9) \
+	VZEROUPPER \
+	RET
+
+#define STORE4 \
+	MOVQ    out+56(FP), R11 \
+	VMOVUPS Y10, (R11) \
+	VMOVUPS Y11, 32(R11) \
+	VMOVUPS Y12, 64(R11) \
+	VMOVUPS Y13, 96(R11) \
+	VZEROUPPER \
+	RET
+
 #define MASK0F \
 	MOVL         $0x0f0f0f0f, AX \
 	VMOVD        AX, X0 \
 	VPBROADCASTD X0, Y0
 
-// func dotQ4_0p8x1VNNI(w *byte, qx *int8, dx *float32, neg *int32, nb int, out *float32)
+// func dotQ4_0p8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
 TEXT ·dotQ4_0p8x1VNNI(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ qx+8(FP), DI
-	MOVQ dx+16(FP), DX
-	MOVQ neg+24(FP), R8
-	MOVQ nb+32(FP), CX
+	X1_ARGS
 	MASK0F
 	VPXORD Y16, Y16, Y16
 
@@ -95,124 +163,56 @@ q40p81:
 	DOT8((DI), Y17, Y18)
 	VCVTPH2PS    (SI), Y9
 	FMA8(Y17, (DX), Y19, Y16)
-	ADDQ         $144, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	ADDQ         $4, R8
-	DECQ         CX
-	JNZ          q40p81
+	NEXT(144, q40p81)
+	STORE1
 
-	MOVQ    out+40(FP), R9
-	VMOVUPS Y16, (R9)
-	VZEROUPPER
-	RET
-
-// func dotQ4_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, neg *int32, nb int, out *float32)
+// func dotQ4_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
 //
-// Activation row c at qx + c·xs, its scales at dx + c·ds and its −8·Σx at
-// neg + c·ds; out[8c+r] for weight row r.
+// Activation row c at qx + c·xs, its scales at dx + c·ds and its −8·Σx
+// (neg) at aux + c·ds; out[8c+r] for weight row r.
 TEXT ·dotQ4_0p8x4VNNI(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), SI
-	MOVQ qx+8(FP), DI
-	MOVQ xs+16(FP), R9
-	MOVQ dx+24(FP), DX
-	MOVQ ds+32(FP), R10
-	MOVQ neg+40(FP), R8
-	MOVQ nb+48(FP), CX
-	LEAQ (R9)(R9*2), R13
-	LEAQ (R10)(R10*2), R14
+	X4_ARGS
 	MASK0F
-	VPXORD Y10, Y10, Y10
-	VPXORD Y11, Y11, Y11
-	VPXORD Y12, Y12, Y12
-	VPXORD Y13, Y13, Y13
 
 q40p84:
 	UNPACK8(16)
-	VCVTPH2PS    (SI), Y9
-	VPBROADCASTD (R8), Y16
-	VPXORD       Y17, Y17, Y17
-	VPBROADCASTD (R8)(R10*1), Y18
-	VPXORD       Y19, Y19, Y19
-	VPBROADCASTD (R8)(R10*2), Y20
-	VPXORD       Y21, Y21, Y21
-	VPBROADCASTD (R8)(R14*1), Y22
-	VPXORD       Y23, Y23, Y23
+	VCVTPH2PS (SI), Y9
+	NEG4
 	DOT8((DI), Y16, Y17)
 	DOT8((DI)(R9*1), Y18, Y19)
 	DOT8((DI)(R9*2), Y20, Y21)
 	DOT8((DI)(R13*1), Y22, Y23)
-	FMA8(Y16, (DX), Y24, Y10)
-	FMA8(Y18, (DX)(R10*1), Y25, Y11)
-	FMA8(Y20, (DX)(R10*2), Y26, Y12)
-	FMA8(Y22, (DX)(R14*1), Y27, Y13)
-	ADDQ         $144, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	ADDQ         $4, R8
-	DECQ         CX
-	JNZ          q40p84
+	FMA4
+	NEXT(144, q40p84)
+	STORE4
 
-	MOVQ    out+56(FP), R11
-	VMOVUPS Y10, (R11)
-	VMOVUPS Y11, 32(R11)
-	VMOVUPS Y12, 64(R11)
-	VMOVUPS Y13, 96(R11)
-	VZEROUPPER
-	RET
-
-// func dotQ4_1p8x1VNNI(w *byte, qx *int8, dx, sx *float32, nb int, out *float32)
+// func dotQ4_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 TEXT ·dotQ4_1p8x1VNNI(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ qx+8(FP), DI
-	MOVQ dx+16(FP), DX
-	MOVQ sx+24(FP), R8
-	MOVQ nb+32(FP), CX
+	X1_ARGS
 	MASK0F
 	VPXORD Y16, Y16, Y16
 	VPXORD Y20, Y20, Y20
 
 q41p81:
 	PREFETCH3
-	VPXORD       Y17, Y17, Y17
-	VPXORD       Y18, Y18, Y18
+	VPXORD           Y17, Y17, Y17
+	VPXORD           Y18, Y18, Y18
 	UNPACK8(32)
 	DOT8((DI), Y17, Y18)
-	VCVTPH2PS    (SI), Y9
-	VCVTPH2PS    16(SI), Y21
+	VCVTPH2PS        (SI), Y9
+	VCVTPH2PS        16(SI), Y21
 	VFMADD231PS.BCST (R8), Y21, Y20
 	FMA8(Y17, (DX), Y19, Y16)
-	ADDQ         $160, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	ADDQ         $4, R8
-	DECQ         CX
-	JNZ          q41p81
+	NEXT(160, q41p81)
+	VADDPS           Y20, Y16, Y16
+	STORE1
 
-	MOVQ    out+40(FP), R9
-	VADDPS  Y20, Y16, Y16
-	VMOVUPS Y16, (R9)
-	VZEROUPPER
-	RET
-
-// func dotQ4_1p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, sx *float32, nb int, out *float32)
+// func dotQ4_1p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 //
-// As dotQ4_0p8x4VNNI, with s_x at sx + c·ds instead of neg.
+// As dotQ4_0p8x4VNNI, with s_x (sx) at aux + c·ds instead of neg.
 TEXT ·dotQ4_1p8x4VNNI(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), SI
-	MOVQ qx+8(FP), DI
-	MOVQ xs+16(FP), R9
-	MOVQ dx+24(FP), DX
-	MOVQ ds+32(FP), R10
-	MOVQ sx+40(FP), R8
-	MOVQ nb+48(FP), CX
-	LEAQ (R9)(R9*2), R13
-	LEAQ (R10)(R10*2), R14
+	X4_ARGS
 	MASK0F
-	VPXORD Y10, Y10, Y10
-	VPXORD Y11, Y11, Y11
-	VPXORD Y12, Y12, Y12
-	VPXORD Y13, Y13, Y13
 	VPXORD Y28, Y28, Y28
 	VPXORD Y29, Y29, Y29
 	VPXORD Y30, Y30, Y30
@@ -220,16 +220,16 @@ TEXT ·dotQ4_1p8x4VNNI(SB), NOSPLIT, $0-64
 
 q41p84:
 	UNPACK8(32)
-	VCVTPH2PS    (SI), Y9
-	VCVTPH2PS    16(SI), Y15
-	VPXORD       Y16, Y16, Y16
-	VPXORD       Y17, Y17, Y17
-	VPXORD       Y18, Y18, Y18
-	VPXORD       Y19, Y19, Y19
-	VPXORD       Y20, Y20, Y20
-	VPXORD       Y21, Y21, Y21
-	VPXORD       Y22, Y22, Y22
-	VPXORD       Y23, Y23, Y23
+	VCVTPH2PS        (SI), Y9
+	VCVTPH2PS        16(SI), Y15
+	VPXORD           Y16, Y16, Y16
+	VPXORD           Y17, Y17, Y17
+	VPXORD           Y18, Y18, Y18
+	VPXORD           Y19, Y19, Y19
+	VPXORD           Y20, Y20, Y20
+	VPXORD           Y21, Y21, Y21
+	VPXORD           Y22, Y22, Y22
+	VPXORD           Y23, Y23, Y23
 	DOT8((DI), Y16, Y17)
 	DOT8((DI)(R9*1), Y18, Y19)
 	DOT8((DI)(R9*2), Y20, Y21)
@@ -238,28 +238,13 @@ q41p84:
 	VFMADD231PS.BCST (R8)(R10*1), Y15, Y29
 	VFMADD231PS.BCST (R8)(R10*2), Y15, Y30
 	VFMADD231PS.BCST (R8)(R14*1), Y15, Y31
-	FMA8(Y16, (DX), Y24, Y10)
-	FMA8(Y18, (DX)(R10*1), Y25, Y11)
-	FMA8(Y20, (DX)(R10*2), Y26, Y12)
-	FMA8(Y22, (DX)(R14*1), Y27, Y13)
-	ADDQ         $160, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	ADDQ         $4, R8
-	DECQ         CX
-	JNZ          q41p84
-
-	MOVQ    out+56(FP), R11
-	VADDPS  Y28, Y10, Y10
-	VADDPS  Y29, Y11, Y11
-	VADDPS  Y30, Y12, Y12
-	VADDPS  Y31, Y13, Y13
-	VMOVUPS Y10, (R11)
-	VMOVUPS Y11, 32(R11)
-	VMOVUPS Y12, 64(R11)
-	VMOVUPS Y13, 96(R11)
-	VZEROUPPER
-	RET
+	FMA4
+	NEXT(160, q41p84)
+	VADDPS           Y28, Y10, Y10
+	VADDPS           Y29, Y11, Y11
+	VADDPS           Y30, Y12, Y12
+	VADDPS           Y31, Y13, Y13
+	STORE4
 
 // LOAD8(q): Y1…Y8 = the eight weight vectors of a Q8_0 block (bytes
 // 4k…4k+3 of each row, offset by 128, in Y(k+1)).
@@ -285,15 +270,11 @@ q41p84:
 	VPDPBUSD.BCST 28 x, Y8, b \
 	VPADDD        b, a, a
 
-// func dotQ8_0p8x1VNNI(w *byte, qx *int8, dx *float32, neg *int32, nb int, out *float32)
+// func dotQ8_0p8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
 //
 // As dotQ4_0p8x1VNNI: Σ w·x = vpdpbusd(w+128, x) started from −128·Σx.
 TEXT ·dotQ8_0p8x1VNNI(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ qx+8(FP), DI
-	MOVQ dx+16(FP), DX
-	MOVQ neg+24(FP), R8
-	MOVQ nb+32(FP), CX
+	X1_ARGS
 	VPXORD Y16, Y16, Y16
 
 q80p81:
@@ -306,64 +287,21 @@ q80p81:
 	DOTQ8((DI), Y17, Y18)
 	VCVTPH2PS    (SI), Y9
 	FMA8(Y17, (DX), Y19, Y16)
-	ADDQ         $272, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	ADDQ         $4, R8
-	DECQ         CX
-	JNZ          q80p81
+	NEXT(272, q80p81)
+	STORE1
 
-	MOVQ    out+40(FP), R9
-	VMOVUPS Y16, (R9)
-	VZEROUPPER
-	RET
-
-// func dotQ8_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, neg *int32, nb int, out *float32)
+// func dotQ8_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
 TEXT ·dotQ8_0p8x4VNNI(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), SI
-	MOVQ qx+8(FP), DI
-	MOVQ xs+16(FP), R9
-	MOVQ dx+24(FP), DX
-	MOVQ ds+32(FP), R10
-	MOVQ neg+40(FP), R8
-	MOVQ nb+48(FP), CX
-	LEAQ (R9)(R9*2), R13
-	LEAQ (R10)(R10*2), R14
-	VPXORD Y10, Y10, Y10
-	VPXORD Y11, Y11, Y11
-	VPXORD Y12, Y12, Y12
-	VPXORD Y13, Y13, Y13
+	X4_ARGS
 
 q80p84:
 	LOAD8(16)
-	VCVTPH2PS    (SI), Y9
-	VPBROADCASTD (R8), Y16
-	VPXORD       Y17, Y17, Y17
-	VPBROADCASTD (R8)(R10*1), Y18
-	VPXORD       Y19, Y19, Y19
-	VPBROADCASTD (R8)(R10*2), Y20
-	VPXORD       Y21, Y21, Y21
-	VPBROADCASTD (R8)(R14*1), Y22
-	VPXORD       Y23, Y23, Y23
+	VCVTPH2PS (SI), Y9
+	NEG4
 	DOTQ8((DI), Y16, Y17)
 	DOTQ8((DI)(R9*1), Y18, Y19)
 	DOTQ8((DI)(R9*2), Y20, Y21)
 	DOTQ8((DI)(R13*1), Y22, Y23)
-	FMA8(Y16, (DX), Y24, Y10)
-	FMA8(Y18, (DX)(R10*1), Y25, Y11)
-	FMA8(Y20, (DX)(R10*2), Y26, Y12)
-	FMA8(Y22, (DX)(R14*1), Y27, Y13)
-	ADDQ         $272, SI
-	ADDQ         $32, DI
-	ADDQ         $4, DX
-	ADDQ         $4, R8
-	DECQ         CX
-	JNZ          q80p84
-
-	MOVQ    out+56(FP), R11
-	VMOVUPS Y10, (R11)
-	VMOVUPS Y11, 32(R11)
-	VMOVUPS Y12, 64(R11)
-	VMOVUPS Y13, 96(R11)
-	VZEROUPPER
-	RET
+	FMA4
+	NEXT(272, q80p84)
+	STORE4
