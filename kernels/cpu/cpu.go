@@ -183,10 +183,10 @@ func (b *Backend) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, erro
 // Upload implements kernels.Backend. The tensor keeps w.Data, a view of
 // the weight file's mapping, so the caller must keep the file open
 // (models.Model keeps its Source open) and unmodified for as long as the
-// backend tensor is used. The fast path also copies Q8_0, Q4_0 and Q4_1
-// weights into its packed layout where it has packed kernels (see the
-// package documentation), which costs their size in memory. Any dtype tensor.Dequantize
-// knows is accepted. Shapes of more than two dimensions are viewed as
+// backend tensor is used. The fast path also copies Q8_0, Q4_0, Q4_1
+// and Q4_K weights into its packed layout where it has packed kernels
+// (see the package documentation), which costs their size in memory. Any
+// dtype tensor.Dequantize knows is accepted. Shapes of more than two dimensions are viewed as
 // (product of the leading ones, last).
 func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 	if !w.DType.Valid() || !canDequantize(w.DType) {
@@ -212,7 +212,7 @@ func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 	}
 	t := &Tensor{dt: w.DType, shape: shape, rows: rows, cols: cols, raw: w.Data, weight: true, rowBytes: int(rb)}
 	if x1, _ := packedKernels(w.DType); b.fast && x1 != nil && rows > 0 && cols > 0 {
-		nb := cols / 32
+		nb := cols / packValues(w.DType)
 		groups := (rows + 7) / 8
 		t.pk = make([]byte, groups*nb*packBlockBytes(w.DType))
 		b.parallel(groups, func(g0, g1 int) { pack8(w.DType, w.Data, rows, int(rb), nb, t.pk, g0, g1) })

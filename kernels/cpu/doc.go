@@ -83,28 +83,28 @@
 //     is kerneltest.MatMulQ8 (the dequantised weight times the dequantised
 //     activations, in float64).
 //   - other dtypes: the row dequantised once per tile, then the F32 dot.
-//   - Q8_0, Q4_0 and Q4_1 with AVX-512 VNNI: the weight is copied at
+//   - Q8_0, Q4_0, Q4_1 and Q4_K with AVX-512 VNNI: the weight is copied at
 //     Upload into groups of eight rows (packed.go), so that one vector
 //     lane is one weight row and eight vpdpbusd give a block's exact
 //     integer sum for eight rows at once (packed_amd64.s), as llama.cpp's
 //     repacked Q4_0 kernels do. Per (row, activation row) and block, in
 //     block order: acc = fma(float(sum), d_w·d_x, acc) (Q4_1: plus
-//     m_w·s_x into a second sum); the one-activation-row and
+//     m_w·s_x into a second sum; Q4_K per sub-block of 32 with
+//     (d·sc)·d_x, minus (dmin·m)·s_x summed apart); the one-activation-row and
 //     four-activation-row kernels do the same steps. The copy costs the
 //     weight's size in memory (the file's mapping stays, for GetRows).
 //   - prefill: the weight rows of a task are dotted with tiles of 64
 //     activation rows while in cache: packed groups by four activation
-//     rows; Q4_K by tiles of four weight rows × four activation rows
-//     (each result bitwise the one-row kernel's: a pair keeps its eight
-//     lanes and float steps, only the exact integer sums are formed
-//     otherwise; VNNI kernels in tile_amd64.s, else one-row calls). F16
-//     and BF16 weights go by 4x4 tiles too with AVX-512 F/VL/BW
+//     rows; without VNNI, Q8_0/Q4_0/Q4_1/Q4_K by four-row calls of the
+//     one-row kernels. F16 and BF16 weights go by 4x4 tiles with
+//     AVX-512 F/VL/BW
 //     (tilehalf_amd64.s: one pass per accumulator of the one-row kernel,
 //     so that each pair's float steps are dotF16's or dotBF16's);
 //     without, one-row calls.
-//   - decode: packed groups one activation row at a time, Q4_K four
-//     weight rows at once (VNNI), the rows taken from four quarters of a
-//     task so that the weight is read as four sequential streams. Each
+//   - decode: packed groups one activation row at a time; F16 (and BF16
+//     with AVX512_BF16) four weight rows at once, taken from four
+//     quarters of a task so that the weight is read as four sequential
+//     streams. Each
 //     thread takes its own contiguous part of the weight rows by tasks of
 //     about 1 MiB (decodeTaskBytes).
 //   - Attention: float32 dots and V accumulation, a vector exp; SwiGLU:

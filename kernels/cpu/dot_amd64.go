@@ -37,8 +37,8 @@ func dotQ4_1AVX2(w *byte, qx *int8, dx, sx *float32, nb int) float32
 // hasAVX2 reports whether this CPU (and OS) can run the kernels.
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
-// hasVNNI reports whether the tile kernels (tile_amd64.s: vpdpbusd and
-// EVEX encodings on 256-bit vectors, registers Y16…Y31) can run.
+// hasVNNI reports whether the packed kernels (packed_amd64.s: vpdpbusd
+// and EVEX encodings on 256-bit vectors, registers Y16…Y31) can run.
 var hasVNNI = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
 // hasAVX512 reports whether the F16 and BF16 tiles (tilehalf_amd64.s:
@@ -63,44 +63,10 @@ func init() {
 	}
 }
 
+// useVNNI names the kernels: with AVX-512 VNNI the quantised weights are
+// packed (packed_amd64.s, usePacked).
 func useVNNI() {
 	simd = "avx2+fma+avx512vnni"
-	tileQ4_Kx4 = tileQ4_Kx4Asm
-	tileQ4_Kx1 = tileQ4_Kx1Asm
-}
-
-//go:noescape
-func dotQ4_Kt1x4VNNI(w *byte, qx *int8, dx, sx *float32, ds, nsb int, out *float32)
-
-// tileQ4_Kx4Asm is the Q4_K 4x4 tile: four calls of the one weight row
-// by four activation rows kernel.
-func tileQ4_Kx4Asm(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
-	nsb := nb / 8
-	if nsb == 0 {
-		*out = [16]float32{}
-		return
-	}
-	k := nb * 32
-	_, _, _, _ = w[3*rb+nsb*144-1], qx[(i+4)*k-1], dx[(i+4)*nb-1], sx[(i+4)*nb-1]
-	for r := range 4 {
-		dotQ4_Kt1x4VNNI(&w[r*rb], &qx[i*k], &dx[i*nb], &sx[i*nb], 4*nb, nsb, &out[4*r])
-	}
-}
-
-//go:noescape
-func dotQ4_Kt4x1VNNI(w *byte, rb int, qx *int8, dx, sx *float32, nsb int, out *float32)
-
-// tileQ4_Kx1Asm is the Q4_K 4x1 tile (decode): four weight rows rb bytes
-// apart by one activation row, four independent dependency chains.
-func tileQ4_Kx1Asm(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32) {
-	nsb := nb / 8
-	if nsb == 0 {
-		*out = [16]float32{}
-		return
-	}
-	k := nb * 32
-	_, _, _, _ = w[3*rb+nsb*144-1], qx[(i+1)*k-1], dx[(i+1)*nb-1], sx[(i+1)*nb-1]
-	dotQ4_Kt4x1VNNI(&w[0], rb, &qx[i*k], &dx[i*nb], &sx[i*nb], nsb, &out[0])
 }
 
 // Implemented in tilehalf_amd64.s.

@@ -85,7 +85,7 @@ const (
 // of one kernel on (its weight row, its activation row), so it does not
 // depend on n, the tiling or the thread count.
 //
-//	Q8_0, Q4_0, Q4_1 packed    matMulPacked (packed.go)
+//	Q8_0, Q4_0, Q4_1, Q4_K     matMulPacked (packed.go), where packed
 //	Q8_0, Q4_0, Q4_1,          x quantised by quantizeQ8 once per call,
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
 //	                           dotQ4_K / dotQ6_K
@@ -156,11 +156,11 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		b.matMulDequant(d, xs, wt)
 		return
 	}
-	// Tiles of four weight rows (Q4_K with VNNI; Q8_0, Q4_0, Q4_1 where
-	// they are not packed, i.e. without VNNI, made of the one-row
-	// kernels): against four activation rows at a time, then one at a
-	// time for the rest; each value bitwise the one-row kernel's, like
-	// rowDot's. In decode (n < 4) Q8_0 keeps its one-row kernel.
+	// Tiles of four weight rows (Q8_0, Q4_0, Q4_1, Q4_K where they are
+	// not packed, i.e. without VNNI, made of the one-row kernels):
+	// against four activation rows at a time, then one at a time for
+	// the rest; each value bitwise the one-row kernel's, like rowDot's.
+	// In decode (n < 4) Q8_0 keeps its one-row kernel.
 	var t4, t1 tileFunc
 	decodeTiles := true
 	if wt.weight {
@@ -176,6 +176,9 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		}
 	}
 	per := rowsPerTask
+	if th != nil {
+		per = 64
+	}
 	if n == 1 {
 		// Decode: each thread's part of the weight (contiguous, as
 		// runRanges splits it) goes by tasks of about decodeTaskBytes,

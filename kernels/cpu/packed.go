@@ -7,9 +7,9 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// Packed weights (fast path, Q8_0, Q4_0 and Q4_1, where SIMD has the
-// kernels):
-// at Upload the weight is copied into groups of eight rows, so that the
+// Packed weights (fast path, Q8_0, Q4_0, Q4_1 and Q4_K, where SIMD has
+// the kernels): at Upload the weight is copied into groups of eight rows,
+// so that the
 // kernels (packed_amd64.s) give each row one lane of a vector and form a
 // block's integer sum for eight rows with eight vpdpbusd, as llama.cpp's
 // repacked Q4_0 8x8 kernels do, instead of reducing each row's lanes.
@@ -25,6 +25,14 @@ import (
 // row r plus 128 (as unsigned bytes); the nibble bytes, for k = 0…3 and
 // r = 0…7, bytes 4k…4k+3 of row r's 16 (value i in the low nibble of
 // byte i, value 16+i in its high nibble, as in the file).
+//
+// Q4_K (1184 bytes per super-block of 256 values): d of rows 0…7 (f16),
+// dmin of rows 0…7, the 6-bit sub-block scales sc (byte 32+8s+r) and
+// mins m (96+8s+r) unpacked, then per sub-block pair p = 0…3 the nibble
+// bytes at 160+256p+32k+4r: bytes 32p+4k…32p+4k+3 of row r's 128 (low
+// nibbles sub-block 2p, high 2p+1, as in the file). Per sub-block s in
+// order: acc = fma(float32(Σ q·x), (d·sc_s)·d_x,s, acc) and
+// accm = fma(dmin·m_s, s_x,s, accm); out = acc − accm (packedK4Go).
 //
 // The arithmetic, per (weight row, activation row) and block j after
 // block j, from acc = mins = 0:
@@ -48,20 +56,31 @@ func packBlockBytes(dt tensor.DType) int {
 		return 144
 	case tensor.Q4_1:
 		return 160
+	case tensor.Q4_K:
+		return 1184
 	}
 	return 0
 }
 
-// packedFunc computes eight weight rows (the packed group w, nb blocks)
-// against activation rows i… (one for the x1 kernels, four for x4) of
-// the quantised activations qx, dx, sx (rows of nb·32, nb, nb) with neg
+// packValues is how many values of a row one packed block holds.
+func packValues(dt tensor.DType) int {
+	if dt == tensor.Q4_K {
+		return 256
+	}
+	return 32
+}
+
+// packedFunc computes eight weight rows (the packed group w, nb blocks
+// of packValues values) against activation rows i… (one for the x1
+// kernels, four for x4) of the quantised activations qx, dx, sx (rows of
+// k, k/32, k/32 values, k = nb·packValues) with neg
 // their −128·Σx (Q8_0) or −8·Σx (Q4_0) per block: out[8c+r] for
 // activation row i+c and weight row r.
 type packedFunc func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int32, i int, out *[32]float32)
 
 // The packed kernels, nil where this build has none (then weights are
 // not packed).
-var packedQ8_0x1, packedQ8_0x4, packedQ4_0x1, packedQ4_0x4, packedQ4_1x1, packedQ4_1x4 packedFunc
+var packedQ8_0x1, packedQ8_0x4, packedQ4_0x1, packedQ4_0x4, packedQ4_1x1, packedQ4_1x4, packedQ4_Kx1, packedQ4_Kx4 packedFunc
 
 // packedKernels returns dt's packed kernels, or nil ones.
 func packedKernels(dt tensor.DType) (x1, x4 packedFunc) {
@@ -72,6 +91,8 @@ func packedKernels(dt tensor.DType) (x1, x4 packedFunc) {
 		return packedQ4_0x1, packedQ4_0x4
 	case tensor.Q4_1:
 		return packedQ4_1x1, packedQ4_1x4
+	case tensor.Q4_K:
+		return packedQ4_Kx1, packedQ4_Kx4
 	}
 	return nil, nil
 }
@@ -91,6 +112,19 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 			for j := range nb {
 				blk, dst := row[j*src:][:src], pk[(g*nb+j)*bb:][:bb]
 				copy(dst[2*r:2*r+2], blk[:2])
+				if dt == tensor.Q4_K {
+					copy(dst[16+2*r:16+2*r+2], blk[2:4])
+					sc, m := scalesK4(blk[4:16])
+					for sb := range 8 {
+						dst[32+8*sb+r], dst[96+8*sb+r] = sc[sb], m[sb]
+					}
+					for p := range 4 {
+						for k := range 8 {
+							le.PutUint32(dst[160+256*p+32*k+4*r:], le.Uint32(blk[16+32*p+4*k:]))
+						}
+					}
+					continue
+				}
 				if dt == tensor.Q4_1 {
 					copy(dst[16+2*r:16+2*r+2], blk[2:4])
 				}
@@ -141,6 +175,10 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 	if dt == tensor.Q8_0 {
 		hdr = 16
 	}
+	if dt == tensor.Q4_K {
+		packedK4Go(w, nb, qx, dx, sx, out)
+		return
+	}
 	for r := range 8 {
 		var acc, mins float32
 		for j := range nb {
@@ -177,6 +215,32 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 	}
 }
 
+// packedK4Go is packed8Go for Q4_K (nb super-blocks).
+func packedK4Go(w []byte, nb int, qx []int8, dx, sx []float32, out *[8]float32) {
+	for r := range 8 {
+		var acc, accm float32
+		for j := range nb {
+			blk := w[j*1184:][:1184]
+			d, dmin := f16at(blk[2*r:]), f16at(blk[16+2*r:])
+			for sb := range 8 {
+				p, shift := sb/2, 4*(sb%2)
+				x := qx[256*j+32*sb:][:32]
+				var sum int32
+				for k := range 8 {
+					for e := range 4 {
+						q := blk[160+256*p+32*k+4*r+e] >> shift & 15
+						sum += int32(q) * int32(x[4*k+e])
+					}
+				}
+				sc, m := float32(blk[32+8*sb+r]), float32(blk[96+8*sb+r])
+				acc = fma32(float32(sum), d*sc*dx[8*j+sb], acc)
+				accm = fma32(dmin*m, sx[8*j+sb], accm)
+			}
+		}
+		out[r] = acc - accm
+	}
+}
+
 // fma32 is a·b + c rounded once to float32 (through float64, which is
 // exact here: a is an integer below 2^16 and b, c float32s of the
 // magnitudes the tests use).
@@ -189,7 +253,7 @@ func fma32(a, b, c float32) float32 {
 // by fours (the x4 kernel) and the rest one by one (x1).
 func (b *Backend) matMulPacked(d, xs, wt *Tensor) {
 	n, k, m := xs.rows, xs.cols, wt.rows
-	nb := k / 32
+	nb := k / packValues(wt.dt) // packed blocks per row
 	qx, dx, sx := b.quantizeActivations(xs)
 	var neg []int32
 	if off := negOffset(wt.dt); off != 0 {

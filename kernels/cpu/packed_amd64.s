@@ -305,3 +305,183 @@ q80p84:
 	FMA4
 	NEXT(272, q80p84)
 	STORE4
+
+// Q4_K, eight rows a group, 1184 bytes a super-block of 256 values
+// (packed.go): d (f16 ×8) at 0, dmin at 16, the sub-block scales sc at
+// 32+8s+r and mins m at 96+8s+r (bytes), then per sub-block pair p the
+// nibble vectors at 160+256p+32k (low nibbles sub-block 2p, high 2p+1).
+// Per (row, activation row) and sub-block s, in order:
+//
+//	acc  = fma(float(Σ q·x), (d·sc_s)·d_x,s, acc)    d·sc_s exact
+//	accm = fma(dmin·m_s, s_x,s, accm)                dmin·m_s exact
+//
+// and out = acc − accm; the 8x1 and 8x4 kernels do the same steps.
+
+// K4LO(off), K4HI(off): Y1…Y8 = the low (high) nibbles of the eight
+// vectors at off(SI), vector k in Y(k+1).
+#define K4LO(off) \
+	VPAND off(SI), Y0, Y1 \
+	VPAND off+32(SI), Y0, Y2 \
+	VPAND off+64(SI), Y0, Y3 \
+	VPAND off+96(SI), Y0, Y4 \
+	VPAND off+128(SI), Y0, Y5 \
+	VPAND off+160(SI), Y0, Y6 \
+	VPAND off+192(SI), Y0, Y7 \
+	VPAND off+224(SI), Y0, Y8
+
+#define K4HI(off) \
+	VMOVDQU off(SI), Y1 \
+	VMOVDQU off+32(SI), Y2 \
+	VMOVDQU off+64(SI), Y3 \
+	VMOVDQU off+96(SI), Y4 \
+	VMOVDQU off+128(SI), Y5 \
+	VMOVDQU off+160(SI), Y6 \
+	VMOVDQU off+192(SI), Y7 \
+	VMOVDQU off+224(SI), Y8 \
+	VPSRLW  $4, Y1, Y1 \
+	VPSRLW  $4, Y2, Y2 \
+	VPSRLW  $4, Y3, Y3 \
+	VPSRLW  $4, Y4, Y4 \
+	VPSRLW  $4, Y5, Y5 \
+	VPSRLW  $4, Y6, Y6 \
+	VPSRLW  $4, Y7, Y7 \
+	VPSRLW  $4, Y8, Y8 \
+	VPAND   Y0, Y1, Y1 \
+	VPAND   Y0, Y2, Y2 \
+	VPAND   Y0, Y3, Y3 \
+	VPAND   Y0, Y4, Y4 \
+	VPAND   Y0, Y5, Y5 \
+	VPAND   Y0, Y6, Y6 \
+	VPAND   Y0, Y7, Y7 \
+	VPAND   Y0, Y8, Y8
+
+// DOTK4(xo, xi, a, b): as DOTQ8, the activation dwords at xo+4k(DI)xi.
+#define DOTK4(xo, xi, a, b) \
+	VPDPBUSD.BCST xo+0(DI)xi, Y1, a \
+	VPDPBUSD.BCST xo+4(DI)xi, Y2, b \
+	VPDPBUSD.BCST xo+8(DI)xi, Y3, a \
+	VPDPBUSD.BCST xo+12(DI)xi, Y4, b \
+	VPDPBUSD.BCST xo+16(DI)xi, Y5, a \
+	VPDPBUSD.BCST xo+20(DI)xi, Y6, b \
+	VPDPBUSD.BCST xo+24(DI)xi, Y7, a \
+	VPDPBUSD.BCST xo+28(DI)xi, Y8, b \
+	VPADDD        b, a, a
+
+// K4SCALE(s): Y11 = d·sc_s, Y12 = dmin·m_s (eight rows).
+#define K4SCALE(s) \
+	VPMOVZXBD 32+8*s(SI), Y11 \
+	VPMOVZXBD 96+8*s(SI), Y12 \
+	VCVTDQ2PS Y11, Y11 \
+	VCVTDQ2PS Y12, Y12 \
+	VMULPS    Y9, Y11, Y11 \
+	VMULPS    Y10, Y12, Y12
+
+// K4PAIR(xo, xi, do, di, a, b, acc, accm): one activation row's
+// sub-block (its 32 values at xo(DI)xi, d_x at do(DX)di, s_x at
+// do(R8)di) against Y1…Y8.
+#define K4PAIR(xo, xi, do, di, a, b, acc, accm) \
+	VPXORD           a, a, a \
+	VPXORD           b, b, b \
+	DOTK4(xo, xi, a, b) \
+	VCVTDQ2PS        a, a \
+	VMULPS.BCST      do(DX)di, Y11, Y13 \
+	VFMADD231PS      Y13, a, acc \
+	VFMADD231PS.BCST do(R8)di, Y12, accm
+
+// K4SUB1(s, unpack, qoff): sub-block s for one activation row (BX = 0).
+#define K4SUB1(s, unpack, qoff) \
+	unpack(qoff) \
+	K4SCALE(s) \
+	K4PAIR(32*s, (BX*1), 4*s, (BX*1), Y16, Y17, Y24, Y28)
+
+// K4SUB4(s, unpack, qoff): sub-block s for four activation rows.
+#define K4SUB4(s, unpack, qoff) \
+	unpack(qoff) \
+	K4SCALE(s) \
+	K4PAIR(32*s, (BX*1), 4*s, (BX*1), Y16, Y17, Y24, Y28) \
+	K4PAIR(32*s, (R9*1), 4*s, (R10*1), Y18, Y19, Y25, Y29) \
+	K4PAIR(32*s, (R9*2), 4*s, (R10*2), Y20, Y21, Y26, Y30) \
+	K4PAIR(32*s, (R13*1), 4*s, (R14*1), Y22, Y23, Y27, Y31)
+
+// K4NEXT(loop): on to the next super-block.
+#define K4NEXT(loop) \
+	ADDQ $1184, SI \
+	ADDQ $256, DI \
+	ADDQ $32, DX \
+	ADDQ $32, R8 \
+	DECQ CX \
+	JNZ  loop
+
+// func dotQ4_Kp8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+//
+// aux is s_x; nb counts super-blocks.
+TEXT ·dotQ4_Kp8x1VNNI(SB), NOSPLIT, $0-48
+	X1_ARGS
+	MASK0F
+	XORQ   BX, BX
+	VPXORD Y24, Y24, Y24
+	VPXORD Y28, Y28, Y28
+
+q4kp81:
+	PREFETCH3
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	PREFETCHT0 2688(SI)
+	PREFETCHT0 2752(SI)
+	PREFETCHT0 2816(SI)
+	PREFETCHT0 2880(SI)
+	PREFETCHT0 2944(SI)
+	PREFETCHT0 3008(SI)
+	PREFETCHT0 3072(SI)
+	PREFETCHT0 3136(SI)
+	PREFETCHT0 3200(SI)
+	VCVTPH2PS (SI), Y9
+	VCVTPH2PS 16(SI), Y10
+	K4SUB1(0, K4LO, 160)
+	K4SUB1(1, K4HI, 160)
+	K4SUB1(2, K4LO, 416)
+	K4SUB1(3, K4HI, 416)
+	K4SUB1(4, K4LO, 672)
+	K4SUB1(5, K4HI, 672)
+	K4SUB1(6, K4LO, 928)
+	K4SUB1(7, K4HI, 928)
+	K4NEXT(q4kp81)
+	VSUBPS  Y28, Y24, Y16
+	STORE1
+
+// func dotQ4_Kp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+TEXT ·dotQ4_Kp8x4VNNI(SB), NOSPLIT, $0-64
+	X4_ARGS
+	MASK0F
+	XORQ   BX, BX
+	VPXORD Y24, Y24, Y24
+	VPXORD Y25, Y25, Y25
+	VPXORD Y26, Y26, Y26
+	VPXORD Y27, Y27, Y27
+	VPXORD Y28, Y28, Y28
+	VPXORD Y29, Y29, Y29
+	VPXORD Y30, Y30, Y30
+	VPXORD Y31, Y31, Y31
+
+q4kp84:
+	VCVTPH2PS (SI), Y9
+	VCVTPH2PS 16(SI), Y10
+	K4SUB4(0, K4LO, 160)
+	K4SUB4(1, K4HI, 160)
+	K4SUB4(2, K4LO, 416)
+	K4SUB4(3, K4HI, 416)
+	K4SUB4(4, K4LO, 672)
+	K4SUB4(5, K4HI, 672)
+	K4SUB4(6, K4LO, 928)
+	K4SUB4(7, K4HI, 928)
+	K4NEXT(q4kp84)
+	VSUBPS Y28, Y24, Y10
+	VSUBPS Y29, Y25, Y11
+	VSUBPS Y30, Y26, Y12
+	VSUBPS Y31, Y27, Y13
+	STORE4

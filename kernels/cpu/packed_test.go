@@ -18,19 +18,24 @@ func TestPackedKernelsBitwise(t *testing.T) {
 		t.Skipf("this build (kernels %s) has no packed kernels; weights are not packed", SIMD())
 	}
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K} {
 		x1, x4 := packedKernels(dt)
-		for _, nb := range []int{1, 2, 3, 7, 24, 33, 64} {
+		nbs := []int{1, 2, 3, 7, 24, 33, 64}
+		if dt == tensor.Q4_K {
+			nbs = []int{1, 2, 3, 5, 8} // super-blocks of 256
+		}
+		for _, nb := range nbs {
 			for _, rows := range []int{1, 8, 13} {
-				k, nx := nb*32, 7
+				k, nx := nb*packValues(dt), 7
+				nd := k / 32 // activation blocks
 				x := make([]float32, nx*k)
 				for i := range x {
 					x[i] = float32(r.NormFloat64())
 				}
 				clear(x[2*k : 2*k+32]) // a zero activation block: d_x = 0
-				qx, dx, sx := make([]int8, nx*k), make([]float32, nx*nb), make([]float32, nx*nb)
+				qx, dx, sx := make([]int8, nx*k), make([]float32, nx*nd), make([]float32, nx*nd)
 				quantizeQ8(x, qx, dx, sx)
-				neg := make([]int32, nx*nb)
+				neg := make([]int32, nx*nd)
 				negSums(qx, negOffset(dt), neg)
 				rb := dt.BlockBytes() * nb
 				raw := make([]byte, rows*rb)
@@ -42,7 +47,16 @@ func TestPackedKernelsBitwise(t *testing.T) {
 					if row == 1 {
 						clear(src[:32]) // a zero weight block: d_w = 0
 					}
-					if err := tensor.Quantize(dt, src, raw[row*rb:(row+1)*rb]); err != nil {
+					wr := raw[row*rb : (row+1)*rb]
+					if dt == tensor.Q4_K {
+						// random super-blocks with f16 d and dmin 2^-10·(row+1)
+						for i := range wr {
+							wr[i] = byte(r.Uint32())
+						}
+						for blk := 0; blk < len(wr); blk += 144 {
+							wr[blk], wr[blk+1], wr[blk+2], wr[blk+3] = 0, 0x14+byte(row), 0, 0x14
+						}
+					} else if err := tensor.Quantize(dt, src, wr); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -54,7 +68,7 @@ func TestPackedKernelsBitwise(t *testing.T) {
 					w := pk[g*gb : (g+1)*gb]
 					for i := range nx {
 						var want [8]float32
-						packed8Go(dt, w, nb, qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb], &want)
+						packed8Go(dt, w, nb, qx[i*k:(i+1)*k], dx[i*nd:(i+1)*nd], sx[i*nd:(i+1)*nd], &want)
 						var got [32]float32
 						x1(w, nb, qx, dx, sx, neg, i, &got)
 						for lane := range 8 {
