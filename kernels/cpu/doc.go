@@ -97,7 +97,8 @@
 //     activation rows while in cache: packed groups by four activation
 //     rows; without VNNI, Q8_0/Q4_0/Q4_1/Q4_K by four-row calls of the
 //     one-row kernels. F16 and BF16 weights go by 4x4 tiles with
-//     AVX-512 F/VL/BW
+//     AVX-512 F/VL/BW (F16 on 512-bit vectors, two of the one-row
+//     kernel's accumulators to a vector)
 //     (tilehalf_amd64.s: one pass per accumulator of the one-row kernel,
 //     so that each pair's float steps are dotF16's or dotBF16's);
 //     without, one-row calls.

@@ -50,7 +50,7 @@ func init() {
 		useAVX2()
 	}
 	if hasAVX512 {
-		tileF16x4 = tileHalfAsm(dotF16t4x4AVX512, dotF16Go)
+		tileF16x4 = tileHalfAsm(dotF16t4x4Z, dotF16Go)
 		tileF16x1 = tileF16x1Asm
 		tileBF16x4 = tileHalfAsm(dotBF16t4x4AVX512, dotBF16Go)
 	}
@@ -72,10 +72,10 @@ func useVNNI() {
 // Implemented in tilehalf_amd64.s.
 
 //go:noescape
-func dotF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+func dotBF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 
 //go:noescape
-func dotBF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+func dotF16t4x4Z(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 
 //go:noescape
 func dotF16t4x1AVX512(w *uint16, ws int, x *float32, n int, out *float32)

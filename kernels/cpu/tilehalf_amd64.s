@@ -2,11 +2,12 @@
 
 #include "textflag.h"
 
-// F16 and BF16 tile kernels (AVX2 + FMA + F16C arithmetic, EVEX encodings
-// for registers Y16…Y23, so AVX-512 F/VL/BW): four weight rows against
-// four activation rows per call, each weight chunk converted once for the
-// four activation rows and each activation chunk loaded once for the four
-// weight rows.
+// F16 and BF16 tile kernels (AVX-512 F/VL/BW: EVEX encodings for
+// registers Y16…Y23; F16 on 512-bit vectors, below): four weight rows
+// against four activation rows per call, each weight chunk converted once
+// for the four activation rows and each activation chunk loaded once for
+// the four weight rows. What follows describes the BF16 tile; the F16
+// one (dotF16t4x4Z) does the same with two accumulators per vector.
 //
 // Each (weight row r, activation row c) pair goes through dotF16AVX2's
 // (dotBF16AVX2's) float steps exactly. The one-row kernel keeps four
@@ -207,9 +208,135 @@
 	HSUM_Y0_X0 \
 	VMOVSS X0, 60(DX)
 
-// func dotF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+// F16 4x4 tile on 512-bit vectors (AVX-512 F): the one-row kernel's
+// accumulators 0 and 1 take the values 32j…32j+15 of each whole 32-chunk
+// j, which a 512-bit accumulator holding both (0 in its low half, 1 in
+// its high half) takes in one fused multiply-add of 16 contiguous values,
+// lane for lane the same operations; likewise 2 and 3 with 32j+16…31.
+// So the tile makes two passes over each KBLOCK block instead of four,
+// with half the instructions per multiply-add: pair p = 4r+c keeps
+// accumulators 0|1 at 64p(SP) and 2|3 at 1024+64p(SP). The 8-chunks past
+// the last 32-chunk then go to accumulator 0 alone (256-bit, the low
+// halves), and each pair's (a0+a1)+(a2+a3) is reduced as dotF16AVX2's.
+
+#define LOADZ16(off) \
+	VMOVUPS off+0(SP), Z0 \
+	VMOVUPS off+64(SP), Z1 \
+	VMOVUPS off+128(SP), Z2 \
+	VMOVUPS off+192(SP), Z3 \
+	VMOVUPS off+256(SP), Z4 \
+	VMOVUPS off+320(SP), Z5 \
+	VMOVUPS off+384(SP), Z6 \
+	VMOVUPS off+448(SP), Z7 \
+	VMOVUPS off+512(SP), Z8 \
+	VMOVUPS off+576(SP), Z9 \
+	VMOVUPS off+640(SP), Z10 \
+	VMOVUPS off+704(SP), Z11 \
+	VMOVUPS off+768(SP), Z12 \
+	VMOVUPS off+832(SP), Z13 \
+	VMOVUPS off+896(SP), Z14 \
+	VMOVUPS off+960(SP), Z15
+
+#define STOREZ16(off) \
+	VMOVUPS Z0, off+0(SP) \
+	VMOVUPS Z1, off+64(SP) \
+	VMOVUPS Z2, off+128(SP) \
+	VMOVUPS Z3, off+192(SP) \
+	VMOVUPS Z4, off+256(SP) \
+	VMOVUPS Z5, off+320(SP) \
+	VMOVUPS Z6, off+384(SP) \
+	VMOVUPS Z7, off+448(SP) \
+	VMOVUPS Z8, off+512(SP) \
+	VMOVUPS Z9, off+576(SP) \
+	VMOVUPS Z10, off+640(SP) \
+	VMOVUPS Z11, off+704(SP) \
+	VMOVUPS Z12, off+768(SP) \
+	VMOVUPS Z13, off+832(SP) \
+	VMOVUPS Z14, off+896(SP) \
+	VMOVUPS Z15, off+960(SP)
+
+// LOADY16, STOREY16: the low halves (accumulator 0 of each pair).
+#define LOADY16 \
+	VMOVUPS 0(SP), Y0 \
+	VMOVUPS 64(SP), Y1 \
+	VMOVUPS 128(SP), Y2 \
+	VMOVUPS 192(SP), Y3 \
+	VMOVUPS 256(SP), Y4 \
+	VMOVUPS 320(SP), Y5 \
+	VMOVUPS 384(SP), Y6 \
+	VMOVUPS 448(SP), Y7 \
+	VMOVUPS 512(SP), Y8 \
+	VMOVUPS 576(SP), Y9 \
+	VMOVUPS 640(SP), Y10 \
+	VMOVUPS 704(SP), Y11 \
+	VMOVUPS 768(SP), Y12 \
+	VMOVUPS 832(SP), Y13 \
+	VMOVUPS 896(SP), Y14 \
+	VMOVUPS 960(SP), Y15
+
+#define STOREY16 \
+	VMOVUPS Y0, 0(SP) \
+	VMOVUPS Y1, 64(SP) \
+	VMOVUPS Y2, 128(SP) \
+	VMOVUPS Y3, 192(SP) \
+	VMOVUPS Y4, 256(SP) \
+	VMOVUPS Y5, 320(SP) \
+	VMOVUPS Y6, 384(SP) \
+	VMOVUPS Y7, 448(SP) \
+	VMOVUPS Y8, 512(SP) \
+	VMOVUPS Y9, 576(SP) \
+	VMOVUPS Y10, 640(SP) \
+	VMOVUPS Y11, 704(SP) \
+	VMOVUPS Y12, 768(SP) \
+	VMOVUPS Y13, 832(SP) \
+	VMOVUPS Y14, 896(SP) \
+	VMOVUPS Y15, 960(SP)
+
+// WZ_F16(off): the four weight rows' 16 values at off(row)(AX*1) as
+// float32 in Z16…Z19.
+#define WZ_F16(off) \
+	VCVTPH2PS off(SI)(AX*1), Z16 \
+	VCVTPH2PS off(R10)(AX*1), Z17 \
+	VCVTPH2PS off(R11)(AX*1), Z18 \
+	VCVTPH2PS off(R12)(AX*1), Z19
+
+// FMAZ16(off): the four activation rows' 16 values at off(row)(AX*2) in
+// Z20…Z23, then Z(4r+c) += Z(16+r)·Z(20+c).
+#define FMAZ16(off) \
+	VMOVUPS off(DI)(AX*2), Z20 \
+	VMOVUPS off(R13)(AX*2), Z21 \
+	VMOVUPS off(R14)(AX*2), Z22 \
+	VMOVUPS off(BX)(AX*2), Z23 \
+	VFMADD231PS Z20, Z16, Z0 \
+	VFMADD231PS Z21, Z16, Z1 \
+	VFMADD231PS Z22, Z16, Z2 \
+	VFMADD231PS Z23, Z16, Z3 \
+	VFMADD231PS Z20, Z17, Z4 \
+	VFMADD231PS Z21, Z17, Z5 \
+	VFMADD231PS Z22, Z17, Z6 \
+	VFMADD231PS Z23, Z17, Z7 \
+	VFMADD231PS Z20, Z18, Z8 \
+	VFMADD231PS Z21, Z18, Z9 \
+	VFMADD231PS Z22, Z18, Z10 \
+	VFMADD231PS Z23, Z18, Z11 \
+	VFMADD231PS Z20, Z19, Z12 \
+	VFMADD231PS Z21, Z19, Z13 \
+	VFMADD231PS Z22, Z19, Z14 \
+	VFMADD231PS Z23, Z19, Z15
+
+// SUMZ(p): out[p] = HSUM((a0+a1)+(a2+a3)) of pair p.
+#define SUMZ(p) \
+	VMOVUPS 64*p(SP), Y0 \
+	VADDPS  64*p+32(SP), Y0, Y0 \
+	VMOVUPS 1024+64*p(SP), Y2 \
+	VADDPS  1024+64*p+32(SP), Y2, Y2 \
+	VADDPS  Y2, Y0, Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS  X0, 4*p(DX)
+
+// func dotF16t4x4Z(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 // ws and xs in bytes, n a multiple of 8.
-TEXT ·dotF16t4x4AVX512(SB), 0, $2048-48
+TEXT ·dotF16t4x4Z(SB), 0, $2048-48
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), R8
 	MOVQ x+16(FP), DI
@@ -226,89 +353,88 @@ TEXT ·dotF16t4x4AVX512(SB), 0, $2048-48
 	ANDQ $-32, R8
 	SHLQ $1, R8
 	LEAQ (CX)(CX*1), R9
-	ZERO16
-	STORE16(0)
-	STORE16(512)
-	STORE16(1024)
-	STORE16(1536)
+	VPXORD Z0, Z0, Z0
+	VMOVUPS Z0, Z1
+	VMOVUPS Z0, Z2
+	VMOVUPS Z0, Z3
+	VMOVUPS Z0, Z4
+	VMOVUPS Z0, Z5
+	VMOVUPS Z0, Z6
+	VMOVUPS Z0, Z7
+	VMOVUPS Z0, Z8
+	VMOVUPS Z0, Z9
+	VMOVUPS Z0, Z10
+	VMOVUPS Z0, Z11
+	VMOVUPS Z0, Z12
+	VMOVUPS Z0, Z13
+	VMOVUPS Z0, Z14
+	VMOVUPS Z0, Z15
+	STOREZ16(0)
+	STOREZ16(1024)
 	XORQ CX, CX
 
-dotF16t4x4AVX512block:
+f16zblock:
 	CMPQ    CX, R8
-	JGE     dotF16t4x4AVX512tail
+	JGE     f16ztail
 	LEAQ    KBLOCK(CX), R15
 	CMPQ    R15, R8
 	CMOVQGT R8, R15
 
-	LOAD16(1536)
+	LOADZ16(1024)
 	MOVQ CX, AX
 
-dotF16t4x4AVX512a3:
-	W_F16(48)
-	FMA16(96)
+f16zb:
+	WZ_F16(32)
+	FMAZ16(64)
 	ADDQ $64, AX
 	CMPQ AX, R15
-	JLT  dotF16t4x4AVX512a3
-	STORE16(1536)
+	JLT  f16zb
+	STOREZ16(1024)
 
-	LOAD16(1024)
+	LOADZ16(0)
 	MOVQ CX, AX
 
-dotF16t4x4AVX512a2:
-	W_F16(32)
-	FMA16(64)
+f16za:
+	WZ_F16(0)
+	FMAZ16(0)
 	ADDQ $64, AX
 	CMPQ AX, R15
-	JLT  dotF16t4x4AVX512a2
-	STORE16(1024)
-
-	LOAD16(512)
-	MOVQ CX, AX
-
-dotF16t4x4AVX512a1:
-	W_F16(16)
-	FMA16(32)
-	ADDQ $64, AX
-	CMPQ AX, R15
-	JLT  dotF16t4x4AVX512a1
-	STORE16(512)
-
-	LOAD16(0)
-	MOVQ CX, AX
-
-dotF16t4x4AVX512a0:
-	W_F16(0)
-	FMA16(0)
-	ADDQ $64, AX
-	CMPQ AX, R15
-	JLT  dotF16t4x4AVX512a0
-	STORE16(0)
+	JLT  f16za
+	STOREZ16(0)
 	MOVQ R15, CX
-	JMP  dotF16t4x4AVX512block
+	JMP  f16zblock
 
-dotF16t4x4AVX512tail:
+f16ztail:
 	MOVQ R8, AX
 	CMPQ AX, R9
-	JGE  dotF16t4x4AVX512sum
-	LOAD16(0)
+	JGE  f16zsum
+	LOADY16
 
-dotF16t4x4AVX512a0tail:
+f16za0tail:
 	W_F16(0)
 	FMA16(0)
 	ADDQ $16, AX
 	CMPQ AX, R9
-	JLT  dotF16t4x4AVX512a0tail
-	STORE16(0)
+	JLT  f16za0tail
+	STOREY16
 
-dotF16t4x4AVX512sum:
-	LOAD16(1024)
-	ADD16(1536)
-	STORE16(1536)
-	LOAD16(0)
-	ADD16(512)
-	ADD16(1536)
-	STORE16(0)
-	OUT16
+f16zsum:
+	SUMZ(0)
+	SUMZ(1)
+	SUMZ(2)
+	SUMZ(3)
+	SUMZ(4)
+	SUMZ(5)
+	SUMZ(6)
+	SUMZ(7)
+	SUMZ(8)
+	SUMZ(9)
+	SUMZ(10)
+	SUMZ(11)
+	SUMZ(12)
+	SUMZ(13)
+	SUMZ(14)
+	SUMZ(15)
 	VZEROUPPER
 	RET
 
