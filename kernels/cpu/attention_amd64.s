@@ -163,3 +163,161 @@ acstore:
 	JNZ     acchunk
 	VZEROUPPER
 	RET
+
+// The same over an F16 cache: K and V rows of half floats, converted
+// (exactly) as they are used.
+
+// func attnScoresF16x8(q *float32, k *uint16, idx *int32, groups, stride, hd int, scale float32, out *float32)
+//
+// attnScoresF32x8 with each 8-chunk of K converted before its fused
+// multiply-add: the same operations on the same (exact) values, so a
+// cell's score is the one attnScoresF32x8 gives its row as float32.
+TEXT ·attnScoresF16x8(SB), NOSPLIT, $16-64
+	MOVQ         idx+16(FP), R14
+	MOVQ         groups+24(FP), CX
+	MOVQ         stride+32(FP), AX
+	SHLQ         $1, AX
+	MOVQ         AX, 8(SP)
+	MOVQ         hd+40(FP), AX
+	SHLQ         $2, AX
+	ADDQ         q+0(FP), AX
+	MOVQ         AX, 0(SP)
+	VBROADCASTSS scale+48(FP), Y9
+	MOVQ         out+56(FP), DX
+
+sh8group:
+	MOVLQSX 0(R14), AX
+	IMULQ   8(SP), AX
+	MOVLQSX 4(R14), BX
+	IMULQ   8(SP), BX
+	MOVLQSX 8(R14), R8
+	IMULQ   8(SP), R8
+	MOVLQSX 12(R14), R9
+	IMULQ   8(SP), R9
+	MOVLQSX 16(R14), R10
+	IMULQ   8(SP), R10
+	MOVLQSX 20(R14), R11
+	IMULQ   8(SP), R11
+	MOVLQSX 24(R14), R12
+	IMULQ   8(SP), R12
+	MOVLQSX 28(R14), R13
+	IMULQ   8(SP), R13
+	MOVQ    k+8(FP), SI
+	MOVQ    q+0(FP), DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+
+sh8chunk:
+	VMOVUPS     (DI), Y8
+	VCVTPH2PS   (SI)(AX*1), Y10
+	VCVTPH2PS   (SI)(BX*1), Y11
+	VCVTPH2PS   (SI)(R8*1), Y12
+	VCVTPH2PS   (SI)(R9*1), Y13
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y11, Y8, Y1
+	VFMADD231PS Y12, Y8, Y2
+	VFMADD231PS Y13, Y8, Y3
+	VCVTPH2PS   (SI)(R10*1), Y10
+	VCVTPH2PS   (SI)(R11*1), Y11
+	VCVTPH2PS   (SI)(R12*1), Y12
+	VCVTPH2PS   (SI)(R13*1), Y13
+	VFMADD231PS Y10, Y8, Y4
+	VFMADD231PS Y11, Y8, Y5
+	VFMADD231PS Y12, Y8, Y6
+	VFMADD231PS Y13, Y8, Y7
+	ADDQ        $16, SI
+	ADDQ        $32, DI
+	CMPQ        DI, 0(SP)
+	JNE         sh8chunk
+
+	VHADDPS    Y1, Y0, Y0
+	VHADDPS    Y3, Y2, Y2
+	VHADDPS    Y5, Y4, Y4
+	VHADDPS    Y7, Y6, Y6
+	VHADDPS    Y2, Y0, Y0
+	VHADDPS    Y6, Y4, Y4
+	VPERM2F128 $0x20, Y4, Y0, Y1
+	VPERM2F128 $0x31, Y4, Y0, Y2
+	VADDPS     Y2, Y1, Y1
+	VMULPS     Y9, Y1, Y1
+	VMOVUPS    Y1, (DX)
+	ADDQ       $32, R14
+	ADDQ       $32, DX
+	DECQ       CX
+	JNZ        sh8group
+	VZEROUPPER
+	RET
+
+// func attnAccF16AVX2(v *uint16, idx *int32, p *float32, nv, stride, hd int, acc *float32)
+//
+// attnAccF32AVX2 over half floats: acc[e] += p[c]·v[idx[c]·stride+e],
+// each a fused multiply-add as axpyF16AVX2 does, cell after cell.
+TEXT ·attnAccF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ v+0(FP), SI
+	MOVQ stride+32(FP), R9
+	SHLQ $1, R9
+	MOVQ hd+40(FP), R12
+	MOVQ acc+48(FP), DX
+
+ah16chunk:
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 160(DX), Y5
+	VMOVUPS 192(DX), Y6
+	VMOVUPS 224(DX), Y7
+	MOVQ    idx+8(FP), R8
+	MOVQ    p+16(FP), R11
+	MOVQ    nv+24(FP), BX
+	TESTQ   BX, BX
+	JZ      ah16store
+
+ah16cell:
+	MOVLQSX      (R8), AX
+	IMULQ        R9, AX
+	LEAQ         (SI)(AX*1), R10
+	VBROADCASTSS (R11), Y8
+	VCVTPH2PS    (R10), Y10
+	VCVTPH2PS    16(R10), Y11
+	VCVTPH2PS    32(R10), Y12
+	VCVTPH2PS    48(R10), Y13
+	VFMADD231PS  Y10, Y8, Y0
+	VFMADD231PS  Y11, Y8, Y1
+	VFMADD231PS  Y12, Y8, Y2
+	VFMADD231PS  Y13, Y8, Y3
+	VCVTPH2PS    64(R10), Y10
+	VCVTPH2PS    80(R10), Y11
+	VCVTPH2PS    96(R10), Y12
+	VCVTPH2PS    112(R10), Y13
+	VFMADD231PS  Y10, Y8, Y4
+	VFMADD231PS  Y11, Y8, Y5
+	VFMADD231PS  Y12, Y8, Y6
+	VFMADD231PS  Y13, Y8, Y7
+	ADDQ         $4, R8
+	ADDQ         $4, R11
+	DECQ         BX
+	JNZ          ah16cell
+
+ah16store:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	ADDQ    $128, SI
+	ADDQ    $256, DX
+	SUBQ    $64, R12
+	JNZ     ah16chunk
+	VZEROUPPER
+	RET

@@ -109,8 +109,8 @@
 //     thread takes its own contiguous part of the weight rows by tasks of
 //     about 1 MiB (decodeTaskBytes).
 //   - Attention: float32 dots and V accumulation, a vector exp; SwiGLU:
-//     silu·u with the vector exp. Over an F32 cache a head's scores and
-//     weighted sum are one assembly call each (attention_amd64.s): the
+//     silu·u with the vector exp. A head's scores and weighted sum are
+//     one assembly call each over an F32 or F16 cache (attention_amd64.s): the
 //     scores eight cells at a time (each cell's dot in eight lanes,
 //     reduced in one fixed order, the same wherever the cell is among the
 //     visible ones), the sum bitwise per-cell axpyF32.

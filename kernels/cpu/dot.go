@@ -131,10 +131,32 @@ var tileF16x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
 // (attnScoresF32x8), the same for a cell wherever it is in idx.
 // attnAccF32 adds p[c]·(v row idx[c]) to acc for c in order, bitwise
 // axpyF32 per cell.
+//
+// attnScoresF16 and attnAccF16 are the same over an F16 cache (dotF16 and
+// axpyF16 per cell here; the assembly converts each K chunk exactly, so
+// its scores are those of the F32 kernel on the converted rows).
 var (
 	attnScoresF32 = attnScoresF32Go
 	attnAccF32    = attnAccF32Go
+	attnScoresF16 = attnScoresF16Go
+	attnAccF16    = attnAccF16Go
 )
+
+func attnScoresF16Go(q []float32, k []uint16, idx []int32, stride int, scale float32, out []float32) {
+	hd := len(q)
+	for c, j := range idx {
+		at := int(j) * stride
+		out[c] = dotF16(k[at:at+hd], q) * scale
+	}
+}
+
+func attnAccF16Go(v []uint16, idx []int32, p []float32, stride int, acc []float32) {
+	hd := len(acc)
+	for c, j := range idx {
+		at := int(j) * stride
+		axpyF16(p[c], v[at:at+hd], acc)
+	}
+}
 
 func attnScoresF32Go(q, k []float32, idx []int32, stride int, scale float32, out []float32) {
 	hd := len(q)

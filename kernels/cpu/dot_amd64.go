@@ -135,7 +135,10 @@ func useAVX2() {
 	quantizeQ8 = quantizeQ8Asm
 	dotQ4_K, dotQ6_K = dotQ4_KAsm, dotQ6_KAsm
 	dotQ4_1x4 = dotQ4_1x4Asm
-	attnScoresF32, attnAccF32 = attnScoresF32Asm, attnAccF32Asm
+	attnScoresF32 = attnScoresAsm(attnScoresF32x8, attnScoresF32Go)
+	attnAccF32 = attnAccAsm(attnAccF32AVX2, attnAccF32Go)
+	attnScoresF16 = attnScoresAsm(attnScoresF16x8, attnScoresF16Go)
+	attnAccF16 = attnAccAsm(attnAccF16AVX2, attnAccF16Go)
 }
 
 //go:noescape
@@ -144,9 +147,15 @@ func attnScoresF32x8(q, k *float32, idx *int32, groups, stride, hd int, scale fl
 //go:noescape
 func attnAccF32AVX2(v *float32, idx *int32, p *float32, nv, stride, hd int, acc *float32)
 
+//go:noescape
+func attnScoresF16x8(q *float32, k *uint16, idx *int32, groups, stride, hd int, scale float32, out *float32)
+
+//go:noescape
+func attnAccF16AVX2(v *uint16, idx *int32, p *float32, nv, stride, hd int, acc *float32)
+
 // rowsFit reports whether rows idx (all ≥ 0) of a matrix of stride
-// floats hold hd values each inside m.
-func rowsFit(m []float32, idx []int32, stride, hd int) bool {
+// values hold hd values each inside m.
+func rowsFit[T float32 | uint16](m []T, idx []int32, stride, hd int) bool {
 	var top int32
 	for _, j := range idx {
 		top = max(top, j)
@@ -157,39 +166,49 @@ func rowsFit(m []float32, idx []int32, stride, hd int) bool {
 	return int(top)*stride+hd <= len(m)
 }
 
-func attnScoresF32Asm(q, k []float32, idx []int32, stride int, scale float32, out []float32) {
-	hd := len(q)
-	if hd == 0 || hd%8 != 0 || len(idx) == 0 || !rowsFit(k, idx, stride, hd) {
-		attnScoresF32Go(q, k, idx, stride, scale, out)
-		return
-	}
-	nv := len(idx)
-	_ = out[nv-1]
-	if g := nv / 8; g > 0 {
-		attnScoresF32x8(&q[0], &k[0], &idx[0], g, stride, hd, scale, &out[0])
-	}
-	if r := nv % 8; r > 0 {
-		// The last cells, as a group of eight padded with the last one
-		// (a cell's value does not depend on its place in the group).
-		var pad [8]int32
-		var res [8]float32
-		n := copy(pad[:], idx[nv-r:])
-		for i := n; i < 8; i++ {
-			pad[i] = pad[n-1]
+// attnScoresAsm wraps an eight-cell scores kernel (F32 or F16 rows):
+// fallback where the assembly does not apply (hd not a multiple of 8,
+// rows outside k), else whole groups of eight and a last group padded
+// with its last cell (a cell's value does not depend on its place).
+func attnScoresAsm[T float32 | uint16](kernel func(q *float32, k *T, idx *int32, groups, stride, hd int, scale float32, out *float32),
+	fallback func(q []float32, k []T, idx []int32, stride int, scale float32, out []float32)) func(q []float32, k []T, idx []int32, stride int, scale float32, out []float32) {
+	return func(q []float32, k []T, idx []int32, stride int, scale float32, out []float32) {
+		hd := len(q)
+		if hd == 0 || hd%8 != 0 || len(idx) == 0 || !rowsFit(k, idx, stride, hd) {
+			fallback(q, k, idx, stride, scale, out)
+			return
 		}
-		attnScoresF32x8(&q[0], &k[0], &pad[0], 1, stride, hd, scale, &res[0])
-		copy(out[nv-r:nv], res[:r])
+		nv := len(idx)
+		_ = out[nv-1]
+		if g := nv / 8; g > 0 {
+			kernel(&q[0], &k[0], &idx[0], g, stride, hd, scale, &out[0])
+		}
+		if r := nv % 8; r > 0 {
+			var pad [8]int32
+			var res [8]float32
+			n := copy(pad[:], idx[nv-r:])
+			for i := n; i < 8; i++ {
+				pad[i] = pad[n-1]
+			}
+			kernel(&q[0], &k[0], &pad[0], 1, stride, hd, scale, &res[0])
+			copy(out[nv-r:nv], res[:r])
+		}
 	}
 }
 
-func attnAccF32Asm(v []float32, idx []int32, p []float32, stride int, acc []float32) {
-	hd := len(acc)
-	if hd == 0 || hd%64 != 0 || len(idx) == 0 || !rowsFit(v, idx, stride, hd) {
-		attnAccF32Go(v, idx, p, stride, acc)
-		return
+// attnAccAsm wraps a weighted-sum kernel (F32 or F16 rows, hd a multiple
+// of 64), with fallback elsewhere.
+func attnAccAsm[T float32 | uint16](kernel func(v *T, idx *int32, p *float32, nv, stride, hd int, acc *float32),
+	fallback func(v []T, idx []int32, p []float32, stride int, acc []float32)) func(v []T, idx []int32, p []float32, stride int, acc []float32) {
+	return func(v []T, idx []int32, p []float32, stride int, acc []float32) {
+		hd := len(acc)
+		if hd == 0 || hd%64 != 0 || len(idx) == 0 || !rowsFit(v, idx, stride, hd) {
+			fallback(v, idx, p, stride, acc)
+			return
+		}
+		_ = p[len(idx)-1]
+		kernel(&v[0], &idx[0], &p[0], len(idx), stride, hd, &acc[0])
 	}
-	_ = p[len(idx)-1]
-	attnAccF32AVX2(&v[0], &idx[0], &p[0], len(idx), stride, hd, &acc[0])
 }
 
 // The wrappers check lengths (the assembly trusts them) and finish the

@@ -340,11 +340,11 @@ func (b *Backend) quantizeActivations(xs *Tensor) (qx []int8, dx, sx []float32) 
 // A task is a token and a run of the query heads that share one KV head
 // (all of them when there are enough tasks for the threads). Each
 // token's mask row is scanned once for all its tasks, into a list of
-// its visible cells; then for an F32 cache each head's scores and sum
-// are one attnScoresF32 and one attnAccF32 call over the visible cells
-// (for F16, cell by cell, each K and V row used by every head of the run
-// while in cache). Each head's arithmetic is the same whatever the run,
-// so the split never changes a value.
+// its visible cells; then each head's scores and sum are one
+// attnScoresF32 and one attnAccF32 call over the visible cells
+// (attnScoresF16 and attnAccF16 for an F16 cache). Each head's
+// arithmetic is the same whatever the run, so the split never changes a
+// value.
 func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, scale float32) {
 	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
 	group := heads / kvHeads
@@ -395,16 +395,11 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 		scores := func(h int) []float32 { return buf[(h-h0)*cells:][:nv] }
 		acc := func(h int) []float32 { return buf[run*cells+(h-h0)*hd:][:hd] }
 		q := func(h int) []float32 { return qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd] }
-		if ks.dt == tensor.F32 {
-			for h := h0; h < h1; h++ {
+		for h := h0; h < h1; h++ {
+			if ks.dt == tensor.F32 {
 				attnScoresF32(q(h), ks.f32[off:], seen[:nv], ks.cols, scale, scores(h))
-			}
-		} else {
-			for c, j := range seen[:nv] {
-				at := int(j)*ks.cols + off
-				for h := h0; h < h1; h++ {
-					scores(h)[c] = dotF16(ks.f16[at:at+hd], q(h)) * scale
-				}
+			} else {
+				attnScoresF16(q(h), ks.f16[off:], seen[:nv], ks.cols, scale, scores(h))
 			}
 		}
 		sums := make([]float64, 0, 16)
@@ -425,16 +420,11 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 			sums = append(sums, sum)
 			clear(acc(h))
 		}
-		if vs.dt == tensor.F32 {
-			for h := h0; h < h1; h++ {
+		for h := h0; h < h1; h++ {
+			if vs.dt == tensor.F32 {
 				attnAccF32(vs.f32[off:], seen[:nv], scores(h), vs.cols, acc(h))
-			}
-		} else {
-			for c, j := range seen[:nv] {
-				at := int(j)*vs.cols + off
-				for h := h0; h < h1; h++ {
-					axpyF16(scores(h)[c], vs.f16[at:at+hd], acc(h))
-				}
+			} else {
+				attnAccF16(vs.f16[off:], seen[:nv], scores(h), vs.cols, acc(h))
 			}
 		}
 		for h := h0; h < h1; h++ {

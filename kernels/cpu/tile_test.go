@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/x448/float16"
+
 	"github.com/vkllm/vkllm/tensor"
 )
 
@@ -148,6 +150,40 @@ func TestAttnKernelsBitwise(t *testing.T) {
 				want *= 0.125
 				if d := math.Abs(float64(got[c]) - want); d > 1e-6*mag {
 					t.Errorf("hd=%d nv=%d: score %d = %v, float64 %v (Σ|p| %g)", hd, nv, c, got[c], want, mag)
+				}
+			}
+			// Over an F16 cache: each score is the F32 kernel's on the
+			// rows converted (exactly) to float32 (the assembly), and the
+			// weighted sum bitwise per-cell axpyF16 calls.
+			kh, vh := make([]uint16, len(k)), make([]uint16, len(v))
+			kc := make([]float32, len(k))
+			for i := range k {
+				kh[i], vh[i] = f16bits(k[i]), f16bits(v[i])
+				kc[i] = float16.Frombits(kh[i]).Float32()
+			}
+			gotH, wantH := make([]float32, nv), make([]float32, nv)
+			attnScoresF16(q, kh[off:], idx, stride, 0.125, gotH)
+			attnScoresF32(q, kc[off:], idx, stride, 0.125, wantH)
+			for c := range idx {
+				if hd%8 != 0 || !hasAVX2 {
+					break // the Go fallbacks: dotF16 and dotF32 per cell, which differ
+				}
+				if math.Float32bits(gotH[c]) != math.Float32bits(wantH[c]) {
+					t.Errorf("hd=%d nv=%d: F16 score %d = %v, F32 kernel on the converted row %v", hd, nv, c, gotH[c], wantH[c])
+				}
+			}
+			accH, accHWant := make([]float32, hd), make([]float32, hd)
+			for e := range accH {
+				accH[e], accHWant[e] = float32(e), float32(e)
+			}
+			attnAccF16(vh[off:], idx, p, stride, accH)
+			for c, j := range idx {
+				at := int(j)*stride + off
+				axpyF16(p[c], vh[at:at+hd], accHWant)
+			}
+			for e := range accH {
+				if math.Float32bits(accH[e]) != math.Float32bits(accHWant[e]) {
+					t.Errorf("hd=%d nv=%d: F16 acc[%d] = %v, per-cell axpyF16 %v", hd, nv, e, accH[e], accHWant[e])
 				}
 			}
 			accGot, accWant := make([]float32, hd), make([]float32, hd)
