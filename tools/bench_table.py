@@ -35,6 +35,7 @@ def main():
     ap.add_argument("--pp", type=int, default=512)
     ap.add_argument("--tg", type=int, default=128)
     ap.add_argument("--peer", default="llama.cpp", help='"" for none')
+    ap.add_argument("--kv", default="f32", help="KV cache type for both sides: f32 or f16")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -44,7 +45,7 @@ def main():
         for i in range(a.runs):
             for f in files:
                 cmd = [a.bench, "--model", os.path.join(a.dir, f), "--pp", str(a.pp), "--tg", str(a.tg),
-                       "--threads", str(a.threads), "--json"]
+                       "--threads", str(a.threads), "--kv", a.kv, "--json"]
                 if a.peer:
                     cmd += ["--peer", a.peer]
                 p = subprocess.run(cmd, capture_output=True, text=True)

@@ -3,7 +3,7 @@
 // tools/requirements-peer.txt) on the same file and thread count.
 //
 //	go run ./benchmarks/bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
-//	    [--threads N] [--backend cpu-fast] [--peer llama.cpp] [--json | --benchfmt]
+//	    [--threads N] [--backend cpu-fast] [--kv f32|f16] [--peer llama.cpp] [--json | --benchfmt]
 //
 // The backend is kernels/cpu's fast path ("cpu-fast") unless --backend
 // says otherwise ("cpu" is the exact reference path).
@@ -12,10 +12,12 @@
 // tg single-token Decodes after it. Batched decode (--batch) runs B
 // sequences, each after a 32-token prompt, decoding one token each per
 // Decode for min(tg, 32) steps, and reports B·steps/s. Token ids are fixed
-// pseudo-random ids inside the vocabulary.
+// pseudo-random ids inside the vocabulary. The KV cache is F32 (the
+// library's default) or, with --kv f16, F16 (llama.cpp's default); the
+// peer runs with the same.
 //
 // The same run measures memory read bandwidth (a STREAM-like read of a
-// 512 MiB buffer with cpu.Dot on the same number of threads, best of 20) and reports
+// 512 MiB buffer on the same number of threads, best of 20) and reports
 // decode speed as a fraction of the roofline: model file bytes × tg tok/s
 // ÷ bandwidth (decode reads every weight once per token; for a model with
 // tied embeddings the file is the weights read, to within its metadata).
@@ -47,6 +49,7 @@ import (
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/models"
+	"github.com/vkllm/vkllm/tensor"
 )
 
 // Result is what --json prints.
@@ -57,6 +60,7 @@ type Result struct {
 	Threads      int           `json:"threads"`
 	PP           int           `json:"pp"`
 	TG           int           `json:"tg"`
+	KV           string        `json:"kv"`
 	LoadS        float64       `json:"load_s"`
 	PPTPS        float64       `json:"pp_tps"`
 	TGTPS        float64       `json:"tg_tps"`
@@ -98,8 +102,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	benchfmt := fs.Bool("benchfmt", false, "print Go benchmark lines (for benchstat)")
 	noProbe := fs.Bool("no-bandwidth", false, "skip the bandwidth probe")
+	kvName := fs.String("kv", "f32", "KV cache element type, f32 (the library's default) or f16 (llama.cpp's); the peer gets the same")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of prefill and decode (pprof) to this file")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	kv, kvOK := map[string]tensor.DType{"f32": tensor.F32, "f16": tensor.F16}[*kvName]
+	if !kvOK {
+		fmt.Fprintf(stderr, "error: --kv %q: want f32 or f16\n", *kvName)
 		return 2
 	}
 	sizes, err := parseSizes(*batch)
@@ -118,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer f.Close()
 	}
-	res, err := bench(*model, *backend, *pp, *tg, *threads, sizes, stderr)
+	res, err := bench(*model, *backend, *pp, *tg, *threads, kv, sizes, stderr)
 	if *cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -133,7 +143,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		if *peer != "" {
 			fmt.Fprintf(stderr, "peer %s…\n", *peer)
-			res.Peer, err = runPeer(*peer, *model, *pp, *tg, *threads)
+			res.Peer, err = runPeer(*peer, *model, *pp, *tg, *threads, kv)
 		}
 		res.LoadAvg = loadAvg()
 	}
@@ -172,8 +182,8 @@ func printSummary(w io.Writer, r *Result) {
 	if r.SIMD != "" {
 		backend += " (" + r.SIMD + ")"
 	}
-	fmt.Fprintf(w, "%s on %s, %d threads: load %.2f s, pp%d %.2f tok/s, tg%d %.2f tok/s, peak RSS %.0f MiB\n",
-		r.Model, backend, r.Threads, r.LoadS, r.PP, r.PPTPS, r.TG, r.TGTPS, r.PeakRSSMB)
+	fmt.Fprintf(w, "%s on %s, %d threads, kv %s: load %.2f s, pp%d %.2f tok/s, tg%d %.2f tok/s, peak RSS %.0f MiB\n",
+		r.Model, backend, r.Threads, r.KV, r.LoadS, r.PP, r.PPTPS, r.TG, r.TGTPS, r.PeakRSSMB)
 	for _, b := range r.Batch {
 		fmt.Fprintf(w, "batched decode: batch %d, %d steps: %.2f tok/s\n", b.Batch, b.Steps, b.TPS)
 	}
@@ -207,21 +217,21 @@ func printBenchfmt(w io.Writer, r *Result) {
 	}
 }
 
-func bench(path, backend string, pp, tg, threads int, batches []int, progress io.Writer) (*Result, error) {
+func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches []int, progress io.Writer) (*Result, error) {
 	start := time.Now()
 	m, err := models.Open(path, models.WithBackendName(backend, kernels.Options{Threads: threads}))
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	res := &Result{Model: path, Backend: m.Backend().Name(), Threads: threads, PP: pp, TG: tg, LoadS: time.Since(start).Seconds()}
+	res := &Result{Model: path, Backend: m.Backend().Name(), Threads: threads, PP: pp, TG: tg, KV: strings.ToLower(kv.String()), LoadS: time.Since(start).Seconds()}
 	if res.Backend == "cpu-fast" {
 		res.SIMD = cpu.SIMD() // the kernels the fast path runs
 	}
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
 		res.ModelBytes = st.Size()
 	}
-	ctx, err := m.NewContext(models.ContextParams{ContextLen: pp + tg, BatchSize: pp})
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: pp + tg, BatchSize: pp, KVType: kv})
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +262,7 @@ func bench(path, backend string, pp, tg, threads int, batches []int, progress io
 	fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s\n", tg, tg, res.TGTPS)
 	ctx.Close()
 	for _, n := range batches {
-		br, err := batched(m, n, min(tg, 32), tok, progress)
+		br, err := batched(m, n, min(tg, 32), kv, tok, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -263,9 +273,9 @@ func bench(path, backend string, pp, tg, threads int, batches []int, progress io
 
 // batched decodes steps tokens in each of n sequences, n tokens per
 // Decode, after a 32-token prompt per sequence.
-func batched(m *models.Model, n, steps int, tok func(int) int32, progress io.Writer) (BatchResult, error) {
+func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32, progress io.Writer) (BatchResult, error) {
 	const prompt = 32
-	ctx, err := m.NewContext(models.ContextParams{ContextLen: n * (prompt + steps), MaxSeqs: n, BatchSize: max(n, prompt)})
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: n * (prompt + steps), MaxSeqs: n, BatchSize: max(n, prompt), KVType: kv})
 	if err != nil {
 		return BatchResult{}, err
 	}
@@ -372,7 +382,7 @@ func loadAvg() string {
 
 // runPeer runs tools/bench_peer.py (relative to the working directory, or
 // $VKLLM_PEER_SCRIPT), which prints {"pp_tps":…, "tg_tps":…}.
-func runPeer(name, path string, pp, tg, threads int) (*Peer, error) {
+func runPeer(name, path string, pp, tg, threads int, kv tensor.DType) (*Peer, error) {
 	if name != "llama.cpp" {
 		return nil, fmt.Errorf("unknown peer %q (only llama.cpp)", name)
 	}
@@ -387,7 +397,7 @@ func runPeer(name, path string, pp, tg, threads int) (*Peer, error) {
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("peer llama.cpp: %w (run from the repository root, or set VKLLM_PEER_SCRIPT to tools/bench_peer.py)", err)
 	}
-	cmd := exec.Command(python, script, path, strconv.Itoa(pp), strconv.Itoa(tg), strconv.Itoa(threads))
+	cmd := exec.Command(python, script, path, strconv.Itoa(pp), strconv.Itoa(tg), strconv.Itoa(threads), strings.ToLower(kv.String()))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
