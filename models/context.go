@@ -51,7 +51,9 @@ type ContextParams struct {
 var ErrBadBatch = errors.New("models: bad batch")
 
 // Context runs forward passes of a Model over its own KV cache. One
-// goroutine owns a Context at a time.
+// goroutine owns a Context at a time; the Contexts of one Model may run on
+// different goroutines, and take turns on the Model's backend (one
+// forward pass at a time), which a kernels.Backend needs.
 type Context struct {
 	m      *Model
 	p      ContextParams
@@ -96,26 +98,38 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		return nil, err
 	}
 	ctx := &Context{m: m, p: p, cache: cache, scratch: map[int]*scratch{}}
-	kvDim := c.NumKVHeads * c.HeadDim
-	for range c.NumLayers {
-		k, err := m.backend.NewTensor(p.KVType, p.ContextLen, kvDim)
-		if err != nil {
-			ctx.Close()
-			return nil, err
-		}
-		ctx.kCache = append(ctx.kCache, k)
-		v, err := m.backend.NewTensor(p.KVType, p.ContextLen, kvDim)
-		if err != nil {
-			ctx.Close()
-			return nil, err
-		}
-		ctx.vCache = append(ctx.vCache, v)
+	if err := ctx.allocCache(); err != nil {
+		ctx.Close()
+		return nil, err
 	}
 	return ctx, nil
 }
 
+// allocCache makes the K and V cache tensors of every layer.
+func (ctx *Context) allocCache() error {
+	m, c, p := ctx.m, ctx.m.Config, ctx.p
+	m.run.Lock()
+	defer m.run.Unlock()
+	kvDim := c.NumKVHeads * c.HeadDim
+	for range c.NumLayers {
+		k, err := m.backend.NewTensor(p.KVType, p.ContextLen, kvDim)
+		if err != nil {
+			return err
+		}
+		ctx.kCache = append(ctx.kCache, k)
+		v, err := m.backend.NewTensor(p.KVType, p.ContextLen, kvDim)
+		if err != nil {
+			return err
+		}
+		ctx.vCache = append(ctx.vCache, v)
+	}
+	return nil
+}
+
 // Close frees the cache and scratch tensors.
 func (ctx *Context) Close() error {
+	ctx.m.run.Lock()
+	defer ctx.m.run.Unlock()
 	b := ctx.m.backend
 	for _, t := range ctx.kCache {
 		b.Free(t)
@@ -189,7 +203,10 @@ func (ctx *Context) Decode(b Batch) error {
 	if err := ctx.cache.Apply(slot); err != nil {
 		return fmt.Errorf("models: decode: %w", err)
 	}
-	if err := ctx.forward(b, kb, slot.Cells()); err != nil {
+	ctx.m.run.Lock()
+	err = ctx.forward(b, kb, slot.Cells())
+	ctx.m.run.Unlock()
+	if err != nil {
 		ctx.outputIDs, ctx.logits = nil, nil
 		if rerr := ctx.cache.Rollback(slot); rerr != nil {
 			return fmt.Errorf("models: decode: %w (and the cache could not be rolled back: %v)", err, rerr)
@@ -221,6 +238,8 @@ func (ctx *Context) applyShifts() error {
 	if len(cells) == 0 {
 		return nil
 	}
+	ctx.m.run.Lock()
+	defer ctx.m.run.Unlock()
 	b := ctx.m.backend
 	ct, err := b.NewTensor(tensor.I32, len(cells))
 	if err != nil {

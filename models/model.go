@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/vkllm/vkllm/kernels"
 	_ "github.com/vkllm/vkllm/kernels/cpu" // the default backend is always there
@@ -17,6 +18,10 @@ type Model struct {
 	ownBackend bool
 	w          *weights
 	rope       kernels.RoPE
+	// run lets one Context at a time use the backend: a kernels.Backend
+	// is used from one goroutine at a time, and the contexts of a Model
+	// (an engine's workers) share it.
+	run sync.Mutex
 }
 
 type options struct {

@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/models"
+	"github.com/vkllm/vkllm/sampler"
+)
+
+// Workers share one backend; the fast CPU path keeps per-backend scratch,
+// so two workers decoding at once must take turns on it (models.Model
+// serialises its contexts). Under -race this is the test that caught two
+// workers racing on that scratch; it also checks that each request's
+// greedy tokens are those of a one-worker engine.
+func TestWorkersShareFastBackend(t *testing.T) {
+	fast := []models.Option{models.WithBackendName("cpu-fast", kernels.Options{})}
+	prompts := []string{"the cat", "a dog and", "one two three", "x y", "hello", "the the the", "blue", "so it goes"}
+	p := sampler.Params{MaxTokens: 12, IgnoreEOS: true}
+	one := openLLM(t, Options{ContextLen: 128, MaxSeqs: 8, Model: fast})
+	want, err := one.Generate(context.Background(), prompts, p)
+	one.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openLLM(t, Options{ContextLen: 128, MaxSeqs: 4, Workers: 2, Model: fast})
+	defer l.Close()
+	var wg sync.WaitGroup
+	for i, pr := range prompts {
+		wg.Go(func() {
+			got, err := l.Generate(context.Background(), []string{pr}, p)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if !slices.Equal(got[0].Tokens, want[i].Tokens) {
+				t.Errorf("prompt %q: %v with two workers, %v with one", pr, got[0].Tokens, want[i].Tokens)
+			}
+		})
+	}
+	wg.Wait()
+}
