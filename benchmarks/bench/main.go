@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/internal/mmap"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/models"
@@ -308,13 +309,17 @@ func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32
 }
 
 // readBandwidth is a STREAM-like read test: threads goroutines each
-// read their part of a 512 MiB buffer as fast as they can (readAll:
+// read their part of a 512 MiB buffer (huge pages where the kernel gives
+// them) as fast as they can (readAll:
 // 256-bit loads with every cache line prefetched ahead, as the decode
 // kernels read a weight, and no arithmetic to wait for); the best of 20
 // passes, in GB/s of the buffer read.
 func readBandwidth(threads int) float64 {
 	const size = 512 << 20
-	buf := make([]byte, size)
+	// Outside the Go heap, on transparent huge pages where the kernel
+	// gives them, as the fast path's packed weights are.
+	buf, release, _ := mmap.Anon(size)
+	defer release()
 	for i := range buf { // touch every page, with data that is not zero
 		buf[i] = byte(i)
 	}

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 
+	"github.com/x448/float16"
+
+	"github.com/vkllm/vkllm/internal/mmap"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/tensor"
-	"github.com/x448/float16"
 )
 
 func init() {
@@ -54,9 +57,11 @@ type Tensor struct {
 	weight   bool
 	rowBytes int
 	// pk is the weight packed by eight rows (packed.go) on the fast path
-	// where it has packed kernels for the dtype, else nil.
-	pk    []byte
-	freed bool
+	// where it has packed kernels for the dtype, else nil; pkFree releases
+	// its memory (once, by Free or when the Tensor is collected).
+	pk     []byte
+	pkFree func() error
+	freed  bool
 }
 
 // DType implements kernels.Tensor.
@@ -131,6 +136,9 @@ func (b *Backend) Free(t kernels.Tensor) {
 	c, ok := t.(*Tensor)
 	if !ok || c == nil {
 		return
+	}
+	if c.pkFree != nil {
+		_ = c.pkFree()
 	}
 	c.f32, c.i32, c.f16, c.raw, c.pk = nil, nil, nil, nil, nil
 	c.freed = true
@@ -214,7 +222,13 @@ func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 	if x1, _ := packedKernels(w.DType); b.fast && x1 != nil && rows > 0 && cols > 0 {
 		nb := cols / packValues(w.DType)
 		groups := (rows + 7) / 8
-		t.pk = make([]byte, groups*nb*packBlockBytes(w.DType))
+		// Outside the Go heap, on transparent huge pages where the kernel
+		// gives them: decode streams the packed weight once per token,
+		// and 2 MiB pages made that 20–30 % faster (Llama-1B Q4_0 at two
+		// threads, 47–54 → 60–62 tok/s in alternating runs).
+		pk, release, _ := mmap.Anon(groups * nb * packBlockBytes(w.DType))
+		t.pk, t.pkFree = pk, sync.OnceValue(release)
+		runtime.AddCleanup(t, func(f func() error) { _ = f() }, t.pkFree)
 		b.parallel(groups, func(g0, g1 int) { pack8(w.DType, w.Data, rows, int(rb), nb, t.pk, g0, g1) })
 	}
 	return t, nil
