@@ -1,14 +1,8 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
-#define HSUM_Y0_X0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVHLPS     X0, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1     \
-	VADDSS       X1, X0, X0
 
 // Attention over an F32 cache, one query head at a time (AVX2 + FMA).
 

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX2 + FMA + F16C kernels of the fast path (see dot.go). The one-row
 // kernels prefetch the weight 2 KiB ahead (decode streams every weight
@@ -13,13 +14,6 @@
 //
 //	lanes l and l+4, then the two halves of that, then the two left.
 
-#define HSUM_Y0_X0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVHLPS     X0, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1     \
-	VADDSS       X1, X0, X0
 
 // func dotF32AVX2(a, b *float32, n int) float32
 TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28

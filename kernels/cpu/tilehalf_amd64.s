@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // F16 and BF16 tile kernels (AVX-512 F/VL/BW: EVEX encodings for
 // registers Y16…Y23; F16 on 512-bit vectors, below): four weight rows
@@ -36,13 +37,6 @@
 
 #define KBLOCK 2048
 
-#define HSUM_Y0_X0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVHLPS     X0, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1     \
-	VADDSS       X1, X0, X0
 
 #define ZERO16 \
 	VXORPS Y0, Y0, Y0 \
