@@ -81,19 +81,9 @@ func (b *Backend) matMulBF16(d, xs, wt *Tensor) {
 			i1 := min(i0+xTile, n)
 			j := j0
 			if n < 4 {
-				// Decode: the four rows of a tile come from the four
-				// quarters of the task, so that the weight is read as
-				// four sequential streams.
-				q := (j1 - j0) / 4
-				for t := range q {
-					for i := i0; i < i1; i++ {
-						ks.t4x1(w[(j0+t)*k:], q*k, xb[i*k:(i+1)*k], k, out)
-						for r := range 4 {
-							d.f32[i*m+j0+t+r*q] = out[r]
-						}
-					}
-				}
-				j = j0 + 4*q
+				j = decodeQuarters(d.f32, m, i0, i1, j0, j1, out, func(j, q, i int) {
+					ks.t4x1(w[j*k:], q*k, xb[i*k:(i+1)*k], k, out)
+				})
 			}
 			for ; j+4 <= j1; j += 4 {
 				wj := w[j*k : (j+4)*k]

@@ -210,34 +210,16 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 			i1 := min(i0+xTile, n)
 			j := j0
 			if th != nil && tileF16x1 != nil && wt.dt == tensor.F16 && n < 4 {
-				// F16 decode: four rows from the four quarters of the
-				// task (four sequential streams), each bitwise dotF16.
-				q := (j1 - j0) / 4
-				for t := range q {
-					for i := i0; i < i1; i++ {
-						tileF16x1(hw[(j0+t)*k:], q*k, x[i*k:(i+1)*k], k, out)
-						for r := range 4 {
-							d.f32[i*m+j0+t+r*q] = out[r]
-						}
-					}
-				}
-				j = j0 + 4*q
+				// F16 decode, each value bitwise dotF16.
+				j = decodeQuarters(d.f32, m, i0, i1, j0, j1, out, func(j, q, i int) {
+					tileF16x1(hw[j*k:], q*k, x[i*k:(i+1)*k], k, out)
+				})
 			}
 			if t1 != nil && decodeTiles && n < 4 {
-				// Decode: the four rows of a tile come from four runs of
-				// q rows each (a tile's rows q apart), so that the weight
-				// is read as four sequential streams.
 				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.rowBytes, k/32
-				q := (j1 - j0) / 4
-				for t := range q {
-					for i := i0; i < i1; i++ {
-						t1(wt.raw[(j0+t)*rb:], q*rb, nb, qx, dx, sx, i, out)
-						for r := range 4 {
-							d.f32[i*m+j0+t+r*q] = out[r]
-						}
-					}
-				}
-				j = j0 + 4*q
+				j = decodeQuarters(d.f32, m, i0, i1, j0, j1, out, func(j, q, i int) {
+					t1(wt.raw[j*rb:], q*rb, nb, qx, dx, sx, i, out)
+				})
 			}
 			if t4 != nil && n >= 4 {
 				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.rowBytes, k/32
@@ -304,6 +286,26 @@ func (b *Backend) matMulDequant(d, xs, wt *Tensor) {
 			}
 		}
 	})
+}
+
+// decodeQuarters runs a four-weight-row decode tile over the rows
+// [j0, j1) of a task: tile(j, q, i) sets out[r] for weight row j + r·q
+// (r < 4) and activation row i, the four rows taken from the four
+// quarters of the task so that the weight is read as four sequential
+// streams. It stores the values into dst (n, m) for activation rows
+// [i0, i1) and returns the first row it left (the task's last j1 − j0
+// mod 4 rows).
+func decodeQuarters(dst []float32, m, i0, i1, j0, j1 int, out *[16]float32, tile func(j, q, i int)) int {
+	q := (j1 - j0) / 4
+	for t := range q {
+		for i := i0; i < i1; i++ {
+			tile(j0+t, q, i)
+			for r := range 4 {
+				dst[i*m+j0+t+r*q] = out[r]
+			}
+		}
+	}
+	return j0 + 4*q
 }
 
 // putTile stores a 4x4 tile's out (weight row r, activation row c at
@@ -402,7 +404,8 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 				attnScoresF16(q(h), ks.f16[off:], seen[:nv], ks.cols, scale, scores(h))
 			}
 		}
-		sums := make([]float64, 0, 16)
+		var sumsBuf [16]float64 // one per head of the run (fewer than 16 in every model here)
+		sums := sumsBuf[:0]
 		for h := h0; h < h1; h++ {
 			sc := scores(h)
 			mx := float32(math.Inf(-1))

@@ -184,26 +184,20 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 		for j := range nb {
 			blk, x := w[j*bb:][:bb], qx[32*j:][:32]
 			var sum int32
-			for k := range 8 {
-				if dt != tensor.Q8_0 {
-					break
-				}
-				for e := range 4 {
-					sum += int32(int8(blk[hdr+32*k+4*r+e]^0x80)) * int32(x[4*k+e])
-				}
-			}
-			for k := range 4 {
+			for e := range 32 { // value e of row r: byte e%4 of its dword k
 				if dt == tensor.Q8_0 {
-					break
+					sum += int32(int8(blk[hdr+32*(e/4)+4*r+e%4]^0x80)) * int32(x[e])
+					continue
 				}
-				for e := range 4 {
-					b := blk[hdr+32*k+4*r+e]
-					lo, hi := int32(b&15), int32(b>>4)
-					if dt == tensor.Q4_0 {
-						lo, hi = lo-8, hi-8
-					}
-					sum += lo*int32(x[4*k+e]) + hi*int32(x[16+4*k+e])
+				b := blk[hdr+32*(e%16/4)+4*r+e%4] // values e and e+16 share a byte
+				q := int32(b & 15)
+				if e >= 16 {
+					q = int32(b >> 4)
 				}
+				if dt == tensor.Q4_0 {
+					q -= 8
+				}
+				sum += q * int32(x[e])
 			}
 			dw := f16at(blk[2*r:])
 			acc = fma32(float32(sum), dw*dx[j], acc)
