@@ -83,11 +83,13 @@
 //     is kerneltest.MatMulQ8 (the dequantised weight times the dequantised
 //     activations, in float64).
 //   - other dtypes: the row dequantised once per tile, then the F32 dot.
-//   - Q8_0, Q4_0, Q4_1 and Q4_K with AVX-512 VNNI: the weight is copied at
-//     Upload into groups of eight rows (packed.go), so that one vector
-//     lane is one weight row and eight vpdpbusd give a block's exact
-//     integer sum for eight rows at once (packed_amd64.s), as llama.cpp's
-//     repacked Q4_0 kernels do. Per (row, activation row) and block, in
+//   - Q8_0, Q4_0, Q4_1 and Q4_K with AVX2 or AVX-512 VNNI: the weight is
+//     copied at Upload into groups of eight rows (packed.go), so that one
+//     vector lane is one weight row and eight vpdpbusd (VNNI,
+//     packed_amd64.s) or vpmaddubsw/vpmaddwd (AVX2,
+//     packed_avx2_amd64.s: Q8_0 by |w| against x with w's sign) give a
+//     block's exact integer sum for eight rows at once, as llama.cpp's
+//     repacked Q4_0 kernels do; both sets give the same values. Per (row, activation row) and block, in
 //     block order: acc = fma(float(sum), d_w·d_x, acc) (Q4_1: plus
 //     m_w·s_x into a second sum; Q4_K per sub-block of 32 with
 //     (d·sc)·d_x, minus (dmin·m)·s_x summed apart); the one-activation-row and
@@ -97,8 +99,8 @@
 //     gives them (MADV_HUGEPAGE), which made decode 10–25 % faster.
 //   - prefill: the weight rows of a task are dotted with tiles of 64
 //     activation rows while in cache: packed groups by four activation
-//     rows; without VNNI, Q8_0/Q4_0/Q4_1/Q4_K by four-row calls of the
-//     one-row kernels. F16 and BF16 weights go by 4x4 tiles with
+//     rows; without AVX2 (or with the purego tag), quantised weights by
+//     four-row calls of the one-row kernels. F16 and BF16 weights go by 4x4 tiles with
 //     AVX-512 F/VL/BW (F16 on 512-bit vectors, two of the one-row
 //     kernel's accumulators to a vector)
 //     (tilehalf_amd64.s: one pass per accumulator of the one-row kernel,

@@ -58,9 +58,9 @@ var dotQ4_1x4 = func(w []byte, qx []int8, dx, sx []float32, i int, out *[4]float
 // tile out[r] to weight row r · activation row i. Every value is bitwise
 // the one-row kernel's (dotQ8_0, dotQ4_0, dotQ4_1, dotQ4_K; Q4_K rows
 // are whole super-blocks, nb a multiple of 8), so a caller may mix
-// tiles and one-row calls freely. These defaults are made of the four-row
-// and one-row kernels; dot_amd64.go replaces them with AVX-512 VNNI
-// assembly where the CPU has it.
+// tiles and one-row calls freely. They are made of the four-row and
+// one-row kernels, and serve where weights are not packed (without AVX2,
+// or with the purego tag).
 type tileFunc func(w []byte, rb, nb int, qx []int8, dx, sx []float32, i int, out *[16]float32)
 
 var (
@@ -188,8 +188,10 @@ func rows4(dot func([]byte, []int8, []float32) float32, size int, w []byte, qx [
 var simd = "go"
 
 // SIMD reports which kernels the fast path uses: "avx2+fma" (Go
-// assembly), "avx2+fma+avx512vnni" (with the VNNI tile kernels) or "go" (the pure-Go fallback: another architecture, the
-// purego build tag, or a CPU without AVX2, FMA or F16C).
+// assembly, quantised weights packed for the AVX2 kernels),
+// "avx2+fma+avx512vnni" (packed for the VNNI kernels) or "go" (the
+// pure-Go fallback: another architecture, the purego build tag, or a CPU
+// without AVX2, FMA or F16C).
 func SIMD() string { return simd }
 
 func dotF32Go(a, b []float32) float32 { return dot(a, b) }

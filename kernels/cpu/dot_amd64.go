@@ -56,7 +56,9 @@ func init() {
 	}
 	if hasVNNI {
 		useVNNI()
-		usePacked()
+		usePacked(packedVNNI())
+	} else if hasAVX2 {
+		usePacked(packedAVX2())
 	}
 	if hasBF16 {
 		useBF16()

@@ -4,3 +4,6 @@ package cpu
 
 // hasAVX2 is false: this build uses the pure-Go kernels of dot.go.
 const hasAVX2 = false
+
+// packedSets is empty: this build has no packed kernels.
+func packedSets() []packedSet { return nil }

@@ -157,7 +157,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		return
 	}
 	// Tiles of four weight rows (Q8_0, Q4_0, Q4_1, Q4_K where they are
-	// not packed, i.e. without VNNI, made of the one-row kernels):
+	// not packed, i.e. without AVX2, made of the one-row kernels):
 	// against four activation rows at a time, then one at a time for
 	// the rest; each value bitwise the one-row kernel's, like rowDot's.
 	// In decode (n < 4) Q8_0 keeps its one-row kernel.

@@ -9,10 +9,11 @@ import (
 
 // Packed weights (fast path, Q8_0, Q4_0, Q4_1 and Q4_K, where SIMD has
 // the kernels): at Upload the weight is copied into groups of eight rows,
-// so that the
-// kernels (packed_amd64.s) give each row one lane of a vector and form a
-// block's integer sum for eight rows with eight vpdpbusd, as llama.cpp's
-// repacked Q4_0 8x8 kernels do, instead of reducing each row's lanes.
+// so that the kernels give each row one lane of a vector and form a
+// block's integer sum for eight rows with eight vpdpbusd (AVX-512 VNNI,
+// packed_amd64.s) or vpmaddubsw and vpmaddwd (AVX2,
+// packed_avx2_amd64.s), as llama.cpp's repacked Q4_0 8x8 kernels do,
+// instead of reducing each row's lanes.
 //
 // Group g (rows 8g…8g+7; rows past the weight's last are zero) holds its
 // nb blocks in order, block j at (g·nb + j)·packBlockBytes:
@@ -81,6 +82,20 @@ type packedFunc func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int32,
 // The packed kernels, nil where this build has none (then weights are
 // not packed).
 var packedQ8_0x1, packedQ8_0x4, packedQ4_0x1, packedQ4_0x4, packedQ4_1x1, packedQ4_1x4, packedQ4_Kx1, packedQ4_Kx4 packedFunc
+
+// packedSet is one instruction set's packed kernels, per dtype (nil: none).
+type packedSet struct {
+	name                                                           string
+	q8_0x1, q8_0x4, q4_0x1, q4_0x4, q4_1x1, q4_1x4, q4_Kx1, q4_Kx4 packedFunc
+}
+
+// usePacked installs s as the packed kernels.
+func usePacked(s packedSet) {
+	packedQ8_0x1, packedQ8_0x4 = s.q8_0x1, s.q8_0x4
+	packedQ4_0x1, packedQ4_0x4 = s.q4_0x1, s.q4_0x4
+	packedQ4_1x1, packedQ4_1x4 = s.q4_1x1, s.q4_1x4
+	packedQ4_Kx1, packedQ4_Kx4 = s.q4_Kx1, s.q4_Kx4
+}
 
 // packedKernels returns dt's packed kernels, or nil ones.
 func packedKernels(dt tensor.DType) (x1, x4 packedFunc) {

@@ -28,11 +28,60 @@ func dotQ4_Kp8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 //go:noescape
 func dotQ4_Kp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 
-func usePacked() {
-	packedQ8_0x1, packedQ8_0x4 = packedNeg(dotQ8_0p8x1VNNI, dotQ8_0p8x4VNNI, 272)
-	packedQ4_0x1, packedQ4_0x4 = packedNeg(dotQ4_0p8x1VNNI, dotQ4_0p8x4VNNI, 144)
-	packedQ4_1x1, packedQ4_1x4 = packedSX(dotQ4_1p8x1VNNI, dotQ4_1p8x4VNNI, 160, 32)
-	packedQ4_Kx1, packedQ4_Kx4 = packedSX(dotQ4_Kp8x1VNNI, dotQ4_Kp8x4VNNI, 1184, 256)
+//go:noescape
+func dotQ4_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_1p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_1p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_Kp8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_Kp8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+
+// packedVNNI and packedAVX2 return the two sets (packed_amd64.s,
+// packed_avx2_amd64.s).
+func packedVNNI() packedSet {
+	s := packedSet{name: "avx512vnni"}
+	s.q8_0x1, s.q8_0x4 = packedNeg(dotQ8_0p8x1VNNI, dotQ8_0p8x4VNNI, 272)
+	s.q4_0x1, s.q4_0x4 = packedNeg(dotQ4_0p8x1VNNI, dotQ4_0p8x4VNNI, 144)
+	s.q4_1x1, s.q4_1x4 = packedSX(dotQ4_1p8x1VNNI, dotQ4_1p8x4VNNI, 160, 32)
+	s.q4_Kx1, s.q4_Kx4 = packedSX(dotQ4_Kp8x1VNNI, dotQ4_Kp8x4VNNI, 1184, 256)
+	return s
+}
+
+func packedAVX2() packedSet {
+	s := packedSet{name: "avx2"}
+	s.q8_0x1, s.q8_0x4 = packedNeg(dotQ8_0p8x1AVX2, dotQ8_0p8x4AVX2, 272)
+	s.q4_0x1, s.q4_0x4 = packedNeg(dotQ4_0p8x1AVX2, dotQ4_0p8x4AVX2, 144)
+	s.q4_1x1, s.q4_1x4 = packedSX(dotQ4_1p8x1AVX2, dotQ4_1p8x4AVX2, 160, 32)
+	s.q4_Kx1, s.q4_Kx4 = packedSX(dotQ4_Kp8x1AVX2, dotQ4_Kp8x4AVX2, 1184, 256)
+	return s
+}
+
+// packedSets lists the sets this CPU can run (for the tests).
+func packedSets() []packedSet {
+	var sets []packedSet
+	if hasVNNI {
+		sets = append(sets, packedVNNI())
+	}
+	if hasAVX2 {
+		sets = append(sets, packedAVX2())
+	}
+	return sets
 }
 
 // packedNeg wraps the kernels that take neg (Q8_0, Q4_0; blocks of 32

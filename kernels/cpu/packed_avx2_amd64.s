@@ -1,0 +1,560 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The packed kernels of packed_amd64.s for CPUs with AVX2 but without
+// AVX-512 VNNI (sixteen 256-bit registers, no vpdpbusd), over the same
+// packed layout (packed.go) and with the same float steps, so that every
+// value is bitwise the VNNI kernels' and packed8Go's.
+//
+// A block's integer sum per row lane: vpmaddubsw of an unpacked nibble
+// vector (unsigned, 0…15) against the activation dword broadcast
+// (signed, −127…127) gives two 16-bit sums of two products each (at
+// most 2·15·128 = 3840 in magnitude); the eight of a block are added as
+// 16-bit words (at most 30720, exact), then vpmaddwd against ones adds
+// each lane's two words into its 32-bit sum. Then, as in the VNNI
+// kernels, per lane and block after block:
+//
+//	acc  = fma(float(sum), d_w·d_x, acc)      sum of Q4_0 plus −8·Σx (neg)
+//	mins = fma(m_w, s_x, mins)                Q4_1; out = acc + mins
+//	Q4_K per sub-block s: acc = fma(float(sum), (d·sc_s)·d_x,s, acc),
+//	accm = fma(dmin·m_s, s_x,s, accm), out = acc − accm
+
+DATA nib0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nib0f<>(SB), RODATA|NOPTR, $32
+
+DATA ones16<>+0(SB)/8, $0x0001000100010001
+DATA ones16<>+8(SB)/8, $0x0001000100010001
+DATA ones16<>+16(SB)/8, $0x0001000100010001
+DATA ones16<>+24(SB)/8, $0x0001000100010001
+GLOBL ones16<>(SB), RODATA|NOPTR, $32
+
+// A1_ARGS: the one-activation-row kernels' arguments (w, qx, dx, aux,
+// nb) in SI, DI, DX, R8, CX.
+#define A1_ARGS \
+	MOVQ w+0(FP), SI \
+	MOVQ qx+8(FP), DI \
+	MOVQ dx+16(FP), DX \
+	MOVQ aux+24(FP), R8 \
+	MOVQ nb+32(FP), CX
+
+// A4_ARGS: the four-activation-row kernels' arguments (w, qx, xs, dx,
+// ds, aux, nb) in SI, DI, R9, DX, R10, R8, CX, with 3·xs in R13, 3·ds in
+// R14 and BX = 0 (activation row 0's index register).
+#define A4_ARGS \
+	MOVQ w+0(FP), SI \
+	MOVQ qx+8(FP), DI \
+	MOVQ xs+16(FP), R9 \
+	MOVQ dx+24(FP), DX \
+	MOVQ ds+32(FP), R10 \
+	MOVQ aux+40(FP), R8 \
+	MOVQ nb+48(FP), CX \
+	LEAQ (R9)(R9*2), R13 \
+	LEAQ (R10)(R10*2), R14 \
+	XORQ BX, BX
+
+// ANEXT(size, loop): on to the next block (size bytes of weight).
+#define ANEXT(size, loop) \
+	ADDQ $size, SI \
+	ADDQ $32, DI \
+	ADDQ $4, DX \
+	ADDQ $4, R8 \
+	DECQ CX \
+	JNZ  loop
+
+#define APREFETCH3 \
+	PREFETCHT0 2048(SI) \
+	PREFETCHT0 2112(SI) \
+	PREFETCHT0 2176(SI)
+
+// ASTORE1(y): out (argument at 40) = y.
+#define ASTORE1(y) \
+	MOVQ    out+40(FP), R9 \
+	VMOVUPS y, (R9) \
+	VZEROUPPER \
+	RET
+
+// ASTORE4(a, b, c, d): out (argument at 56) = a, b, c, d.
+#define ASTORE4(a, b, c, d) \
+	MOVQ    out+56(FP), R11 \
+	VMOVUPS a, (R11) \
+	VMOVUPS b, 32(R11) \
+	VMOVUPS c, 64(R11) \
+	VMOVUPS d, 96(R11) \
+	VZEROUPPER \
+	RET
+
+// NIB1(q, xlo, xhi): the nibble vector at q(SI) (mask Y0) against the
+// activation dwords xlo(DI) (low nibbles) and xhi(DI) (high): the 16-bit
+// sums added into Y5 (low) and Y6 (high).
+#define NIB1(q, xlo, xhi) \
+	VMOVDQU      q(SI), Y1 \
+	VPSRLW       $4, Y1, Y2 \
+	VPAND        Y0, Y1, Y1 \
+	VPAND        Y0, Y2, Y2 \
+	VPBROADCASTD xlo(DI), Y3 \
+	VPBROADCASTD xhi(DI), Y4 \
+	VPMADDUBSW   Y3, Y1, Y1 \
+	VPMADDUBSW   Y4, Y2, Y2 \
+	VPADDW       Y1, Y5, Y5 \
+	VPADDW       Y2, Y6, Y6
+
+// SUM1(q): a Q4_0/Q4_1 block's eight 16-bit sums per lane in Y5, the
+// nibble bytes at q(SI), one activation row at (DI).
+#define SUM1(q) \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	NIB1(q, 0, 16) \
+	NIB1(q+32, 4, 20) \
+	NIB1(q+64, 8, 24) \
+	NIB1(q+96, 12, 28) \
+	VPADDW Y6, Y5, Y5
+
+// SCALE1(acc): acc = fma(float(Y5), d_w·d_x, acc), Y5 the 32-bit sums.
+#define SCALE1(acc) \
+	VCVTDQ2PS    Y5, Y5 \
+	VCVTPH2PS    (SI), Y9 \
+	VBROADCASTSS (DX), Y8 \
+	VMULPS       Y8, Y9, Y9 \
+	VFMADD231PS  Y9, Y5, acc
+
+// func dotQ4_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+TEXT ·dotQ4_0p8x1AVX2(SB), NOSPLIT, $0-48
+	A1_ARGS
+	VMOVDQU nib0f<>(SB), Y0
+	VMOVDQU ones16<>(SB), Y15
+	VXORPS  Y14, Y14, Y14
+
+q40a81:
+	APREFETCH3
+	SUM1(16)
+	VPMADDWD     Y15, Y5, Y5
+	VPBROADCASTD (R8), Y7
+	VPADDD       Y7, Y5, Y5
+	SCALE1(Y14)
+	ANEXT(144, q40a81)
+	ASTORE1(Y14)
+
+// func dotQ4_1p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+TEXT ·dotQ4_1p8x1AVX2(SB), NOSPLIT, $0-48
+	A1_ARGS
+	VMOVDQU nib0f<>(SB), Y0
+	VMOVDQU ones16<>(SB), Y15
+	VXORPS  Y14, Y14, Y14
+	VXORPS  Y13, Y13, Y13
+
+q41a81:
+	APREFETCH3
+	SUM1(32)
+	VPMADDWD     Y15, Y5, Y5
+	VCVTPH2PS    16(SI), Y10
+	VBROADCASTSS (R8), Y11
+	VFMADD231PS  Y11, Y10, Y13
+	SCALE1(Y14)
+	ANEXT(160, q41a81)
+	VADDPS       Y13, Y14, Y14
+	ASTORE1(Y14)
+
+// Four activation rows (Q4_0, Q4_1): Y0 and Y1 a weight vector's low and
+// high nibbles, Y2 scratch, Y3…Y6 the rows' 16-bit sums, Y7…Y10 their
+// acc, Y11…Y14 their mins (Q4_1), Y15 the nibble mask; ones from memory.
+
+// NIB4C(xo, xi, s): row xi's activation dwords xo(DI) and xo+16(DI)
+// against Y0 and Y1, into s.
+#define NIB4C(xo, xi, s) \
+	VPBROADCASTD xo(DI)xi, Y2 \
+	VPMADDUBSW   Y2, Y0, Y2 \
+	VPADDW       Y2, s, s \
+	VPBROADCASTD xo+16(DI)xi, Y2 \
+	VPMADDUBSW   Y2, Y1, Y2 \
+	VPADDW       Y2, s, s
+
+// NIB4(q, xo): the nibble vector at q(SI) against the four rows'
+// activation dwords at xo and xo+16.
+#define NIB4(q, xo) \
+	VMOVDQU q(SI), Y0 \
+	VPSRLW  $4, Y0, Y1 \
+	VPAND   Y15, Y0, Y0 \
+	VPAND   Y15, Y1, Y1 \
+	NIB4C(xo, (BX*1), Y3) \
+	NIB4C(xo, (R9*1), Y4) \
+	NIB4C(xo, (R9*2), Y5) \
+	NIB4C(xo, (R13*1), Y6)
+
+// SUM4(q): the block's 32-bit sums of the four rows in Y3…Y6.
+#define SUM4(q) \
+	VPXOR    Y3, Y3, Y3 \
+	VPXOR    Y4, Y4, Y4 \
+	VPXOR    Y5, Y5, Y5 \
+	VPXOR    Y6, Y6, Y6 \
+	NIB4(q, 0) \
+	NIB4(q+32, 4) \
+	NIB4(q+64, 8) \
+	NIB4(q+96, 12) \
+	VPMADDWD ones16<>(SB), Y3, Y3 \
+	VPMADDWD ones16<>(SB), Y4, Y4 \
+	VPMADDWD ones16<>(SB), Y5, Y5 \
+	VPMADDWD ones16<>(SB), Y6, Y6
+
+// NEG4C(di, s): s += row di's −8·Σx (neg at (R8)di).
+#define NEG4C(di, s) \
+	VPBROADCASTD (R8)di, Y2 \
+	VPADDD       Y2, s, s
+
+// SCALE4C(di, s, acc): acc = fma(float(s), d_w·d_x, acc), d_w in Y0,
+// d_x at (DX)di.
+#define SCALE4C(di, s, acc) \
+	VCVTDQ2PS    s, s \
+	VBROADCASTSS (DX)di, Y2 \
+	VMULPS       Y2, Y0, Y2 \
+	VFMADD231PS  Y2, s, acc
+
+// SCALE4: the four rows' SCALE4C.
+#define SCALE4 \
+	VCVTPH2PS (SI), Y0 \
+	SCALE4C((BX*1), Y3, Y7) \
+	SCALE4C((R10*1), Y4, Y8) \
+	SCALE4C((R10*2), Y5, Y9) \
+	SCALE4C((R14*1), Y6, Y10)
+
+// MINS4C(di, mins): mins = fma(m_w, s_x, mins), m_w in Y0, s_x at (R8)di.
+#define MINS4C(di, mins) \
+	VBROADCASTSS (R8)di, Y2 \
+	VFMADD231PS  Y2, Y0, mins
+
+#define ZERO4(a, b, c, d) \
+	VXORPS a, a, a \
+	VXORPS b, b, b \
+	VXORPS c, c, c \
+	VXORPS d, d, d
+
+// func dotQ4_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+//
+// Activation row c at qx + c·xs, its scales at dx + c·ds and its −8·Σx
+// (neg) at aux + c·ds; out[8c+r] for weight row r.
+TEXT ·dotQ4_0p8x4AVX2(SB), NOSPLIT, $0-64
+	A4_ARGS
+	VMOVDQU nib0f<>(SB), Y15
+	ZERO4(Y7, Y8, Y9, Y10)
+
+q40a84:
+	SUM4(16)
+	NEG4C((BX*1), Y3)
+	NEG4C((R10*1), Y4)
+	NEG4C((R10*2), Y5)
+	NEG4C((R14*1), Y6)
+	SCALE4
+	ANEXT(144, q40a84)
+	ASTORE4(Y7, Y8, Y9, Y10)
+
+// func dotQ4_1p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+//
+// As dotQ4_0p8x4AVX2, with s_x (sx) at aux + c·ds instead of neg.
+TEXT ·dotQ4_1p8x4AVX2(SB), NOSPLIT, $0-64
+	A4_ARGS
+	VMOVDQU nib0f<>(SB), Y15
+	ZERO4(Y7, Y8, Y9, Y10)
+	ZERO4(Y11, Y12, Y13, Y14)
+
+q41a84:
+	VCVTPH2PS 16(SI), Y0
+	MINS4C((BX*1), Y11)
+	MINS4C((R10*1), Y12)
+	MINS4C((R10*2), Y13)
+	MINS4C((R14*1), Y14)
+	SUM4(32)
+	SCALE4
+	ANEXT(160, q41a84)
+	VADDPS    Y11, Y7, Y7
+	VADDPS    Y12, Y8, Y8
+	VADDPS    Y13, Y9, Y9
+	VADDPS    Y14, Y10, Y10
+	ASTORE4(Y7, Y8, Y9, Y10)
+
+// Q4_K (packed.go: d at 0, dmin at 16, sc at 32+8s+r, m at 96+8s+r, the
+// nibble vectors of sub-block pair p at 160+256p+32k, low nibbles
+// sub-block 2p, high 2p+1). A sub-block's eight nibble vectors are
+// unpacked one at a time into Y0 (mask Y14).
+
+// KLO(off), KHI(off): Y0 = the low (high) nibbles of the vector off(SI).
+#define KLO(off) \
+	VPAND off(SI), Y14, Y0
+
+#define KHI(off) \
+	VMOVDQU off(SI), Y0 \
+	VPSRLW  $4, Y0, Y0 \
+	VPAND   Y14, Y0, Y0
+
+// KSTEP1(unpack, off, xo, s): one activation row: s += vpmaddubsw of
+// the vector off(SI) against the dword xo(DI)(BX*1).
+#define KSTEP1(unpack, off, xo, s) \
+	unpack(off) \
+	VPBROADCASTD xo(DI)(BX*1), Y1 \
+	VPMADDUBSW   Y1, Y0, Y1 \
+	VPADDW       Y1, s, s
+
+// KSCALES(s): Y12 = d·sc_s, Y13 = dmin·m_s (the eight rows).
+#define KSCALES(s) \
+	VPMOVZXBD 32+8*s(SI), Y12 \
+	VCVTDQ2PS Y12, Y12 \
+	VCVTPH2PS (SI), Y1 \
+	VMULPS    Y1, Y12, Y12 \
+	VPMOVZXBD 96+8*s(SI), Y13 \
+	VCVTDQ2PS Y13, Y13 \
+	VCVTPH2PS 16(SI), Y1 \
+	VMULPS    Y1, Y13, Y13
+
+// KSUB1(s, unpack, q): sub-block s (nibble vectors at q(SI)) for one
+// activation row: acc Y10, accm Y11, the 16-bit sums in Y5 and Y6.
+#define KSUB1(s, unpack, q) \
+	VPXOR        Y5, Y5, Y5 \
+	VPXOR        Y6, Y6, Y6 \
+	KSTEP1(unpack, q, 32*s, Y5) \
+	KSTEP1(unpack, q+32, 32*s+4, Y6) \
+	KSTEP1(unpack, q+64, 32*s+8, Y5) \
+	KSTEP1(unpack, q+96, 32*s+12, Y6) \
+	KSTEP1(unpack, q+128, 32*s+16, Y5) \
+	KSTEP1(unpack, q+160, 32*s+20, Y6) \
+	KSTEP1(unpack, q+192, 32*s+24, Y5) \
+	KSTEP1(unpack, q+224, 32*s+28, Y6) \
+	VPADDW       Y6, Y5, Y5 \
+	VPMADDWD     Y15, Y5, Y5 \
+	VCVTDQ2PS    Y5, Y5 \
+	KSCALES(s) \
+	VBROADCASTSS 4*s(DX), Y1 \
+	VMULPS       Y1, Y12, Y1 \
+	VFMADD231PS  Y1, Y5, Y10 \
+	VBROADCASTSS 4*s(R8), Y1 \
+	VFMADD231PS  Y1, Y13, Y11
+
+// KNEXT(loop): on to the next super-block.
+#define KNEXT(loop) \
+	ADDQ $1184, SI \
+	ADDQ $256, DI \
+	ADDQ $32, DX \
+	ADDQ $32, R8 \
+	DECQ CX \
+	JNZ  loop
+
+// func dotQ4_Kp8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+//
+// aux is s_x; nb counts super-blocks.
+TEXT ·dotQ4_Kp8x1AVX2(SB), NOSPLIT, $0-48
+	A1_ARGS
+	XORQ    BX, BX
+	VMOVDQU nib0f<>(SB), Y14
+	VMOVDQU ones16<>(SB), Y15
+	VXORPS  Y10, Y10, Y10
+	VXORPS  Y11, Y11, Y11
+
+q4ka81:
+	APREFETCH3
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	PREFETCHT0 2688(SI)
+	PREFETCHT0 2752(SI)
+	PREFETCHT0 2816(SI)
+	PREFETCHT0 2880(SI)
+	PREFETCHT0 2944(SI)
+	PREFETCHT0 3008(SI)
+	PREFETCHT0 3072(SI)
+	PREFETCHT0 3136(SI)
+	PREFETCHT0 3200(SI)
+	KSUB1(0, KLO, 160)
+	KSUB1(1, KHI, 160)
+	KSUB1(2, KLO, 416)
+	KSUB1(3, KHI, 416)
+	KSUB1(4, KLO, 672)
+	KSUB1(5, KHI, 672)
+	KSUB1(6, KLO, 928)
+	KSUB1(7, KHI, 928)
+	KNEXT(q4ka81)
+	VSUBPS  Y11, Y10, Y10
+	ASTORE1(Y10)
+
+// Four activation rows (Q4_K): Y0 the unpacked vector, Y1 scratch, Y2…Y5
+// the rows' 16-bit sums, Y6…Y9 their acc, Y10…Y13 their accm, Y14 the
+// nibble mask (the scales' scratch between sub-blocks), Y15 ones.
+
+// KSTEP4(unpack, off, xo): the vector off(SI) against the four rows'
+// dwords at xo.
+#define KSTEP4(unpack, off, xo) \
+	unpack(off) \
+	VPBROADCASTD xo(DI)(BX*1), Y1 \
+	VPMADDUBSW   Y1, Y0, Y1 \
+	VPADDW       Y1, Y2, Y2 \
+	VPBROADCASTD xo(DI)(R9*1), Y1 \
+	VPMADDUBSW   Y1, Y0, Y1 \
+	VPADDW       Y1, Y3, Y3 \
+	VPBROADCASTD xo(DI)(R9*2), Y1 \
+	VPMADDUBSW   Y1, Y0, Y1 \
+	VPADDW       Y1, Y4, Y4 \
+	VPBROADCASTD xo(DI)(R13*1), Y1 \
+	VPMADDUBSW   Y1, Y0, Y1 \
+	VPADDW       Y1, Y5, Y5
+
+// KFMA4C(s, di, sum, acc, accm): one row's sub-block s: acc =
+// fma(float(sum), (d·sc_s)·d_x, acc), accm = fma(dmin·m_s, s_x, accm),
+// d·sc_s in Y0, dmin·m_s in Y1.
+#define KFMA4C(s, di, sum, acc, accm) \
+	VPMADDWD     Y15, sum, sum \
+	VCVTDQ2PS    sum, sum \
+	VBROADCASTSS 4*s(DX)di, Y14 \
+	VMULPS       Y14, Y0, Y14 \
+	VFMADD231PS  Y14, sum, acc \
+	VBROADCASTSS 4*s(R8)di, Y14 \
+	VFMADD231PS  Y14, Y1, accm
+
+// KSUB4(s, unpack, q): sub-block s for four activation rows.
+#define KSUB4(s, unpack, q) \
+	VPXOR     Y2, Y2, Y2 \
+	VPXOR     Y3, Y3, Y3 \
+	VPXOR     Y4, Y4, Y4 \
+	VPXOR     Y5, Y5, Y5 \
+	KSTEP4(unpack, q, 32*s) \
+	KSTEP4(unpack, q+32, 32*s+4) \
+	KSTEP4(unpack, q+64, 32*s+8) \
+	KSTEP4(unpack, q+96, 32*s+12) \
+	KSTEP4(unpack, q+128, 32*s+16) \
+	KSTEP4(unpack, q+160, 32*s+20) \
+	KSTEP4(unpack, q+192, 32*s+24) \
+	KSTEP4(unpack, q+224, 32*s+28) \
+	VPMOVZXBD 32+8*s(SI), Y0 \
+	VCVTDQ2PS Y0, Y0 \
+	VCVTPH2PS (SI), Y14 \
+	VMULPS    Y14, Y0, Y0 \
+	VPMOVZXBD 96+8*s(SI), Y1 \
+	VCVTDQ2PS Y1, Y1 \
+	VCVTPH2PS 16(SI), Y14 \
+	VMULPS    Y14, Y1, Y1 \
+	KFMA4C(s, (BX*1), Y2, Y6, Y10) \
+	KFMA4C(s, (R10*1), Y3, Y7, Y11) \
+	KFMA4C(s, (R10*2), Y4, Y8, Y12) \
+	KFMA4C(s, (R14*1), Y5, Y9, Y13) \
+	VMOVDQU   nib0f<>(SB), Y14
+
+// func dotQ4_Kp8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+TEXT ·dotQ4_Kp8x4AVX2(SB), NOSPLIT, $0-64
+	A4_ARGS
+	VMOVDQU nib0f<>(SB), Y14
+	VMOVDQU ones16<>(SB), Y15
+	ZERO4(Y6, Y7, Y8, Y9)
+	ZERO4(Y10, Y11, Y12, Y13)
+
+q4ka84:
+	KSUB4(0, KLO, 160)
+	KSUB4(1, KHI, 160)
+	KSUB4(2, KLO, 416)
+	KSUB4(3, KHI, 416)
+	KSUB4(4, KLO, 672)
+	KSUB4(5, KHI, 672)
+	KSUB4(6, KLO, 928)
+	KSUB4(7, KHI, 928)
+	KNEXT(q4ka84)
+	VSUBPS  Y10, Y6, Y6
+	VSUBPS  Y11, Y7, Y7
+	VSUBPS  Y12, Y8, Y8
+	VSUBPS  Y13, Y9, Y9
+	ASTORE4(Y6, Y7, Y8, Y9)
+
+// Q8_0 (packed.go: eight d_w, then the value bytes w+128, bytes 4k…4k+3
+// of each row in vector k). vpmaddubsw would saturate on w+128 against
+// x, so each vector is turned back into w (xor 0x80) and multiplied as
+// |w| (unsigned, at most 128) against x with w's sign (vpsignb; at most
+// 127): two products a word, at most 2·128·127 = 32512, exact; vpmaddwd
+// against ones then makes each vector's 32-bit sums. The integer sum is
+// Σ w·x itself, so these kernels do not read neg.
+
+DATA bias80<>+0(SB)/8, $0x8080808080808080
+DATA bias80<>+8(SB)/8, $0x8080808080808080
+DATA bias80<>+16(SB)/8, $0x8080808080808080
+DATA bias80<>+24(SB)/8, $0x8080808080808080
+GLOBL bias80<>(SB), RODATA|NOPTR, $32
+
+// Q8STEP1(q, xo, s): s += the 32-bit sums of the vector q(SI) against
+// the activation dword xo(DI) (Y13 = 0x80 bytes, Y15 = ones).
+#define Q8STEP1(q, xo, s) \
+	VPXOR        q(SI), Y13, Y1 \
+	VPABSB       Y1, Y2 \
+	VPBROADCASTD xo(DI), Y3 \
+	VPSIGNB      Y1, Y3, Y3 \
+	VPMADDUBSW   Y3, Y2, Y3 \
+	VPMADDWD     Y15, Y3, Y3 \
+	VPADDD       Y3, s, s
+
+// func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+TEXT ·dotQ8_0p8x1AVX2(SB), NOSPLIT, $0-48
+	A1_ARGS
+	VMOVDQU bias80<>(SB), Y13
+	VMOVDQU ones16<>(SB), Y15
+	VXORPS  Y14, Y14, Y14
+
+q80a81:
+	APREFETCH3
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	VPXOR      Y5, Y5, Y5
+	VPXOR      Y6, Y6, Y6
+	Q8STEP1(16, 0, Y5)
+	Q8STEP1(48, 4, Y6)
+	Q8STEP1(80, 8, Y5)
+	Q8STEP1(112, 12, Y6)
+	Q8STEP1(144, 16, Y5)
+	Q8STEP1(176, 20, Y6)
+	Q8STEP1(208, 24, Y5)
+	Q8STEP1(240, 28, Y6)
+	VPADDD     Y6, Y5, Y5
+	SCALE1(Y14)
+	ANEXT(272, q80a81)
+	ASTORE1(Y14)
+
+// Four activation rows: Y0 = w, Y1 = |w|, Y2 scratch, Y3…Y6 the rows'
+// 32-bit sums, Y7…Y10 their acc, Y13 0x80 bytes, Y15 ones.
+
+// Q8STEP4C(xo, xi, s): row xi's dword xo(DI)xi against Y0 and Y1, into s.
+#define Q8STEP4C(xo, xi, s) \
+	VPBROADCASTD xo(DI)xi, Y2 \
+	VPSIGNB      Y0, Y2, Y2 \
+	VPMADDUBSW   Y2, Y1, Y2 \
+	VPMADDWD     Y15, Y2, Y2 \
+	VPADDD       Y2, s, s
+
+#define Q8STEP4(q, xo) \
+	VPXOR  q(SI), Y13, Y0 \
+	VPABSB Y0, Y1 \
+	Q8STEP4C(xo, (BX*1), Y3) \
+	Q8STEP4C(xo, (R9*1), Y4) \
+	Q8STEP4C(xo, (R9*2), Y5) \
+	Q8STEP4C(xo, (R13*1), Y6)
+
+// func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+TEXT ·dotQ8_0p8x4AVX2(SB), NOSPLIT, $0-64
+	A4_ARGS
+	VMOVDQU bias80<>(SB), Y13
+	VMOVDQU ones16<>(SB), Y15
+	ZERO4(Y7, Y8, Y9, Y10)
+
+q80a84:
+	VPXOR   Y3, Y3, Y3
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
+	VPXOR   Y6, Y6, Y6
+	Q8STEP4(16, 0)
+	Q8STEP4(48, 4)
+	Q8STEP4(80, 8)
+	Q8STEP4(112, 12)
+	Q8STEP4(144, 16)
+	Q8STEP4(176, 20)
+	Q8STEP4(208, 24)
+	Q8STEP4(240, 28)
+	SCALE4
+	ANEXT(272, q80a84)
+	ASTORE4(Y7, Y8, Y9, Y10)
