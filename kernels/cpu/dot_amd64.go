@@ -49,6 +49,11 @@ func init() {
 	if hasAVX2 {
 		useAVX2()
 	}
+	if hasAVX2 {
+		tileF16x4AVX2 = tileHalfAsm(tile2x4Twice(dotF16t2x4AVX2), dotF16Go)
+		tileBF16x4AVX2 = tileHalfAsm(tile2x4Twice(dotBF16t2x4AVX2), dotBF16Go)
+		tileF16x4, tileBF16x4 = tileF16x4AVX2, tileBF16x4AVX2
+	}
 	if hasAVX512 {
 		tileF16x4 = tileHalfAsm(dotF16t4x4Z, dotF16Go)
 		tileF16x1 = tileF16x1Asm
@@ -402,4 +407,25 @@ func dotQ4_1x4Asm(w []byte, qx []int8, dx, sx []float32, i int, out *[4]float32)
 	k := nb * 32
 	_, _, _ = qx[(i+4)*k-1], dx[(i+4)*nb-1], sx[(i+4)*nb-1]
 	dotQ4_1x4AVX2(&w[0], &qx[i*k], &dx[i*nb], &sx[i*nb], nb, k, 4*nb, &out[0])
+}
+
+// Implemented in tilehalf_avx2_amd64.s.
+
+//go:noescape
+func dotF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+
+//go:noescape
+func dotBF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+
+// tileF16x4AVX2 and tileBF16x4AVX2 are the AVX2 tiles (nil without
+// AVX2), kept apart for the tests where AVX-512 ones replace them.
+var tileF16x4AVX2, tileBF16x4AVX2 tileHalfFunc
+
+// tile2x4Twice makes a 4x4 tile kernel (tileHalfAsm's) of a 2x4 one:
+// weight rows 0 and 1, then 2 and 3 (ws bytes apart).
+func tile2x4Twice(k2 func(w *uint16, ws int, x *float32, xs int, n int, out *float32)) func(w *uint16, ws int, x *float32, xs int, n int, out *float32) {
+	return func(w *uint16, ws int, x *float32, xs int, n int, out *float32) {
+		k2(w, ws, x, xs, n, out)
+		k2((*uint16)(unsafe.Add(unsafe.Pointer(w), 2*ws)), ws, x, xs, n, (*float32)(unsafe.Add(unsafe.Pointer(out), 32)))
+	}
 }

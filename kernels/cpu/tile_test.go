@@ -218,6 +218,8 @@ func TestHalfTilesBitwise(t *testing.T) {
 	}{
 		{"F16", tileF16x4, dotF16, f16bits},
 		{"BF16", tileBF16x4, dotBF16, func(v float32) uint16 { return uint16(math.Float32bits(v) >> 16) }},
+		{"F16/avx2", tileF16x4AVX2, dotF16, f16bits},
+		{"BF16/avx2", tileBF16x4AVX2, dotBF16, func(v float32) uint16 { return uint16(math.Float32bits(v) >> 16) }},
 	} {
 		if c.tile == nil {
 			t.Logf("%s: no tile kernel (%s)", c.name, SIMD())
