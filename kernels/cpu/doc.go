@@ -100,12 +100,13 @@
 //   - prefill: the weight rows of a task are dotted with tiles of 64
 //     activation rows while in cache: packed groups by four activation
 //     rows; without AVX2 (or with the purego tag), quantised weights by
-//     four-row calls of the one-row kernels. F16 and BF16 weights go by 4x4 tiles with
-//     AVX-512 F/VL/BW (F16 on 512-bit vectors, two of the one-row
-//     kernel's accumulators to a vector)
-//     (tilehalf_amd64.s: one pass per accumulator of the one-row kernel,
-//     so that each pair's float steps are dotF16's or dotBF16's);
-//     without, one-row calls.
+//     four-row calls of the one-row kernels. F16 and BF16 weights go by
+//     4x4 tiles: with AVX-512 F/VL/BW on 512-bit vectors (F16, two of
+//     the one-row kernel's accumulators to a vector; tilehalf_amd64.s:
+//     one pass per accumulator of the one-row kernel, so that each
+//     pair's float steps are dotF16's or dotBF16's), with AVX2 only as
+//     two 2x4 tiles (tilehalf_avx2_amd64.s: the same passes, by blocks
+//     of 512 values that stay in L1); without AVX2, one-row calls.
 //   - decode: packed groups one activation row at a time; F16 (and BF16
 //     with AVX512_BF16) four weight rows at once, taken from four
 //     quarters of a task so that the weight is read as four sequential
