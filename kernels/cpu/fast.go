@@ -239,18 +239,25 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 			if th != nil && n >= 4 {
 				// F16, BF16: 4x4 tiles, then one pair at a time for
 				// the activation rows left (bitwise the same values).
-				for ; j+4 <= j1; j += 4 {
-					i := i0
-					for ; i+4 <= i1; i += 4 {
-						th(hw[j*k:], k, x[i*k:], k, k, out)
-						putTile(d.f32, m, i, j, out)
-					}
-					for ; i < i1; i++ {
-						for r := range 4 {
-							d.f32[i*m+j+r] = rowDot(w, j+r, i)
-						}
+				// Activation rows outside: four of them stay in cache
+				// while the task's weight rows (64 · k halves, in L2
+				// for k up to 2048) pass by; with weight rows outside,
+				// the tile's 64 activation rows (256·k bytes) would be
+				// read again from L3 for every four weight rows.
+				jEnd := j + (j1-j)&^3
+				i := i0
+				for ; i+4 <= i1; i += 4 {
+					for jj := j; jj < jEnd; jj += 4 {
+						th(hw[jj*k:], k, x[i*k:], k, k, out)
+						putTile(d.f32, m, i, jj, out)
 					}
 				}
+				for ; i < i1; i++ {
+					for jj := j; jj < jEnd; jj++ {
+						d.f32[i*m+jj] = rowDot(w, jj, i)
+					}
+				}
+				j = jEnd
 			}
 			for ; j < j1; j++ {
 				for i := i0; i < i1; i++ {
