@@ -25,15 +25,6 @@ func axpyF32AVX2(a float32, x, y *float32, n int)
 //go:noescape
 func axpyF16AVX2(a float32, x *uint16, y *float32, n int)
 
-//go:noescape
-func dotQ8_0AVX2(w *byte, qx *int8, dx *float32, nb int) float32
-
-//go:noescape
-func dotQ4_0AVX2(w *byte, qx *int8, dx *float32, nb int) float32
-
-//go:noescape
-func dotQ4_1AVX2(w *byte, qx *int8, dx, sx *float32, nb int) float32
-
 // hasAVX2 reports whether this CPU (and OS) can run the kernels.
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
@@ -136,12 +127,9 @@ func useAVX2() {
 	simd = "avx2+fma"
 	dotF32, dotF16, dotBF16 = dotF32Asm, dotF16Asm, dotBF16Asm
 	axpyF32, axpyF16 = axpyF32Asm, axpyF16Asm
-	dotQ8_0, dotQ4_0, dotQ4_1 = dotQ8_0Asm, dotQ4_0Asm, dotQ4_1Asm
-	dotQ8_0x4, dotQ4_0x4 = dotQx4Asm(dotQ8_0x4AVX2, 34), dotQx4Asm(dotQ4_0x4AVX2, 18)
 	expF32, siluMul = expF32Asm, siluMulAsm
 	quantizeQ8 = quantizeQ8Asm
-	dotQ4_K, dotQ6_K = dotQ4_KAsm, dotQ6_KAsm
-	dotQ4_1x4 = dotQ4_1x4Asm
+	dotQ6_K = dotQ6_KAsm
 	attnScoresF32 = attnScoresAsm(attnScoresF32x8, attnScoresF32Go)
 	attnAccF32 = attnAccAsm(attnAccF32AVX2, attnAccF32Go)
 	attnScoresF16 = attnScoresAsm(attnScoresF16x8, attnScoresF16Go)
@@ -279,63 +267,6 @@ func axpyF16Asm(a float32, x []uint16, y []float32) {
 	axpyF16Go(a, x[n:], y[n:])
 }
 
-// blocks checks that w holds nb blocks of size bytes and qx nb·32 values.
-func blocks(w []byte, qx []int8, nb, size int) {
-	_ = w[nb*size-1]
-	_ = qx[nb*32-1]
-}
-
-func dotQ8_0Asm(w []byte, qx []int8, dx []float32) float32 {
-	nb := len(dx)
-	if nb == 0 {
-		return 0
-	}
-	blocks(w, qx, nb, 34)
-	return dotQ8_0AVX2(unsafe.SliceData(w), unsafe.SliceData(qx), &dx[0], nb)
-}
-
-func dotQ4_0Asm(w []byte, qx []int8, dx []float32) float32 {
-	nb := len(dx)
-	if nb == 0 {
-		return 0
-	}
-	blocks(w, qx, nb, 18)
-	return dotQ4_0AVX2(unsafe.SliceData(w), unsafe.SliceData(qx), &dx[0], nb)
-}
-
-func dotQ4_1Asm(w []byte, qx []int8, dx, sx []float32) float32 {
-	nb := len(dx)
-	if nb == 0 {
-		return 0
-	}
-	blocks(w, qx, nb, 20)
-	_ = sx[nb-1]
-	return dotQ4_1AVX2(unsafe.SliceData(w), unsafe.SliceData(qx), &dx[0], &sx[0], nb)
-}
-
-//go:noescape
-func dotQ8_0x4AVX2(w *byte, qx *int8, dx *float32, nb, xs, ds int, out *float32)
-
-//go:noescape
-func dotQ4_0x4AVX2(w *byte, qx *int8, dx *float32, nb, xs, ds int, out *float32)
-
-// dotQx4Asm returns the kernel's four-row version: rows i…i+3 of qx
-// (rows of k = 32·nb) and dx (rows of nb) against one weight row, into
-// out[0:4]. Bitwise what the one-row kernel gives for each row.
-func dotQx4Asm(kernel func(w *byte, qx *int8, dx *float32, nb, xs, ds int, out *float32), size int) func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) {
-	return func(w []byte, qx []int8, dx []float32, i int, out *[4]float32) {
-		nb := len(w) / size
-		if nb == 0 {
-			*out = [4]float32{}
-			return
-		}
-		k := nb * 32
-		_ = qx[(i+4)*k-1]
-		_ = dx[(i+4)*nb-1]
-		kernel(unsafe.SliceData(w), &qx[i*k], &dx[i*nb], nb, k, 4*nb, &out[0])
-	}
-}
-
 //go:noescape
 func expF32AVX2(x *float32, n int)
 
@@ -372,18 +303,6 @@ func quantizeQ8Asm(x []float32, qx []int8, dx, sx []float32) {
 }
 
 //go:noescape
-func dotQ4_KAVX2(w *byte, qx *int8, dx, sx *float32, nsb int) float32
-
-func dotQ4_KAsm(w []byte, qx []int8, dx, sx []float32) float32 {
-	nsb := len(w) / 144
-	if nsb == 0 {
-		return 0
-	}
-	_, _, _ = qx[nsb*256-1], dx[nsb*8-1], sx[nsb*8-1]
-	return dotQ4_KAVX2(&w[0], &qx[0], &dx[0], &sx[0], nsb)
-}
-
-//go:noescape
 func dotQ6_KAVX2(w *byte, qx *int8, dx *float32, nsb int) float32
 
 func dotQ6_KAsm(w []byte, qx []int8, dx, _ []float32) float32 {
@@ -393,20 +312,6 @@ func dotQ6_KAsm(w []byte, qx []int8, dx, _ []float32) float32 {
 	}
 	_, _ = qx[nsb*256-1], dx[nsb*8-1]
 	return dotQ6_KAVX2(&w[0], &qx[0], &dx[0], nsb)
-}
-
-//go:noescape
-func dotQ4_1x4AVX2(w *byte, qx *int8, dx, sx *float32, nb, xs, ds int, out *float32)
-
-func dotQ4_1x4Asm(w []byte, qx []int8, dx, sx []float32, i int, out *[4]float32) {
-	nb := len(w) / 20
-	if nb == 0 {
-		*out = [4]float32{}
-		return
-	}
-	k := nb * 32
-	_, _, _ = qx[(i+4)*k-1], dx[(i+4)*nb-1], sx[(i+4)*nb-1]
-	dotQ4_1x4AVX2(&w[0], &qx[i*k], &dx[i*nb], &sx[i*nb], nb, k, 4*nb, &out[0])
 }
 
 // Implemented in tilehalf_avx2_amd64.s.

@@ -51,91 +51,6 @@ func TestAsmMatchesGo(t *testing.T) {
 			near("axpyF16", n, y1[i], y2[i], float32(math.Abs(float64(x[i])))+float32(math.Abs(float64(1.5*f16val(h[i])))))
 		}
 	}
-	for _, nb := range []int{0, 1, 2, 3, 7, 28, 33} {
-		k := nb * 32
-		x := make([]float32, k)
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		qx, dx, sx := make([]int8, k), make([]float32, nb), make([]float32, nb)
-		quantizeQ8(x, qx, dx, sx)
-		for _, c := range []struct {
-			dt  tensor.DType
-			asm func(w []byte) float32
-			gof func(w []byte) float32
-		}{
-			{tensor.Q8_0, func(w []byte) float32 { return dotQ8_0Asm(w, qx, dx) }, func(w []byte) float32 { return dotQ8_0Go(w, qx, dx) }},
-			{tensor.Q4_0, func(w []byte) float32 { return dotQ4_0Asm(w, qx, dx) }, func(w []byte) float32 { return dotQ4_0Go(w, qx, dx) }},
-			{tensor.Q4_1, func(w []byte) float32 { return dotQ4_1Asm(w, qx, dx, sx) }, func(w []byte) float32 { return dotQ4_1Go(w, qx, dx, sx) }},
-		} {
-			w := make([]byte, nb*c.dt.BlockBytes())
-			src := make([]float32, k)
-			for i := range src {
-				src[i] = float32(r.NormFloat64())
-			}
-			if nb > 0 {
-				if err := tensor.Quantize(c.dt, src, w); err != nil {
-					t.Fatal(err)
-				}
-			}
-			deq := make([]float32, k)
-			_ = tensor.Dequantize(c.dt, w, deq)
-			var scale float32
-			for i := range k {
-				scale += float32(math.Abs(float64(deq[i] * x[i])))
-			}
-			near("dot"+c.dt.String(), nb, c.asm(w), c.gof(w), scale)
-		}
-	}
-}
-
-// The four-row kernels equal the one-row ones bitwise, row by row.
-func TestAsmFourRowsBitwise(t *testing.T) {
-	if !hasAVX2 {
-		t.Skip("CPU lacks AVX2, FMA or F16C")
-	}
-	r := rand.New(rand.NewPCG(5, 6))
-	for _, nb := range []int{1, 3, 28, 33} {
-		k := nb * 32
-		x := make([]float32, 6*k)
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		qx, dx, sx := make([]int8, 6*k), make([]float32, 6*nb), make([]float32, 6*nb)
-		quantizeQ8(x, qx, dx, sx)
-		for _, c := range []struct {
-			dt  tensor.DType
-			one func([]byte, []int8, []float32) float32
-			x4  func([]byte, []int8, []float32, int, *[4]float32)
-		}{
-			{tensor.Q8_0, dotQ8_0Asm, dotQ8_0x4},
-			{tensor.Q4_0, dotQ4_0Asm, dotQ4_0x4},
-			{tensor.Q4_1, func(w []byte, q []int8, d []float32) float32 {
-				// the row's sx: the rows of qx/dx are found by position
-				row := (len(qx) - cap(q)) / k
-				return dotQ4_1Asm(w, q, d, sx[row*nb:(row+1)*nb])
-			}, func(w []byte, q []int8, d []float32, i int, out *[4]float32) { dotQ4_1x4(w, q, d, sx, i, out) }},
-		} {
-			w := make([]byte, nb*c.dt.BlockBytes())
-			src := make([]float32, k)
-			for i := range src {
-				src[i] = float32(r.NormFloat64())
-			}
-			if err := tensor.Quantize(c.dt, src, w); err != nil {
-				t.Fatal(err)
-			}
-			for _, i := range []int{0, 2} {
-				var out [4]float32
-				c.x4(w, qx, dx, i, &out)
-				for row := range 4 {
-					want := c.one(w, qx[(i+row)*k:(i+row+1)*k], dx[(i+row)*nb:(i+row+1)*nb])
-					if math.Float32bits(out[row]) != math.Float32bits(want) {
-						t.Errorf("%v nb=%d row %d: four-row %v, one-row %v", c.dt, nb, i+row, out[row], want)
-					}
-				}
-			}
-		}
-	}
 }
 
 // The vector exp and silu·u against math.Exp, at odd lengths and over
@@ -212,12 +127,9 @@ func TestAsmQuantizeBitwise(t *testing.T) {
 	}
 }
 
-// Q4_K: the assembly against the Go kernel, and the Go kernel against the
+// Q4_K: the Go kernel (where weights are not packed) against the
 // dequantised weight times the dequantised activations, on random blocks.
-func TestAsmQ4_K(t *testing.T) {
-	if !hasAVX2 {
-		t.Skip("CPU lacks AVX2, FMA or F16C")
-	}
+func TestQ4_KGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, nsb := range []int{0, 1, 2, 3, 7} {
 		k := nsb * 256
@@ -244,10 +156,7 @@ func TestAsmQ4_K(t *testing.T) {
 			want += float64(deq[i]) * xq
 			scale += math.Abs(float64(deq[i]) * xq)
 		}
-		got, gof := dotQ4_KAsm(w, qx, dx, sx), dotQ4_KGo(w, qx, dx, sx)
-		if d := math.Abs(float64(got - gof)); d > 1e-5*scale+1e-30 {
-			t.Errorf("nsb=%d: asm %v, go %v", nsb, got, gof)
-		}
+		gof := dotQ4_KGo(w, qx, dx, sx)
 		if d := math.Abs(float64(gof) - want); d > 1e-5*scale+1e-30 {
 			t.Errorf("nsb=%d: go %v, dequantised product %v", nsb, gof, want)
 		}

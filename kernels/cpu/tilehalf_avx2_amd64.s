@@ -20,14 +20,14 @@
 // x + c·xs (bytes); n values (a multiple of 8); out[4r+c] for weight row
 // r and activation row c.
 
-// HFMA8: the eight pairs' accumulators += Y8 (row 0's converted chunk)
-// and Y9 (row 1's) times the four activation chunks at (R12), loaded
-// once into Y10…Y13.
-#define HFMA8 \
-	VMOVUPS     (R12), Y10 \
-	VMOVUPS     (R12)(R9*1), Y11 \
-	VMOVUPS     (R12)(R9*2), Y12 \
-	VMOVUPS     (R12)(R10*1), Y13 \
+// HFMA8(o): the eight pairs' accumulators += Y8 (row 0's converted
+// chunk) and Y9 (row 1's) times the four activation chunks at o(R12),
+// loaded once into Y10…Y13.
+#define HFMA8(o) \
+	VMOVUPS     o(R12), Y10 \
+	VMOVUPS     o(R12)(R9*1), Y11 \
+	VMOVUPS     o(R12)(R9*2), Y12 \
+	VMOVUPS     o(R12)(R10*1), Y13 \
 	VFMADD231PS Y10, Y8, Y0 \
 	VFMADD231PS Y11, Y8, Y1 \
 	VFMADD231PS Y12, Y8, Y2 \
@@ -37,13 +37,15 @@
 	VFMADD231PS Y12, Y9, Y6 \
 	VFMADD231PS Y13, Y9, Y7
 
-#define CONVF16 \
-	VCVTPH2PS (R11), Y8 \
-	VCVTPH2PS (R11)(R8*1), Y9
+// CONVF16(o), CONVBF16(o): Y8 and Y9 = the two weight rows' chunks at
+// o(R11), as float32.
+#define CONVF16(o) \
+	VCVTPH2PS o(R11), Y8 \
+	VCVTPH2PS o(R11)(R8*1), Y9
 
-#define CONVBF16 \
-	VPMOVZXWD (R11), Y8 \
-	VPMOVZXWD (R11)(R8*1), Y9 \
+#define CONVBF16(o) \
+	VPMOVZXWD o(R11), Y8 \
+	VPMOVZXWD o(R11)(R8*1), Y9 \
 	VPSLLD    $16, Y8, Y8 \
 	VPSLLD    $16, Y9, Y9
 
@@ -87,7 +89,7 @@
 // up to 16 groups of 32 values (w 2 KiB, x 8 KiB: the four passes over
 // a block read it from L1), each pass's accumulators kept in the frame
 // between blocks; the tail chunks after all blocks, in pass 0.
-#define HTILE(conv, block, pass, grp, blocksdone, tail, done) \
+#define HTILE(conv, block, pass, pdone, grp2, blocksdone, tail, done) \
 	MOVQ   w+0(FP), SI \
 	MOVQ   ws+8(FP), R8 \
 	MOVQ   x+16(FP), DI \
@@ -150,13 +152,24 @@ pass: \
 	LEAQ   (SI)(AX*1), R11 \
 	LEAQ   (DI)(AX*2), R12 \
 	MOVQ   R15, R13 \
-grp: \
-	conv \
-	HFMA8 \
+	TESTQ  $1, R13 \
+	JZ     grp2 \
+	conv(0) \
+	HFMA8(0) \
 	ADDQ   $64, R11 \
 	ADDQ   $128, R12 \
 	DECQ   R13 \
-	JNZ    grp \
+	JZ     pdone \
+grp2: \
+	conv(0) \
+	HFMA8(0) \
+	conv(64) \
+	HFMA8(128) \
+	ADDQ   $128, R11 \
+	ADDQ   $256, R12 \
+	SUBQ   $2, R13 \
+	JNZ    grp2 \
+pdone: \
 	HSTOREACC \
 	INCQ   BX \
 	CMPQ   BX, $4 \
@@ -173,8 +186,8 @@ blocksdone: \
 	LEAQ   (SI)(AX*1), R11 \
 	LEAQ   (DI)(AX*2), R12 \
 tail: \
-	conv \
-	HFMA8 \
+	conv(0) \
+	HFMA8(0) \
 	ADDQ   $16, R11 \
 	ADDQ   $32, R12 \
 	DECQ   DX \
@@ -195,8 +208,8 @@ done: \
 
 // func dotF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 TEXT ·dotF16t2x4AVX2(SB), 0, $1024-48
-	HTILE(CONVF16, f16block, f16pass, f16grp, f16blocksdone, f16tail, f16done)
+	HTILE(CONVF16, f16block, f16pass, f16pdone, f16grp2, f16blocksdone, f16tail, f16done)
 
 // func dotBF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 TEXT ·dotBF16t2x4AVX2(SB), 0, $1024-48
-	HTILE(CONVBF16, bf16block, bf16pass, bf16grp, bf16blocksdone, bf16tail, bf16done)
+	HTILE(CONVBF16, bf16block, bf16pass, bf16pdone, bf16grp2, bf16blocksdone, bf16tail, bf16done)
