@@ -105,10 +105,13 @@
 //     the one-row kernel's accumulators to a vector; tilehalf_amd64.s:
 //     one pass per accumulator of the one-row kernel, so that each
 //     pair's float steps are dotF16's or dotBF16's), with AVX2 only as
-//     two 2x4 tiles (tilehalf_avx2_amd64.s: the same passes, by blocks
-//     of 512 values that stay in L1); without AVX2, one-row calls.
+//     two 2x4 tiles; without AVX2, one-row calls. On AVX2 without
+//     AVX-512, dotF16 and dotBF16 and their tiles keep one eight-lane
+//     accumulator per pair instead of four (tilehalf_avx2_amd64.s: a
+//     4x4 tile with four per pair does not fit 16 registers, and one
+//     made of passes ran at half the speed).
 //   - decode: packed groups one activation row at a time; F16 (and BF16
-//     with AVX512_BF16) four weight rows at once, taken from four
+//     with AVX512_BF16, or on AVX2 alone) four weight rows at once, taken from four
 //     quarters of a task so that the weight is read as four sequential
 //     streams. Each
 //     thread takes its own contiguous part of the weight rows by tasks of

@@ -124,6 +124,20 @@ var tileF16x4, tileBF16x4 tileHalfFunc
 // dotF16: F16 decode's four weight streams.
 var tileF16x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
 
+// tileBF16x1 is tileF16x1 for BF16 weights (AVX2 without AVX-512 only).
+var tileBF16x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
+
+// halfAVX2 is the AVX2 set of half-precision kernels (the one-row dot,
+// the four-row decode tile, the 4x4 prefill tile), kept together for
+// the tests, which check it also where AVX-512 replaces it.
+type halfAVX2 struct {
+	dot  func(w []uint16, x []float32) float32
+	t4x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
+	t4x4 tileHalfFunc
+}
+
+var f16AVX2, bf16AVX2 halfAVX2
+
 // Attention over an F32 cache, one query head: the visible cells idx
 // (rows of k and v, stride floats apart, hd = len(q) values each).
 // attnScoresF32 sets out[c] = (k row idx[c])·q·scale: dotF32 per cell

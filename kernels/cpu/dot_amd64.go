@@ -39,16 +39,19 @@ var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.
 func init() {
 	if hasAVX2 {
 		useAVX2()
-	}
-	if hasAVX2 {
-		tileF16x4AVX2 = tileHalfAsm(tile2x4Twice(dotF16t2x4AVX2), dotF16Go)
-		tileBF16x4AVX2 = tileHalfAsm(tile2x4Twice(dotBF16t2x4AVX2), dotBF16Go)
-		tileF16x4, tileBF16x4 = tileF16x4AVX2, tileBF16x4AVX2
+		f16AVX2 = newHalfAVX2(dotF16x1AVX2, dotF16t4x1AVX2, dotF16t2x4AVX2, dotF16Go)
+		bf16AVX2 = newHalfAVX2(dotBF16x1AVX2, dotBF16t4x1AVX2, dotBF16t2x4AVX2, dotBF16Go)
 	}
 	if hasAVX512 {
+		// four accumulators per pair (dotF16AVX2's order)
 		tileF16x4 = tileHalfAsm(dotF16t4x4Z, dotF16Go)
-		tileF16x1 = tileF16x1Asm
+		tileF16x1 = tile4x1Asm(dotF16t4x1AVX512, dotF16Go)
 		tileBF16x4 = tileHalfAsm(dotBF16t4x4AVX512, dotBF16Go)
+	} else if hasAVX2 {
+		// one accumulator per pair (tilehalf_avx2_amd64.s)
+		dotF16, dotBF16 = f16AVX2.dot, bf16AVX2.dot
+		tileF16x1, tileBF16x1 = f16AVX2.t4x1, bf16AVX2.t4x1
+		tileF16x4, tileBF16x4 = f16AVX2.t4x4, bf16AVX2.t4x4
 	}
 	if hasVNNI {
 		useVNNI()
@@ -78,20 +81,23 @@ func dotF16t4x4Z(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 //go:noescape
 func dotF16t4x1AVX512(w *uint16, ws int, x *float32, n int, out *float32)
 
-// tileF16x1Asm is dotF16Asm for four weight rows ws values apart.
-func tileF16x1Asm(w []uint16, ws int, x []float32, k int, out *[16]float32) {
-	*out = [16]float32{}
-	if k == 0 {
-		return
-	}
-	_, _ = w[3*ws+k-1], x[k-1]
-	n := k &^ 7
-	if n > 0 {
-		dotF16t4x1AVX512(&w[0], 2*ws, &x[0], n, &out[0])
-	}
-	if n < k {
-		for r := range 4 {
-			out[r] += dotF16Go(w[r*ws+n:r*ws+k], x[n:k])
+// tile4x1Asm wraps a four-row decode kernel (weight rows w + r·ws,
+// r < 4, against one activation row) as tileHalfAsm does a 4x4 one.
+func tile4x1Asm(kernel func(w *uint16, ws int, x *float32, n int, out *float32), tail func(w []uint16, x []float32) float32) func(w []uint16, ws int, x []float32, k int, out *[16]float32) {
+	return func(w []uint16, ws int, x []float32, k int, out *[16]float32) {
+		*out = [16]float32{}
+		if k == 0 {
+			return
+		}
+		_, _ = w[3*ws+k-1], x[k-1]
+		n := k &^ 7
+		if n > 0 {
+			kernel(&w[0], 2*ws, &x[0], n, &out[0])
+		}
+		if n < k {
+			for r := range 4 {
+				out[r] += tail(w[r*ws+n:r*ws+k], x[n:k])
+			}
 		}
 	}
 }
@@ -314,7 +320,20 @@ func dotQ6_KAsm(w []byte, qx []int8, dx, _ []float32) float32 {
 	return dotQ6_KAVX2(&w[0], &qx[0], &dx[0], nsb)
 }
 
-// Implemented in tilehalf_avx2_amd64.s.
+// Implemented in tilehalf_avx2_amd64.s: the F16 and BF16 kernels of
+// CPUs with AVX2 but not AVX-512, one accumulator per pair (see there).
+
+//go:noescape
+func dotF16x1AVX2(w *uint16, x *float32, n int) float32
+
+//go:noescape
+func dotBF16x1AVX2(w *uint16, x *float32, n int) float32
+
+//go:noescape
+func dotF16t4x1AVX2(w *uint16, ws int, x *float32, n int, out *float32)
+
+//go:noescape
+func dotBF16t4x1AVX2(w *uint16, ws int, x *float32, n int, out *float32)
 
 //go:noescape
 func dotF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
@@ -322,9 +341,27 @@ func dotF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 //go:noescape
 func dotBF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 
-// tileF16x4AVX2 and tileBF16x4AVX2 are the AVX2 tiles (nil without
-// AVX2), kept apart for the tests where AVX-512 ones replace them.
-var tileF16x4AVX2, tileBF16x4AVX2 tileHalfFunc
+func newHalfAVX2(one func(w *uint16, x *float32, n int) float32,
+	t41 func(w *uint16, ws int, x *float32, n int, out *float32),
+	t24 func(w *uint16, ws int, x *float32, xs int, n int, out *float32),
+	tail func(w []uint16, x []float32) float32) halfAVX2 {
+	return halfAVX2{
+		dot: func(w []uint16, x []float32) float32 {
+			x = x[:len(w)]
+			n := len(w) &^ 7
+			var s float32
+			if n > 0 {
+				s = one(&w[0], &x[0], n)
+			}
+			if n < len(w) {
+				s += tail(w[n:], x[n:])
+			}
+			return s
+		},
+		t4x1: tile4x1Asm(t41, tail),
+		t4x4: tileHalfAsm(tile2x4Twice(t24), tail),
+	}
+}
 
 // tile2x4Twice makes a 4x4 tile kernel (tileHalfAsm's) of a 2x4 one:
 // weight rows 0 and 1, then 2 and 3 (ws bytes apart).

@@ -7,6 +7,3 @@ const hasAVX2 = false
 
 // packedSets is empty: this build has no packed kernels.
 func packedSets() []packedSet { return nil }
-
-// tileF16x4AVX2 and tileBF16x4AVX2 are nil: no assembly in this build.
-var tileF16x4AVX2, tileBF16x4AVX2 tileHalfFunc

@@ -209,10 +209,10 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
 			j := j0
-			if th != nil && tileF16x1 != nil && wt.dt == tensor.F16 && n < 4 {
-				// F16 decode, each value bitwise dotF16.
+			if t41 := halfDecodeTile(wt.dt); th != nil && t41 != nil && n < 4 {
+				// F16 (BF16) decode, each value bitwise dotF16 (dotBF16).
 				j = decodeQuarters(d.f32, m, i0, i1, j0, j1, out, func(j, q, i int) {
-					tileF16x1(hw[j*k:], q*k, x[i*k:(i+1)*k], k, out)
+					t41(hw[j*k:], q*k, x[i*k:(i+1)*k], k, out)
 				})
 			}
 			if t1 != nil && decodeTiles && n < 4 {
@@ -266,6 +266,18 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 			}
 		}
 	})
+}
+
+// halfDecodeTile is dt's four-row decode tile (tileF16x1, tileBF16x1),
+// nil where there is none.
+func halfDecodeTile(dt tensor.DType) func(w []uint16, ws int, x []float32, k int, out *[16]float32) {
+	switch dt {
+	case tensor.F16:
+		return tileF16x1
+	case tensor.BF16:
+		return tileBF16x1
+	}
+	return nil
 }
 
 // matMulDequant: each weight row of a task is dequantised into the

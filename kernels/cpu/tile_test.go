@@ -209,17 +209,20 @@ func TestAttnKernelsBitwise(t *testing.T) {
 // dotBF16 per pair: bitwise equal, at lengths of whole 32-chunks, 8-chunks
 // past them and values past those, with rows padded past their values.
 func TestHalfTilesBitwise(t *testing.T) {
+	bf16bits := func(v float32) uint16 { return uint16(math.Float32bits(v) >> 16) }
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, c := range []struct {
 		name string
 		tile tileHalfFunc
+		t4x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
 		one  func(w []uint16, x []float32) float32
 		bits func(float32) uint16
 	}{
-		{"F16", tileF16x4, dotF16, f16bits},
-		{"BF16", tileBF16x4, dotBF16, func(v float32) uint16 { return uint16(math.Float32bits(v) >> 16) }},
-		{"F16/avx2", tileF16x4AVX2, dotF16, f16bits},
-		{"BF16/avx2", tileBF16x4AVX2, dotBF16, func(v float32) uint16 { return uint16(math.Float32bits(v) >> 16) }},
+		{"F16", tileF16x4, tileF16x1, dotF16, f16bits},
+		{"BF16", tileBF16x4, tileBF16x1, dotBF16, bf16bits},
+		// the AVX2 set, also where AVX-512 kernels replace it
+		{"F16/avx2", f16AVX2.t4x4, f16AVX2.t4x1, f16AVX2.dot, f16bits},
+		{"BF16/avx2", bf16AVX2.t4x4, bf16AVX2.t4x1, bf16AVX2.dot, bf16bits},
 	} {
 		if c.tile == nil {
 			t.Logf("%s: no tile kernel (%s)", c.name, SIMD())
@@ -245,14 +248,14 @@ func TestHalfTilesBitwise(t *testing.T) {
 						}
 					}
 				}
-				if c.name == "F16" && tileF16x1 != nil {
+				if c.t4x1 != nil {
 					// The decode tile: four weight rows by one activation row.
 					for col := range 4 {
-						tileF16x1(w, ws, x[col*xs:col*xs+k], k, &out)
+						c.t4x1(w, ws, x[col*xs:col*xs+k], k, &out)
 						for row := range 4 {
 							want := c.one(w[row*ws:row*ws+k], x[col*xs:col*xs+k])
 							if got := out[row]; math.Float32bits(got) != math.Float32bits(want) {
-								t.Errorf("F16 4x1 k=%d pad=%d: weight row %d, activation row %d: tile %v, one-row %v", k, pad, row, col, got, want)
+								t.Errorf("%s 4x1 k=%d pad=%d: weight row %d, activation row %d: tile %v, one-row %v", c.name, k, pad, row, col, got, want)
 							}
 						}
 					}

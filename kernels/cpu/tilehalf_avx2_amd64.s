@@ -3,26 +3,124 @@
 #include "textflag.h"
 #include "hsum_amd64.h"
 
-// Prefill tiles of F16 and BF16 weights on AVX2 (sixteen registers): two
-// weight rows against four activation rows, each pair bitwise what
-// dotF16AVX2 (dotBF16AVX2) gives. Those keep four accumulators, the
-// eight-value chunk 4i+a of the vectors going into accumulator a and the
-// chunks past the last whole 32 into accumulator 0, then add
-// (a0+a1)+(a2+a3) and reduce the lanes with HSUM_Y0_X0. Eight pairs times
-// four accumulators do not fit the registers, so the tile makes one pass
-// over the vectors per accumulator (by blocks, see HTILE): pass a takes
-// chunks 4i+a (and pass 0 the tail chunks), for the eight pairs in
-// Y0…Y7, kept in the frame; then each pair's four are added and reduced as in the one-row
-// kernel. Each converted weight chunk serves four activation rows, each
-// activation chunk (loaded once into a register) two weight rows.
+// F16 and BF16 kernels for CPUs with AVX2 but not AVX-512 (sixteen
+// 256-bit registers), all with one float32 accumulator of eight lanes
+// per (weight row, activation row): value chunk c (values 8c…8c+7) is
+// multiplied and added into it (one FMA) chunk after chunk, and the
+// lanes are reduced at the end by HSUM_Y0_X0. The one-row kernels
+// (dotF16x1AVX2, dotBF16x1AVX2: the fast path's dotF16 and dotBF16
+// there), the decode tiles (four weight rows, one activation row) and
+// the prefill tiles (two weight rows, four activation rows) do exactly
+// these steps, so every value is the same whichever computes it. (With
+// AVX-512 the kernels keep four accumulators per pair, dot_amd64.s and
+// tilehalf_amd64.s: their prefill tile fits them in 32 registers; here
+// a tile with four per pair ran at half the speed.)
 //
-// w: weight row 0, row 1 at w+ws (bytes); x: activation row 0, row c at
-// x + c·xs (bytes); n values (a multiple of 8); out[4r+c] for weight row
-// r and activation row c.
+// n, the values per row, is a multiple of 8 (the Go wrappers add the
+// rest).
 
-// HFMA8(o): the eight pairs' accumulators += Y8 (row 0's converted
-// chunk) and Y9 (row 1's) times the four activation chunks at o(R12),
-// loaded once into Y10…Y13.
+// CONVF16(m, y), CONVBF16(m, y): y = the eight halves at m as float32.
+#define CONVF16(m, y) \
+	VCVTPH2PS m, y
+
+#define CONVBF16(m, y) \
+	VPMOVZXWD m, y \
+	VPSLLD    $16, y, y
+
+// X1BODY(conv, loop4, loop1, done): the one-row kernel (w SI, x DI, n CX;
+// the result in X0), by four chunks, then chunk by chunk.
+#define X1BODY(conv, loop4, loop1, done) \
+	MOVQ   w+0(FP), SI \
+	MOVQ   x+8(FP), DI \
+	MOVQ   n+16(FP), CX \
+	VXORPS Y0, Y0, Y0 \
+	CMPQ   CX, $32 \
+	JLT    loop1 \
+loop4: \
+	PREFETCHT0  1024(SI) \
+	conv((SI), Y4) \
+	conv(16(SI), Y5) \
+	conv(32(SI), Y6) \
+	conv(48(SI), Y7) \
+	VFMADD231PS (DI), Y4, Y0 \
+	VFMADD231PS 32(DI), Y5, Y0 \
+	VFMADD231PS 64(DI), Y6, Y0 \
+	VFMADD231PS 96(DI), Y7, Y0 \
+	ADDQ   $64, SI \
+	ADDQ   $128, DI \
+	SUBQ   $32, CX \
+	CMPQ   CX, $32 \
+	JGE    loop4 \
+loop1: \
+	TESTQ  CX, CX \
+	JZ     done \
+	conv((SI), Y4) \
+	VFMADD231PS (DI), Y4, Y0 \
+	ADDQ   $16, SI \
+	ADDQ   $32, DI \
+	SUBQ   $8, CX \
+	JMP    loop1 \
+done: \
+	HSUM_Y0_X0 \
+	VZEROUPPER \
+	MOVSS  X0, ret+24(FP) \
+	RET
+
+// T41BODY(conv, loop, done): four weight rows (w SI, ws R8 bytes apart)
+// against one activation row (x DI): row r's accumulator in Y(r), out
+// = four sums. Each row is read as its own stream.
+#define T41BODY(conv, loop, done) \
+	MOVQ   w+0(FP), SI \
+	MOVQ   ws+8(FP), R8 \
+	MOVQ   x+16(FP), DI \
+	MOVQ   n+24(FP), CX \
+	LEAQ   (R8)(R8*2), R9 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	SHRQ   $3, CX \
+	JZ     done \
+loop: \
+	PREFETCHT0  1024(SI) \
+	PREFETCHT0  1024(SI)(R8*1) \
+	PREFETCHT0  1024(SI)(R8*2) \
+	PREFETCHT0  1024(SI)(R9*1) \
+	VMOVUPS     (DI), Y8 \
+	conv((SI), Y4) \
+	conv((SI)(R8*1), Y5) \
+	conv((SI)(R8*2), Y6) \
+	conv((SI)(R9*1), Y7) \
+	VFMADD231PS Y8, Y4, Y0 \
+	VFMADD231PS Y8, Y5, Y1 \
+	VFMADD231PS Y8, Y6, Y2 \
+	VFMADD231PS Y8, Y7, Y3 \
+	ADDQ   $16, SI \
+	ADDQ   $32, DI \
+	DECQ   CX \
+	JNZ    loop \
+done: \
+	MOVQ   out+32(FP), R11 \
+	VMOVAPS Y1, Y9 \
+	VMOVAPS Y2, Y10 \
+	VMOVAPS Y3, Y11 \
+	HSUM_Y0_X0 \
+	MOVSS  X0, (R11) \
+	VMOVAPS Y9, Y0 \
+	HSUM_Y0_X0 \
+	MOVSS  X0, 4(R11) \
+	VMOVAPS Y10, Y0 \
+	HSUM_Y0_X0 \
+	MOVSS  X0, 8(R11) \
+	VMOVAPS Y11, Y0 \
+	HSUM_Y0_X0 \
+	MOVSS  X0, 12(R11) \
+	VZEROUPPER \
+	RET
+
+// HFMA8(o): the eight pairs' accumulators += Y8 (weight row 0's
+// converted chunk) and Y9 (row 1's) times the four activation chunks at
+// o(R12), loaded once into Y10…Y13.
 #define HFMA8(o) \
 	VMOVUPS     o(R12), Y10 \
 	VMOVUPS     o(R12)(R9*1), Y11 \
@@ -37,179 +135,92 @@
 	VFMADD231PS Y12, Y9, Y6 \
 	VFMADD231PS Y13, Y9, Y7
 
-// CONVF16(o), CONVBF16(o): Y8 and Y9 = the two weight rows' chunks at
-// o(R11), as float32.
-#define CONVF16(o) \
-	VCVTPH2PS o(R11), Y8 \
-	VCVTPH2PS o(R11)(R8*1), Y9
+// HCHUNK(conv, wo, xo): the chunk at wo(R11) of both weight rows against
+// the activation chunks at xo(R12).
+#define HCHUNK(conv, wo, xo) \
+	conv(wo(R11), Y8) \
+	conv(wo(R11)(R8*1), Y9) \
+	HFMA8(xo)
 
-#define CONVBF16(o) \
-	VPMOVZXWD o(R11), Y8 \
-	VPMOVZXWD o(R11)(R8*1), Y9 \
-	VPSLLD    $16, Y8, Y8 \
-	VPSLLD    $16, Y9, Y9
-
-// HPAIR(p): out[p] = (a0+a1)+(a2+a3) of pair p, reduced.
-#define HPAIR(p) \
-	VMOVUPS 32*p(SP), Y0 \
-	VADDPS  256+32*p(SP), Y0, Y0 \
-	VMOVUPS 512+32*p(SP), Y2 \
-	VADDPS  768+32*p(SP), Y2, Y2 \
-	VADDPS  Y2, Y0, Y0 \
+// HOUT(y, p): out[p] (R11) = y's lanes reduced (through Y0; X1
+// scratch, so Y1 is moved away first).
+#define HOUT(y, p) \
+	VMOVAPS y, Y0 \
 	HSUM_Y0_X0 \
 	MOVSS   X0, 4*p(R11)
 
-// HLOADACC, HSTOREACC: load (store) pass BX's eight
-// accumulators Y0…Y7 in the frame (256 bytes a pass; AX scratch).
-#define HLOADACC \
-	MOVQ    BX, AX \
-	SHLQ    $8, AX \
-	VMOVUPS (SP)(AX*1), Y0 \
-	VMOVUPS 32(SP)(AX*1), Y1 \
-	VMOVUPS 64(SP)(AX*1), Y2 \
-	VMOVUPS 96(SP)(AX*1), Y3 \
-	VMOVUPS 128(SP)(AX*1), Y4 \
-	VMOVUPS 160(SP)(AX*1), Y5 \
-	VMOVUPS 192(SP)(AX*1), Y6 \
-	VMOVUPS 224(SP)(AX*1), Y7
-
-#define HSTOREACC \
-	MOVQ    BX, AX \
-	SHLQ    $8, AX \
-	VMOVUPS Y0, (SP)(AX*1) \
-	VMOVUPS Y1, 32(SP)(AX*1) \
-	VMOVUPS Y2, 64(SP)(AX*1) \
-	VMOVUPS Y3, 96(SP)(AX*1) \
-	VMOVUPS Y4, 128(SP)(AX*1) \
-	VMOVUPS Y5, 160(SP)(AX*1) \
-	VMOVUPS Y6, 192(SP)(AX*1) \
-	VMOVUPS Y7, 224(SP)(AX*1)
-
-// HTILE(conv, labels…): the kernel's body. The vectors go by blocks of
-// up to 16 groups of 32 values (w 2 KiB, x 8 KiB: the four passes over
-// a block read it from L1), each pass's accumulators kept in the frame
-// between blocks; the tail chunks after all blocks, in pass 0.
-#define HTILE(conv, block, pass, pdone, grp2, blocksdone, tail, done) \
-	MOVQ   w+0(FP), SI \
+// T24BODY(conv, loop4, loop1, done): two weight rows (w, ws bytes apart)
+// against four activation rows (x, xs bytes apart): pair (r, c) in
+// Y(4r+c); out[4r+c].
+#define T24BODY(conv, loop4, loop1, done) \
+	MOVQ   w+0(FP), R11 \
 	MOVQ   ws+8(FP), R8 \
-	MOVQ   x+16(FP), DI \
+	MOVQ   x+16(FP), R12 \
 	MOVQ   xs+24(FP), R9 \
 	MOVQ   n+32(FP), CX \
 	LEAQ   (R9)(R9*2), R10 \
-	MOVQ   CX, DX \
-	SHRQ   $5, CX \
-	ANDQ   $31, DX \
-	SHRQ   $3, DX \
 	VXORPS Y0, Y0, Y0 \
-	VMOVUPS Y0, (SP) \
-	VMOVUPS Y0, 32(SP) \
-	VMOVUPS Y0, 64(SP) \
-	VMOVUPS Y0, 96(SP) \
-	VMOVUPS Y0, 128(SP) \
-	VMOVUPS Y0, 160(SP) \
-	VMOVUPS Y0, 192(SP) \
-	VMOVUPS Y0, 224(SP) \
-	VMOVUPS Y0, 256(SP) \
-	VMOVUPS Y0, 288(SP) \
-	VMOVUPS Y0, 320(SP) \
-	VMOVUPS Y0, 352(SP) \
-	VMOVUPS Y0, 384(SP) \
-	VMOVUPS Y0, 416(SP) \
-	VMOVUPS Y0, 448(SP) \
-	VMOVUPS Y0, 480(SP) \
-	VMOVUPS Y0, 512(SP) \
-	VMOVUPS Y0, 544(SP) \
-	VMOVUPS Y0, 576(SP) \
-	VMOVUPS Y0, 608(SP) \
-	VMOVUPS Y0, 640(SP) \
-	VMOVUPS Y0, 672(SP) \
-	VMOVUPS Y0, 704(SP) \
-	VMOVUPS Y0, 736(SP) \
-	VMOVUPS Y0, 768(SP) \
-	VMOVUPS Y0, 800(SP) \
-	VMOVUPS Y0, 832(SP) \
-	VMOVUPS Y0, 864(SP) \
-	VMOVUPS Y0, 896(SP) \
-	VMOVUPS Y0, 928(SP) \
-	VMOVUPS Y0, 960(SP) \
-	VMOVUPS Y0, 992(SP) \
-	XORQ   R14, R14 \
-block: \
-	MOVQ   CX, R15 \
-	SUBQ   R14, R15 \
-	JLE    blocksdone \
-	MOVQ   $16, AX \
-	CMPQ   R15, AX \
-	CMOVQGT AX, R15 \
-	XORQ   BX, BX \
-pass: \
-	HLOADACC \
-	MOVQ   R14, AX \
-	SHLQ   $6, AX \
-	MOVQ   BX, R13 \
-	SHLQ   $4, R13 \
-	ADDQ   R13, AX \
-	LEAQ   (SI)(AX*1), R11 \
-	LEAQ   (DI)(AX*2), R12 \
-	MOVQ   R15, R13 \
-	TESTQ  $1, R13 \
-	JZ     grp2 \
-	conv(0) \
-	HFMA8(0) \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7 \
+	CMPQ   CX, $32 \
+	JLT    loop1 \
+loop4: \
+	HCHUNK(conv, 0, 0) \
+	HCHUNK(conv, 16, 32) \
+	HCHUNK(conv, 32, 64) \
+	HCHUNK(conv, 48, 96) \
 	ADDQ   $64, R11 \
 	ADDQ   $128, R12 \
-	DECQ   R13 \
-	JZ     pdone \
-grp2: \
-	conv(0) \
-	HFMA8(0) \
-	conv(64) \
-	HFMA8(128) \
-	ADDQ   $128, R11 \
-	ADDQ   $256, R12 \
-	SUBQ   $2, R13 \
-	JNZ    grp2 \
-pdone: \
-	HSTOREACC \
-	INCQ   BX \
-	CMPQ   BX, $4 \
-	JLT    pass \
-	ADDQ   R15, R14 \
-	JMP    block \
-blocksdone: \
-	TESTQ  DX, DX \
+	SUBQ   $32, CX \
+	CMPQ   CX, $32 \
+	JGE    loop4 \
+loop1: \
+	TESTQ  CX, CX \
 	JZ     done \
-	XORQ   BX, BX \
-	HLOADACC \
-	MOVQ   CX, AX \
-	SHLQ   $6, AX \
-	LEAQ   (SI)(AX*1), R11 \
-	LEAQ   (DI)(AX*2), R12 \
-tail: \
-	conv(0) \
-	HFMA8(0) \
+	HCHUNK(conv, 0, 0) \
 	ADDQ   $16, R11 \
 	ADDQ   $32, R12 \
-	DECQ   DX \
-	JNZ    tail \
-	HSTOREACC \
+	SUBQ   $8, CX \
+	JMP    loop1 \
 done: \
 	MOVQ   out+40(FP), R11 \
-	HPAIR(0) \
-	HPAIR(1) \
-	HPAIR(2) \
-	HPAIR(3) \
-	HPAIR(4) \
-	HPAIR(5) \
-	HPAIR(6) \
-	HPAIR(7) \
+	VMOVAPS Y1, Y9 \
+	HOUT(Y0, 0) \
+	HOUT(Y9, 1) \
+	HOUT(Y2, 2) \
+	HOUT(Y3, 3) \
+	HOUT(Y4, 4) \
+	HOUT(Y5, 5) \
+	HOUT(Y6, 6) \
+	HOUT(Y7, 7) \
 	VZEROUPPER \
 	RET
 
+// func dotF16x1AVX2(w *uint16, x *float32, n int) float32
+TEXT ·dotF16x1AVX2(SB), NOSPLIT, $0-28
+	X1BODY(CONVF16, f16x1l4, f16x1l1, f16x1done)
+
+// func dotBF16x1AVX2(w *uint16, x *float32, n int) float32
+TEXT ·dotBF16x1AVX2(SB), NOSPLIT, $0-28
+	X1BODY(CONVBF16, bf16x1l4, bf16x1l1, bf16x1done)
+
+// func dotF16t4x1AVX2(w *uint16, ws int, x *float32, n int, out *float32)
+TEXT ·dotF16t4x1AVX2(SB), NOSPLIT, $0-40
+	T41BODY(CONVF16, f16t41l, f16t41done)
+
+// func dotBF16t4x1AVX2(w *uint16, ws int, x *float32, n int, out *float32)
+TEXT ·dotBF16t4x1AVX2(SB), NOSPLIT, $0-40
+	T41BODY(CONVBF16, bf16t41l, bf16t41done)
+
 // func dotF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
-TEXT ·dotF16t2x4AVX2(SB), 0, $1024-48
-	HTILE(CONVF16, f16block, f16pass, f16pdone, f16grp2, f16blocksdone, f16tail, f16done)
+TEXT ·dotF16t2x4AVX2(SB), NOSPLIT, $0-48
+	T24BODY(CONVF16, f16t24l4, f16t24l1, f16t24done)
 
 // func dotBF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
-TEXT ·dotBF16t2x4AVX2(SB), 0, $1024-48
-	HTILE(CONVBF16, bf16block, bf16pass, bf16pdone, bf16grp2, bf16blocksdone, bf16tail, bf16done)
+TEXT ·dotBF16t2x4AVX2(SB), NOSPLIT, $0-48
+	T24BODY(CONVBF16, bf16t24l4, bf16t24l1, bf16t24done)
