@@ -264,3 +264,52 @@ func TestHalfTilesBitwise(t *testing.T) {
 		}
 	}
 }
+
+// The fast MatMul of F16 and BF16 weights: every value bitwise the
+// one-row kernel's (dotF16, dotBF16) on its pair, at row lengths with
+// and without a tail of values past the last eight, and activation and
+// weight row counts that leave tiles part full (decode and prefill).
+func TestFastHalfMatMulBitwise(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16} {
+		if dt == tensor.BF16 && BF16Activations() {
+			t.Log("BF16: activations rounded to bfloat16 on this CPU (bf16act_test.go)")
+			continue
+		}
+		for _, k := range []int{40, 512, 1037, 2072} {
+			for _, n := range []int{1, 4, 9} {
+				be := NewWith(Options{Fast: true})
+				m := 10
+				w, data := upload(t, be, dt, m, k)
+				xs := make([]float32, n*k)
+				r := rand.New(rand.NewPCG(uint64(k), uint64(n)))
+				for i := range xs {
+					xs[i] = float32(r.NormFloat64())
+				}
+				x, _ := be.NewTensor(tensor.F32, n, k)
+				d, _ := be.NewTensor(tensor.F32, n, m)
+				if err := be.SetF32(x, xs); err != nil {
+					t.Fatal(err)
+				}
+				be.MatMul(d, x, w)
+				got := make([]float32, n*m)
+				if err := be.GetF32(d, got); err != nil {
+					t.Fatal(err)
+				}
+				hw := u16view(data)
+				one := dotF16
+				if dt == tensor.BF16 {
+					one = dotBF16
+				}
+				for i := range n {
+					for j := range m {
+						want := one(hw[j*k:(j+1)*k], xs[i*k:(i+1)*k])
+						if math.Float32bits(got[i*m+j]) != math.Float32bits(want) {
+							t.Errorf("%v k=%d n=%d: [%d, %d] = %v, one-row %v", dt, k, n, i, j, got[i*m+j], want)
+						}
+					}
+				}
+				be.Close()
+			}
+		}
+	}
+}
