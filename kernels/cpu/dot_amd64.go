@@ -229,31 +229,28 @@ func dotF32Asm(a, b []float32) float32 {
 	return s
 }
 
-func dotF16Asm(w []uint16, x []float32) float32 {
-	x = x[:len(w)]
-	n := len(w) &^ 7
-	var s float32
-	if n > 0 {
-		s = dotF16AVX2(&w[0], &x[0], n)
+// halfDotAsm wraps a one-row half-precision kernel (whole vectors of
+// eight) with tail for the values past them, added after.
+func halfDotAsm(kernel func(w *uint16, x *float32, n int) float32, tail func(w []uint16, x []float32) float32) func(w []uint16, x []float32) float32 {
+	return func(w []uint16, x []float32) float32 {
+		x = x[:len(w)]
+		n := len(w) &^ 7
+		var s float32
+		if n > 0 {
+			s = kernel(&w[0], &x[0], n)
+		}
+		if n < len(w) {
+			s += tail(w[n:], x[n:])
+		}
+		return s
 	}
-	if n < len(w) {
-		s += dotF16Go(w[n:], x[n:])
-	}
-	return s
 }
 
-func dotBF16Asm(w []uint16, x []float32) float32 {
-	x = x[:len(w)]
-	n := len(w) &^ 7
-	var s float32
-	if n > 0 {
-		s = dotBF16AVX2(&w[0], &x[0], n)
-	}
-	if n < len(w) {
-		s += dotBF16Go(w[n:], x[n:])
-	}
-	return s
-}
+// dotF16Asm and dotBF16Asm: four accumulators per pair (dot_amd64.s).
+var (
+	dotF16Asm  = halfDotAsm(dotF16AVX2, dotF16Go)
+	dotBF16Asm = halfDotAsm(dotBF16AVX2, dotBF16Go)
+)
 
 func axpyF32Asm(a float32, x, y []float32) {
 	y = y[:len(x)]
@@ -346,18 +343,7 @@ func newHalfAVX2(one func(w *uint16, x *float32, n int) float32,
 	t24 func(w *uint16, ws int, x *float32, xs int, n int, out *float32),
 	tail func(w []uint16, x []float32) float32) halfAVX2 {
 	return halfAVX2{
-		dot: func(w []uint16, x []float32) float32 {
-			x = x[:len(w)]
-			n := len(w) &^ 7
-			var s float32
-			if n > 0 {
-				s = one(&w[0], &x[0], n)
-			}
-			if n < len(w) {
-				s += tail(w[n:], x[n:])
-			}
-			return s
-		},
+		dot:  halfDotAsm(one, tail),
 		t4x1: tile4x1Asm(t41, tail),
 		t4x4: tileHalfAsm(tile2x4Twice(t24), tail),
 	}
