@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "packed_amd64.h"
 
 // Kernels over weights packed eight rows at a time (packed.go), AVX-512
 // VNNI on 256-bit vectors: one float32 lane per weight row. Per block of
@@ -62,38 +63,11 @@
 	VMULPS.BCST   d, Y9, s \
 	VFMADD231PS   s, a, acc
 
-// PREFETCH3: the three cache lines 2 KiB ahead (a block of the decode
-// kernels spans 2.25 to 4.25 lines, and one prefetch per block would
-// leave the hardware prefetcher the others): Q4_0 decode of the
-// Qwen2.5-0.5B shape at two threads 110 → 117 tok/s over one at 2 KiB
-// (three alternating runs each), itself 4–6% over one at 1 KiB.
-#define PREFETCH3 \
-	PREFETCHT0 2048(SI) \
-	PREFETCHT0 2112(SI) \
-	PREFETCHT0 2176(SI)
-
-// X1_ARGS: the one-activation-row kernels' arguments (w, qx, dx, aux,
-// nb) in SI, DI, DX, R8, CX; aux is neg (Q8_0, Q4_0) or sx (Q4_1).
-#define X1_ARGS \
-	MOVQ w+0(FP), SI \
-	MOVQ qx+8(FP), DI \
-	MOVQ dx+16(FP), DX \
-	MOVQ aux+24(FP), R8 \
-	MOVQ nb+32(FP), CX
-
 // X4_ARGS: the four-activation-row kernels' arguments (w, qx, xs, dx,
 // ds, aux, nb) in SI, DI, R9, DX, R10, R8, CX, with 3·xs in R13 and 3·ds
 // in R14; the four rows' accumulators Y10…Y13 zeroed.
 #define X4_ARGS \
-	MOVQ w+0(FP), SI \
-	MOVQ qx+8(FP), DI \
-	MOVQ xs+16(FP), R9 \
-	MOVQ dx+24(FP), DX \
-	MOVQ ds+32(FP), R10 \
-	MOVQ aux+40(FP), R8 \
-	MOVQ nb+48(FP), CX \
-	LEAQ (R9)(R9*2), R13 \
-	LEAQ (R10)(R10*2), R14 \
+	PK_ARGS4 \
 	VPXORD Y10, Y10, Y10 \
 	VPXORD Y11, Y11, Y11 \
 	VPXORD Y12, Y12, Y12 \
@@ -118,32 +92,6 @@
 	FMA8(Y20, (DX)(R10*2), Y26, Y12) \
 	FMA8(Y22, (DX)(R14*1), Y27, Y13)
 
-// NEXT(size, loop): on to the next block (size bytes of weight), looping
-// to loop while blocks are left.
-#define NEXT(size, loop) \
-	ADDQ $size, SI \
-	ADDQ $32, DI \
-	ADDQ $4, DX \
-	ADDQ $4, R8 \
-	DECQ CX \
-	JNZ  loop
-
-// STORE1 and STORE4: out = Y16 (one activation row), Y10…Y13 (four).
-#define STORE1 \
-	MOVQ    out+40(FP), R9 \
-	VMOVUPS Y16, (R9) \
-	VZEROUPPER \
-	RET
-
-#define STORE4 \
-	MOVQ    out+56(FP), R11 \
-	VMOVUPS Y10, (R11) \
-	VMOVUPS Y11, 32(R11) \
-	VMOVUPS Y12, 64(R11) \
-	VMOVUPS Y13, 96(R11) \
-	VZEROUPPER \
-	RET
-
 #define MASK0F \
 	MOVL         $0x0f0f0f0f, AX \
 	VMOVD        AX, X0 \
@@ -151,7 +99,7 @@
 
 // func dotQ4_0p8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
 TEXT ·dotQ4_0p8x1VNNI(SB), NOSPLIT, $0-48
-	X1_ARGS
+	PK_ARGS1
 	MASK0F
 	VPXORD Y16, Y16, Y16
 
@@ -163,8 +111,8 @@ q40p81:
 	DOT8((DI), Y17, Y18)
 	VCVTPH2PS    (SI), Y9
 	FMA8(Y17, (DX), Y19, Y16)
-	NEXT(144, q40p81)
-	STORE1
+	PK_NEXT(144, q40p81)
+	PK_STORE1(Y16)
 
 // func dotQ4_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
 //
@@ -183,12 +131,12 @@ q40p84:
 	DOT8((DI)(R9*2), Y20, Y21)
 	DOT8((DI)(R13*1), Y22, Y23)
 	FMA4
-	NEXT(144, q40p84)
-	STORE4
+	PK_NEXT(144, q40p84)
+	PK_STORE4(Y10, Y11, Y12, Y13)
 
 // func dotQ4_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 TEXT ·dotQ4_1p8x1VNNI(SB), NOSPLIT, $0-48
-	X1_ARGS
+	PK_ARGS1
 	MASK0F
 	VPXORD Y16, Y16, Y16
 	VPXORD Y20, Y20, Y20
@@ -203,9 +151,9 @@ q41p81:
 	VCVTPH2PS        16(SI), Y21
 	VFMADD231PS.BCST (R8), Y21, Y20
 	FMA8(Y17, (DX), Y19, Y16)
-	NEXT(160, q41p81)
+	PK_NEXT(160, q41p81)
 	VADDPS           Y20, Y16, Y16
-	STORE1
+	PK_STORE1(Y16)
 
 // func dotQ4_1p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 //
@@ -239,12 +187,12 @@ q41p84:
 	VFMADD231PS.BCST (R8)(R10*2), Y15, Y30
 	VFMADD231PS.BCST (R8)(R14*1), Y15, Y31
 	FMA4
-	NEXT(160, q41p84)
+	PK_NEXT(160, q41p84)
 	VADDPS           Y28, Y10, Y10
 	VADDPS           Y29, Y11, Y11
 	VADDPS           Y30, Y12, Y12
 	VADDPS           Y31, Y13, Y13
-	STORE4
+	PK_STORE4(Y10, Y11, Y12, Y13)
 
 // LOAD8(q): Y1…Y8 = the eight weight vectors of a Q8_0 block (bytes
 // 4k…4k+3 of each row, offset by 128, in Y(k+1)).
@@ -274,21 +222,19 @@ q41p84:
 //
 // As dotQ4_0p8x1VNNI: Σ w·x = vpdpbusd(w+128, x) started from −128·Σx.
 TEXT ·dotQ8_0p8x1VNNI(SB), NOSPLIT, $0-48
-	X1_ARGS
+	PK_ARGS1
 	VPXORD Y16, Y16, Y16
 
 q80p81:
-	PREFETCH3
-	PREFETCHT0   2240(SI)
-	PREFETCHT0   2304(SI)
+	PREFETCH5
 	VPBROADCASTD (R8), Y17
 	VPXORD       Y18, Y18, Y18
 	LOAD8(16)
 	DOTQ8((DI), Y17, Y18)
 	VCVTPH2PS    (SI), Y9
 	FMA8(Y17, (DX), Y19, Y16)
-	NEXT(272, q80p81)
-	STORE1
+	PK_NEXT(272, q80p81)
+	PK_STORE1(Y16)
 
 // func dotQ8_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
 TEXT ·dotQ8_0p8x4VNNI(SB), NOSPLIT, $0-64
@@ -303,8 +249,8 @@ q80p84:
 	DOTQ8((DI)(R9*2), Y20, Y21)
 	DOTQ8((DI)(R13*1), Y22, Y23)
 	FMA4
-	NEXT(272, q80p84)
-	STORE4
+	PK_NEXT(272, q80p84)
+	PK_STORE4(Y10, Y11, Y12, Y13)
 
 // Q4_K, eight rows a group, 1184 bytes a super-block of 256 values
 // (packed.go): d (f16 ×8) at 0, dmin at 16, the sub-block scales sc at
@@ -403,43 +349,18 @@ q80p84:
 	K4PAIR(32*s, (R9*2), 4*s, (R10*2), Y20, Y21, Y26, Y30) \
 	K4PAIR(32*s, (R13*1), 4*s, (R14*1), Y22, Y23, Y27, Y31)
 
-// K4NEXT(loop): on to the next super-block.
-#define K4NEXT(loop) \
-	ADDQ $1184, SI \
-	ADDQ $256, DI \
-	ADDQ $32, DX \
-	ADDQ $32, R8 \
-	DECQ CX \
-	JNZ  loop
-
 // func dotQ4_Kp8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 //
 // aux is s_x; nb counts super-blocks.
 TEXT ·dotQ4_Kp8x1VNNI(SB), NOSPLIT, $0-48
-	X1_ARGS
+	PK_ARGS1
 	MASK0F
 	XORQ   BX, BX
 	VPXORD Y24, Y24, Y24
 	VPXORD Y28, Y28, Y28
 
 q4kp81:
-	PREFETCH3
-	PREFETCHT0 2240(SI)
-	PREFETCHT0 2304(SI)
-	PREFETCHT0 2368(SI)
-	PREFETCHT0 2432(SI)
-	PREFETCHT0 2496(SI)
-	PREFETCHT0 2560(SI)
-	PREFETCHT0 2624(SI)
-	PREFETCHT0 2688(SI)
-	PREFETCHT0 2752(SI)
-	PREFETCHT0 2816(SI)
-	PREFETCHT0 2880(SI)
-	PREFETCHT0 2944(SI)
-	PREFETCHT0 3008(SI)
-	PREFETCHT0 3072(SI)
-	PREFETCHT0 3136(SI)
-	PREFETCHT0 3200(SI)
+	PREFETCH19
 	VCVTPH2PS (SI), Y9
 	VCVTPH2PS 16(SI), Y10
 	K4SUB1(0, K4LO, 160)
@@ -450,9 +371,9 @@ q4kp81:
 	K4SUB1(5, K4HI, 672)
 	K4SUB1(6, K4LO, 928)
 	K4SUB1(7, K4HI, 928)
-	K4NEXT(q4kp81)
+	PK_KNEXT(q4kp81)
 	VSUBPS  Y28, Y24, Y16
-	STORE1
+	PK_STORE1(Y16)
 
 // func dotQ4_Kp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 TEXT ·dotQ4_Kp8x4VNNI(SB), NOSPLIT, $0-64
@@ -479,9 +400,9 @@ q4kp84:
 	K4SUB4(5, K4HI, 672)
 	K4SUB4(6, K4LO, 928)
 	K4SUB4(7, K4HI, 928)
-	K4NEXT(q4kp84)
+	PK_KNEXT(q4kp84)
 	VSUBPS Y28, Y24, Y10
 	VSUBPS Y29, Y25, Y11
 	VSUBPS Y30, Y26, Y12
 	VSUBPS Y31, Y27, Y13
-	STORE4
+	PK_STORE4(Y10, Y11, Y12, Y13)

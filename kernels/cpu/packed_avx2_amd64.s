@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "packed_amd64.h"
 
 // The packed kernels of packed_amd64.s for CPUs with AVX2 but without
 // AVX-512 VNNI (sixteen 256-bit registers, no vpdpbusd), over the same
@@ -31,61 +32,6 @@ DATA ones16<>+8(SB)/8, $0x0001000100010001
 DATA ones16<>+16(SB)/8, $0x0001000100010001
 DATA ones16<>+24(SB)/8, $0x0001000100010001
 GLOBL ones16<>(SB), RODATA|NOPTR, $32
-
-// A1_ARGS: the one-activation-row kernels' arguments (w, qx, dx, aux,
-// nb) in SI, DI, DX, R8, CX.
-#define A1_ARGS \
-	MOVQ w+0(FP), SI \
-	MOVQ qx+8(FP), DI \
-	MOVQ dx+16(FP), DX \
-	MOVQ aux+24(FP), R8 \
-	MOVQ nb+32(FP), CX
-
-// A4_ARGS: the four-activation-row kernels' arguments (w, qx, xs, dx,
-// ds, aux, nb) in SI, DI, R9, DX, R10, R8, CX, with 3·xs in R13, 3·ds in
-// R14 and BX = 0 (activation row 0's index register).
-#define A4_ARGS \
-	MOVQ w+0(FP), SI \
-	MOVQ qx+8(FP), DI \
-	MOVQ xs+16(FP), R9 \
-	MOVQ dx+24(FP), DX \
-	MOVQ ds+32(FP), R10 \
-	MOVQ aux+40(FP), R8 \
-	MOVQ nb+48(FP), CX \
-	LEAQ (R9)(R9*2), R13 \
-	LEAQ (R10)(R10*2), R14 \
-	XORQ BX, BX
-
-// ANEXT(size, loop): on to the next block (size bytes of weight).
-#define ANEXT(size, loop) \
-	ADDQ $size, SI \
-	ADDQ $32, DI \
-	ADDQ $4, DX \
-	ADDQ $4, R8 \
-	DECQ CX \
-	JNZ  loop
-
-#define APREFETCH3 \
-	PREFETCHT0 2048(SI) \
-	PREFETCHT0 2112(SI) \
-	PREFETCHT0 2176(SI)
-
-// ASTORE1(y): out (argument at 40) = y.
-#define ASTORE1(y) \
-	MOVQ    out+40(FP), R9 \
-	VMOVUPS y, (R9) \
-	VZEROUPPER \
-	RET
-
-// ASTORE4(a, b, c, d): out (argument at 56) = a, b, c, d.
-#define ASTORE4(a, b, c, d) \
-	MOVQ    out+56(FP), R11 \
-	VMOVUPS a, (R11) \
-	VMOVUPS b, 32(R11) \
-	VMOVUPS c, 64(R11) \
-	VMOVUPS d, 96(R11) \
-	VZEROUPPER \
-	RET
 
 // NIB1(q, xlo, xhi): the nibble vector at q(SI) (mask Y0) against the
 // activation dwords xlo(DI) (low nibbles) and xhi(DI) (high): the 16-bit
@@ -123,40 +69,40 @@ GLOBL ones16<>(SB), RODATA|NOPTR, $32
 
 // func dotQ4_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
 TEXT ·dotQ4_0p8x1AVX2(SB), NOSPLIT, $0-48
-	A1_ARGS
+	PK_ARGS1
 	VMOVDQU nib0f<>(SB), Y0
 	VMOVDQU ones16<>(SB), Y15
 	VXORPS  Y14, Y14, Y14
 
 q40a81:
-	APREFETCH3
+	PREFETCH3
 	SUM1(16)
 	VPMADDWD     Y15, Y5, Y5
 	VPBROADCASTD (R8), Y7
 	VPADDD       Y7, Y5, Y5
 	SCALE1(Y14)
-	ANEXT(144, q40a81)
-	ASTORE1(Y14)
+	PK_NEXT(144, q40a81)
+	PK_STORE1(Y14)
 
 // func dotQ4_1p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 TEXT ·dotQ4_1p8x1AVX2(SB), NOSPLIT, $0-48
-	A1_ARGS
+	PK_ARGS1
 	VMOVDQU nib0f<>(SB), Y0
 	VMOVDQU ones16<>(SB), Y15
 	VXORPS  Y14, Y14, Y14
 	VXORPS  Y13, Y13, Y13
 
 q41a81:
-	APREFETCH3
+	PREFETCH3
 	SUM1(32)
 	VPMADDWD     Y15, Y5, Y5
 	VCVTPH2PS    16(SI), Y10
 	VBROADCASTSS (R8), Y11
 	VFMADD231PS  Y11, Y10, Y13
 	SCALE1(Y14)
-	ANEXT(160, q41a81)
+	PK_NEXT(160, q41a81)
 	VADDPS       Y13, Y14, Y14
-	ASTORE1(Y14)
+	PK_STORE1(Y14)
 
 // Four activation rows (Q4_0, Q4_1): Y0 and Y1 a weight vector's low and
 // high nibbles, Y2 scratch, Y3…Y6 the rows' 16-bit sums, Y7…Y10 their
@@ -236,7 +182,8 @@ q41a81:
 // Activation row c at qx + c·xs, its scales at dx + c·ds and its −8·Σx
 // (neg) at aux + c·ds; out[8c+r] for weight row r.
 TEXT ·dotQ4_0p8x4AVX2(SB), NOSPLIT, $0-64
-	A4_ARGS
+	PK_ARGS4
+	XORQ BX, BX
 	VMOVDQU nib0f<>(SB), Y15
 	ZERO4(Y7, Y8, Y9, Y10)
 
@@ -247,14 +194,15 @@ q40a84:
 	NEG4C((R10*2), Y5)
 	NEG4C((R14*1), Y6)
 	SCALE4
-	ANEXT(144, q40a84)
-	ASTORE4(Y7, Y8, Y9, Y10)
+	PK_NEXT(144, q40a84)
+	PK_STORE4(Y7, Y8, Y9, Y10)
 
 // func dotQ4_1p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 //
 // As dotQ4_0p8x4AVX2, with s_x (sx) at aux + c·ds instead of neg.
 TEXT ·dotQ4_1p8x4AVX2(SB), NOSPLIT, $0-64
-	A4_ARGS
+	PK_ARGS4
+	XORQ BX, BX
 	VMOVDQU nib0f<>(SB), Y15
 	ZERO4(Y7, Y8, Y9, Y10)
 	ZERO4(Y11, Y12, Y13, Y14)
@@ -267,12 +215,12 @@ q41a84:
 	MINS4C((R14*1), Y14)
 	SUM4(32)
 	SCALE4
-	ANEXT(160, q41a84)
+	PK_NEXT(160, q41a84)
 	VADDPS    Y11, Y7, Y7
 	VADDPS    Y12, Y8, Y8
 	VADDPS    Y13, Y9, Y9
 	VADDPS    Y14, Y10, Y10
-	ASTORE4(Y7, Y8, Y9, Y10)
+	PK_STORE4(Y7, Y8, Y9, Y10)
 
 // Q4_K (packed.go: d at 0, dmin at 16, sc at 32+8s+r, m at 96+8s+r, the
 // nibble vectors of sub-block pair p at 160+256p+32k, low nibbles
@@ -330,20 +278,11 @@ q41a84:
 	VBROADCASTSS 4*s(R8), Y1 \
 	VFMADD231PS  Y1, Y13, Y11
 
-// KNEXT(loop): on to the next super-block.
-#define KNEXT(loop) \
-	ADDQ $1184, SI \
-	ADDQ $256, DI \
-	ADDQ $32, DX \
-	ADDQ $32, R8 \
-	DECQ CX \
-	JNZ  loop
-
 // func dotQ4_Kp8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 //
 // aux is s_x; nb counts super-blocks.
 TEXT ·dotQ4_Kp8x1AVX2(SB), NOSPLIT, $0-48
-	A1_ARGS
+	PK_ARGS1
 	XORQ    BX, BX
 	VMOVDQU nib0f<>(SB), Y14
 	VMOVDQU ones16<>(SB), Y15
@@ -351,23 +290,7 @@ TEXT ·dotQ4_Kp8x1AVX2(SB), NOSPLIT, $0-48
 	VXORPS  Y11, Y11, Y11
 
 q4ka81:
-	APREFETCH3
-	PREFETCHT0 2240(SI)
-	PREFETCHT0 2304(SI)
-	PREFETCHT0 2368(SI)
-	PREFETCHT0 2432(SI)
-	PREFETCHT0 2496(SI)
-	PREFETCHT0 2560(SI)
-	PREFETCHT0 2624(SI)
-	PREFETCHT0 2688(SI)
-	PREFETCHT0 2752(SI)
-	PREFETCHT0 2816(SI)
-	PREFETCHT0 2880(SI)
-	PREFETCHT0 2944(SI)
-	PREFETCHT0 3008(SI)
-	PREFETCHT0 3072(SI)
-	PREFETCHT0 3136(SI)
-	PREFETCHT0 3200(SI)
+	PREFETCH19
 	KSUB1(0, KLO, 160)
 	KSUB1(1, KHI, 160)
 	KSUB1(2, KLO, 416)
@@ -376,9 +299,9 @@ q4ka81:
 	KSUB1(5, KHI, 672)
 	KSUB1(6, KLO, 928)
 	KSUB1(7, KHI, 928)
-	KNEXT(q4ka81)
+	PK_KNEXT(q4ka81)
 	VSUBPS  Y11, Y10, Y10
-	ASTORE1(Y10)
+	PK_STORE1(Y10)
 
 // Four activation rows (Q4_K): Y0 the unpacked vector, Y1 scratch, Y2…Y5
 // the rows' 16-bit sums, Y6…Y9 their acc, Y10…Y13 their accm, Y14 the
@@ -443,7 +366,8 @@ q4ka81:
 
 // func dotQ4_Kp8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 TEXT ·dotQ4_Kp8x4AVX2(SB), NOSPLIT, $0-64
-	A4_ARGS
+	PK_ARGS4
+	XORQ BX, BX
 	VMOVDQU nib0f<>(SB), Y14
 	VMOVDQU ones16<>(SB), Y15
 	ZERO4(Y6, Y7, Y8, Y9)
@@ -458,12 +382,12 @@ q4ka84:
 	KSUB4(5, KHI, 672)
 	KSUB4(6, KLO, 928)
 	KSUB4(7, KHI, 928)
-	KNEXT(q4ka84)
+	PK_KNEXT(q4ka84)
 	VSUBPS  Y10, Y6, Y6
 	VSUBPS  Y11, Y7, Y7
 	VSUBPS  Y12, Y8, Y8
 	VSUBPS  Y13, Y9, Y9
-	ASTORE4(Y6, Y7, Y8, Y9)
+	PK_STORE4(Y6, Y7, Y8, Y9)
 
 // Q8_0 (packed.go: eight d_w, then the value bytes w+128, bytes 4k…4k+3
 // of each row in vector k). vpmaddubsw would saturate on w+128 against
@@ -492,15 +416,13 @@ GLOBL bias80<>(SB), RODATA|NOPTR, $32
 
 // func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
 TEXT ·dotQ8_0p8x1AVX2(SB), NOSPLIT, $0-48
-	A1_ARGS
+	PK_ARGS1
 	VMOVDQU bias80<>(SB), Y13
 	VMOVDQU ones16<>(SB), Y15
 	VXORPS  Y14, Y14, Y14
 
 q80a81:
-	APREFETCH3
-	PREFETCHT0 2240(SI)
-	PREFETCHT0 2304(SI)
+	PREFETCH5
 	VPXOR      Y5, Y5, Y5
 	VPXOR      Y6, Y6, Y6
 	Q8STEP1(16, 0, Y5)
@@ -513,8 +435,8 @@ q80a81:
 	Q8STEP1(240, 28, Y6)
 	VPADDD     Y6, Y5, Y5
 	SCALE1(Y14)
-	ANEXT(272, q80a81)
-	ASTORE1(Y14)
+	PK_NEXT(272, q80a81)
+	PK_STORE1(Y14)
 
 // Four activation rows: Y0 = w, Y1 = |w|, Y2 scratch, Y3…Y6 the rows'
 // 32-bit sums, Y7…Y10 their acc, Y13 0x80 bytes, Y15 ones.
@@ -537,7 +459,8 @@ q80a81:
 
 // func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
 TEXT ·dotQ8_0p8x4AVX2(SB), NOSPLIT, $0-64
-	A4_ARGS
+	PK_ARGS4
+	XORQ BX, BX
 	VMOVDQU bias80<>(SB), Y13
 	VMOVDQU ones16<>(SB), Y15
 	ZERO4(Y7, Y8, Y9, Y10)
@@ -556,5 +479,5 @@ q80a84:
 	Q8STEP4(208, 24)
 	Q8STEP4(240, 28)
 	SCALE4
-	ANEXT(272, q80a84)
-	ASTORE4(Y7, Y8, Y9, Y10)
+	PK_NEXT(272, q80a84)
+	PK_STORE4(Y7, Y8, Y9, Y10)
