@@ -74,43 +74,57 @@ func packValues(dt tensor.DType) int {
 // packedFunc computes eight weight rows (the packed group w, nb blocks
 // of packValues values) against activation rows i… (one for the x1
 // kernels, four for x4) of the quantised activations qx, dx, sx (rows of
-// k, k/32, k/32 values, k = nb·packValues) with neg
-// their −128·Σx (Q8_0) or −8·Σx (Q4_0) per block: out[8c+r] for
+// k, k/32, k/32 values, k = nb·packValues) with neg their −off·Σx per
+// block where the set takes it (packedSet.negOff): out[8c+r] for
 // activation row i+c and weight row r.
 type packedFunc func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int32, i int, out *[32]float32)
 
-// The packed kernels, nil where this build has none (then weights are
-// not packed).
-var packedQ8_0x1, packedQ8_0x4, packedQ4_0x1, packedQ4_0x4, packedQ4_1x1, packedQ4_1x4, packedQ4_Kx1, packedQ4_Kx4 packedFunc
-
-// packedSet is one instruction set's packed kernels, per dtype (nil: none).
+// packedSet is one instruction set's packed kernels, per dtype (nil:
+// none), and q8_0Off, what its Q8_0 kernels add to each weight value to
+// make it an unsigned byte (128: the VNNI kernels read w+128 and take
+// −128·Σx as neg; 0: the AVX2 ones turn the bytes back into w and take
+// no neg).
 type packedSet struct {
 	name                                                           string
 	q8_0x1, q8_0x4, q4_0x1, q4_0x4, q4_1x1, q4_1x4, q4_Kx1, q4_Kx4 packedFunc
+	q8_0Off                                                        int32
 }
 
-// usePacked installs s as the packed kernels.
-func usePacked(s packedSet) {
-	packedQ8_0x1, packedQ8_0x4 = s.q8_0x1, s.q8_0x4
-	packedQ4_0x1, packedQ4_0x4 = s.q4_0x1, s.q4_0x4
-	packedQ4_1x1, packedQ4_1x4 = s.q4_1x1, s.q4_1x4
-	packedQ4_Kx1, packedQ4_Kx4 = s.q4_Kx1, s.q4_Kx4
-}
-
-// packedKernels returns dt's packed kernels, or nil ones.
-func packedKernels(dt tensor.DType) (x1, x4 packedFunc) {
+// kernels returns s's kernels for dt, or nil ones.
+func (s *packedSet) kernels(dt tensor.DType) (x1, x4 packedFunc) {
 	switch dt {
 	case tensor.Q8_0:
-		return packedQ8_0x1, packedQ8_0x4
+		return s.q8_0x1, s.q8_0x4
 	case tensor.Q4_0:
-		return packedQ4_0x1, packedQ4_0x4
+		return s.q4_0x1, s.q4_0x4
 	case tensor.Q4_1:
-		return packedQ4_1x1, packedQ4_1x4
+		return s.q4_1x1, s.q4_1x4
 	case tensor.Q4_K:
-		return packedQ4_Kx1, packedQ4_Kx4
+		return s.q4_Kx1, s.q4_Kx4
 	}
 	return nil, nil
 }
+
+// negOff is the offset s's kernels of dt take −off·Σx for (0: they take
+// no neg).
+func (s *packedSet) negOff(dt tensor.DType) int32 {
+	switch dt {
+	case tensor.Q8_0:
+		return s.q8_0Off
+	case tensor.Q4_0:
+		return 8
+	}
+	return 0
+}
+
+// packed is the set in use, empty where this build has none (then
+// weights are not packed); usePacked installs one.
+var packed packedSet
+
+func usePacked(s packedSet) { packed = s }
+
+// packedKernels returns dt's packed kernels in use, or nil ones.
+func packedKernels(dt tensor.DType) (x1, x4 packedFunc) { return packed.kernels(dt) }
 
 // pack8 packs raw (rows rows of rb bytes, nb blocks of dt each) by eight
 // rows, groups g0…g1−1 into pk (the whole packed weight).
@@ -158,20 +172,8 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 	}
 }
 
-// negOffset is what the packed kernels of dt add to each weight value to
-// make it an unsigned byte (0: none).
-func negOffset(dt tensor.DType) int32 {
-	switch dt {
-	case tensor.Q8_0:
-		return 128
-	case tensor.Q4_0:
-		return 8
-	}
-	return 0
-}
-
 // negSums writes −off·Σx of every block of the quantised rows qx (n rows
-// of nb blocks) into neg: off is 128 for Q8_0, 8 for Q4_0.
+// of nb blocks) into neg (off from packedSet.negOff).
 func negSums(qx []int8, off int32, neg []int32) {
 	for j := range neg {
 		var s int32
@@ -265,7 +267,7 @@ func (b *Backend) matMulPacked(d, xs, wt *Tensor) {
 	nb := k / packValues(wt.dt) // packed blocks per row
 	qx, dx, sx := b.quantizeActivations(xs)
 	var neg []int32
-	if off := negOffset(wt.dt); off != 0 {
+	if off := packed.negOff(wt.dt); off != 0 {
 		s := &b.scratch
 		s.neg = grow(s.neg, n*nb)
 		neg = s.neg

@@ -47,15 +47,15 @@ func dotQ4_Kp8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 func dotQ4_Kp8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 
 //go:noescape
-func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 
 //go:noescape
-func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 
 // packedVNNI and packedAVX2 return the two sets (packed_amd64.s,
 // packed_avx2_amd64.s).
 func packedVNNI() packedSet {
-	s := packedSet{name: "avx512vnni"}
+	s := packedSet{name: "avx512vnni", q8_0Off: 128}
 	s.q8_0x1, s.q8_0x4 = packedNeg(dotQ8_0p8x1VNNI, dotQ8_0p8x4VNNI, 272)
 	s.q4_0x1, s.q4_0x4 = packedNeg(dotQ4_0p8x1VNNI, dotQ4_0p8x4VNNI, 144)
 	s.q4_1x1, s.q4_1x4 = packedSX(dotQ4_1p8x1VNNI, dotQ4_1p8x4VNNI, 160, 32)
@@ -65,7 +65,7 @@ func packedVNNI() packedSet {
 
 func packedAVX2() packedSet {
 	s := packedSet{name: "avx2"}
-	s.q8_0x1, s.q8_0x4 = packedNeg(dotQ8_0p8x1AVX2, dotQ8_0p8x4AVX2, 272)
+	s.q8_0x1, s.q8_0x4 = packedSX(dotQ8_0p8x1AVX2, dotQ8_0p8x4AVX2, 272, 32) // s_x passed, not read
 	s.q4_0x1, s.q4_0x4 = packedNeg(dotQ4_0p8x1AVX2, dotQ4_0p8x4AVX2, 144)
 	s.q4_1x1, s.q4_1x4 = packedSX(dotQ4_1p8x1AVX2, dotQ4_1p8x4AVX2, 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(dotQ4_Kp8x1AVX2, dotQ4_Kp8x4AVX2, 1184, 256)
@@ -106,7 +106,7 @@ func packedNeg(k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *
 }
 
 // packedSX wraps the kernels that take s_x (Q4_1: blocks of 32 values in
-// 160 bytes; Q4_K: of 256 in 1184).
+// 160 bytes; Q4_K: of 256 in 1184) or no neg (AVX2 Q8_0, 272 bytes).
 func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32),
 	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32), size, vals int) (x1, x4 packedFunc) {
 	x1 = func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i int, out *[32]float32) {

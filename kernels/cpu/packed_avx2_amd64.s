@@ -395,7 +395,7 @@ q4ka84:
 // |w| (unsigned, at most 128) against x with w's sign (vpsignb; at most
 // 127): two products a word, at most 2·128·127 = 32512, exact; vpmaddwd
 // against ones then makes each vector's 32-bit sums. The integer sum is
-// Σ w·x itself, so these kernels do not read neg.
+// Σ w·x itself, so these kernels take no neg (aux, s_x, is not read).
 
 DATA bias80<>+0(SB)/8, $0x8080808080808080
 DATA bias80<>+8(SB)/8, $0x8080808080808080
@@ -414,7 +414,7 @@ GLOBL bias80<>(SB), RODATA|NOPTR, $32
 	VPMADDWD     Y15, Y3, Y3 \
 	VPADDD       Y3, s, s
 
-// func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+// func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 TEXT ·dotQ8_0p8x1AVX2(SB), NOSPLIT, $0-48
 	PK_ARGS1
 	VMOVDQU bias80<>(SB), Y13
@@ -457,7 +457,7 @@ q80a81:
 	Q8STEP4C(xo, (R9*2), Y5) \
 	Q8STEP4C(xo, (R13*1), Y6)
 
-// func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+// func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 TEXT ·dotQ8_0p8x4AVX2(SB), NOSPLIT, $0-64
 	PK_ARGS4
 	XORQ BX, BX

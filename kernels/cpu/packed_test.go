@@ -28,12 +28,8 @@ func TestPackedKernelsBitwise(t *testing.T) {
 
 func testPackedSet(t *testing.T, set packedSet) {
 	r := rand.New(rand.NewPCG(11, 12))
-	kernels := map[tensor.DType][2]packedFunc{
-		tensor.Q8_0: {set.q8_0x1, set.q8_0x4}, tensor.Q4_0: {set.q4_0x1, set.q4_0x4},
-		tensor.Q4_1: {set.q4_1x1, set.q4_1x4}, tensor.Q4_K: {set.q4_Kx1, set.q4_Kx4},
-	}
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K} {
-		x1, x4 := kernels[dt][0], kernels[dt][1]
+		x1, x4 := set.kernels(dt)
 		if x1 == nil {
 			t.Logf("%v: no kernels in this set", dt)
 			continue
@@ -54,7 +50,7 @@ func testPackedSet(t *testing.T, set packedSet) {
 				qx, dx, sx := make([]int8, nx*k), make([]float32, nx*nd), make([]float32, nx*nd)
 				quantizeQ8(x, qx, dx, sx)
 				neg := make([]int32, nx*nd)
-				negSums(qx, negOffset(dt), neg)
+				negSums(qx, set.negOff(dt), neg)
 				rb := dt.BlockBytes() * nb
 				raw := make([]byte, rows*rb)
 				src := make([]float32, k)
