@@ -318,7 +318,7 @@ func readBandwidth(threads int) float64 {
 	const size = 512 << 20
 	// Outside the Go heap, on transparent huge pages where the kernel
 	// gives them, as the fast path's packed weights are.
-	buf, release, _ := mmap.Anon(size)
+	buf, release := mmap.Anon(size)
 	defer release()
 	for i := range buf { // touch every page, with data that is not zero
 		buf[i] = byte(i)

@@ -226,7 +226,7 @@ func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 		// gives them: decode streams the packed weight once per token,
 		// and 2 MiB pages made that 20–30 % faster (Llama-1B Q4_0 at two
 		// threads, 47–54 → 60–62 tok/s in alternating runs).
-		pk, release, _ := mmap.Anon(groups * nb * packBlockBytes(w.DType))
+		pk, release := mmap.Anon(groups * nb * packBlockBytes(w.DType))
 		t.pk, t.pkFree = pk, sync.OnceValue(release)
 		runtime.AddCleanup(t, func(f func() error) { _ = f() }, t.pkFree)
 		b.parallel(groups, func(g0, g1 int) { pack8(w.DType, w.Data, rows, int(rb), nb, t.pk, g0, g1) })
