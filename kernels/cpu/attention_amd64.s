@@ -98,6 +98,144 @@
 	ADDQ       $32, R14 \
 	ADDQ       $32, DX
 
+// SH4_ARGS: the four-cell, multi-head score kernels' arguments: R10 the
+// bytes between two heads' q, R14 idx, CX groups, 8(SP) the row stride
+// in bytes, 0(SP) the end of head 0's q, DX out, R15 the bytes between
+// two heads' outputs.
+#define SH4_ARGS \
+	MOVQ qs+8(FP), R10 \
+	MOVQ idx+24(FP), R14 \
+	MOVQ groups+32(FP), CX \
+	MOVQ stride+40(FP), AX \
+	SHLQ $1, AX \
+	MOVQ AX, 8(SP) \
+	MOVQ hd+48(FP), AX \
+	SHLQ $2, AX \
+	ADDQ q+0(FP), AX \
+	MOVQ AX, 0(SP) \
+	MOVQ out+64(FP), DX \
+	MOVQ os+72(FP), R15 \
+	MOVQ 8(SP), R11 \
+	SHLQ $4, R11
+
+// SH4_CELLS: the group's four row offsets (bytes from k) in AX, BX, R8,
+// R9; SI = k, DI = q.
+#define SH4_CELLS \
+	MOVLQSX 0(R14), AX \
+	IMULQ   8(SP), AX \
+	MOVLQSX 4(R14), BX \
+	IMULQ   8(SP), BX \
+	MOVLQSX 8(R14), R8 \
+	IMULQ   8(SP), R8 \
+	MOVLQSX 12(R14), R9 \
+	IMULQ   8(SP), R9 \
+	MOVQ    k+16(FP), SI \
+	MOVQ    q+0(FP), DI \
+	SH4_PREFETCH(AX) \
+	SH4_PREFETCH(BX) \
+	SH4_PREFETCH(R8) \
+	SH4_PREFETCH(R9)
+
+// SH4_PREFETCH(off): the first 128 bytes of the row 16 rows past the
+// cell's (R11 = 16 row strides), into cache before its turn when the
+// cells run in order (a prefetch past the cache is harmless).
+#define SH4_PREFETCH(off) \
+	LEAQ       (SI)(off*1), R12 \
+	PREFETCHT0 (R12)(R11*1) \
+	PREFETCHT0 64(R12)(R11*1)
+
+// SH4_OUT(a, b, c, d, xa, xb, dst): the four cells' accumulators a…d of
+// one head reduced as SC8_OUT reduces a cell, ((l0+l1)+(l2+l3)) +
+// ((l4+l5)+(l6+l7)), scaled by X15 and stored at dst (xa, xb: a's and
+// b's low halves).
+#define SH4_OUT(a, b, c, d, xa, xb, dst) \
+	VHADDPS      b, a, a \
+	VHADDPS      d, c, c \
+	VHADDPS      c, a, a \
+	VEXTRACTF128 $1, a, xb \
+	VADDPS       xb, xa, xa \
+	VMULPS       X15, xa, xa \
+	VMOVUPS      xa, dst
+
+// SH4_CELL3(off, a0, a1, a2), SH4_CELL2(off, a0, a1): one cell's K
+// chunk converted into Y15, multiplied by each head's q chunk (Y12, Y13,
+// Y14) into its accumulator.
+#define SH4_CELL3(off, a0, a1, a2) \
+	VCVTPH2PS   (SI)(off*1), Y15 \
+	VFMADD231PS Y15, Y12, a0 \
+	VFMADD231PS Y15, Y13, a1 \
+	VFMADD231PS Y15, Y14, a2
+
+#define SH4_CELL2(off, a0, a1) \
+	VCVTPH2PS   (SI)(off*1), Y15 \
+	VFMADD231PS Y15, Y12, a0 \
+	VFMADD231PS Y15, Y13, a1
+
+// AH_LOAD(r0, r1, r2, r3, b): four accumulator registers from the 32
+// values at b (a register); AH_STORE the reverse.
+#define AH_LOAD(r0, r1, r2, r3, b) \
+	VMOVUPS (b), r0 \
+	VMOVUPS 32(b), r1 \
+	VMOVUPS 64(b), r2 \
+	VMOVUPS 96(b), r3
+
+#define AH_STORE(r0, r1, r2, r3, b) \
+	VMOVUPS r0, (b) \
+	VMOVUPS r1, 32(b) \
+	VMOVUPS r2, 64(b) \
+	VMOVUPS r3, 96(b)
+
+// AH_CHUNK3(o, a0, a1, a2), AH_CHUNK2(o, a0, a1): the eight values at
+// o(R10) converted into Y15 and multiplied by each head's broadcast
+// weight (Y12, Y13, Y14) into its accumulator.
+#define AH_CHUNK3(o, a0, a1, a2) \
+	VCVTPH2PS   o(R10), Y15 \
+	VFMADD231PS Y15, Y12, a0 \
+	VFMADD231PS Y15, Y13, a1 \
+	VFMADD231PS Y15, Y14, a2
+
+#define AH_CHUNK2(o, a0, a1) \
+	VCVTPH2PS   o(R10), Y15 \
+	VFMADD231PS Y15, Y12, a0 \
+	VFMADD231PS Y15, Y13, a1
+
+// AH_ARGS: SI v, R13 the bytes between two heads' weights, R9 the row
+// stride in bytes, R12 hd, DX head 0's accumulator, R14 head 1's (DX +
+// as), R15 head 2's (DX + 2as).
+#define AH_ARGS \
+	MOVQ v+0(FP), SI \
+	MOVQ ps+24(FP), R13 \
+	MOVQ stride+40(FP), R9 \
+	SHLQ $1, R9 \
+	MOVQ hd+48(FP), R12 \
+	MOVQ acc+56(FP), DX \
+	MOVQ as+64(FP), R14 \
+	LEAQ (DX)(R14*2), R15 \
+	ADDQ DX, R14 \
+	MOVQ R9, CX \
+	SHLQ $4, CX
+
+// AH_CELLS: R8 idx, R11 p, BX cells (flags set for a JZ on none).
+#define AH_CELLS \
+	MOVQ  idx+8(FP), R8 \
+	MOVQ  p+16(FP), R11 \
+	MOVQ  nv+32(FP), BX \
+	TESTQ BX, BX
+
+// AH_ROW: R10 = the cell's V row plus the pass's offset (SI); the row
+// 16 cells on (CX = 16 row strides) prefetched, as SH4_PREFETCH.
+#define AH_ROW \
+	MOVLQSX    (R8), AX \
+	IMULQ      R9, AX \
+	LEAQ       (SI)(AX*1), R10 \
+	PREFETCHT0 (R10)(CX*1)
+
+// AH_NEXT: on to the next cell (flags set for a JNZ while cells are left).
+#define AH_NEXT \
+	ADDQ $4, R8 \
+	ADDQ $4, R11 \
+	DECQ BX
+
 // func attnScoresF32x8(q, k *float32, idx *int32, groups, stride, hd int, scale float32, out *float32)
 //
 // Eight cells at a time: out[c] = (q·k row idx[c])·scale for c <
@@ -271,4 +409,197 @@ ah16store:
 	SUBQ    $64, R12
 	JNZ     ah16chunk
 	VZEROUPPER
+	RET
+
+// Attention over an F16 cache for several query heads that share a KV
+// head (grouped-query attention): each K or V chunk is converted once
+// for two or three heads. A (cell, head) value is bitwise the one-head
+// kernels' (attnScoresF16x8, attnAccF16AVX2): the same fused
+// multiply-adds in the same order per value, and the same lane
+// reduction.
+
+// func attnScoresF16x4h3(q *float32, qs int, k *uint16, idx *int32, groups, stride, hd int, scale float32, out *float32, os int)
+//
+// Three heads (q, q+qs, q+2qs bytes; outputs out, out+os, out+2os
+// bytes) by four cells at a time: head h's accumulator for cell c in
+// Y(4h+c), the heads' q chunks in Y12…Y14.
+TEXT ·attnScoresF16x4h3(SB), NOSPLIT, $16-80
+	SH4_ARGS
+
+sh43group:
+	SH4_CELLS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+sh43chunk:
+	VMOVUPS (DI), Y12
+	VMOVUPS (DI)(R10*1), Y13
+	VMOVUPS (DI)(R10*2), Y14
+	SH4_CELL3(AX, Y0, Y4, Y8)
+	SH4_CELL3(BX, Y1, Y5, Y9)
+	SH4_CELL3(R8, Y2, Y6, Y10)
+	SH4_CELL3(R9, Y3, Y7, Y11)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	CMPQ DI, 0(SP)
+	JNE  sh43chunk
+	VBROADCASTSS scale+56(FP), Y15
+	SH4_OUT(Y0, Y1, Y2, Y3, X0, X1, (DX))
+	SH4_OUT(Y4, Y5, Y6, Y7, X4, X5, (DX)(R15*1))
+	SH4_OUT(Y8, Y9, Y10, Y11, X8, X9, (DX)(R15*2))
+	ADDQ $16, R14
+	ADDQ $16, DX
+	DECQ CX
+	JNZ  sh43group
+	VZEROUPPER
+	RET
+
+// func attnScoresF16x4h2(q *float32, qs int, k *uint16, idx *int32, groups, stride, hd int, scale float32, out *float32, os int)
+//
+// attnScoresF16x4h3 for two heads.
+TEXT ·attnScoresF16x4h2(SB), NOSPLIT, $16-80
+	SH4_ARGS
+
+sh42group:
+	SH4_CELLS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+sh42chunk:
+	VMOVUPS (DI), Y12
+	VMOVUPS (DI)(R10*1), Y13
+	SH4_CELL2(AX, Y0, Y4)
+	SH4_CELL2(BX, Y1, Y5)
+	SH4_CELL2(R8, Y2, Y6)
+	SH4_CELL2(R9, Y3, Y7)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	CMPQ DI, 0(SP)
+	JNE  sh42chunk
+	VBROADCASTSS scale+56(FP), Y15
+	SH4_OUT(Y0, Y1, Y2, Y3, X0, X1, (DX))
+	SH4_OUT(Y4, Y5, Y6, Y7, X4, X5, (DX)(R15*1))
+	ADDQ $16, R14
+	ADDQ $16, DX
+	DECQ CX
+	JNZ  sh42group
+	VZEROUPPER
+	RET
+
+// func attnAccF16h3(v *uint16, idx *int32, p *float32, ps int, nv, stride, hd int, acc *float32, as int)
+//
+// Three heads (weights p, p+ps, p+2ps bytes; accumulators acc, acc+as,
+// acc+2as bytes): acc_h[e] += p_h[c]·v[idx[c]·stride+e] for c in order,
+// 32 values of each head's accumulator in registers at a time (head h
+// in Y(4h)…Y(4h+3)), each V chunk converted once for the three. hd a
+// multiple of 32.
+TEXT ·attnAccF16h3(SB), NOSPLIT, $0-72
+	AH_ARGS
+
+ah3pass:
+	AH_LOAD(Y0, Y1, Y2, Y3, DX)
+	AH_LOAD(Y4, Y5, Y6, Y7, R14)
+	AH_LOAD(Y8, Y9, Y10, Y11, R15)
+	AH_CELLS
+	JZ ah3store
+
+ah3cell:
+	AH_ROW
+	VBROADCASTSS (R11), Y12
+	VBROADCASTSS (R11)(R13*1), Y13
+	VBROADCASTSS (R11)(R13*2), Y14
+	AH_CHUNK3(0, Y0, Y4, Y8)
+	AH_CHUNK3(16, Y1, Y5, Y9)
+	AH_CHUNK3(32, Y2, Y6, Y10)
+	AH_CHUNK3(48, Y3, Y7, Y11)
+	AH_NEXT
+	JNZ ah3cell
+
+ah3store:
+	AH_STORE(Y0, Y1, Y2, Y3, DX)
+	AH_STORE(Y4, Y5, Y6, Y7, R14)
+	AH_STORE(Y8, Y9, Y10, Y11, R15)
+	ADDQ $64, SI
+	ADDQ $128, DX
+	ADDQ $128, R14
+	ADDQ $128, R15
+	SUBQ $32, R12
+	JNZ  ah3pass
+	VZEROUPPER
+	RET
+
+// func attnAccF16h2(v *uint16, idx *int32, p *float32, ps int, nv, stride, hd int, acc *float32, as int)
+//
+// attnAccF16h3 for two heads.
+TEXT ·attnAccF16h2(SB), NOSPLIT, $0-72
+	AH_ARGS
+
+ah2pass:
+	AH_LOAD(Y0, Y1, Y2, Y3, DX)
+	AH_LOAD(Y4, Y5, Y6, Y7, R14)
+	AH_CELLS
+	JZ ah2store
+
+ah2cell:
+	AH_ROW
+	VBROADCASTSS (R11), Y12
+	VBROADCASTSS (R11)(R13*1), Y13
+	AH_CHUNK2(0, Y0, Y4)
+	AH_CHUNK2(16, Y1, Y5)
+	AH_CHUNK2(32, Y2, Y6)
+	AH_CHUNK2(48, Y3, Y7)
+	AH_NEXT
+	JNZ ah2cell
+
+ah2store:
+	AH_STORE(Y0, Y1, Y2, Y3, DX)
+	AH_STORE(Y4, Y5, Y6, Y7, R14)
+	ADDQ $64, SI
+	ADDQ $128, DX
+	ADDQ $128, R14
+	SUBQ $32, R12
+	JNZ  ah2pass
+	VZEROUPPER
+	RET
+
+// func maxF32AVX2(x *float32, n int) float32
+//
+// The largest of x[0:n] (n a multiple of 8, ≥ 8), by eight running
+// maxima (VMAXPS), then the lanes' largest; −Inf where all are −Inf.
+TEXT ·maxF32AVX2(SB), NOSPLIT, $0-20
+	MOVQ      x+0(FP), SI
+	MOVQ      n+8(FP), CX
+	VPCMPEQD  Y0, Y0, Y0
+	VPSLLD    $23, Y0, Y0 // 0xff800000: −Inf in every lane
+	SHRQ      $3, CX
+
+maxloop:
+	VMAXPS    (SI), Y0, Y0
+	ADDQ      $32, SI
+	DECQ      CX
+	JNZ       maxloop
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS    X1, X0, X0
+	VMOVHLPS  X0, X0, X1
+	VMAXPS    X1, X0, X0
+	VMOVSHDUP X0, X1
+	VMAXSS    X1, X0, X0
+	VZEROUPPER
+	MOVSS     X0, ret+16(FP)
 	RET

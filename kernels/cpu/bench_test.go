@@ -79,3 +79,50 @@ func BenchmarkMatMulDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAttnF16 runs the F16-cache attention kernels for the two query
+// heads of one KV head (head size 64, cache rows of two KV heads, as
+// Qwen2.5-0.5B): scores and weighted sums, one head at a time
+// (attnScoresF16, attnAccF16) and both at once (attnScoresF16Heads,
+// attnAccF16Heads), over 512 cells (in L2) and 8192 (2 MiB of K, past
+// it). Mpairs/s counts (cell, head) pairs.
+//
+//	go test -run '^$' -bench AttnF16 -cpu 1 ./kernels/cpu/
+func BenchmarkAttnF16(b *testing.B) {
+	const hd, heads, stride = 64, 2, 128
+	for _, cells := range []int{512, 8192} {
+		k := make([]uint16, cells*stride)
+		for i := range k {
+			k[i] = f16bits(float32(i%13) * 0.01)
+		}
+		idx := make([]int32, cells)
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		q, out, acc := make([]float32, heads*hd), make([]float32, heads*cells), make([]float32, heads*hd)
+		for _, c := range []struct {
+			name string
+			fn   func()
+		}{
+			{"scores/one", func() {
+				for h := range heads {
+					attnScoresF16(q[h*hd:(h+1)*hd], k, idx, stride, 0.1, out[h*cells:(h+1)*cells])
+				}
+			}},
+			{"scores/heads", func() { attnScoresF16Heads(heads, q, hd, k, idx, stride, 0.1, out, cells) }},
+			{"acc/one", func() {
+				for h := range heads {
+					attnAccF16(k, idx, out[h*cells:(h+1)*cells], stride, acc[h*hd:(h+1)*hd])
+				}
+			}},
+			{"acc/heads", func() { attnAccF16Heads(heads, k, idx, out, cells, stride, acc, hd, hd) }},
+		} {
+			b.Run(fmt.Sprintf("%s/cells=%d", c.name, cells), func(b *testing.B) {
+				for b.Loop() {
+					c.fn()
+				}
+				b.ReportMetric(float64(b.N*heads*cells)/b.Elapsed().Seconds()/1e6, "Mpairs/s")
+			})
+		}
+	}
+}

@@ -109,15 +109,21 @@ var (
 	}
 )
 
-// Half-precision tiles: four weight rows (w[0:], w[ws:], w[2ws:],
-// w[3ws:], k values each, F16 or BF16 bits) against four activation rows
-// (x[0:], x[xs:], x[2xs:], x[3xs:]): out[4r+c] = weight row r · activation
-// row c, bitwise dotF16's (dotBF16's). Nil where there is no kernel for
-// them (dot_amd64.go sets them); the caller then calls dotF16 (dotBF16)
-// per pair.
+// Half-precision prefill tiles: rows weight rows (w[0:], w[ws:], …,
+// k values each, F16 or BF16 bits; rows is 4, or 3 with AVX2 and no
+// AVX-512) against four activation rows (x[0:], x[xs:], x[2xs:],
+// x[3xs:]): out[4r+c] = weight row r · activation row c, bitwise
+// dotF16's (dotBF16's). fn is nil where there is no kernel for them
+// (dot_amd64.go sets them); the caller then calls dotF16 (dotBF16) per
+// pair.
+type halfTile struct {
+	rows int
+	fn   tileHalfFunc
+}
+
 type tileHalfFunc func(w []uint16, ws int, x []float32, xs, k int, out *[16]float32)
 
-var tileF16x4, tileBF16x4 tileHalfFunc
+var tileF16, tileBF16 halfTile
 
 // tileF16x1 (nil where SIMD has none) sets out[r] for weight rows
 // w + r·ws (r < 4) against one activation row x (k values), each bitwise
@@ -128,12 +134,12 @@ var tileF16x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
 var tileBF16x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
 
 // halfAVX2 is the AVX2 set of half-precision kernels (the one-row dot,
-// the four-row decode tile, the 4x4 prefill tile), kept together for
+// the four-row decode tile, the 3x4 prefill tile), kept together for
 // the tests, which check it also where AVX-512 replaces it.
 type halfAVX2 struct {
 	dot  func(w []uint16, x []float32) float32
 	t4x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
-	t4x4 tileHalfFunc
+	t3x4 halfTile
 }
 
 var f16AVX2, bf16AVX2 halfAVX2
@@ -155,6 +161,44 @@ var (
 	attnScoresF16 = attnScoresF16Go
 	attnAccF16    = attnAccF16Go
 )
+
+// attnScoresF16Heads sets the scores of heads query heads that share
+// the cells (head h's q at q[h·hd:], its scores at out[h·os:]), each
+// bitwise attnScoresF16's for that head; attnAccF16Heads adds to each
+// head's acc[h·as:][:hd] with its weights p[h·ps:] as attnAccF16 does.
+// The assembly converts each K and V chunk once for two or three heads
+// (grouped-query attention: the heads of a group read the same rows).
+var (
+	attnScoresF16Heads = attnScoresF16HeadsGo
+	attnAccF16Heads    = attnAccF16HeadsGo
+)
+
+// maxF32 is the largest of s (−Inf for none). A NaN may or may not be
+// passed over (the assembly's VMAXPS keeps the other operand): a NaN
+// score still makes its softmax NaN through its own term.
+var maxF32 = maxF32Go
+
+func maxF32Go(s []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range s {
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+func attnScoresF16HeadsGo(heads int, q []float32, hd int, k []uint16, idx []int32, stride int, scale float32, out []float32, os int) {
+	for h := range heads {
+		attnScoresF16(q[h*hd:(h+1)*hd], k, idx, stride, scale, out[h*os:h*os+len(idx)])
+	}
+}
+
+func attnAccF16HeadsGo(heads int, v []uint16, idx []int32, p []float32, ps, stride int, acc []float32, hd, as int) {
+	for h := range heads {
+		attnAccF16(v, idx, p[h*ps:h*ps+len(idx)], stride, acc[h*as:h*as+hd])
+	}
+}
 
 func attnScoresF16Go(q []float32, k []uint16, idx []int32, stride int, scale float32, out []float32) {
 	hd := len(q)

@@ -3,8 +3,6 @@
 package cpu
 
 import (
-	"unsafe"
-
 	"golang.org/x/sys/cpu"
 )
 
@@ -39,19 +37,19 @@ var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.
 func init() {
 	if hasAVX2 {
 		useAVX2()
-		f16AVX2 = newHalfAVX2(dotF16x1AVX2, dotF16t4x1AVX2, dotF16t2x4AVX2, dotF16Go)
-		bf16AVX2 = newHalfAVX2(dotBF16x1AVX2, dotBF16t4x1AVX2, dotBF16t2x4AVX2, dotBF16Go)
+		f16AVX2 = newHalfAVX2(dotF16x1AVX2, dotF16t4x1AVX2, dotF16t3x4AVX2, dotF16Go)
+		bf16AVX2 = newHalfAVX2(dotBF16x1AVX2, dotBF16t4x1AVX2, dotBF16t3x4AVX2, dotBF16Go)
 	}
 	if hasAVX512 {
 		// four accumulators per pair (dotF16AVX2's order)
-		tileF16x4 = tileHalfAsm(dotF16t4x4Z, dotF16Go)
+		tileF16 = tileHalfAsm(4, dotF16t4x4Z, dotF16Go)
 		tileF16x1 = tile4x1Asm(dotF16t4x1AVX512, dotF16Go)
-		tileBF16x4 = tileHalfAsm(dotBF16t4x4AVX512, dotBF16Go)
+		tileBF16 = tileHalfAsm(4, dotBF16t4x4AVX512, dotBF16Go)
 	} else if hasAVX2 {
 		// one accumulator per pair (tilehalf_avx2_amd64.s)
 		dotF16, dotBF16 = f16AVX2.dot, bf16AVX2.dot
 		tileF16x1, tileBF16x1 = f16AVX2.t4x1, bf16AVX2.t4x1
-		tileF16x4, tileBF16x4 = f16AVX2.t4x4, bf16AVX2.t4x4
+		tileF16, tileBF16 = f16AVX2.t3x4, bf16AVX2.t3x4
 	}
 	if hasVNNI {
 		useVNNI()
@@ -102,11 +100,11 @@ func tile4x1Asm(kernel func(w *uint16, ws int, x *float32, n int, out *float32),
 	}
 }
 
-// tileHalfAsm wraps a half-precision tile kernel as dotF16Asm
-// (dotBF16Asm) wraps the one-row one: the kernel takes the whole vectors,
-// tail the values past them, added after, pair by pair.
-func tileHalfAsm(kernel func(w *uint16, ws int, x *float32, xs int, n int, out *float32), tail func(w []uint16, x []float32) float32) tileHalfFunc {
-	return func(w []uint16, ws int, x []float32, xs, k int, out *[16]float32) {
+// tileHalfAsm wraps a half-precision tile kernel of rows weight rows as
+// dotF16Asm (dotBF16Asm) wraps the one-row one: the kernel takes the
+// whole vectors, tail the values past them, added after, pair by pair.
+func tileHalfAsm(rows int, kernel func(w *uint16, ws int, x *float32, xs int, n int, out *float32), tail func(w []uint16, x []float32) float32) halfTile {
+	return halfTile{rows, func(w []uint16, ws int, x []float32, xs, k int, out *[16]float32) {
 		*out = [16]float32{}
 		if k == 0 {
 			return
@@ -114,19 +112,19 @@ func tileHalfAsm(kernel func(w *uint16, ws int, x *float32, xs int, n int, out *
 		if ws < k || xs < k {
 			panic("cpu: tile rows overlap")
 		}
-		_, _ = w[3*ws+k-1], x[3*xs+k-1]
+		_, _ = w[(rows-1)*ws+k-1], x[3*xs+k-1]
 		n := k &^ 7
 		if n > 0 {
 			kernel(&w[0], 2*ws, &x[0], 4*xs, n, &out[0])
 		}
 		if n < k {
-			for r := range 4 {
+			for r := range rows {
 				for c := range 4 {
 					out[4*r+c] += tail(w[r*ws+n:r*ws+k], x[c*xs+n:c*xs+k])
 				}
 			}
 		}
-	}
+	}}
 }
 
 func useAVX2() {
@@ -140,6 +138,8 @@ func useAVX2() {
 	attnAccF32 = attnAccAsm(attnAccF32AVX2, attnAccF32Go)
 	attnScoresF16 = attnScoresAsm(attnScoresF16x8, attnScoresF16Go)
 	attnAccF16 = attnAccAsm(attnAccF16AVX2, attnAccF16Go)
+	attnScoresF16Heads, attnAccF16Heads = attnScoresF16HeadsAsm, attnAccF16HeadsAsm
+	maxF32 = maxF32Asm
 }
 
 //go:noescape
@@ -153,6 +153,99 @@ func attnScoresF16x8(q *float32, k *uint16, idx *int32, groups, stride, hd int, 
 
 //go:noescape
 func attnAccF16AVX2(v *uint16, idx *int32, p *float32, nv, stride, hd int, acc *float32)
+
+//go:noescape
+func attnScoresF16x4h3(q *float32, qs int, k *uint16, idx *int32, groups, stride, hd int, scale float32, out *float32, os int)
+
+//go:noescape
+func attnScoresF16x4h2(q *float32, qs int, k *uint16, idx *int32, groups, stride, hd int, scale float32, out *float32, os int)
+
+//go:noescape
+func attnAccF16h3(v *uint16, idx *int32, p *float32, ps int, nv, stride, hd int, acc *float32, as int)
+
+//go:noescape
+func attnAccF16h2(v *uint16, idx *int32, p *float32, ps int, nv, stride, hd int, acc *float32, as int)
+
+//go:noescape
+func maxF32AVX2(x *float32, n int) float32
+
+// maxF32Asm: whole eights by maxF32AVX2, the rest in Go.
+func maxF32Asm(s []float32) float32 {
+	n := len(s) &^ 7
+	if n == 0 {
+		return maxF32Go(s)
+	}
+	return max(maxF32AVX2(&s[0], n), maxF32Go(s[n:]))
+}
+
+// headBlock is how many of r heads left the multi-head kernels take
+// next: three, or two of four, two or one.
+func headBlock(r int) int {
+	switch {
+	case r == 4:
+		return 2
+	case r >= 3:
+		return 3
+	}
+	return r
+}
+
+// attnScoresF16HeadsAsm: groups of four cells by blocks of three or two
+// heads (attnScoresF16x4h3, …h2), a single head and the last cells (fewer
+// than four) by attnScoresF16; the Go loop where the kernels do not
+// apply. Every score is bitwise attnScoresF16's for its head.
+func attnScoresF16HeadsAsm(heads int, q []float32, hd int, k []uint16, idx []int32, stride int, scale float32, out []float32, os int) {
+	nv := len(idx)
+	if heads < 2 || hd == 0 || hd%8 != 0 || nv < 4 || os < nv || !rowsFit(k, idx, stride, hd) {
+		attnScoresF16HeadsGo(heads, q, hd, k, idx, stride, scale, out, os)
+		return
+	}
+	_, _ = q[heads*hd-1], out[(heads-1)*os+nv-1]
+	g := nv / 4
+	n4 := 4 * g
+	for h := 0; h < heads; {
+		b := headBlock(heads - h)
+		switch b {
+		case 3:
+			attnScoresF16x4h3(&q[h*hd], 4*hd, &k[0], &idx[0], g, stride, hd, scale, &out[h*os], 4*os)
+		case 2:
+			attnScoresF16x4h2(&q[h*hd], 4*hd, &k[0], &idx[0], g, stride, hd, scale, &out[h*os], 4*os)
+		default:
+			attnScoresF16(q[h*hd:(h+1)*hd], k, idx[:n4], stride, scale, out[h*os:h*os+n4])
+		}
+		h += b
+	}
+	if n4 < nv {
+		for h := range heads {
+			attnScoresF16(q[h*hd:(h+1)*hd], k, idx[n4:], stride, scale, out[h*os+n4:h*os+nv])
+		}
+	}
+}
+
+// attnAccF16HeadsAsm: blocks of three or two heads by attnAccF16h3 and
+// …h2, a single head by attnAccF16; the Go loop where the kernels do not
+// apply (hd not a multiple of 64, as for attnAccF16AVX2). Every value is
+// bitwise attnAccF16's for its head.
+func attnAccF16HeadsAsm(heads int, v []uint16, idx []int32, p []float32, ps, stride int, acc []float32, hd, as int) {
+	nv := len(idx)
+	if heads < 2 || hd == 0 || hd%64 != 0 || nv == 0 || ps < nv || as < hd || !rowsFit(v, idx, stride, hd) {
+		attnAccF16HeadsGo(heads, v, idx, p, ps, stride, acc, hd, as)
+		return
+	}
+	_, _ = p[(heads-1)*ps+nv-1], acc[(heads-1)*as+hd-1]
+	for h := 0; h < heads; {
+		b := headBlock(heads - h)
+		switch b {
+		case 3:
+			attnAccF16h3(&v[0], &idx[0], &p[h*ps], 4*ps, nv, stride, hd, &acc[h*as], 4*as)
+		case 2:
+			attnAccF16h2(&v[0], &idx[0], &p[h*ps], 4*ps, nv, stride, hd, &acc[h*as], 4*as)
+		default:
+			attnAccF16(v, idx, p[h*ps:h*ps+nv], stride, acc[h*as:h*as+hd])
+		}
+		h += b
+	}
+}
 
 // rowsFit reports whether rows idx (all ≥ 0) of a matrix of stride
 // values hold hd values each inside m.
@@ -333,27 +426,18 @@ func dotF16t4x1AVX2(w *uint16, ws int, x *float32, n int, out *float32)
 func dotBF16t4x1AVX2(w *uint16, ws int, x *float32, n int, out *float32)
 
 //go:noescape
-func dotF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+func dotF16t3x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 
 //go:noescape
-func dotBF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+func dotBF16t3x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 
 func newHalfAVX2(one func(w *uint16, x *float32, n int) float32,
 	t41 func(w *uint16, ws int, x *float32, n int, out *float32),
-	t24 func(w *uint16, ws int, x *float32, xs int, n int, out *float32),
+	t34 func(w *uint16, ws int, x *float32, xs int, n int, out *float32),
 	tail func(w []uint16, x []float32) float32) halfAVX2 {
 	return halfAVX2{
 		dot:  halfDotAsm(one, tail),
 		t4x1: tile4x1Asm(t41, tail),
-		t4x4: tileHalfAsm(tile2x4Twice(t24), tail),
-	}
-}
-
-// tile2x4Twice makes a 4x4 tile kernel (tileHalfAsm's) of a 2x4 one:
-// weight rows 0 and 1, then 2 and 3 (ws bytes apart).
-func tile2x4Twice(k2 func(w *uint16, ws int, x *float32, xs int, n int, out *float32)) func(w *uint16, ws int, x *float32, xs int, n int, out *float32) {
-	return func(w *uint16, ws int, x *float32, xs int, n int, out *float32) {
-		k2(w, ws, x, xs, n, out)
-		k2((*uint16)(unsafe.Add(unsafe.Pointer(w), 2*ws)), ws, x, xs, n, (*float32)(unsafe.Add(unsafe.Pointer(out), 32)))
+		t3x4: tileHalfAsm(3, t34, tail),
 	}
 }

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"bytes"
-	"math"
 	"unsafe"
 
 	"github.com/vkllm/vkllm/tensor"
@@ -90,8 +89,8 @@ const (
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
 //	                           dotQ4_K / dotQ6_K
 //	F32, F16, BF16 weights     dotF32 / dotF16 / dotBF16 on x, in place
-//	                           (F16, BF16: by 4x4 tiles where SIMD has
-//	                           them, tileF16x4 / tileBF16x4)
+//	                           (F16, BF16: by tiles where SIMD has
+//	                           them, tileF16 / tileBF16)
 //	other dtypes               the row dequantised (tensor.Dequantize)
 //	                           into scratch, then dotF32
 func (b *Backend) matMulFast(d, xs, wt *Tensor) {
@@ -109,7 +108,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	}
 	x := xs.f32
 	var rowDot func(w, j, i int) float32 // dst[i, j] on worker w
-	var th tileHalfFunc                  // F16 or BF16 weights: their tile, if any
+	var th halfTile                      // F16 or BF16 weights: their tile, if any
 	var hw []uint16                      // and the weight, (m, k)
 	switch {
 	case !wt.weight && wt.dt == tensor.F32:
@@ -122,11 +121,11 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	case wt.dt == tensor.F16 && littleEndian:
 		w := u16view(wt.raw)
 		rowDot = func(_, j, i int) float32 { return dotF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
-		th, hw = tileF16x4, w
+		th, hw = tileF16, w
 	case wt.dt == tensor.BF16 && littleEndian:
 		w := u16view(wt.raw)
 		rowDot = func(_, j, i int) float32 { return dotBF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
-		th, hw = tileBF16x4, w
+		th, hw = tileBF16, w
 	case wt.dt == tensor.Q8_0, wt.dt == tensor.Q4_0, wt.dt == tensor.Q4_1, wt.dt == tensor.Q4_K, wt.dt == tensor.Q6_K:
 		qx, dx, sx := b.quantizeActivations(xs)
 		nb, rb := k/32, wt.rowBytes
@@ -176,8 +175,8 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		}
 	}
 	per := rowsPerTask
-	if th != nil {
-		per = 64
+	if th.fn != nil {
+		per = 16 * th.rows
 	}
 	if n == 1 {
 		// Decode: each thread's part of the weight (contiguous, as
@@ -196,20 +195,20 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		chunks := max(1, (part*rb+decodeTaskBytes-1)/decodeTaskBytes)
 		per = max(4, (part+chunks-1)/chunks+3) &^ 3
 	}
-	if t4 != nil || th != nil {
+	if t4 != nil || th.fn != nil {
 		for w := range b.threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
 			b.scratch.buf(b.threads, w, 16)
 		}
 	}
 	b.pool.runRanges(m, per, func(w, j0, j1 int) {
 		var out *[16]float32
-		if t4 != nil || th != nil {
+		if t4 != nil || th.fn != nil {
 			out = (*[16]float32)(b.scratch.work[w][:16])
 		}
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
 			j := j0
-			if t41 := halfDecodeTile(wt.dt); th != nil && t41 != nil && n < 4 {
+			if t41 := halfDecodeTile(wt.dt); th.fn != nil && t41 != nil && n < 4 {
 				// F16 (BF16) decode, each value bitwise dotF16 (dotBF16).
 				j = decodeQuarters(d.f32, m, i0, i1, j0, j1, out, func(j, q, i int) {
 					t41(hw[j*k:], q*k, x[i*k:(i+1)*k], k, out)
@@ -236,20 +235,22 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 					}
 				}
 			}
-			if th != nil && n >= 4 {
-				// F16, BF16: 4x4 tiles, then one pair at a time for
-				// the activation rows left (bitwise the same values).
+			if th.fn != nil && n >= 4 {
+				// F16, BF16: tiles of th.rows weight rows by four
+				// activation rows, then one pair at a time for the
+				// activation rows left (bitwise the same values).
 				// Activation rows outside: four of them stay in cache
-				// while the task's weight rows (64 · k halves, in L2
-				// for k up to 2048) pass by; with weight rows outside,
-				// the tile's 64 activation rows (256·k bytes) would be
-				// read again from L3 for every four weight rows.
-				jEnd := j + (j1-j)&^3
+				// while the task's weight rows (16·th.rows · k halves,
+				// in L2 for k up to 2048) pass by; with weight rows
+				// outside, the tile's 64 activation rows (256·k bytes)
+				// would be read again from L3 for every tile.
+				tr := th.rows
+				jEnd := j + (j1-j)/tr*tr
 				i := i0
 				for ; i+4 <= i1; i += 4 {
-					for jj := j; jj < jEnd; jj += 4 {
-						th(hw[jj*k:], k, x[i*k:], k, k, out)
-						putTile(d.f32, m, i, jj, out)
+					for jj := j; jj < jEnd; jj += tr {
+						th.fn(hw[jj*k:], k, x[i*k:], k, k, out)
+						putTileRows(d.f32, m, i, jj, tr, out)
 					}
 				}
 				for ; i < i1; i++ {
@@ -329,6 +330,47 @@ func decodeQuarters(dst []float32, m, i0, i1, j0, j1 int, out *[16]float32, tile
 
 // putTile stores a 4x4 tile's out (weight row r, activation row c at
 // out[4r+c]) into dst (n, m) at activation rows i… and columns j….
+// sumF64 sums s in float64 by four partial sums (element i into sum
+// i mod 4 of the whole fours, the rest into the first), added
+// (s0+s1)+(s2+s3): a fixed order, four times as many additions in flight
+// as one running sum.
+func sumF64(s []float32) float64 {
+	var s0, s1, s2, s3 float64
+	n := len(s) &^ 3
+	for i := 0; i < n; i += 4 {
+		v := s[i : i+4 : i+4]
+		s0 += float64(v[0])
+		s1 += float64(v[1])
+		s2 += float64(v[2])
+		s3 += float64(v[3])
+	}
+	for _, v := range s[n:] {
+		s0 += float64(v)
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// putTileRows stores a tile of rows weight rows (out[4r+c], r < rows)
+// as putTile does a 4x4 one.
+func putTileRows(dst []float32, m, i, j, rows int, out *[16]float32) {
+	switch rows {
+	case 4:
+		putTile(dst, m, i, j, out)
+	case 3:
+		for c := range 4 {
+			row := dst[(i+c)*m+j:][:3]
+			row[0], row[1], row[2] = out[c], out[4+c], out[8+c]
+		}
+	default:
+		for c := range 4 {
+			row := dst[(i+c)*m+j:][:rows]
+			for r := range row {
+				row[r] = out[4*r+c]
+			}
+		}
+	}
+}
+
 func putTile(dst []float32, m, i, j int, out *[16]float32) {
 	for c := range 4 {
 		row := dst[(i+c)*m+j:][:4]
@@ -356,16 +398,17 @@ func (b *Backend) quantizeActivations(xs *Tensor) (qx []int8, dx, sx []float32) 
 // q·k with dotF32/dotF16 (the cache's dtype), the softmax weights
 // p_j = exp(s_j − max) in float32 (the vector exp), and out = Σ p_j·v_j
 // accumulated in float32 with axpyF32/axpyF16 over the visible cells in
-// index order, divided by Σ p_j (summed in float64) at the end.
+// index order, divided by Σ p_j (summed in float64, sumF64) at the end.
 //
 // A task is a token and a run of the query heads that share one KV head
 // (all of them when there are enough tasks for the threads). Each
 // token's mask row is scanned once for all its tasks, into a list of
 // its visible cells; then each head's scores and sum are one
-// attnScoresF32 and one attnAccF32 call over the visible cells
-// (attnScoresF16 and attnAccF16 for an F16 cache). Each head's
-// arithmetic is the same whatever the run, so the split never changes a
-// value.
+// attnScoresF32 and one attnAccF32 call over the visible cells (for an
+// F16 cache one attnScoresF16Heads and one attnAccF16Heads call for the
+// run's heads, which convert each K and V row once for two or three of
+// them). Each head's arithmetic is the same whatever the run, so the
+// split never changes a value.
 func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, scale float32) {
 	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
 	group := heads / kvHeads
@@ -416,38 +459,32 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 		scores := func(h int) []float32 { return buf[(h-h0)*cells:][:nv] }
 		acc := func(h int) []float32 { return buf[run*cells+(h-h0)*hd:][:hd] }
 		q := func(h int) []float32 { return qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd] }
-		for h := h0; h < h1; h++ {
-			if ks.dt == tensor.F32 {
+		if ks.dt == tensor.F32 {
+			for h := h0; h < h1; h++ {
 				attnScoresF32(q(h), ks.f32[off:], seen[:nv], ks.cols, scale, scores(h))
-			} else {
-				attnScoresF16(q(h), ks.f16[off:], seen[:nv], ks.cols, scale, scores(h))
 			}
+		} else {
+			// the run's heads at once (each K row converted once)
+			attnScoresF16Heads(h1-h0, qs.f32[t*qs.cols+h0*hd:t*qs.cols+h1*hd], hd, ks.f16[off:], seen, ks.cols, scale, buf[:run*cells], cells)
 		}
 		var sumsBuf [16]float64 // one per head of the run (fewer than 16 in every model here)
 		sums := sumsBuf[:0]
 		for h := h0; h < h1; h++ {
 			sc := scores(h)
-			mx := float32(math.Inf(-1))
-			for _, v := range sc {
-				mx = max(mx, v)
-			}
+			mx := maxF32(sc)
 			for c := range sc {
 				sc[c] -= mx
 			}
 			expF32(sc)
-			var sum float64
-			for _, p := range sc {
-				sum += float64(p)
-			}
-			sums = append(sums, sum)
+			sums = append(sums, sumF64(sc))
 			clear(acc(h))
 		}
-		for h := h0; h < h1; h++ {
-			if vs.dt == tensor.F32 {
+		if vs.dt == tensor.F32 {
+			for h := h0; h < h1; h++ {
 				attnAccF32(vs.f32[off:], seen[:nv], scores(h), vs.cols, acc(h))
-			} else {
-				attnAccF16(vs.f16[off:], seen[:nv], scores(h), vs.cols, acc(h))
 			}
+		} else {
+			attnAccF16Heads(h1-h0, vs.f16[off:], seen, buf[:run*cells], cells, vs.cols, buf[run*cells:run*(cells+hd)], hd, hd)
 		}
 		for h := h0; h < h1; h++ {
 			out, a := d.f32[t*d.cols+h*hd:t*d.cols+(h+1)*hd], acc(h)

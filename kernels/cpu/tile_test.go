@@ -205,6 +205,91 @@ func TestAttnKernelsBitwise(t *testing.T) {
 	}
 }
 
+// maxF32 (the softmax's max; assembly where SIMD says so) against the
+// Go loop at every length up to 40, the largest value at every place,
+// and all −Inf.
+func TestMaxF32(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for n := range 41 {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(r.NormFloat64())
+		}
+		for at := range n {
+			s2 := append([]float32(nil), s...)
+			s2[at] = 100
+			if got := maxF32(s2); got != 100 {
+				t.Errorf("n=%d: largest at %d: maxF32 %v, want 100", n, at, got)
+			}
+		}
+		if got, want := maxF32(s), maxF32Go(s); got != want {
+			t.Errorf("n=%d: maxF32 %v, Go %v", n, got, want)
+		}
+		for i := range s {
+			s[i] = float32(math.Inf(-1))
+		}
+		if got := maxF32(s); !math.IsInf(float64(got), -1) {
+			t.Errorf("n=%d all −Inf: maxF32 %v", n, got)
+		}
+	}
+}
+
+// The multi-head attention kernels over an F16 cache (grouped-query
+// attention: several query heads on the same cells): every score and
+// weighted sum bitwise the one-head kernels' for its head, for one to
+// seven heads, cell counts around the four-cell groups, head sizes the
+// assembly takes (multiples of 8; of 64 for the sums) and others.
+func TestAttnHeadsBitwise(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, hd := range []int{8, 24, 64, 96, 128} {
+		for _, nv := range []int{1, 3, 4, 5, 8, 13, 40} {
+			for heads := 1; heads <= 7; heads++ {
+				const cells = 40
+				stride := 2*hd + 8
+				k, v := make([]uint16, cells*stride), make([]uint16, cells*stride)
+				for i := range k {
+					k[i], v[i] = f16bits(float32(r.NormFloat64())), f16bits(float32(r.NormFloat64()))
+				}
+				idx := make([]int32, nv)
+				for c := range idx {
+					idx[c] = int32(r.IntN(cells))
+				}
+				q := make([]float32, heads*hd)
+				for i := range q {
+					q[i] = float32(r.NormFloat64())
+				}
+				os, as, off := nv+5, hd+8, hd+3
+				got, p := make([]float32, heads*os), make([]float32, heads*os)
+				for i := range p {
+					p[i] = r.Float32()
+				}
+				acc := make([]float32, heads*as)
+				for i := range acc {
+					acc[i] = float32(i % 7)
+				}
+				want := append([]float32(nil), acc...)
+				attnScoresF16Heads(heads, q, hd, k[off:], idx, stride, 0.125, got, os)
+				attnAccF16Heads(heads, v[off:], idx, p, os, stride, acc, hd, as)
+				for h := range heads {
+					one := make([]float32, nv)
+					attnScoresF16(q[h*hd:(h+1)*hd], k[off:], idx, stride, 0.125, one)
+					for c := range nv {
+						if g := got[h*os+c]; math.Float32bits(g) != math.Float32bits(one[c]) {
+							t.Errorf("hd=%d nv=%d heads=%d: head %d cell %d score %v, one-head %v", hd, nv, heads, h, c, g, one[c])
+						}
+					}
+					attnAccF16(v[off:], idx, p[h*os:h*os+nv], stride, want[h*as:h*as+hd])
+				}
+				for i := range acc {
+					if math.Float32bits(acc[i]) != math.Float32bits(want[i]) {
+						t.Errorf("hd=%d nv=%d heads=%d: acc[%d] = %v, one-head %v", hd, nv, heads, i, acc[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
 // The F16 and BF16 tiles (where SIMD has them) against dotF16 and
 // dotBF16 per pair: bitwise equal, at lengths of whole 32-chunks, 8-chunks
 // past them and values past those, with rows padded past their values.
@@ -213,18 +298,18 @@ func TestHalfTilesBitwise(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, c := range []struct {
 		name string
-		tile tileHalfFunc
+		tile halfTile
 		t4x1 func(w []uint16, ws int, x []float32, k int, out *[16]float32)
 		one  func(w []uint16, x []float32) float32
 		bits func(float32) uint16
 	}{
-		{"F16", tileF16x4, tileF16x1, dotF16, f16bits},
-		{"BF16", tileBF16x4, tileBF16x1, dotBF16, bf16bits},
+		{"F16", tileF16, tileF16x1, dotF16, f16bits},
+		{"BF16", tileBF16, tileBF16x1, dotBF16, bf16bits},
 		// the AVX2 set, also where AVX-512 kernels replace it
-		{"F16/avx2", f16AVX2.t4x4, f16AVX2.t4x1, f16AVX2.dot, f16bits},
-		{"BF16/avx2", bf16AVX2.t4x4, bf16AVX2.t4x1, bf16AVX2.dot, bf16bits},
+		{"F16/avx2", f16AVX2.t3x4, f16AVX2.t4x1, f16AVX2.dot, f16bits},
+		{"BF16/avx2", bf16AVX2.t3x4, bf16AVX2.t4x1, bf16AVX2.dot, bf16bits},
 	} {
-		if c.tile == nil {
+		if c.tile.fn == nil {
 			t.Logf("%s: no tile kernel (%s)", c.name, SIMD())
 			continue
 		}
@@ -239,8 +324,8 @@ func TestHalfTilesBitwise(t *testing.T) {
 					x[i] = float32(r.NormFloat64())
 				}
 				var out [16]float32
-				c.tile(w, ws, x, xs, k, &out)
-				for row := range 4 {
+				c.tile.fn(w, ws, x, xs, k, &out)
+				for row := range c.tile.rows {
 					for col := range 4 {
 						want := c.one(w[row*ws:row*ws+k], x[col*xs:col*xs+k])
 						if got := out[4*row+col]; math.Float32bits(got) != math.Float32bits(want) {

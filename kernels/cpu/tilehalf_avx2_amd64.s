@@ -10,7 +10,7 @@
 // lanes are reduced at the end by HSUM_Y0_X0. The one-row kernels
 // (dotF16x1AVX2, dotBF16x1AVX2: the fast path's dotF16 and dotBF16
 // there), the decode tiles (four weight rows, one activation row) and
-// the prefill tiles (two weight rows, four activation rows) do exactly
+// the prefill tiles (three weight rows, four activation rows) do exactly
 // these steps, so every value is the same whichever computes it. (With
 // AVX-512 the kernels keep four accumulators per pair, dot_amd64.s and
 // tilehalf_amd64.s: their prefill tile fits them in 32 registers; here
@@ -118,30 +118,6 @@ done: \
 	VZEROUPPER \
 	RET
 
-// HFMA8(o): the eight pairs' accumulators += Y8 (weight row 0's
-// converted chunk) and Y9 (row 1's) times the four activation chunks at
-// o(R12), loaded once into Y10…Y13.
-#define HFMA8(o) \
-	VMOVUPS     o(R12), Y10 \
-	VMOVUPS     o(R12)(R9*1), Y11 \
-	VMOVUPS     o(R12)(R9*2), Y12 \
-	VMOVUPS     o(R12)(R10*1), Y13 \
-	VFMADD231PS Y10, Y8, Y0 \
-	VFMADD231PS Y11, Y8, Y1 \
-	VFMADD231PS Y12, Y8, Y2 \
-	VFMADD231PS Y13, Y8, Y3 \
-	VFMADD231PS Y10, Y9, Y4 \
-	VFMADD231PS Y11, Y9, Y5 \
-	VFMADD231PS Y12, Y9, Y6 \
-	VFMADD231PS Y13, Y9, Y7
-
-// HCHUNK(conv, wo, xo): the chunk at wo(R11) of both weight rows against
-// the activation chunks at xo(R12).
-#define HCHUNK(conv, wo, xo) \
-	conv(wo(R11), Y8) \
-	conv(wo(R11)(R8*1), Y9) \
-	HFMA8(xo)
-
 // HOUT(y, p): out[p] (R11) = y's lanes reduced (through Y0; X1
 // scratch, so Y1 is moved away first).
 #define HOUT(y, p) \
@@ -149,10 +125,36 @@ done: \
 	HSUM_Y0_X0 \
 	MOVSS   X0, 4*p(R11)
 
-// T24BODY(conv, loop4, loop1, done): two weight rows (w, ws bytes apart)
-// against four activation rows (x, xs bytes apart): pair (r, c) in
-// Y(4r+c); out[4r+c].
-#define T24BODY(conv, loop4, loop1, done) \
+// H3CHUNK(conv, wo, xo): the chunk at wo(R11) of the three weight rows
+// (converted into Y12…Y14) against the four activation rows' chunks at
+// xo(R12), one activation chunk at a time in Y15; pair (r, c) in
+// Y(4r+c).
+#define H3CHUNK(conv, wo, xo) \
+	conv(wo(R11), Y12) \
+	conv(wo(R11)(R8*1), Y13) \
+	conv(wo(R11)(R8*2), Y14) \
+	VMOVUPS     xo(R12), Y15 \
+	VFMADD231PS Y15, Y12, Y0 \
+	VFMADD231PS Y15, Y13, Y4 \
+	VFMADD231PS Y15, Y14, Y8 \
+	VMOVUPS     xo(R12)(R9*1), Y15 \
+	VFMADD231PS Y15, Y12, Y1 \
+	VFMADD231PS Y15, Y13, Y5 \
+	VFMADD231PS Y15, Y14, Y9 \
+	VMOVUPS     xo(R12)(R9*2), Y15 \
+	VFMADD231PS Y15, Y12, Y2 \
+	VFMADD231PS Y15, Y13, Y6 \
+	VFMADD231PS Y15, Y14, Y10 \
+	VMOVUPS     xo(R12)(R10*1), Y15 \
+	VFMADD231PS Y15, Y12, Y3 \
+	VFMADD231PS Y15, Y13, Y7 \
+	VFMADD231PS Y15, Y14, Y11
+
+// T34BODY(conv, loop4, loop1, done): three weight rows (w, ws bytes
+// apart) against four activation rows (x, xs bytes apart): pair (r, c)
+// in Y(4r+c); out[4r+c], r < 3. Per chunk three conversions, four
+// activation loads and twelve FMAs (the 2x4 tile: two, four and eight).
+#define T34BODY(conv, loop4, loop1, done) \
 	MOVQ   w+0(FP), R11 \
 	MOVQ   ws+8(FP), R8 \
 	MOVQ   x+16(FP), R12 \
@@ -167,13 +169,17 @@ done: \
 	VXORPS Y5, Y5, Y5 \
 	VXORPS Y6, Y6, Y6 \
 	VXORPS Y7, Y7, Y7 \
+	VXORPS Y8, Y8, Y8 \
+	VXORPS Y9, Y9, Y9 \
+	VXORPS Y10, Y10, Y10 \
+	VXORPS Y11, Y11, Y11 \
 	CMPQ   CX, $32 \
 	JLT    loop1 \
 loop4: \
-	HCHUNK(conv, 0, 0) \
-	HCHUNK(conv, 16, 32) \
-	HCHUNK(conv, 32, 64) \
-	HCHUNK(conv, 48, 96) \
+	H3CHUNK(conv, 0, 0) \
+	H3CHUNK(conv, 16, 32) \
+	H3CHUNK(conv, 32, 64) \
+	H3CHUNK(conv, 48, 96) \
 	ADDQ   $64, R11 \
 	ADDQ   $128, R12 \
 	SUBQ   $32, CX \
@@ -182,22 +188,26 @@ loop4: \
 loop1: \
 	TESTQ  CX, CX \
 	JZ     done \
-	HCHUNK(conv, 0, 0) \
+	H3CHUNK(conv, 0, 0) \
 	ADDQ   $16, R11 \
 	ADDQ   $32, R12 \
 	SUBQ   $8, CX \
 	JMP    loop1 \
 done: \
 	MOVQ   out+40(FP), R11 \
-	VMOVAPS Y1, Y9 \
+	VMOVAPS Y1, Y12 \
 	HOUT(Y0, 0) \
-	HOUT(Y9, 1) \
+	HOUT(Y12, 1) \
 	HOUT(Y2, 2) \
 	HOUT(Y3, 3) \
 	HOUT(Y4, 4) \
 	HOUT(Y5, 5) \
 	HOUT(Y6, 6) \
 	HOUT(Y7, 7) \
+	HOUT(Y8, 8) \
+	HOUT(Y9, 9) \
+	HOUT(Y10, 10) \
+	HOUT(Y11, 11) \
 	VZEROUPPER \
 	RET
 
@@ -217,10 +227,10 @@ TEXT ·dotF16t4x1AVX2(SB), NOSPLIT, $0-40
 TEXT ·dotBF16t4x1AVX2(SB), NOSPLIT, $0-40
 	T41BODY(CONVBF16, bf16t41l, bf16t41done)
 
-// func dotF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
-TEXT ·dotF16t2x4AVX2(SB), NOSPLIT, $0-48
-	T24BODY(CONVF16, f16t24l4, f16t24l1, f16t24done)
+// func dotF16t3x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+TEXT ·dotF16t3x4AVX2(SB), NOSPLIT, $0-48
+	T34BODY(CONVF16, f16t34l4, f16t34l1, f16t34done)
 
-// func dotBF16t2x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
-TEXT ·dotBF16t2x4AVX2(SB), NOSPLIT, $0-48
-	T24BODY(CONVBF16, bf16t24l4, bf16t24l1, bf16t24done)
+// func dotBF16t3x4AVX2(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+TEXT ·dotBF16t3x4AVX2(SB), NOSPLIT, $0-48
+	T34BODY(CONVBF16, bf16t34l4, bf16t34l1, bf16t34done)
