@@ -121,6 +121,17 @@ type Backend interface {
 	Argmax(dst, x Tensor)
 }
 
+// MultiMatMul is a Backend that can also run several MatMuls of one
+// activation as one op: MatMuls(dst, x, w) sets every dst[i] to exactly
+// what MatMul(dst[i], x, w[i]) would (len(dst) == len(w)). A backend
+// runs them together where that saves work (the CPU backend: one
+// quantisation of x and one synchronisation of its threads for a layer's
+// Q, K and V, or gate and up, when their weights are packed alike) and
+// one by one elsewhere. The decoder uses it where the backend has it.
+type MultiMatMul interface {
+	MatMuls(dst []Tensor, x Tensor, w []Tensor)
+}
+
 // Check reports what is wrong with p, if anything: backends call it
 // before rotating (a bad RoPE is a programming error, so they panic).
 func (p RoPE) Check() error {

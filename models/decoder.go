@@ -11,15 +11,17 @@ import (
 // scratch holds the activations of a forward pass over n tokens.
 type scratch struct {
 	n               int
-	ids, pos, cells kernels.Tensor   // I32 (n)
-	mask            kernels.Tensor   // F32 (n, cells)
-	x, h            kernels.Tensor   // (n, hidden)
-	q, attn         kernels.Tensor   // (n, heads*hd)
-	k, v            kernels.Tensor   // (n, kv*hd)
-	o, down         kernels.Tensor   // (n, hidden)
-	gate, up        kernels.Tensor   // (n, inter)
-	all             []kernels.Tensor // everything above and in outs
-	outs            map[int]*outputs // by rows of logits asked for
+	ids, pos, cells kernels.Tensor    // I32 (n)
+	mask            kernels.Tensor    // F32 (n, cells)
+	x, h            kernels.Tensor    // (n, hidden)
+	q, attn         kernels.Tensor    // (n, heads*hd)
+	k, v            kernels.Tensor    // (n, kv*hd)
+	o, down         kernels.Tensor    // (n, hidden)
+	gate, up        kernels.Tensor    // (n, inter)
+	qkv             [3]kernels.Tensor // q, k, v (for kernels.MultiMatMul)
+	gateUp          [2]kernels.Tensor // gate, up
+	all             []kernels.Tensor  // everything above and in outs
+	outs            map[int]*outputs  // by rows of logits asked for
 	hostMask        []float32
 }
 
@@ -110,6 +112,7 @@ func (ctx *Context) getScratch(n int) (*scratch, error) {
 			return nil, err
 		}
 	}
+	s.qkv, s.gateUp = [3]kernels.Tensor{s.q, s.k, s.v}, [2]kernels.Tensor{s.gate, s.up}
 	s.hostMask = make([]float32, n*ctx.p.ContextLen)
 	ctx.scratch[n] = s
 	return s, nil
@@ -154,9 +157,7 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	for l := range w.layers {
 		ly := &w.layers[l]
 		b.RMSNorm(s.h, s.x, ly.attnNorm, eps)
-		b.MatMul(s.q, s.h, ly.q)
-		b.MatMul(s.k, s.h, ly.k)
-		b.MatMul(s.v, s.h, ly.v)
+		matMuls(b, s.qkv[:], s.h, ly.qkv[:])
 		if ly.qBias != nil {
 			b.Add(s.q, s.q, ly.qBias)
 			b.Add(s.k, s.k, ly.kBias)
@@ -174,8 +175,7 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		b.Add(s.x, s.x, s.o)
 
 		b.RMSNorm(s.h, s.x, ly.ffnNorm, eps)
-		b.MatMul(s.gate, s.h, ly.gate)
-		b.MatMul(s.up, s.h, ly.up)
+		matMuls(b, s.gateUp[:], s.h, ly.gateUp[:])
 		b.SwiGLU(s.gate, s.gate, s.up)
 		b.MatMul(s.down, s.gate, ly.down)
 		b.Add(s.x, s.x, s.down)
@@ -215,4 +215,17 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		ctx.logits = ctx.logits[:need]
 	}
 	return b.GetF32(lt, ctx.logits)
+}
+
+// matMuls sets dst[i] = x·w[i]ᵀ for every i: as one op where the backend
+// has kernels.MultiMatMul (the same values, fewer synchronisations), else
+// one MatMul each.
+func matMuls(b kernels.Backend, dst []kernels.Tensor, x kernels.Tensor, w []kernels.Tensor) {
+	if mb, ok := b.(kernels.MultiMatMul); ok {
+		mb.MatMuls(dst, x, w)
+		return
+	}
+	for i := range w {
+		b.MatMul(dst[i], x, w[i])
+	}
 }

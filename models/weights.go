@@ -10,12 +10,14 @@ import (
 // layer holds one decoder block's weights on the backend. Biases are nil
 // when the model has none.
 type layer struct {
-	attnNorm       kernels.Tensor // (hidden) F32
-	q, k, v, o     kernels.Tensor // (heads*hd, hidden), (kv*hd, hidden), (kv*hd, hidden), (hidden, heads*hd)
-	qBias, kBias   kernels.Tensor // (heads*hd), (kv*hd) F32
-	vBias, oBias   kernels.Tensor // (kv*hd), (hidden) F32
-	ffnNorm        kernels.Tensor // (hidden) F32
-	gate, up, down kernels.Tensor // (inter, hidden), (inter, hidden), (hidden, inter)
+	attnNorm       kernels.Tensor    // (hidden) F32
+	q, k, v, o     kernels.Tensor    // (heads*hd, hidden), (kv*hd, hidden), (kv*hd, hidden), (hidden, heads*hd)
+	qBias, kBias   kernels.Tensor    // (heads*hd), (kv*hd) F32
+	vBias, oBias   kernels.Tensor    // (kv*hd), (hidden) F32
+	ffnNorm        kernels.Tensor    // (hidden) F32
+	gate, up, down kernels.Tensor    // (inter, hidden), (inter, hidden), (hidden, inter)
+	qkv            [3]kernels.Tensor // q, k, v (for kernels.MultiMatMul)
+	gateUp         [2]kernels.Tensor // gate, up
 }
 
 // weights is the whole decoder on the backend.
@@ -218,6 +220,7 @@ func loadWeights(f *Files, b kernels.Backend) (w *weights, err error) {
 				return nil, err
 			}
 		}
+		ly.qkv, ly.gateUp = [3]kernels.Tensor{ly.q, ly.k, ly.v}, [2]kernels.Tensor{ly.gate, ly.up}
 	}
 	return w, nil
 }

@@ -78,6 +78,11 @@ const (
 	// decodeTaskBytes: in decode (n = 1) a thread's part of the weight
 	// goes by tasks of about this many bytes.
 	decodeTaskBytes = 1 << 20
+
+	// decodeLeastBytes: the smallest decode task, which a thread's part
+	// shrinks to at its end (pool.runRangesGuided), so that the threads
+	// finish an op together.
+	decodeLeastBytes = 64 << 10
 )
 
 // matMulFast is MatMul on the fast path. Every dst element is one call

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/vkllm/vkllm/kernels"
@@ -172,25 +173,28 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 	}
 }
 
-// runRanges covers [0, n) exactly once, in chunks of at most chunk, with
-// worker ids in range.
+// runRanges and runRangesGuided cover [0, n) exactly once, in chunks of
+// at most chunk, with worker ids in range.
 func TestPoolRangesCoverOnce(t *testing.T) {
 	for _, threads := range []int{1, 2, 5} {
 		p := newPool(threads)
-		for _, c := range [][2]int{{0, 4}, {1, 4}, {7, 1}, {100, 16}, {1000, 7}} {
-			n, chunk := c[0], c[1]
+		for _, c := range [][3]int{{0, 4, 4}, {1, 4, 4}, {7, 1, 1}, {100, 16, 16}, {1000, 7, 7}, {100, 16, 1}, {1000, 64, 5}, {1000, 1000, 3}} {
+			n, chunk, least := c[0], c[1], c[2]
+			var mu sync.Mutex
 			hits := make([]int32, n)
-			p.runRanges(n, chunk, func(w, lo, hi int) {
+			p.runRangesGuided(n, chunk, least, func(w, lo, hi int) {
 				if w < 0 || w >= threads || hi-lo > chunk || lo >= hi {
 					t.Errorf("worker %d of %d, range [%d, %d) with chunk %d", w, threads, lo, hi, chunk)
 				}
+				mu.Lock()
 				for i := lo; i < hi; i++ {
 					hits[i]++
 				}
+				mu.Unlock()
 			})
 			for i, h := range hits {
 				if h != 1 {
-					t.Fatalf("threads %d, n %d: item %d covered %d times", threads, n, i, h)
+					t.Fatalf("threads %d, n %d, chunk %d, least %d: item %d covered %d times", threads, n, chunk, least, i, h)
 				}
 			}
 		}

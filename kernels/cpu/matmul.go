@@ -68,3 +68,31 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 		}
 	})
 }
+
+// MatMuls (kernels.MultiMatMul) sets dst[i] = x·w[i]ᵀ for every i, each
+// value exactly MatMul's. On the fast path, weights packed alike (one
+// dtype, the same row length) go as one op: x quantised once, one pool
+// job over all their row groups. Anything else is one MatMul each.
+func (b *Backend) MatMuls(dst []kernels.Tensor, x kernels.Tensor, w []kernels.Tensor) {
+	const op = "MatMuls"
+	must(len(dst) == len(w), "%s: %d outputs for %d weights", op, len(dst), len(w))
+	if b.fast && len(w) > 1 {
+		xs := activation(op, x)
+		ds, ws := make([]*Tensor, len(w)), make([]*Tensor, len(w))
+		alike := true
+		for i := range w {
+			ds[i], ws[i] = activation(op, dst[i]), tensorOf(op, w[i])
+			wt, d := ws[i], ds[i]
+			must(wt.floatRows(), "%s: weight %v has no float rows", op, wt)
+			must(wt.cols == xs.cols && d.rows == xs.rows && d.cols == wt.rows, "%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
+			alike = alike && wt.pk != nil && wt.dt == ws[0].dt
+		}
+		if alike && xs.rows > 0 {
+			b.matMulPackedMulti(ds, xs, ws)
+			return
+		}
+	}
+	for i := range w {
+		b.MatMul(dst[i], x, w[i])
+	}
+}

@@ -263,46 +263,71 @@ func fma32(a, b, c float32) float32 {
 // once, then every group of eight weight rows against the activation rows
 // by fours (the x4 kernel) and the rest one by one (x1).
 func (b *Backend) matMulPacked(d, xs, wt *Tensor) {
-	n, k, m := xs.rows, xs.cols, wt.rows
-	nb := k / packValues(wt.dt) // packed blocks per row
+	b.matMulPackedMulti([]*Tensor{d}, xs, []*Tensor{wt})
+}
+
+// matMulPackedMulti is matMulPacked for several weights packed alike
+// (one dtype, rows of xs.cols values) against the same activations,
+// ds[i] = xs · ws[i]ᵀ: the activations are quantised once and one pool
+// job goes over the row groups of all the weights in turn, as if they
+// were one weight. Each value is the kernel's on its row group, as with
+// one weight at a time.
+func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
+	dt := ws[0].dt
+	n, k := xs.rows, xs.cols
+	nb := k / packValues(dt) // packed blocks per row
 	qx, dx, sx := b.quantizeActivations(xs)
 	var neg []int32
-	if off := packed.negOff(wt.dt); off != 0 {
+	if off := packed.negOff(dt); off != 0 {
 		s := &b.scratch
 		s.neg = grow(s.neg, n*nb)
 		neg = s.neg
 		b.parallel(n, func(lo, hi int) { negSums(qx[lo*k:hi*k], off, neg[lo*nb:hi*nb]) })
 	}
-	x1, x4 := packedKernels(wt.dt)
-	gb := nb * packBlockBytes(wt.dt)
-	groups := (m + 7) / 8
-	per := 2 // groups per task in prefill
+	x1, x4 := packedKernels(dt)
+	gb := nb * packBlockBytes(dt)
+	// first[i]: weight i's first group among all the weights' groups
+	first := make([]int, len(ws)+1)
+	for i, wt := range ws {
+		first[i+1] = first[i] + (wt.rows+7)/8
+	}
+	groups := first[len(ws)]
+	per, least := 2, 2 // groups per task in prefill
 	if n < 4 {
 		// Decode: tasks of about decodeTaskBytes, each thread streaming
-		// through its own contiguous part (see matMulFast).
+		// through its own contiguous part (see matMulFast), shrinking to
+		// decodeLeastBytes at its end.
 		part := (groups + b.threads - 1) / b.threads
 		chunks := max(1, (part*gb+decodeTaskBytes-1)/decodeTaskBytes)
 		per = (part + chunks - 1) / chunks
+		least = max(1, decodeLeastBytes/gb)
 	}
 	for w := range b.threads {
 		b.scratch.buf(b.threads, w, 32)
 	}
-	b.pool.runRanges(groups, per, func(w, g0, g1 int) {
+	b.pool.runRangesGuided(groups, per, least, func(w, t0, t1 int) {
 		out := (*[32]float32)(b.scratch.work[w][:32])
-		for i0 := 0; i0 < n; i0 += xTile {
-			i1 := min(i0+xTile, n)
-			for g := g0; g < g1; g++ {
-				wg, rows := wt.pk[g*gb:(g+1)*gb], min(8, m-8*g)
-				i := i0
-				for ; i+4 <= i1; i += 4 {
-					x4(wg, nb, qx, dx, sx, neg, i, out)
-					for c := range 4 {
-						copy(d.f32[(i+c)*m+8*g:][:rows], out[8*c:8*c+rows])
+		for wi, wt := range ws {
+			g0, g1 := max(t0, first[wi])-first[wi], min(t1, first[wi+1])-first[wi]
+			if g0 >= g1 {
+				continue
+			}
+			d, m := ds[wi], wt.rows
+			for i0 := 0; i0 < n; i0 += xTile {
+				i1 := min(i0+xTile, n)
+				for g := g0; g < g1; g++ {
+					wg, rows := wt.pk[g*gb:(g+1)*gb], min(8, m-8*g)
+					i := i0
+					for ; i+4 <= i1; i += 4 {
+						x4(wg, nb, qx, dx, sx, neg, i, out)
+						for c := range 4 {
+							copy(d.f32[(i+c)*m+8*g:][:rows], out[8*c:8*c+rows])
+						}
 					}
-				}
-				for ; i < i1; i++ {
-					x1(wg, nb, qx, dx, sx, neg, i, out)
-					copy(d.f32[i*m+8*g:][:rows], out[:rows])
+					for ; i < i1; i++ {
+						x1(wg, nb, qx, dx, sx, neg, i, out)
+						copy(d.f32[i*m+8*g:][:rows], out[:rows])
+					}
 				}
 			}
 		}

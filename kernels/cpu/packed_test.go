@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/tensor"
 )
 
@@ -135,6 +136,61 @@ func testPackedSet(t *testing.T, set packedSet) {
 						t.Errorf("%v nb=%d row %d: %v, float64 %v (|diff| %g, Σ|p| %g)", dt, nb, row, got[row%8], want, d, mag)
 					}
 				}
+			}
+		}
+	}
+}
+
+// MatMuls (kernels.MultiMatMul): every output bitwise MatMul's on its own
+// weight, for weights packed alike (one pool job over all their groups),
+// weights of mixed dtypes (one MatMul each), row counts that leave a
+// group part full, in decode and prefill, on the fast and exact paths.
+func TestMatMulsBitwise(t *testing.T) {
+	const k = 256
+	for _, fast := range []bool{true, false} {
+		for _, dts := range [][]tensor.DType{
+			{tensor.Q4_0, tensor.Q4_0, tensor.Q4_0},
+			{tensor.Q8_0, tensor.Q8_0},
+			{tensor.Q4_1, tensor.Q4_1},
+			{tensor.Q4_K, tensor.Q4_K, tensor.Q4_K},
+			{tensor.Q4_0, tensor.Q6_K, tensor.F16},
+		} {
+			rows := []int{40, 13, 8}
+			for _, n := range []int{1, 3, 4, 9} {
+				be := NewWith(Options{Fast: fast, Threads: 2})
+				var ws, got, want []kernels.Tensor
+				for i, dt := range dts {
+					w, _ := upload(t, be, dt, rows[i], k)
+					g, _ := be.NewTensor(tensor.F32, n, rows[i])
+					h, _ := be.NewTensor(tensor.F32, n, rows[i])
+					ws, got, want = append(ws, w), append(got, g), append(want, h)
+				}
+				xs := make([]float32, n*k)
+				r := rand.New(rand.NewPCG(uint64(n), 3))
+				for i := range xs {
+					xs[i] = float32(r.NormFloat64())
+				}
+				x, _ := be.NewTensor(tensor.F32, n, k)
+				if err := be.SetF32(x, xs); err != nil {
+					t.Fatal(err)
+				}
+				be.MatMuls(got, x, ws)
+				for i := range ws {
+					be.MatMul(want[i], x, ws[i])
+					a, b := make([]float32, n*rows[i]), make([]float32, n*rows[i])
+					if err := be.GetF32(got[i], a); err != nil {
+						t.Fatal(err)
+					}
+					if err := be.GetF32(want[i], b); err != nil {
+						t.Fatal(err)
+					}
+					for e := range a {
+						if math.Float32bits(a[e]) != math.Float32bits(b[e]) {
+							t.Fatalf("fast=%v %v n=%d: weight %d (%v) value %d: MatMuls %v, MatMul %v", fast, dts, n, i, dts[i], e, a[e], b[e])
+						}
+					}
+				}
+				be.Close()
 			}
 		}
 	}

@@ -41,6 +41,7 @@ type job struct {
 	// [ends[p-1], ends[p]) with its next unclaimed item in parts[p].
 	rfn   func(worker, lo, hi int)
 	chunk int64
+	least int64 // < chunk: guided claims (runRangesGuided)
 	parts []atomic.Int64
 	ends  []int64
 }
@@ -142,7 +143,18 @@ func (p *pool) run(tasks int, fn func(worker, task int)) {
 // the hardware prefetchers; a worker that finishes its part takes chunks
 // from the next ones (so a descheduled helper's part still gets done).
 func (p *pool) runRanges(n, chunk int, fn func(worker, lo, hi int)) {
+	p.runRangesGuided(n, chunk, chunk, fn)
+}
+
+// runRangesGuided is runRanges with chunks that shrink as a part runs
+// out: a claim takes half of what is left of the part, at most chunk
+// and at least least items. A thread's part starts with big chunks (few
+// claims, long streams) and ends with small ones, so a thread that
+// started late or ran slow leaves little for the other to wait on or to
+// take.
+func (p *pool) runRangesGuided(n, chunk, least int, fn func(worker, lo, hi int)) {
 	chunk = max(chunk, 1)
+	least = min(max(least, 1), chunk)
 	helpers := min(p.helpers, (n+chunk-1)/chunk-1)
 	if helpers <= 0 {
 		for lo := 0; lo < n; lo += chunk {
@@ -151,7 +163,7 @@ func (p *pool) runRanges(n, chunk int, fn func(worker, lo, hi int)) {
 		return
 	}
 	parts := helpers + 1
-	j := &job{rfn: fn, tasks: int64(n), chunk: int64(chunk), fin: make(chan struct{}),
+	j := &job{rfn: fn, tasks: int64(n), chunk: int64(chunk), least: int64(least), fin: make(chan struct{}),
 		parts: make([]atomic.Int64, parts), ends: make([]int64, parts)}
 	for q := range parts {
 		start := int64(q * n / parts)
@@ -174,15 +186,33 @@ func (j *job) workRanges(worker int) {
 		part := (worker + q) % parts
 		end := j.ends[part]
 		for {
-			lo := j.parts[part].Add(j.chunk) - j.chunk
+			lo, hi := j.claim(part, end)
 			if lo >= end {
 				break
 			}
-			hi := min(lo+j.chunk, end)
 			j.rfn(worker, int(lo), int(hi))
 			if j.done.Add(hi-lo) == j.tasks {
 				close(j.fin)
 			}
+		}
+	}
+}
+
+// claim takes the next chunk [lo, hi) of part (lo ≥ end: none left).
+func (j *job) claim(part int, end int64) (lo, hi int64) {
+	if j.least == j.chunk {
+		lo = j.parts[part].Add(j.chunk) - j.chunk
+		return lo, min(lo+j.chunk, end)
+	}
+	for {
+		lo = j.parts[part].Load()
+		if lo >= end {
+			return lo, lo
+		}
+		size := min(j.chunk, max(j.least, (end-lo)/2))
+		hi = min(lo+size, end)
+		if j.parts[part].CompareAndSwap(lo, hi) {
+			return lo, hi
 		}
 	}
 }
