@@ -25,7 +25,10 @@
 // the product of the others. Upload does not copy: an uploaded weight is a
 // view of the file mapping (tensor.Tensor.Data), so the model must keep its
 // tensor.Source open, and the bytes unmodified, while the backend uses the
-// weight (models.Model does). Upload takes every dtype tensor.Dequantize
+// weight (models.Model does). It reads every page of it once, so that the
+// weight is in memory when Upload returns (load time) rather than faulted
+// in by the first forward pass. (The fast path's packed weights are
+// copies, below.) Upload takes every dtype tensor.Dequantize
 // knows (F32, F16, BF16, Q4_0 … Q8_0, the K-quants); another fails with an
 // error wrapping *tensor.UnsupportedDTypeError.
 //
@@ -101,27 +104,40 @@
 //     activation rows while in cache: packed groups by four activation
 //     rows; without AVX2 (or with the purego tag), quantised weights by
 //     four-row calls of the one-row kernels. F16 and BF16 weights go by
-//     4x4 tiles: with AVX-512 F/VL/BW on 512-bit vectors (F16, two of
+//     4x4 tiles with AVX-512 F/VL/BW on 512-bit vectors (F16, two of
 //     the one-row kernel's accumulators to a vector; tilehalf_amd64.s:
 //     one pass per accumulator of the one-row kernel, so that each
-//     pair's float steps are dotF16's or dotBF16's), with AVX2 only as
-//     two 2x4 tiles; without AVX2, one-row calls. On AVX2 without
-//     AVX-512, dotF16 and dotBF16 and their tiles keep one eight-lane
-//     accumulator per pair instead of four (tilehalf_avx2_amd64.s: a
-//     4x4 tile with four per pair does not fit 16 registers, and one
-//     made of passes ran at half the speed).
+//     pair's float steps are dotF16's or dotBF16's), with AVX2 only by
+//     3x4 tiles (three weight rows, four activation rows: twelve
+//     accumulators, three conversions and four loads per twelve FMAs);
+//     without AVX2, one-row calls. On AVX2 without AVX-512, dotF16 and
+//     dotBF16 and their tiles keep one eight-lane accumulator per pair
+//     instead of four (tilehalf_avx2_amd64.s: a 4x4 tile with four per
+//     pair does not fit 16 registers, and one made of passes ran at half
+//     the speed). Rows of a multiple of 256 values are first copied four
+//     at a time into rows 64 bytes off a 4 KiB multiple apart, which
+//     would share L1 cache sets.
 //   - decode: packed groups one activation row at a time; F16 (and BF16
 //     with AVX512_BF16, or on AVX2 alone) four weight rows at once, taken from four
 //     quarters of a task so that the weight is read as four sequential
 //     streams. Each
 //     thread takes its own contiguous part of the weight rows by tasks of
-//     about 1 MiB (decodeTaskBytes).
+//     about 1 MiB (decodeTaskBytes); for packed weights the tasks shrink
+//     to 64 KiB at a part's end (pool.runRangesGuided), so the threads
+//     finish together. MatMuls (kernels.MultiMatMul) runs weights
+//     packed alike (a layer's Q, K, V; gate and up) as one pool job over
+//     all their groups, the activations quantised once.
 //   - Attention: float32 dots and V accumulation, a vector exp; SwiGLU:
 //     silu·u with the vector exp. A head's scores and weighted sum are
 //     one assembly call each over an F32 or F16 cache (attention_amd64.s): the
 //     scores eight cells at a time (each cell's dot in eight lanes,
 //     reduced in one fixed order, the same wherever the cell is among the
-//     visible ones), the sum bitwise per-cell axpyF32.
+//     visible ones), the sum bitwise per-cell axpyF32. Over an F16 cache
+//     the query heads of one KV head go two or three at once
+//     (attnScoresF16Heads, attnAccF16Heads: four cells at a time for
+//     the scores, each K and V chunk converted once for the heads, rows
+//     16 cells ahead prefetched), each value bitwise the one-head
+//     kernels'.
 //
 // Every output element is still one kernel call on its own inputs in a
 // fixed order, so results are bitwise independent of the batch size, the

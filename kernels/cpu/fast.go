@@ -438,7 +438,7 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
 	group := heads / kvHeads
 	run := group // heads per task
-	for run > 1 && n*heads/run < 2*b.threads {
+	for run > 1 && n*kvHeads*((group+run-1)/run) < 2*b.threads {
 		run = (run + 1) / 2
 	}
 	perGroup := (group + run - 1) / run // tasks per KV head and token

@@ -8,31 +8,42 @@ import (
 
 // elementwise sets dst = op(a, b) for a (n, m) and b (n, m) or (m), the
 // latter broadcast over the rows of a. dst (n, m) may alias a.
-func elementwise(name string, dst, a, bt kernels.Tensor, op func(x, y float32) float32) {
+func elementwise(name string, dst, a, bt kernels.Tensor, mul bool) {
 	d, x, y := activation(name, dst), activation(name, a), activation(name, bt)
 	must(d.rows == x.rows && d.cols == x.cols, "%s: dst %v, a %v", name, d, x)
-	switch m := x.cols; {
-	case y.rows == x.rows && y.cols == m:
-		for i, v := range x.f32 {
-			d.f32[i] = op(v, y.f32[i])
-		}
-	case y.rows == 1 && y.cols == m:
-		for i, v := range x.f32 {
-			d.f32[i] = op(v, y.f32[i%m])
-		}
-	default:
+	m := x.cols
+	if !(y.rows == x.rows && y.cols == m || y.rows == 1 && y.cols == m) {
 		panic("cpu: " + name + ": b " + y.String() + " is neither a's shape " + x.String() + " nor one of its rows")
+	}
+	// Row by row, b's row the same one when broadcast; the loops are
+	// written out (no function value per element: a decode step adds
+	// a few hundred rows).
+	for r := range x.rows {
+		xr, dr := x.f32[r*m:(r+1)*m], d.f32[r*m:(r+1)*m]
+		yr := y.f32[:m]
+		if y.rows > 1 {
+			yr = y.f32[r*m : (r+1)*m]
+		}
+		if mul {
+			for i, v := range xr {
+				dr[i] = v * yr[i]
+			}
+		} else {
+			for i, v := range xr {
+				dr[i] = v + yr[i]
+			}
+		}
 	}
 }
 
 // Add implements kernels.Backend.
 func (b *Backend) Add(dst, a, c kernels.Tensor) {
-	elementwise("Add", dst, a, c, func(x, y float32) float32 { return x + y })
+	elementwise("Add", dst, a, c, false)
 }
 
 // Mul implements kernels.Backend.
 func (b *Backend) Mul(dst, a, c kernels.Tensor) {
-	elementwise("Mul", dst, a, c, func(x, y float32) float32 { return x * y })
+	elementwise("Mul", dst, a, c, true)
 }
 
 // RMSNorm implements kernels.Backend with transformers' rounding steps:
