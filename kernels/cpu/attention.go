@@ -13,9 +13,13 @@ func (b *Backend) KVWrite(k, src, cells kernels.Tensor) {
 	const op = "KVWrite"
 	c, s, cl := cacheOf(op, k), activation(op, src), ints(op, cells)
 	dim := s.cols
-	must(c.cols == dim && len(cl.i32) == s.rows, "%s: cache %v, src %v, %d cells", op, c, s, len(cl.i32))
+	if !(c.cols == dim && len(cl.i32) == s.rows) {
+		failf("%s: cache %v, src %v, %d cells", op, c, s, len(cl.i32))
+	}
 	for i, ci := range cl.i32 {
-		must(ci >= 0 && int(ci) < c.rows, "%s: cell %d outside the cache's %d", op, ci, c.rows)
+		if !(ci >= 0 && int(ci) < c.rows) {
+			failf("%s: cell %d outside the cache's %d", op, ci, c.rows)
+		}
 		c.setRow(int(ci), s.f32[i*dim:(i+1)*dim])
 	}
 }
@@ -34,13 +38,13 @@ func (b *Backend) KVWrite(k, src, cells kernels.Tensor) {
 func (b *Backend) Attention(dst, q, k, v, mask kernels.Tensor, heads, kvHeads int, scale float32) {
 	const op = "Attention"
 	d, qs, ks, vs, ms := activation(op, dst), activation(op, q), cacheOf(op, k), cacheOf(op, v), activation(op, mask)
-	must(heads > 0 && kvHeads > 0 && heads%kvHeads == 0 && qs.cols%heads == 0,
-		"%s: q %v with %d heads and %d KV heads", op, qs, heads, kvHeads)
+	if !(heads > 0 && kvHeads > 0 && heads%kvHeads == 0 && qs.cols%heads == 0) {
+		failf("%s: q %v with %d heads and %d KV heads", op, qs, heads, kvHeads)
+	}
 	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
-	must(ks.cols == kvHeads*hd && vs.rows == cells && vs.cols == kvHeads*hd && ms.rows == n && ms.cols == cells &&
-		d.rows == n && d.cols == qs.cols,
-		"%s: dst %v, q %v, k %v, v %v, mask %v, %d heads, %d KV heads: want dst and q (n, heads·hd), k and v (cells, kvHeads·hd), mask (n, cells)",
-		op, d, qs, ks, vs, ms, heads, kvHeads)
+	if !(ks.cols == kvHeads*hd && vs.rows == cells && vs.cols == kvHeads*hd && ms.rows == n && ms.cols == cells && d.rows == n && d.cols == qs.cols) {
+		failf("%s: dst %v, q %v, k %v, v %v, mask %v, %d heads, %d KV heads: want dst and q (n, heads·hd), k and v (cells, kvHeads·hd), mask (n, cells)", op, d, qs, ks, vs, ms, heads, kvHeads)
+	}
 	if b.fast {
 		b.attentionFast(d, qs, ks, vs, ms, heads, kvHeads, scale)
 		return

@@ -49,35 +49,27 @@
 	VBROADCASTSS scale+48(FP), Y9 \
 	MOVQ         out+56(FP), DX
 
+// CELL_OFF(o, r): r = the row offset in bytes (from k) of the cell whose
+// index is at o(R14), the row stride in bytes at 8(SP).
+#define CELL_OFF(o, r) \
+	MOVLQSX o(R14), r \
+	IMULQ   8(SP), r
+
 // SC8_CELLS: the group's eight row offsets (bytes from k) in AX, BX,
 // R8…R13; SI = k, DI = q; the accumulators Y0…Y7 zeroed.
 #define SC8_CELLS \
-	MOVLQSX 0(R14), AX \
-	IMULQ   8(SP), AX \
-	MOVLQSX 4(R14), BX \
-	IMULQ   8(SP), BX \
-	MOVLQSX 8(R14), R8 \
-	IMULQ   8(SP), R8 \
-	MOVLQSX 12(R14), R9 \
-	IMULQ   8(SP), R9 \
-	MOVLQSX 16(R14), R10 \
-	IMULQ   8(SP), R10 \
-	MOVLQSX 20(R14), R11 \
-	IMULQ   8(SP), R11 \
-	MOVLQSX 24(R14), R12 \
-	IMULQ   8(SP), R12 \
-	MOVLQSX 28(R14), R13 \
-	IMULQ   8(SP), R13 \
+	CELL_OFF(0, AX) \
+	CELL_OFF(4, BX) \
+	CELL_OFF(8, R8) \
+	CELL_OFF(12, R9) \
+	CELL_OFF(16, R10) \
+	CELL_OFF(20, R11) \
+	CELL_OFF(24, R12) \
+	CELL_OFF(28, R13) \
 	MOVQ    k+8(FP), SI \
 	MOVQ    q+0(FP), DI \
-	VXORPS  Y0, Y0, Y0 \
-	VXORPS  Y1, Y1, Y1 \
-	VXORPS  Y2, Y2, Y2 \
-	VXORPS  Y3, Y3, Y3 \
-	VXORPS  Y4, Y4, Y4 \
-	VXORPS  Y5, Y5, Y5 \
-	VXORPS  Y6, Y6, Y6 \
-	VXORPS  Y7, Y7, Y7
+	ZERO4(Y0, Y1, Y2, Y3) \
+	ZERO4(Y4, Y5, Y6, Y7)
 
 // SC8_OUT: lanes (l0+l1), (l2+l3) of cells 0, 1 in Y0, of 2, 3 in Y2, …;
 // then ((l0+l1)+(l2+l3)) of cells 0…3 in Y0 and 4…7 in Y4, per half;
@@ -121,14 +113,10 @@
 // SH4_CELLS: the group's four row offsets (bytes from k) in AX, BX, R8,
 // R9; SI = k, DI = q.
 #define SH4_CELLS \
-	MOVLQSX 0(R14), AX \
-	IMULQ   8(SP), AX \
-	MOVLQSX 4(R14), BX \
-	IMULQ   8(SP), BX \
-	MOVLQSX 8(R14), R8 \
-	IMULQ   8(SP), R8 \
-	MOVLQSX 12(R14), R9 \
-	IMULQ   8(SP), R9 \
+	CELL_OFF(0, AX) \
+	CELL_OFF(4, BX) \
+	CELL_OFF(8, R8) \
+	CELL_OFF(12, R9) \
 	MOVQ    k+16(FP), SI \
 	MOVQ    q+0(FP), DI \
 	SH4_PREFETCH(AX) \
@@ -170,6 +158,21 @@
 	VCVTPH2PS   (SI)(off*1), Y15 \
 	VFMADD231PS Y15, Y12, a0 \
 	VFMADD231PS Y15, Y13, a1
+
+// SH4_CHUNK_NEXT(loop): on to the next 8-chunk of the cells' rows and of
+// q, looping while q has chunks left; SH4_GROUP_NEXT(loop): on to the
+// next four cells and their outputs, looping while groups are left.
+#define SH4_CHUNK_NEXT(loop) \
+	ADDQ $16, SI \
+	ADDQ $32, DI \
+	CMPQ DI, 0(SP) \
+	JNE  loop
+
+#define SH4_GROUP_NEXT(loop) \
+	ADDQ $16, R14 \
+	ADDQ $16, DX \
+	DECQ CX \
+	JNZ  loop
 
 // AH_LOAD(r0, r1, r2, r3, b): four accumulator registers from the 32
 // values at b (a register); AH_STORE the reverse.
@@ -229,6 +232,17 @@
 	IMULQ      R9, AX \
 	LEAQ       (SI)(AX*1), R10 \
 	PREFETCHT0 (R10)(CX*1)
+
+// AH_PASS_NEXT(loop): on to the next 32 values of the rows and of the
+// heads' accumulators (R15, head 2's, moves too where there are two),
+// looping while values are left.
+#define AH_PASS_NEXT(loop) \
+	ADDQ $64, SI \
+	ADDQ $128, DX \
+	ADDQ $128, R14 \
+	ADDQ $128, R15 \
+	SUBQ $32, R12 \
+	JNZ  loop
 
 // AH_NEXT: on to the next cell (flags set for a JNZ while cells are left).
 #define AH_NEXT \
@@ -428,18 +442,9 @@ TEXT ·attnScoresF16x4h3(SB), NOSPLIT, $16-80
 
 sh43group:
 	SH4_CELLS
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	ZERO4(Y0, Y1, Y2, Y3)
+	ZERO4(Y4, Y5, Y6, Y7)
+	ZERO4(Y8, Y9, Y10, Y11)
 
 sh43chunk:
 	VMOVUPS (DI), Y12
@@ -449,18 +454,12 @@ sh43chunk:
 	SH4_CELL3(BX, Y1, Y5, Y9)
 	SH4_CELL3(R8, Y2, Y6, Y10)
 	SH4_CELL3(R9, Y3, Y7, Y11)
-	ADDQ $16, SI
-	ADDQ $32, DI
-	CMPQ DI, 0(SP)
-	JNE  sh43chunk
+	SH4_CHUNK_NEXT(sh43chunk)
 	VBROADCASTSS scale+56(FP), Y15
 	SH4_OUT(Y0, Y1, Y2, Y3, X0, X1, (DX))
 	SH4_OUT(Y4, Y5, Y6, Y7, X4, X5, (DX)(R15*1))
 	SH4_OUT(Y8, Y9, Y10, Y11, X8, X9, (DX)(R15*2))
-	ADDQ $16, R14
-	ADDQ $16, DX
-	DECQ CX
-	JNZ  sh43group
+	SH4_GROUP_NEXT(sh43group)
 	VZEROUPPER
 	RET
 
@@ -472,14 +471,8 @@ TEXT ·attnScoresF16x4h2(SB), NOSPLIT, $16-80
 
 sh42group:
 	SH4_CELLS
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO4(Y0, Y1, Y2, Y3)
+	ZERO4(Y4, Y5, Y6, Y7)
 
 sh42chunk:
 	VMOVUPS (DI), Y12
@@ -488,17 +481,11 @@ sh42chunk:
 	SH4_CELL2(BX, Y1, Y5)
 	SH4_CELL2(R8, Y2, Y6)
 	SH4_CELL2(R9, Y3, Y7)
-	ADDQ $16, SI
-	ADDQ $32, DI
-	CMPQ DI, 0(SP)
-	JNE  sh42chunk
+	SH4_CHUNK_NEXT(sh42chunk)
 	VBROADCASTSS scale+56(FP), Y15
 	SH4_OUT(Y0, Y1, Y2, Y3, X0, X1, (DX))
 	SH4_OUT(Y4, Y5, Y6, Y7, X4, X5, (DX)(R15*1))
-	ADDQ $16, R14
-	ADDQ $16, DX
-	DECQ CX
-	JNZ  sh42group
+	SH4_GROUP_NEXT(sh42group)
 	VZEROUPPER
 	RET
 
@@ -535,12 +522,7 @@ ah3store:
 	AH_STORE(Y0, Y1, Y2, Y3, DX)
 	AH_STORE(Y4, Y5, Y6, Y7, R14)
 	AH_STORE(Y8, Y9, Y10, Y11, R15)
-	ADDQ $64, SI
-	ADDQ $128, DX
-	ADDQ $128, R14
-	ADDQ $128, R15
-	SUBQ $32, R12
-	JNZ  ah3pass
+	AH_PASS_NEXT(ah3pass)
 	VZEROUPPER
 	RET
 
@@ -570,11 +552,7 @@ ah2cell:
 ah2store:
 	AH_STORE(Y0, Y1, Y2, Y3, DX)
 	AH_STORE(Y4, Y5, Y6, Y7, R14)
-	ADDQ $64, SI
-	ADDQ $128, DX
-	ADDQ $128, R14
-	SUBQ $32, R12
-	JNZ  ah2pass
+	AH_PASS_NEXT(ah2pass)
 	VZEROUPPER
 	RET
 

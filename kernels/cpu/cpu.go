@@ -357,13 +357,13 @@ func (b *Backend) parallel(n int, fn func(lo, hi int)) {
 	b.pool.run((n+chunk-1)/chunk, func(_, t int) { fn(t*chunk, min((t+1)*chunk, n)) })
 }
 
-// Shape and dtype checks of the ops. A failure is the caller's bug
-// (kernels' contract), so it panics naming the op and the shapes.
-
-func must(cond bool, format string, args ...any) {
-	if !cond {
-		panic(fmt.Sprintf("cpu: "+format, args...))
-	}
+// failf is how the ops' shape and dtype checks fail: a failure is the
+// caller's bug (kernels' contract), so it panics naming the op and the
+// shapes. The checks call it only when they fail (if !ok { failf(…) }),
+// so a passing check boxes no arguments: an op's checks allocate
+// nothing, and those per cell or id in a loop cost a comparison.
+func failf(format string, args ...any) {
+	panic(fmt.Sprintf("cpu: "+format, args...))
 }
 
 // tensorOf returns t as a live *Tensor or panics.
@@ -378,14 +378,18 @@ func tensorOf(op string, t kernels.Tensor) *Tensor {
 // activation returns t, which must be a live F32 tensor made by NewTensor.
 func activation(op string, t kernels.Tensor) *Tensor {
 	c := tensorOf(op, t)
-	must(c.dt == tensor.F32 && !c.weight, "%s: want an F32 activation, got %v", op, c)
+	if !(c.dt == tensor.F32 && !c.weight) {
+		failf("%s: want an F32 activation, got %v", op, c)
+	}
 	return c
 }
 
 // ints returns t, which must be a live I32 tensor.
 func ints(op string, t kernels.Tensor) *Tensor {
 	c := tensorOf(op, t)
-	must(c.dt == tensor.I32, "%s: want an I32 tensor, got %v", op, c)
+	if !(c.dt == tensor.I32) {
+		failf("%s: want an I32 tensor, got %v", op, c)
+	}
 	return c
 }
 
@@ -393,7 +397,9 @@ func ints(op string, t kernels.Tensor) *Tensor {
 // NewTensor (a KV cache).
 func cacheOf(op string, t kernels.Tensor) *Tensor {
 	c := tensorOf(op, t)
-	must((c.dt == tensor.F32 || c.dt == tensor.F16) && !c.weight, "%s: want an F32 or F16 cache, got %v", op, c)
+	if !((c.dt == tensor.F32 || c.dt == tensor.F16) && !c.weight) {
+		failf("%s: want an F32 or F16 cache, got %v", op, c)
+	}
 	return c
 }
 

@@ -21,6 +21,11 @@ type fastScratch struct {
 	seenFor  *Tensor
 	seenMask []float32
 	work     [][]float32
+	// MatMuls' and matMulPacked's operands for matMulPackedMulti, and
+	// its weights' first groups
+	mds, mws []*Tensor
+	pd, pw   [1]*Tensor
+	first    []int
 }
 
 // buf returns worker w's scratch of at least n float32s.
@@ -355,47 +360,6 @@ func decodeQuarters(dst []float32, m, i0, i1, j0, j1 int, out *[16]float32, tile
 
 // putTile stores a 4x4 tile's out (weight row r, activation row c at
 // out[4r+c]) into dst (n, m) at activation rows i… and columns j….
-// sumF64 sums s in float64 by four partial sums (element i into sum
-// i mod 4 of the whole fours, the rest into the first), added
-// (s0+s1)+(s2+s3): a fixed order, four times as many additions in flight
-// as one running sum.
-func sumF64(s []float32) float64 {
-	var s0, s1, s2, s3 float64
-	n := len(s) &^ 3
-	for i := 0; i < n; i += 4 {
-		v := s[i : i+4 : i+4]
-		s0 += float64(v[0])
-		s1 += float64(v[1])
-		s2 += float64(v[2])
-		s3 += float64(v[3])
-	}
-	for _, v := range s[n:] {
-		s0 += float64(v)
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// putTileRows stores a tile of rows weight rows (out[4r+c], r < rows)
-// as putTile does a 4x4 one.
-func putTileRows(dst []float32, m, i, j, rows int, out *[16]float32) {
-	switch rows {
-	case 4:
-		putTile(dst, m, i, j, out)
-	case 3:
-		for c := range 4 {
-			row := dst[(i+c)*m+j:][:3]
-			row[0], row[1], row[2] = out[c], out[4+c], out[8+c]
-		}
-	default:
-		for c := range 4 {
-			row := dst[(i+c)*m+j:][:rows]
-			for r := range row {
-				row[r] = out[4*r+c]
-			}
-		}
-	}
-}
-
 func putTile(dst []float32, m, i, j int, out *[16]float32) {
 	for c := range 4 {
 		row := dst[(i+c)*m+j:][:4]
@@ -403,13 +367,26 @@ func putTile(dst []float32, m, i, j int, out *[16]float32) {
 	}
 }
 
+// putTileRows stores a tile of rows weight rows (halfTile.rows: 4, or
+// 3, out[4r+c] for r < 3) as putTile does a 4x4 one.
+func putTileRows(dst []float32, m, i, j, rows int, out *[16]float32) {
+	if rows == 4 {
+		putTile(dst, m, i, j, out)
+		return
+	}
+	for c := range 4 {
+		row := dst[(i+c)*m+j:][:3]
+		row[0], row[1], row[2] = out[c], out[4+c], out[8+c]
+	}
+}
+
 // quantizeActivations quantises every row of xs (n, k) with quantizeQ8
 // into the backend's scratch.
-func (b *Backend) quantizeActivations(xs *Tensor) (qx []int8, dx, sx []float32) {
+func (b *Backend) quantizeActivations(xs *Tensor) ([]int8, []float32, []float32) {
 	n, k := xs.rows, xs.cols
 	s := &b.scratch
 	s.qx, s.dx, s.sx = grow(s.qx, n*k), grow(s.dx, n*k/32), grow(s.sx, n*k/32)
-	qx, dx, sx = s.qx, s.dx, s.sx
+	qx, dx, sx := s.qx, s.dx, s.sx // assigned once: the closure copies them, nothing moves to the heap
 	nb := k / 32
 	b.parallel(n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -519,4 +496,24 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 			}
 		}
 	})
+}
+
+// sumF64 sums s in float64 by four partial sums (element i into sum
+// i mod 4 of the whole fours, the rest into the first), added
+// (s0+s1)+(s2+s3): a fixed order, four times as many additions in flight
+// as one running sum.
+func sumF64(s []float32) float64 {
+	var s0, s1, s2, s3 float64
+	n := len(s) &^ 3
+	for i := 0; i < n; i += 4 {
+		v := s[i : i+4 : i+4]
+		s0 += float64(v[0])
+		s1 += float64(v[1])
+		s2 += float64(v[2])
+		s3 += float64(v[3])
+	}
+	for _, v := range s[n:] {
+		s0 += float64(v)
+	}
+	return (s0 + s1) + (s2 + s3)
 }

@@ -8,3 +8,10 @@
 	VADDPS       X1, X0, X0 \
 	VMOVSHDUP    X0, X1     \
 	VADDSS       X1, X0, X0
+
+// ZERO4(a, b, c, d): four vector registers (accumulators) zeroed.
+#define ZERO4(a, b, c, d) \
+	VXORPS a, a, a \
+	VXORPS b, b, b \
+	VXORPS c, c, c \
+	VXORPS d, d, d

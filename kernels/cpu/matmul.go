@@ -8,10 +8,16 @@ func (b *Backend) GetRows(dst, table, ids kernels.Tensor) {
 	const op = "GetRows"
 	d, tb, id := activation(op, dst), tensorOf(op, table), ints(op, ids)
 	n, cols := len(id.i32), tb.cols
-	must(tb.floatRows(), "%s: table %v has no float rows", op, tb)
-	must(d.rows == n && d.cols == cols, "%s: dst %v, table %v, %d ids", op, d, tb, n)
+	if !(tb.floatRows()) {
+		failf("%s: table %v has no float rows", op, tb)
+	}
+	if !(d.rows == n && d.cols == cols) {
+		failf("%s: dst %v, table %v, %d ids", op, d, tb, n)
+	}
 	for i, r := range id.i32 {
-		must(r >= 0 && int(r) < tb.rows, "%s: id %d outside the table's %d rows", op, r, tb.rows)
+		if !(r >= 0 && int(r) < tb.rows) {
+			failf("%s: id %d outside the table's %d rows", op, r, tb.rows)
+		}
 		tb.row(int(r), d.f32[i*cols:(i+1)*cols])
 	}
 }
@@ -49,11 +55,25 @@ func dot(a, b []float32) float32 {
 // into its own scratch (k) and dots it with all n activation rows, so the
 // weight is read once per call and never expanded as a whole.
 func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
-	const op = "MatMul"
-	d, xs, wt := activation(op, dst), activation(op, x), tensorOf(op, w)
+	b.matMul(matMulOperands("MatMul", dst, x, w))
+}
+
+// matMulOperands checks op's operands (dst (n, m), x (n, k), w (m, k))
+// and returns them as this package's tensors.
+func matMulOperands(op string, dst, x, w kernels.Tensor) (d, xs, wt *Tensor) {
+	d, xs, wt = activation(op, dst), activation(op, x), tensorOf(op, w)
+	if !(wt.floatRows()) {
+		failf("%s: weight %v has no float rows", op, wt)
+	}
+	if !(wt.cols == xs.cols && d.rows == xs.rows && d.cols == wt.rows) {
+		failf("%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
+	}
+	return d, xs, wt
+}
+
+// matMul is MatMul on checked operands.
+func (b *Backend) matMul(d, xs, wt *Tensor) {
 	n, k, m := xs.rows, xs.cols, wt.rows
-	must(wt.floatRows(), "%s: weight %v has no float rows", op, wt)
-	must(wt.cols == k && d.rows == n && d.cols == m, "%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
 	if b.fast {
 		b.matMulFast(d, xs, wt)
 		return
@@ -75,24 +95,26 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 // job over all their row groups. Anything else is one MatMul each.
 func (b *Backend) MatMuls(dst []kernels.Tensor, x kernels.Tensor, w []kernels.Tensor) {
 	const op = "MatMuls"
-	must(len(dst) == len(w), "%s: %d outputs for %d weights", op, len(dst), len(w))
-	if b.fast && len(w) > 1 {
-		xs := activation(op, x)
-		ds, ws := make([]*Tensor, len(w)), make([]*Tensor, len(w))
-		alike := true
-		for i := range w {
-			ds[i], ws[i] = activation(op, dst[i]), tensorOf(op, w[i])
-			wt, d := ws[i], ds[i]
-			must(wt.floatRows(), "%s: weight %v has no float rows", op, wt)
-			must(wt.cols == xs.cols && d.rows == xs.rows && d.cols == wt.rows, "%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
-			alike = alike && wt.pk != nil && wt.dt == ws[0].dt
-		}
-		if alike && xs.rows > 0 {
-			b.matMulPackedMulti(ds, xs, ws)
-			return
-		}
+	if !(len(dst) == len(w)) {
+		failf("%s: %d outputs for %d weights", op, len(dst), len(w))
 	}
+	s := &b.scratch // the operands, kept for the next call (no allocation per op)
+	s.mds, s.mws = s.mds[:0], s.mws[:0]
+	var xs *Tensor
+	alike := b.fast && len(w) > 1
 	for i := range w {
-		b.MatMul(dst[i], x, w[i])
+		var d, wt *Tensor
+		d, xs, wt = matMulOperands(op, dst[i], x, w[i])
+		s.mds, s.mws = append(s.mds, d), append(s.mws, wt)
+		alike = alike && wt.pk != nil && wt.dt == s.mws[0].dt && xs.rows > 0
 	}
+	if alike {
+		b.matMulPackedMulti(s.mds, xs, s.mws)
+	} else {
+		for i := range s.mds {
+			b.matMul(s.mds[i], xs, s.mws[i])
+		}
+	}
+	clear(s.mds) // hold no tensor past the call
+	clear(s.mws)
 }

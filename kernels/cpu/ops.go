@@ -10,7 +10,9 @@ import (
 // latter broadcast over the rows of a. dst (n, m) may alias a.
 func elementwise(name string, dst, a, bt kernels.Tensor, mul bool) {
 	d, x, y := activation(name, dst), activation(name, a), activation(name, bt)
-	must(d.rows == x.rows && d.cols == x.cols, "%s: dst %v, a %v", name, d, x)
+	if !(d.rows == x.rows && d.cols == x.cols) {
+		failf("%s: dst %v, a %v", name, d, x)
+	}
 	m := x.cols
 	if !(y.rows == x.rows && y.cols == m || y.rows == 1 && y.cols == m) {
 		panic("cpu: " + name + ": b " + y.String() + " is neither a's shape " + x.String() + " nor one of its rows")
@@ -59,7 +61,9 @@ func (b *Backend) RMSNorm(dst, x, w kernels.Tensor, eps float32) {
 	const op = "RMSNorm"
 	d, xs, ws := activation(op, dst), activation(op, x), activation(op, w)
 	n, dim := xs.rows, xs.cols
-	must(ws.rows == 1 && ws.cols == dim && d.rows == n && d.cols == dim, "%s: dst %v, x %v, w %v: want (n, d), (n, d), (d)", op, d, xs, ws)
+	if !(ws.rows == 1 && ws.cols == dim && d.rows == n && d.cols == dim) {
+		failf("%s: dst %v, x %v, w %v: want (n, d), (n, d), (d)", op, d, xs, ws)
+	}
 	b.parallel(n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := xs.f32[i*dim : (i+1)*dim] // (d)
@@ -82,7 +86,9 @@ func (b *Backend) RMSNorm(dst, x, w kernels.Tensor, eps float32) {
 func (b *Backend) SwiGLU(dst, gate, up kernels.Tensor) {
 	const op = "SwiGLU"
 	d, g, u := activation(op, dst), activation(op, gate), activation(op, up)
-	must(d.rows == g.rows && d.cols == g.cols && u.rows == g.rows && u.cols == g.cols, "%s: dst %v, gate %v, up %v", op, d, g, u)
+	if !(d.rows == g.rows && d.cols == g.cols && u.rows == g.rows && u.cols == g.cols) {
+		failf("%s: dst %v, gate %v, up %v", op, d, g, u)
+	}
 	if b.fast { // silu·u with the vector exp (dot.go's siluMul)
 		b.parallel((len(g.f32)+1023)/1024, func(lo, hi int) {
 			lo, hi = lo*1024, min(hi*1024, len(g.f32))
@@ -138,7 +144,9 @@ func (b *Backend) Argmax(dst, x kernels.Tensor) {
 	const op = "Argmax"
 	d, t := ints(op, dst), activation(op, x)
 	n, m := t.rows, t.cols
-	must(len(d.i32) == n && m > 0, "%s: dst %v, x %v: want dst (n), x (n, m>0)", op, d, t)
+	if !(len(d.i32) == n && m > 0) {
+		failf("%s: dst %v, x %v: want dst (n), x (n, m>0)", op, d, t)
+	}
 	for i := range n {
 		row := t.f32[i*m : (i+1)*m]
 		best := 0

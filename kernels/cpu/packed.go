@@ -263,7 +263,10 @@ func fma32(a, b, c float32) float32 {
 // once, then every group of eight weight rows against the activation rows
 // by fours (the x4 kernel) and the rest one by one (x1).
 func (b *Backend) matMulPacked(d, xs, wt *Tensor) {
-	b.matMulPackedMulti([]*Tensor{d}, xs, []*Tensor{wt})
+	s := &b.scratch
+	s.pd[0], s.pw[0] = d, wt
+	b.matMulPackedMulti(s.pd[:], xs, s.pw[:])
+	s.pd[0], s.pw[0] = nil, nil
 }
 
 // matMulPackedMulti is matMulPacked for several weights packed alike
@@ -287,10 +290,11 @@ func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
 	x1, x4 := packedKernels(dt)
 	gb := nb * packBlockBytes(dt)
 	// first[i]: weight i's first group among all the weights' groups
-	first := make([]int, len(ws)+1)
+	first := append(b.scratch.first[:0], 0)
 	for i, wt := range ws {
-		first[i+1] = first[i] + (wt.rows+7)/8
+		first = append(first, first[i]+(wt.rows+7)/8)
 	}
+	b.scratch.first = first
 	groups := first[len(ws)]
 	per, least := 2, 2 // groups per task in prefill
 	if n < 4 {

@@ -94,7 +94,9 @@ func (b *Backend) RoPE(x, pos kernels.Tensor, p kernels.RoPE) {
 	t, ps := activation(op, x), ints(op, pos)
 	checkRoPE(op, p)
 	n, dim := t.rows, t.cols
-	must(dim%p.HeadDim == 0 && len(ps.i32) == n, "%s: x %v, %d positions, head dim %d", op, t, len(ps.i32), p.HeadDim)
+	if !(dim%p.HeadDim == 0 && len(ps.i32) == n) {
+		failf("%s: x %v, %d positions, head dim %d", op, t, len(ps.i32), p.HeadDim)
+	}
 	inv := InvFreq(p)
 	b.parallel(n, func(lo, hi int) {
 		cos, sin := make([]float32, len(inv)), make([]float32, len(inv))
@@ -117,13 +119,19 @@ func (b *Backend) KVShift(k, cells, delta kernels.Tensor, p kernels.RoPE) {
 	c, cl, dl := cacheOf(op, k), ints(op, cells), ints(op, delta)
 	checkRoPE(op, p)
 	dim := c.cols
-	must(len(cl.i32) == len(dl.i32), "%s: %d cells, %d deltas", op, len(cl.i32), len(dl.i32))
-	must(dim%p.HeadDim == 0, "%s: cache %v, head dim %d", op, c, p.HeadDim)
+	if !(len(cl.i32) == len(dl.i32)) {
+		failf("%s: %d cells, %d deltas", op, len(cl.i32), len(dl.i32))
+	}
+	if !(dim%p.HeadDim == 0) {
+		failf("%s: cache %v, head dim %d", op, c, p.HeadDim)
+	}
 	inv := InvFreq(p)
 	cos, sin := make([]float32, len(inv)), make([]float32, len(inv))
 	row := make([]float32, dim) // (kvHeads·HeadDim)
 	for i, ci := range cl.i32 {
-		must(ci >= 0 && int(ci) < c.rows, "%s: cell %d outside the cache's %d", op, ci, c.rows)
+		if !(ci >= 0 && int(ci) < c.rows) {
+			failf("%s: cell %d outside the cache's %d", op, ci, c.rows)
+		}
 		c.row(int(ci), row)
 		angles(dl.i32[i], inv, cos, sin)
 		for h := 0; h < dim; h += p.HeadDim {

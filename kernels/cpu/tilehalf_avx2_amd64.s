@@ -75,10 +75,7 @@ done: \
 	MOVQ   x+16(FP), DI \
 	MOVQ   n+24(FP), CX \
 	LEAQ   (R8)(R8*2), R9 \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
+	ZERO4(Y0, Y1, Y2, Y3) \
 	SHRQ   $3, CX \
 	JZ     done \
 loop: \
@@ -161,18 +158,9 @@ done: \
 	MOVQ   xs+24(FP), R9 \
 	MOVQ   n+32(FP), CX \
 	LEAQ   (R9)(R9*2), R10 \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
-	VXORPS Y4, Y4, Y4 \
-	VXORPS Y5, Y5, Y5 \
-	VXORPS Y6, Y6, Y6 \
-	VXORPS Y7, Y7, Y7 \
-	VXORPS Y8, Y8, Y8 \
-	VXORPS Y9, Y9, Y9 \
-	VXORPS Y10, Y10, Y10 \
-	VXORPS Y11, Y11, Y11 \
+	ZERO4(Y0, Y1, Y2, Y3) \
+	ZERO4(Y4, Y5, Y6, Y7) \
+	ZERO4(Y8, Y9, Y10, Y11) \
 	CMPQ   CX, $32 \
 	JLT    loop1 \
 loop4: \
