@@ -10,14 +10,14 @@ import (
 // layer holds one decoder block's weights on the backend. Biases are nil
 // when the model has none.
 type layer struct {
-	attnNorm       kernels.Tensor    // (hidden) F32
-	q, k, v, o     kernels.Tensor    // (heads*hd, hidden), (kv*hd, hidden), (kv*hd, hidden), (hidden, heads*hd)
-	qBias, kBias   kernels.Tensor    // (heads*hd), (kv*hd) F32
-	vBias, oBias   kernels.Tensor    // (kv*hd), (hidden) F32
-	ffnNorm        kernels.Tensor    // (hidden) F32
-	gate, up, down kernels.Tensor    // (inter, hidden), (inter, hidden), (hidden, inter)
-	qkv            [3]kernels.Tensor // q, k, v (for kernels.MultiMatMul)
-	gateUp         [2]kernels.Tensor // gate, up
+	attnNorm     kernels.Tensor    // (hidden) F32
+	qkv          [3]kernels.Tensor // q, k, v: (heads*hd, hidden), (kv*hd, hidden), (kv*hd, hidden), as matMuls takes them
+	o            kernels.Tensor    // (hidden, heads*hd)
+	qBias, kBias kernels.Tensor    // (heads*hd), (kv*hd) F32
+	vBias, oBias kernels.Tensor    // (kv*hd), (hidden) F32
+	ffnNorm      kernels.Tensor    // (hidden) F32
+	gateUp       [2]kernels.Tensor // gate, up: (inter, hidden) each
+	down         kernels.Tensor    // (hidden, inter)
 }
 
 // weights is the whole decoder on the backend.
@@ -194,17 +194,17 @@ func loadWeights(f *Files, b kernels.Backend) (w *weights, err error) {
 			skip       bool
 		}{
 			{&ly.attnNorm, "input_layernorm.weight", c.HiddenSize, 0, false},
-			{&ly.q, "self_attn.q_proj.weight", qDim, c.HiddenSize, false},
-			{&ly.k, "self_attn.k_proj.weight", kvDim, c.HiddenSize, false},
-			{&ly.v, "self_attn.v_proj.weight", kvDim, c.HiddenSize, false},
+			{&ly.qkv[0], "self_attn.q_proj.weight", qDim, c.HiddenSize, false},
+			{&ly.qkv[1], "self_attn.k_proj.weight", kvDim, c.HiddenSize, false},
+			{&ly.qkv[2], "self_attn.v_proj.weight", kvDim, c.HiddenSize, false},
 			{&ly.o, "self_attn.o_proj.weight", c.HiddenSize, qDim, false},
 			{&ly.qBias, "self_attn.q_proj.bias", qDim, 0, !c.AttentionBias},
 			{&ly.kBias, "self_attn.k_proj.bias", kvDim, 0, !c.AttentionBias},
 			{&ly.vBias, "self_attn.v_proj.bias", kvDim, 0, !c.AttentionBias},
 			{&ly.oBias, "self_attn.o_proj.bias", c.HiddenSize, 0, !c.OutputBias},
 			{&ly.ffnNorm, "post_attention_layernorm.weight", c.HiddenSize, 0, false},
-			{&ly.gate, "mlp.gate_proj.weight", c.IntermediateSize, c.HiddenSize, false},
-			{&ly.up, "mlp.up_proj.weight", c.IntermediateSize, c.HiddenSize, false},
+			{&ly.gateUp[0], "mlp.gate_proj.weight", c.IntermediateSize, c.HiddenSize, false},
+			{&ly.gateUp[1], "mlp.up_proj.weight", c.IntermediateSize, c.HiddenSize, false},
 			{&ly.down, "mlp.down_proj.weight", c.HiddenSize, c.IntermediateSize, false},
 		}
 		for _, s := range steps {
@@ -220,7 +220,6 @@ func loadWeights(f *Files, b kernels.Backend) (w *weights, err error) {
 				return nil, err
 			}
 		}
-		ly.qkv, ly.gateUp = [3]kernels.Tensor{ly.q, ly.k, ly.v}, [2]kernels.Tensor{ly.gate, ly.up}
 	}
 	return w, nil
 }
