@@ -82,6 +82,7 @@ type Backend struct {
 	fast    bool
 	pool    *pool
 	scratch fastScratch // the fast path's buffers, reused across ops
+	rope    ropeCache   // RoPE's angles of the last positions
 }
 
 // Options configure New With.
@@ -284,9 +285,7 @@ func (b *Backend) SetF32(dst kernels.Tensor, src []float32) error {
 	case t.dt == tensor.F32 && !t.weight && len(src) == len(t.f32):
 		copy(t.f32, src)
 	case t.dt == tensor.F16 && !t.weight && len(src) == len(t.f16):
-		for i, v := range src {
-			t.f16[i] = float16.Fromfloat32(v).Bits()
-		}
+		toF16(t.f16, src)
 	default:
 		return fmt.Errorf("%w: SetF32 of %d values into %v", ErrMismatch, len(src), t)
 	}
@@ -447,7 +446,5 @@ func (t *Tensor) setRow(r int, v []float32) {
 		copy(t.f32[r*c:(r+1)*c], v)
 		return
 	}
-	for j, x := range v {
-		t.f16[r*c+j] = float16.Fromfloat32(x).Bits()
-	}
+	toF16(t.f16[r*c:(r+1)*c], v)
 }

@@ -102,7 +102,11 @@
 //     gives them (MADV_HUGEPAGE), which made decode 10–25 % faster.
 //   - prefill: the weight rows of a task are dotted with tiles of 64
 //     activation rows while in cache: packed groups by four activation
-//     rows; without AVX2 (or with the purego tag), quantised weights by
+//     rows, one AVX2 call running all the tile's quads of a group and
+//     storing into the output rows themselves (at the output's row
+//     stride; a weight's short last group by scratch), so that a small
+//     model's short rows (SmolLM2's 576 values: 18 blocks a quad) do not
+//     pay a Go call and a copy per quad; without AVX2 (or with the purego tag), quantised weights by
 //     four-row calls of the one-row kernels. F16 and BF16 weights go by
 //     4x4 tiles with AVX-512 F/VL/BW on 512-bit vectors (F16, two of
 //     the one-row kernel's accumulators to a vector; tilehalf_amd64.s:
@@ -117,7 +121,8 @@
 //     the speed). Rows of a multiple of 256 values are first copied four
 //     at a time into rows 64 bytes off a 4 KiB multiple apart, which
 //     would share L1 cache sets.
-//   - decode: packed groups one activation row at a time; F16 (and BF16
+//   - decode: packed groups one activation row at a time, one AVX2 call
+//     per task running all its groups; F16 (and BF16
 //     with AVX512_BF16, or on AVX2 alone) four weight rows at once, taken from four
 //     quarters of a task so that the weight is read as four sequential
 //     streams. Each

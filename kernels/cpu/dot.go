@@ -178,6 +178,16 @@ var (
 // score still makes its softmax NaN through its own term.
 var maxF32 = maxF32Go
 
+// toF16 stores src rounded to float16 (nearest even) in dst (as long).
+var toF16 = toF16Go
+
+func toF16Go(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = float16.Fromfloat32(v).Bits()
+	}
+}
+
 func maxF32Go(s []float32) float32 {
 	m := float32(math.Inf(-1))
 	for _, v := range s {

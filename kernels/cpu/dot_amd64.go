@@ -140,6 +140,7 @@ func useAVX2() {
 	attnAccF16 = attnAccAsm(attnAccF16AVX2, attnAccF16Go)
 	attnScoresF16Heads, attnAccF16Heads = attnScoresF16HeadsAsm, attnAccF16HeadsAsm
 	maxF32 = maxF32Asm
+	toF16 = toF16Asm
 }
 
 //go:noescape
@@ -168,6 +169,19 @@ func attnAccF16h2(v *uint16, idx *int32, p *float32, ps int, nv, stride, hd int,
 
 //go:noescape
 func maxF32AVX2(x *float32, n int) float32
+
+//go:noescape
+func toF16AVX2(dst *uint16, src *float32, n int)
+
+// toF16Asm: whole eights by toF16AVX2, the rest in Go.
+func toF16Asm(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	n := len(src) &^ 7
+	if n > 0 {
+		toF16AVX2(&dst[0], &src[0], n)
+	}
+	toF16Go(dst[n:], src[n:])
+}
 
 // maxF32Asm: whole eights by maxF32AVX2, the rest in Go.
 func maxF32Asm(s []float32) float32 {

@@ -764,3 +764,25 @@ q6kdone:
 	VZEROUPPER
 	MOVSS X0, ret+32(FP)
 	RET
+
+// func toF16AVX2(dst *uint16, src *float32, n int)
+//
+// dst[i] = src[i] rounded to float16, nearest even (vcvtps2ph, imm 0;
+// quiet NaNs keep their payload's top bits, signalling ones are quieted,
+// as float16.Fromfloat32), n a multiple of 8, ≥ 8.
+TEXT ·toF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+
+tof16loop:
+	VMOVUPS    (SI), Y0
+	VCVTPS2PH  $0, Y0, X0
+	VMOVDQU    X0, (DI)
+	ADDQ       $32, SI
+	ADDQ       $16, DI
+	DECQ       CX
+	JNZ        tof16loop
+	VZEROUPPER
+	RET

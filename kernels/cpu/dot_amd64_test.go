@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/tensor"
+	"github.com/x448/float16"
 )
 
 // The assembly kernels against the pure-Go ones (the purego build's), at
@@ -201,6 +202,42 @@ func TestAsmQ6_K(t *testing.T) {
 		}
 		if d := math.Abs(float64(gof) - want); d > 1e-5*scale+1e-30 {
 			t.Errorf("nsb=%d: go %v, dequantised product %v", nsb, gof, want)
+		}
+	}
+}
+
+// toF16 (vcvtps2ph) against float16.Fromfloat32, bit for bit: every
+// float16 value widened (exact), every float32 exponent with mantissas
+// at and around each rounding point (halfway, ties to even either way,
+// the subnormal and overflow edges), quiet and signalling NaNs, and
+// random bit patterns; at lengths that leave the Go tail some values.
+// (A one-off sweep of all 2^32 inputs agreed too.)
+func TestToF16Bitwise(t *testing.T) {
+	var src []float32
+	for h := range 1 << 16 {
+		src = append(src, float16.Frombits(uint16(h)).Float32())
+	}
+	for sign := range uint32(2) {
+		for exp := range uint32(256) {
+			for _, m := range []uint32{0, 1, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x2fff, 0x3000, 0x3001,
+				0x7fe000, 0x7fefff, 0x7ff000, 0x7ff001, 0x7fffff, 0x400000, 0x400001, 0x200000, 0x000800} {
+				for _, lo := range []uint32{0, 0x800, 0x7ff} { // shifted rounding points of subnormal results
+					src = append(src, math.Float32frombits(sign<<31|exp<<23|(m^lo)&0x7fffff))
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 1 << 18 {
+		src = append(src, math.Float32frombits(r.Uint32()))
+	}
+	for _, n := range []int{len(src), len(src) - 3, 7, 9} {
+		got := make([]uint16, n)
+		toF16(got, src[:n])
+		for i, v := range src[:n] {
+			if want := float16.Fromfloat32(v).Bits(); got[i] != want {
+				t.Fatalf("n=%d: %#08x → %#04x, float16.Fromfloat32 %#04x", n, math.Float32bits(v), got[i], want)
+			}
 		}
 	}
 }

@@ -71,13 +71,18 @@ func packValues(dt tensor.DType) int {
 	return 32
 }
 
-// packedFunc computes eight weight rows (the packed group w, nb blocks
-// of packValues values) against activation rows i… (one for the x1
-// kernels, four for x4) of the quantised activations qx, dx, sx (rows of
-// k, k/32, k/32 values, k = nb·packValues) with neg their −off·Σx per
-// block where the set takes it (packedSet.negOff): out[8c+r] for
-// activation row i+c and weight row r.
-type packedFunc func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int32, i int, out *[32]float32)
+// packedRows (the x4 kernels) computes eight weight rows (the packed
+// group w, nb blocks of packValues values) against the n activation rows
+// i … i+n−1 (n a multiple of four, taken four at a time) of the quantised
+// activations qx, dx, sx (rows of k, k/32, k/32 values, k =
+// nb·packValues) with neg their −off·Σx per block where the set takes it
+// (packedSet.negOff): out[c·os + r] for activation row i+c and weight
+// row r (os ≥ 8).
+type packedRows func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int32, i, n int, out []float32, os int)
+
+// packedGroups (the x1 kernels) computes the ng groups of w, one after
+// the other, against activation row i: out[8g+r] for group g's row r.
+type packedGroups func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int32, i, ng int, out []float32)
 
 // packedSet is one instruction set's packed kernels, per dtype (nil:
 // none), and q8_0Off, what its Q8_0 kernels add to each weight value to
@@ -85,13 +90,14 @@ type packedFunc func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int32,
 // −128·Σx as neg; 0: the AVX2 ones turn the bytes back into w and take
 // no neg).
 type packedSet struct {
-	name                                                           string
-	q8_0x1, q8_0x4, q4_0x1, q4_0x4, q4_1x1, q4_1x4, q4_Kx1, q4_Kx4 packedFunc
-	q8_0Off                                                        int32
+	name                           string
+	q8_0x1, q4_0x1, q4_1x1, q4_Kx1 packedGroups
+	q8_0x4, q4_0x4, q4_1x4, q4_Kx4 packedRows
+	q8_0Off                        int32
 }
 
 // kernels returns s's kernels for dt, or nil ones.
-func (s *packedSet) kernels(dt tensor.DType) (x1, x4 packedFunc) {
+func (s *packedSet) kernels(dt tensor.DType) (x1 packedGroups, x4 packedRows) {
 	switch dt {
 	case tensor.Q8_0:
 		return s.q8_0x1, s.q8_0x4
@@ -124,7 +130,7 @@ var packed packedSet
 func usePacked(s packedSet) { packed = s }
 
 // packedKernels returns dt's packed kernels in use, or nil ones.
-func packedKernels(dt tensor.DType) (x1, x4 packedFunc) { return packed.kernels(dt) }
+func packedKernels(dt tensor.DType) (x1 packedGroups, x4 packedRows) { return packed.kernels(dt) }
 
 // pack8 packs raw (rows rows of rb bytes, nb blocks of dt each) by eight
 // rows, groups g0…g1−1 into pk (the whole packed weight).
@@ -307,30 +313,41 @@ func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
 		least = max(1, decodeLeastBytes/gb)
 	}
 	for w := range b.threads {
-		b.scratch.buf(b.threads, w, 32)
+		b.scratch.buf(b.threads, w, 8*xTile)
 	}
 	b.pool.runRangesGuided(groups, per, least, func(w, t0, t1 int) {
-		out := (*[32]float32)(b.scratch.work[w][:32])
 		for wi, wt := range ws {
 			g0, g1 := max(t0, first[wi])-first[wi], min(t1, first[wi+1])-first[wi]
 			if g0 >= g1 {
 				continue
 			}
 			d, m := ds[wi], wt.rows
+			full := min(g1, m/8) // groups g0 … full−1 have eight rows
 			for i0 := 0; i0 < n; i0 += xTile {
 				i1 := min(i0+xTile, n)
-				for g := g0; g < g1; g++ {
-					wg, rows := wt.pk[g*gb:(g+1)*gb], min(8, m-8*g)
-					i := i0
-					for ; i+4 <= i1; i += 4 {
-						x4(wg, nb, qx, dx, sx, neg, i, out)
-						for c := range 4 {
-							copy(d.f32[(i+c)*m+8*g:][:rows], out[8*c:8*c+rows])
-						}
+				quads := (i1 - i0) &^ 3
+				for g := g0; g < full && quads > 0; g++ {
+					x4(wt.pk[g*gb:(g+1)*gb], nb, qx, dx, sx, neg, i0, quads, d.f32[i0*m+8*g:], m)
+				}
+				for i := i0 + quads; i < i1 && g0 < full; i++ {
+					x1(wt.pk[g0*gb:full*gb], nb, qx, dx, sx, neg, i, full-g0, d.f32[i*m+8*g0:])
+				}
+			}
+			if g := max(g0, full); g < g1 {
+				// the weight's last group, short: by scratch
+				wg, rows := wt.pk[g*gb:(g+1)*gb], m-8*g
+				out := b.scratch.work[w][:8*xTile]
+				for i0 := 0; i0 < n; i0 += xTile {
+					i1 := min(i0+xTile, n)
+					quads := (i1 - i0) &^ 3
+					if quads > 0 {
+						x4(wg, nb, qx, dx, sx, neg, i0, quads, out, 8)
 					}
-					for ; i < i1; i++ {
-						x1(wg, nb, qx, dx, sx, neg, i, out)
-						copy(d.f32[i*m+8*g:][:rows], out[:rows])
+					for i := i0 + quads; i < i1; i++ {
+						x1(wg, nb, qx, dx, sx, neg, i, 1, out[8*(i-i0):])
+					}
+					for i := i0; i < i1; i++ {
+						copy(d.f32[i*m+8*g:][:rows], out[8*(i-i0):][:rows])
 					}
 				}
 			}

@@ -2,6 +2,8 @@
 
 package cpu
 
+import "unsafe"
+
 // Implemented in packed_amd64.s.
 
 //go:noescape
@@ -29,37 +31,40 @@ func dotQ4_Kp8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 func dotQ4_Kp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 
 //go:noescape
-func dotQ4_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+func dotQ4_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int)
 
 //go:noescape
-func dotQ4_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+func dotQ4_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int)
 
 //go:noescape
-func dotQ4_1p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+func dotQ4_1p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int)
 
 //go:noescape
-func dotQ4_1p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+func dotQ4_1p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int)
 
 //go:noescape
-func dotQ4_Kp8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+func dotQ4_Kp8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int)
 
 //go:noescape
-func dotQ4_Kp8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+func dotQ4_Kp8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int)
 
 //go:noescape
-func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int)
 
 //go:noescape
-func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int)
 
 // packedVNNI and packedAVX2 return the two sets (packed_amd64.s,
-// packed_avx2_amd64.s).
+// packed_avx2_amd64.s). The AVX2 kernels take several groups (one-row
+// kernels) or quads of activation rows with an output stride (four-row
+// kernels); the VNNI ones one group and one quad, which their wrappers
+// call once for each.
 func packedVNNI() packedSet {
 	s := packedSet{name: "avx512vnni", q8_0Off: 128}
-	s.q8_0x1, s.q8_0x4 = packedNeg(dotQ8_0p8x1VNNI, dotQ8_0p8x4VNNI, 272)
-	s.q4_0x1, s.q4_0x4 = packedNeg(dotQ4_0p8x1VNNI, dotQ4_0p8x4VNNI, 144)
-	s.q4_1x1, s.q4_1x4 = packedSX(dotQ4_1p8x1VNNI, dotQ4_1p8x4VNNI, 160, 32)
-	s.q4_Kx1, s.q4_Kx4 = packedSX(dotQ4_Kp8x1VNNI, dotQ4_Kp8x4VNNI, 1184, 256)
+	s.q8_0x1, s.q8_0x4 = packedNeg(groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI), 272)
+	s.q4_0x1, s.q4_0x4 = packedNeg(groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI), 144)
+	s.q4_1x1, s.q4_1x4 = packedSX(groupsOf(dotQ4_1p8x1VNNI, 160), quadsOf(dotQ4_1p8x4VNNI), 160, 32)
+	s.q4_Kx1, s.q4_Kx4 = packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256)
 	return s
 }
 
@@ -84,65 +89,123 @@ func packedSets() []packedSet {
 	return sets
 }
 
-// packedNeg wraps the kernels that take neg (Q8_0, Q4_0; blocks of 32
-// values in size bytes).
-func packedNeg(k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32),
-	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32), size int) (x1, x4 packedFunc) {
-	x1 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i int, out *[32]float32) {
-		if packedArgs(w, nb, size, 32, qx, dx, nil, neg, i, 1) {
-			k1(&w[0], &qx[i*nb*32], &dx[i*nb], &neg[i*nb], nb, &out[0])
-		} else {
-			*out = [32]float32{}
+// quadsOf makes a one-quad kernel (out[8c+r]) a quads kernel: it runs
+// once per quad, each into a scratch tile copied to out's rows (os in
+// bytes, as the AVX2 kernels take it).
+func quadsOf[A int32 | float32](k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32)) func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32, os, nq int) {
+	return func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32, os, nq int) {
+		var tile [32]float32
+		for q := range nq {
+			k4(w, (*int8)(unsafe.Add(unsafe.Pointer(qx), 4*q*xs)), xs,
+				(*float32)(unsafe.Add(unsafe.Pointer(dx), 4*q*ds)), ds,
+				(*A)(unsafe.Add(unsafe.Pointer(aux), 4*q*ds)), nb, &tile[0])
+			for c := range 4 {
+				row := (*[8]float32)(unsafe.Add(unsafe.Pointer(out), (4*q+c)*os))
+				*row = [8]float32(tile[8*c : 8*c+8])
+			}
 		}
 	}
-	x4 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i int, out *[32]float32) {
-		if packedArgs(w, nb, size, 32, qx, dx, nil, neg, i, 4) {
-			k4(&w[0], &qx[i*nb*32], nb*32, &dx[i*nb], 4*nb, &neg[i*nb], nb, &out[0])
-		} else {
-			*out = [32]float32{}
+}
+
+// groupsOf makes a one-group kernel a groups kernel: it runs once per
+// group (size bytes per block, nb blocks).
+func groupsOf[A int32 | float32](k1 func(w *byte, qx *int8, dx *float32, aux *A, nb int, out *float32), size int) func(w *byte, qx *int8, dx *float32, aux *A, nb int, out *float32, ng int) {
+	return func(w *byte, qx *int8, dx *float32, aux *A, nb int, out *float32, ng int) {
+		for g := range ng {
+			k1((*byte)(unsafe.Add(unsafe.Pointer(w), g*nb*size)), qx, dx, aux, nb, (*float32)(unsafe.Add(unsafe.Pointer(out), 32*g)))
 		}
+	}
+}
+
+// packedNeg wraps the kernels that take neg (Q8_0, Q4_0; blocks of 32
+// values in size bytes).
+func packedNeg(k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int),
+	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int), size int) (x1 packedGroups, x4 packedRows) {
+	x1 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, ng int, out []float32) {
+		if !packedGroupsArgs(w, nb, size, 32, qx, dx, nil, neg, i, ng, out) {
+			return
+		}
+		k, nd := nb*32, nb
+		k1(&w[0], &qx[i*k], &dx[i*nd], &neg[i*nd], nb, &out[0], ng)
+	}
+	x4 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, n int, out []float32, os int) {
+		if !packedArgs(w, nb, size, 32, qx, dx, nil, neg, i, n, out, os) {
+			return
+		}
+		if n%4 != 0 {
+			panic("cpu: four-row packed kernel on a row count not a multiple of four")
+		}
+		k, nd := nb*32, nb
+		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &neg[i*nd], nb, &out[0], 4*os, n/4)
 	}
 	return x1, x4
 }
 
 // packedSX wraps the kernels that take s_x (Q4_1: blocks of 32 values in
 // 160 bytes; Q4_K: of 256 in 1184) or no neg (AVX2 Q8_0, 272 bytes).
-func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32),
-	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32), size, vals int) (x1, x4 packedFunc) {
-	x1 = func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i int, out *[32]float32) {
-		k, nd := nb*vals, nb*vals/32
-		if packedArgs(w, nb, size, vals, qx, dx, sx, nil, i, 1) {
-			k1(&w[0], &qx[i*k], &dx[i*nd], &sx[i*nd], nb, &out[0])
-		} else {
-			*out = [32]float32{}
+func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int),
+	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int), size, vals int) (x1 packedGroups, x4 packedRows) {
+	x1 = func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i, ng int, out []float32) {
+		if !packedGroupsArgs(w, nb, size, vals, qx, dx, sx, nil, i, ng, out) {
+			return
 		}
+		k, nd := nb*vals, nb*vals/32
+		k1(&w[0], &qx[i*k], &dx[i*nd], &sx[i*nd], nb, &out[0], ng)
 	}
-	x4 = func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i int, out *[32]float32) {
-		k, nd := nb*vals, nb*vals/32
-		if packedArgs(w, nb, size, vals, qx, dx, sx, nil, i, 4) {
-			k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &sx[i*nd], nb, &out[0])
-		} else {
-			*out = [32]float32{}
+	x4 = func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i, n int, out []float32, os int) {
+		if !packedArgs(w, nb, size, vals, qx, dx, sx, nil, i, n, out, os) {
+			return
 		}
+		if n%4 != 0 {
+			panic("cpu: four-row packed kernel on a row count not a multiple of four")
+		}
+		k, nd := nb*vals, nb*vals/32
+		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &sx[i*nd], nb, &out[0], 4*os, n/4)
 	}
 	return x1, x4
 }
 
-// packedArgs bounds-checks a packed kernel's arguments (a group of nb
-// blocks of vals values in size bytes, activation rows i … i+rows−1, and
-// whichever of sx and neg the kernel reads) and reports whether there is
-// anything to compute (nb > 0).
-func packedArgs(w []byte, nb, size, vals int, qx []int8, dx, sx []float32, neg []int32, i, rows int) bool {
+// packedGroupsArgs bounds-checks a one-row kernel's arguments: ng groups
+// of nb blocks at w, activation row i, 8·ng outputs; as packedArgs.
+func packedGroupsArgs(w []byte, nb, size, vals int, qx []int8, dx, sx []float32, neg []int32, i, ng int, out []float32) bool {
+	if ng <= 0 {
+		return false
+	}
+	_ = out[8*ng-1]
 	if nb == 0 {
+		clear(out[:8*ng])
+		return false
+	}
+	_ = w[ng*nb*size-1]
+	return packedArgs(w, nb, size, vals, qx, dx, sx, neg, i, 1, out, 8)
+}
+
+// packedArgs bounds-checks a packed kernel's arguments (a group of nb
+// blocks of vals values in size bytes, activation rows i … i+n−1,
+// whichever of sx and neg the kernel reads, and the n output rows of
+// eight at stride os) and reports whether there is anything to compute:
+// with nb = 0 it zeroes the outputs and reports false, as with n = 0.
+func packedArgs(w []byte, nb, size, vals int, qx []int8, dx, sx []float32, neg []int32, i, n int, out []float32, os int) bool {
+	if n <= 0 {
+		return false
+	}
+	_ = out[(n-1)*os+7]
+	if os < 8 {
+		panic("cpu: packed kernel output rows overlap")
+	}
+	if nb == 0 {
+		for c := range n {
+			clear(out[c*os : c*os+8])
+		}
 		return false
 	}
 	k := nb * vals
-	_, _, _ = w[nb*size-1], qx[(i+rows)*k-1], dx[(i+rows)*k/32-1]
+	_, _, _ = w[nb*size-1], qx[(i+n)*k-1], dx[(i+n)*k/32-1]
 	switch {
 	case neg != nil:
-		_ = neg[(i+rows)*k/32-1]
+		_ = neg[(i+n)*k/32-1]
 	case sx != nil:
-		_ = sx[(i+rows)*k/32-1]
+		_ = sx[(i+n)*k/32-1]
 	default:
 		panic("cpu: packed kernel without its neg or sx")
 	}

@@ -79,10 +79,61 @@
 	PREFETCHT0 3136(SI) \
 	PREFETCHT0 3200(SI)
 
+// PK_GARGS: the AVX2 one-row kernels' further arguments out and ng in
+// R11 and AX.
+#define PK_GARGS \
+	MOVQ out+40(FP), R11 \
+	MOVQ ng+48(FP), AX
+
+// PK_GSTORE1(y, group): y at R11, then on to the next group (its weights
+// follow the last block, where SI is), from the activation row's start;
+// looping to group while groups are left, else return.
+#define PK_GSTORE1(y, group) \
+	VMOVUPS y, (R11) \
+	ADDQ    $32, R11 \
+	MOVQ    qx+8(FP), DI \
+	MOVQ    dx+16(FP), DX \
+	MOVQ    aux+24(FP), R8 \
+	MOVQ    nb+32(FP), CX \
+	DECQ    AX \
+	JNZ     group \
+	VZEROUPPER \
+	RET
+
 // PK_STORE1(y): out (argument at 40) = y, and return.
 #define PK_STORE1(y) \
 	MOVQ    out+40(FP), R9 \
 	VMOVUPS y, (R9) \
+	VZEROUPPER \
+	RET
+
+// PK_QARGS: the quad kernels' (AVX2) further arguments out, os and nq in
+// R11, R12 and AX.
+#define PK_QARGS \
+	MOVQ out+56(FP), R11 \
+	MOVQ os+64(FP), R12 \
+	MOVQ nq+72(FP), AX
+
+// PK_QSTORE4(a, b, c, d, quad): a, b, c, d at R11 + c·os (activation
+// rows c = 0…3 of the quad), then on to the next quad: its rows 4·xs
+// (R9) on, their scales and aux 4·ds (R10) on (the block loop has
+// stepped DI by xs and DX and R8 by ds: xs is the whole row), the
+// weight group (SI) and block count (CX) from the start; looping to quad
+// while quads are left, else return.
+#define PK_QSTORE4(a, b, c, d, quad) \
+	VMOVUPS a, (R11) \
+	VMOVUPS b, (R11)(R12*1) \
+	VMOVUPS c, (R11)(R12*2) \
+	LEAQ    (R11)(R12*2), BX \
+	VMOVUPS d, (BX)(R12*1) \
+	LEAQ    (R11)(R12*4), R11 \
+	MOVQ    w+0(FP), SI \
+	MOVQ    nb+48(FP), CX \
+	ADDQ    R13, DI \
+	ADDQ    R14, DX \
+	ADDQ    R14, R8 \
+	DECQ    AX \
+	JNZ     quad \
 	VZEROUPPER \
 	RET
 

@@ -67,11 +67,17 @@ GLOBL ones16<>(SB), RODATA|NOPTR, $32
 	VMULPS       Y8, Y9, Y9 \
 	VFMADD231PS  Y9, Y5, acc
 
-// func dotQ4_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
-TEXT ·dotQ4_0p8x1AVX2(SB), NOSPLIT, $0-48
+// func dotQ4_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int)
+//
+// ng groups one after the other at w against one activation row:
+// out[8g+r] for group g's row r.
+TEXT ·dotQ4_0p8x1AVX2(SB), NOSPLIT, $0-56
 	PK_ARGS1
+	PK_GARGS
 	VMOVDQU nib0f<>(SB), Y0
 	VMOVDQU ones16<>(SB), Y15
+
+q40a81g:
 	VXORPS  Y14, Y14, Y14
 
 q40a81:
@@ -82,13 +88,16 @@ q40a81:
 	VPADDD       Y7, Y5, Y5
 	SCALE1(Y14)
 	PK_NEXT(144, q40a81)
-	PK_STORE1(Y14)
+	PK_GSTORE1(Y14, q40a81g)
 
-// func dotQ4_1p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
-TEXT ·dotQ4_1p8x1AVX2(SB), NOSPLIT, $0-48
+// func dotQ4_1p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int)
+TEXT ·dotQ4_1p8x1AVX2(SB), NOSPLIT, $0-56
 	PK_ARGS1
+	PK_GARGS
 	VMOVDQU nib0f<>(SB), Y0
 	VMOVDQU ones16<>(SB), Y15
+
+q41a81g:
 	VXORPS  Y14, Y14, Y14
 	VXORPS  Y13, Y13, Y13
 
@@ -102,7 +111,7 @@ q41a81:
 	SCALE1(Y14)
 	PK_NEXT(160, q41a81)
 	VADDPS       Y13, Y14, Y14
-	PK_STORE1(Y14)
+	PK_GSTORE1(Y14, q41a81g)
 
 // Four activation rows (Q4_0, Q4_1): Y0 and Y1 a weight vector's low and
 // high nibbles, Y2 scratch, Y3…Y6 the rows' 16-bit sums, Y7…Y10 their
@@ -177,14 +186,18 @@ q41a81:
 	VXORPS c, c, c \
 	VXORPS d, d, d
 
-// func dotQ4_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+// func dotQ4_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int)
 //
-// Activation row c at qx + c·xs, its scales at dx + c·ds and its −8·Σx
-// (neg) at aux + c·ds; out[8c+r] for weight row r.
-TEXT ·dotQ4_0p8x4AVX2(SB), NOSPLIT, $0-64
+// nq quads of activation rows: row c at qx + c·xs, its scales at
+// dx + c·ds and its −8·Σx (neg) at aux + c·ds; out[c·os/4 + r] for weight
+// row r (os in bytes).
+TEXT ·dotQ4_0p8x4AVX2(SB), NOSPLIT, $0-80
 	PK_ARGS4
-	XORQ BX, BX
+	PK_QARGS
 	VMOVDQU nib0f<>(SB), Y15
+
+q40a84q:
+	XORQ BX, BX
 	ZERO4(Y7, Y8, Y9, Y10)
 
 q40a84:
@@ -195,15 +208,18 @@ q40a84:
 	NEG4C((R14*1), Y6)
 	SCALE4
 	PK_NEXT(144, q40a84)
-	PK_STORE4(Y7, Y8, Y9, Y10)
+	PK_QSTORE4(Y7, Y8, Y9, Y10, q40a84q)
 
-// func dotQ4_1p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+// func dotQ4_1p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int)
 //
 // As dotQ4_0p8x4AVX2, with s_x (sx) at aux + c·ds instead of neg.
-TEXT ·dotQ4_1p8x4AVX2(SB), NOSPLIT, $0-64
+TEXT ·dotQ4_1p8x4AVX2(SB), NOSPLIT, $0-80
 	PK_ARGS4
-	XORQ BX, BX
+	PK_QARGS
 	VMOVDQU nib0f<>(SB), Y15
+
+q41a84q:
+	XORQ BX, BX
 	ZERO4(Y7, Y8, Y9, Y10)
 	ZERO4(Y11, Y12, Y13, Y14)
 
@@ -220,7 +236,7 @@ q41a84:
 	VADDPS    Y12, Y8, Y8
 	VADDPS    Y13, Y9, Y9
 	VADDPS    Y14, Y10, Y10
-	PK_STORE4(Y7, Y8, Y9, Y10)
+	PK_QSTORE4(Y7, Y8, Y9, Y10, q41a84q)
 
 // Q4_K (packed.go: d at 0, dmin at 16, sc at 32+8s+r, m at 96+8s+r, the
 // nibble vectors of sub-block pair p at 160+256p+32k, low nibbles
@@ -278,14 +294,17 @@ q41a84:
 	VBROADCASTSS 4*s(R8), Y1 \
 	VFMADD231PS  Y1, Y13, Y11
 
-// func dotQ4_Kp8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+// func dotQ4_Kp8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int)
 //
 // aux is s_x; nb counts super-blocks.
-TEXT ·dotQ4_Kp8x1AVX2(SB), NOSPLIT, $0-48
+TEXT ·dotQ4_Kp8x1AVX2(SB), NOSPLIT, $0-56
 	PK_ARGS1
+	PK_GARGS
 	XORQ    BX, BX
 	VMOVDQU nib0f<>(SB), Y14
 	VMOVDQU ones16<>(SB), Y15
+
+q4ka81g:
 	VXORPS  Y10, Y10, Y10
 	VXORPS  Y11, Y11, Y11
 
@@ -301,7 +320,7 @@ q4ka81:
 	KSUB1(7, KHI, 928)
 	PK_KNEXT(q4ka81)
 	VSUBPS  Y11, Y10, Y10
-	PK_STORE1(Y10)
+	PK_GSTORE1(Y10, q4ka81g)
 
 // Four activation rows (Q4_K): Y0 the unpacked vector, Y1 scratch, Y2…Y5
 // the rows' 16-bit sums, Y6…Y9 their acc, Y10…Y13 their accm, Y14 the
@@ -364,12 +383,15 @@ q4ka81:
 	KFMA4C(s, (R14*1), Y5, Y9, Y13) \
 	VMOVDQU   nib0f<>(SB), Y14
 
-// func dotQ4_Kp8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
-TEXT ·dotQ4_Kp8x4AVX2(SB), NOSPLIT, $0-64
+// func dotQ4_Kp8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int)
+TEXT ·dotQ4_Kp8x4AVX2(SB), NOSPLIT, $0-80
 	PK_ARGS4
-	XORQ BX, BX
+	PK_QARGS
 	VMOVDQU nib0f<>(SB), Y14
 	VMOVDQU ones16<>(SB), Y15
+
+q4ka84q:
+	XORQ BX, BX
 	ZERO4(Y6, Y7, Y8, Y9)
 	ZERO4(Y10, Y11, Y12, Y13)
 
@@ -387,7 +409,7 @@ q4ka84:
 	VSUBPS  Y11, Y7, Y7
 	VSUBPS  Y12, Y8, Y8
 	VSUBPS  Y13, Y9, Y9
-	PK_STORE4(Y6, Y7, Y8, Y9)
+	PK_QSTORE4(Y6, Y7, Y8, Y9, q4ka84q)
 
 // Q8_0 (packed.go: eight d_w, then the value bytes w+128, bytes 4k…4k+3
 // of each row in vector k). vpmaddubsw would saturate on w+128 against
@@ -414,11 +436,14 @@ GLOBL bias80<>(SB), RODATA|NOPTR, $32
 	VPMADDWD     Y15, Y3, Y3 \
 	VPADDD       Y3, s, s
 
-// func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
-TEXT ·dotQ8_0p8x1AVX2(SB), NOSPLIT, $0-48
+// func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int)
+TEXT ·dotQ8_0p8x1AVX2(SB), NOSPLIT, $0-56
 	PK_ARGS1
+	PK_GARGS
 	VMOVDQU bias80<>(SB), Y13
 	VMOVDQU ones16<>(SB), Y15
+
+q80a81g:
 	VXORPS  Y14, Y14, Y14
 
 q80a81:
@@ -436,7 +461,7 @@ q80a81:
 	VPADDD     Y6, Y5, Y5
 	SCALE1(Y14)
 	PK_NEXT(272, q80a81)
-	PK_STORE1(Y14)
+	PK_GSTORE1(Y14, q80a81g)
 
 // Four activation rows: Y0 = w, Y1 = |w|, Y2 scratch, Y3…Y6 the rows'
 // 32-bit sums, Y7…Y10 their acc, Y13 0x80 bytes, Y15 ones.
@@ -457,12 +482,15 @@ q80a81:
 	Q8STEP4C(xo, (R9*2), Y5) \
 	Q8STEP4C(xo, (R13*1), Y6)
 
-// func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
-TEXT ·dotQ8_0p8x4AVX2(SB), NOSPLIT, $0-64
+// func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int)
+TEXT ·dotQ8_0p8x4AVX2(SB), NOSPLIT, $0-80
 	PK_ARGS4
-	XORQ BX, BX
+	PK_QARGS
 	VMOVDQU bias80<>(SB), Y13
 	VMOVDQU ones16<>(SB), Y15
+
+q80a84q:
+	XORQ BX, BX
 	ZERO4(Y7, Y8, Y9, Y10)
 
 q80a84:
@@ -480,4 +508,4 @@ q80a84:
 	Q8STEP4(240, 28)
 	SCALE4
 	PK_NEXT(272, q80a84)
-	PK_STORE4(Y7, Y8, Y9, Y10)
+	PK_QSTORE4(Y7, Y8, Y9, Y10, q80a84q)

@@ -40,8 +40,8 @@ func testPackedSet(t *testing.T, set packedSet) {
 			nbs = []int{1, 2, 3, 5, 8} // super-blocks of 256
 		}
 		for _, nb := range nbs {
-			for _, rows := range []int{1, 8, 13} {
-				k, nx := nb*packValues(dt), 7
+			for _, rows := range []int{1, 8, 13, 29} {
+				k, nx := nb*packValues(dt), 11
 				nd := k / 32 // activation blocks
 				x := make([]float32, nx*k)
 				for i := range x {
@@ -91,8 +91,8 @@ func testPackedSet(t *testing.T, set packedSet) {
 					for i := range nx {
 						var want [8]float32
 						packed8Go(dt, w, nb, qx[i*k:(i+1)*k], dx[i*nd:(i+1)*nd], sx[i*nd:(i+1)*nd], &want)
-						var got [32]float32
-						x1(w, nb, qx, dx, sx, neg, i, &got)
+						var got [8]float32
+						x1(w, nb, qx, dx, sx, neg, i, 1, got[:])
 						for lane := range 8 {
 							if math.Float32bits(got[lane]) != math.Float32bits(want[lane]) {
 								t.Errorf("%v nb=%d rows=%d group %d lane %d, activation row %d: x1 %v, Go %v", dt, nb, rows, g, lane, i, got[lane], want[lane])
@@ -102,17 +102,44 @@ func testPackedSet(t *testing.T, set packedSet) {
 							}
 						}
 					}
-					for _, i := range []int{0, 3} {
-						var got [32]float32
-						x4(w, nb, qx, dx, sx, neg, i, &got)
-						for c := range 4 {
-							var want [32]float32
-							x1(w, nb, qx, dx, sx, neg, i+c, &want)
-							for lane := range 8 {
-								if math.Float32bits(got[8*c+lane]) != math.Float32bits(want[lane]) {
-									t.Errorf("%v nb=%d rows=%d group %d lane %d, activation row %d: x4 %v, x1 %v", dt, nb, rows, g, lane, i+c, got[8*c+lane], want[lane])
+					// x4 by one and two quads, at the least stride and a
+					// wider one whose gaps must stay as they were
+					for _, tc := range []struct{ i, n, os int }{{0, 4, 8}, {3, 4, 8}, {0, 8, 8}, {3, 8, 11}} {
+						got := nanSlice(tc.n * tc.os)
+						x4(w, nb, qx, dx, sx, neg, tc.i, tc.n, got, tc.os)
+						for c := range tc.n {
+							var want [8]float32
+							x1(w, nb, qx, dx, sx, neg, tc.i+c, 1, want[:])
+							for lane := range tc.os {
+								v := got[c*tc.os+lane]
+								if lane >= 8 {
+									if !math.IsNaN(float64(v)) {
+										t.Errorf("%v nb=%d rows=%d group %d: x4 rows %d+%d stride %d wrote %v between output rows", dt, nb, rows, g, tc.i, tc.n, tc.os, v)
+									}
+								} else if math.Float32bits(v) != math.Float32bits(want[lane]) {
+									t.Errorf("%v nb=%d rows=%d group %d lane %d, activation row %d: x4 (rows %d+%d, stride %d) %v, x1 %v", dt, nb, rows, g, lane, tc.i+c, tc.i, tc.n, tc.os, v, want[lane])
 								}
 							}
+						}
+					}
+				}
+				// x1 over all the groups at once against one group at a
+				// time, writing nothing past its outputs
+				for i := range nx {
+					got := nanSlice(8*groups + 3)
+					x1(pk, nb, qx, dx, sx, neg, i, groups, got)
+					for g := range groups {
+						var want [8]float32
+						x1(pk[g*gb:(g+1)*gb], nb, qx, dx, sx, neg, i, 1, want[:])
+						for lane := range 8 {
+							if v := got[8*g+lane]; math.Float32bits(v) != math.Float32bits(want[lane]) {
+								t.Errorf("%v nb=%d rows=%d activation row %d, group %d lane %d: x1 over %d groups %v, alone %v", dt, nb, rows, i, g, lane, groups, v, want[lane])
+							}
+						}
+					}
+					for _, v := range got[8*groups:] {
+						if !math.IsNaN(float64(v)) {
+							t.Errorf("%v nb=%d rows=%d: x1 over %d groups wrote %v past its outputs", dt, nb, rows, groups, v)
 						}
 					}
 				}
@@ -124,8 +151,8 @@ func testPackedSet(t *testing.T, set packedSet) {
 					t.Fatal(err)
 				}
 				for row := range rows {
-					var got [32]float32
-					x1(pk[row/8*gb:(row/8+1)*gb], nb, qx, dx, sx, neg, 0, &got)
+					var got [8]float32
+					x1(pk[row/8*gb:(row/8+1)*gb], nb, qx, dx, sx, neg, 0, 1, got[:])
 					var want, mag float64
 					for e := range k {
 						p := float64(deq[row*k+e]) * float64(dx[e/32]) * float64(qx[e])
@@ -194,4 +221,13 @@ func TestMatMulsBitwise(t *testing.T) {
 			}
 		}
 	}
+}
+
+// nanSlice returns n NaNs: outputs a kernel must overwrite, or leave.
+func nanSlice(n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(math.NaN())
+	}
+	return s
 }

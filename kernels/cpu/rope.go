@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/vkllm/vkllm/kernels"
 )
@@ -97,17 +98,46 @@ func (b *Backend) RoPE(x, pos kernels.Tensor, p kernels.RoPE) {
 	if !(dim%p.HeadDim == 0 && len(ps.i32) == n) {
 		failf("%s: x %v, %d positions, head dim %d", op, t, len(ps.i32), p.HeadDim)
 	}
-	inv := InvFreq(p)
+	cos, sin := b.ropeTable(ps.i32, InvFreq(p))
+	half := p.HeadDim / 2
 	b.parallel(n, func(lo, hi int) {
-		cos, sin := make([]float32, len(inv)), make([]float32, len(inv))
 		for i := lo; i < hi; i++ {
-			angles(ps.i32[i], inv, cos, sin)
+			c, s := cos[i*half:(i+1)*half], sin[i*half:(i+1)*half]
 			row := t.f32[i*dim : (i+1)*dim]
 			for h := 0; h < dim; h += p.HeadDim {
-				rotate(row[h:h+p.HeadDim], cos, sin, p.Style)
+				rotate(row[h:h+p.HeadDim], c, s, p.Style)
 			}
 		}
 	})
+}
+
+// ropeTable returns the angles of every position of pos (cos and sin,
+// len(pos)·len(inv), angles' values), kept from the last call when it
+// had the same positions and frequencies: every layer's RoPE of Q and K
+// in one forward pass rotates to the same positions, and the table costs
+// two math calls per value.
+func (b *Backend) ropeTable(pos []int32, inv []float32) (cos, sin []float32) {
+	r := &b.rope
+	sameBits := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
+	if slices.Equal(r.pos, pos) && slices.EqualFunc(r.inv, inv, sameBits) {
+		return r.cos, r.sin
+	}
+	half := len(inv)
+	r.pos, r.inv = append(r.pos[:0], pos...), append(r.inv[:0], inv...)
+	r.cos, r.sin = grow(r.cos, len(pos)*half), grow(r.sin, len(pos)*half)
+	b.parallel(len(pos), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			angles(pos[i], inv, r.cos[i*half:(i+1)*half], r.sin[i*half:(i+1)*half])
+		}
+	})
+	return r.cos, r.sin
+}
+
+// ropeCache is ropeTable's last table: the positions and frequencies it
+// holds the angles of.
+type ropeCache struct {
+	pos           []int32
+	inv, cos, sin []float32
 }
 
 // KVShift implements kernels.Backend: row cells[i] of the K cache

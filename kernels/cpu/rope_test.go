@@ -112,3 +112,42 @@ func TestRoPEMatchesTransformers(t *testing.T) {
 		}
 	}
 }
+
+// RoPE keeps the last call's angles (ropeTable): a call with other
+// positions (of the same count), other frequencies, or back to the first
+// ones must rotate exactly as a fresh backend does.
+func TestRoPETableReuse(t *testing.T) {
+	const n, hd = 5, 16
+	p1 := kernels.RoPE{Style: kernels.RoPENeox, HeadDim: hd, Theta: 10000}
+	p2 := kernels.RoPE{Style: kernels.RoPENeox, HeadDim: hd, Theta: 500000}
+	a, c := []int32{0, 1, 2, 3, 4}, []int32{7, 1, 2, 3, 90000}
+	q := make([]float32, n*2*hd)
+	for i := range q {
+		q[i] = float32(i%13) - 6.5
+	}
+	rotated := func(b *Backend, pos []int32, p kernels.RoPE) []float32 {
+		x, _ := b.NewTensor(tensor.F32, n, 2*hd)
+		pt, _ := b.NewTensor(tensor.I32, n)
+		if err := errors.Join(b.SetF32(x, q), b.SetI32(pt, pos)); err != nil {
+			t.Fatal(err)
+		}
+		b.RoPE(x, pt, p)
+		got := make([]float32, len(q))
+		if err := b.GetF32(x, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	b := New(2)
+	for i, step := range []struct {
+		pos []int32
+		p   kernels.RoPE
+	}{{a, p1}, {a, p1}, {c, p1}, {a, p2}, {a, p1}} {
+		got, want := rotated(b, step.pos, step.p), rotated(New(1), step.pos, step.p)
+		for e := range got {
+			if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
+				t.Fatalf("call %d (positions %v, theta %v): value %d is %v, a fresh backend's %v", i, step.pos, step.p.Theta, e, got[e], want[e])
+			}
+		}
+	}
+}
