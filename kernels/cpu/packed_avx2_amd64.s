@@ -252,47 +252,64 @@ q41a84:
 	VPSRLW  $4, Y0, Y0 \
 	VPAND   Y14, Y0, Y0
 
-// KSTEP1(unpack, off, xo, s): one activation row: s += vpmaddubsw of
-// the vector off(SI) against the dword xo(DI)(BX*1).
-#define KSTEP1(unpack, off, xo, s) \
-	unpack(off) \
-	VPBROADCASTD xo(DI)(BX*1), Y1 \
-	VPMADDUBSW   Y1, Y0, Y1 \
-	VPADDW       Y1, s, s
+// One activation row (Q4_K): a sub-block pair at a time, each nibble
+// vector loaded once for both of its sub-blocks: Y0 and Y1 its low and
+// high nibbles, Y2 scratch, Y5 and Y6 the low sub-block's 16-bit sums,
+// Y3 and Y4 the high one's, Y8 and Y9 the super-block's d and dmin (the
+// eight rows), Y10 acc, Y11 accm, Y12 and Y13 the sub-block's scales,
+// Y14 the nibble mask, Y15 ones.
 
-// KSCALES(s): Y12 = d·sc_s, Y13 = dmin·m_s (the eight rows).
-#define KSCALES(s) \
-	VPMOVZXBD 32+8*s(SI), Y12 \
-	VCVTDQ2PS Y12, Y12 \
-	VCVTPH2PS (SI), Y1 \
-	VMULPS    Y1, Y12, Y12 \
-	VPMOVZXBD 96+8*s(SI), Y13 \
-	VCVTDQ2PS Y13, Y13 \
-	VCVTPH2PS 16(SI), Y1 \
-	VMULPS    Y1, Y13, Y13
+// KPSTEP1(off, xo, lo0, hi0): the vector off(SI): its low nibbles
+// against the dword xo(DI) (the low sub-block's activations) into lo0,
+// its high ones against xo+32(DI) into hi0.
+#define KPSTEP1(off, xo, lo0, hi0) \
+	VMOVDQU      off(SI), Y0 \
+	VPSRLW       $4, Y0, Y1 \
+	VPAND        Y14, Y0, Y0 \
+	VPAND        Y14, Y1, Y1 \
+	VPBROADCASTD xo(DI), Y2 \
+	VPMADDUBSW   Y2, Y0, Y0 \
+	VPADDW       Y0, lo0, lo0 \
+	VPBROADCASTD xo+32(DI), Y2 \
+	VPMADDUBSW   Y2, Y1, Y1 \
+	VPADDW       Y1, hi0, hi0
 
-// KSUB1(s, unpack, q): sub-block s (nibble vectors at q(SI)) for one
-// activation row: acc Y10, accm Y11, the 16-bit sums in Y5 and Y6.
-#define KSUB1(s, unpack, q) \
-	VPXOR        Y5, Y5, Y5 \
-	VPXOR        Y6, Y6, Y6 \
-	KSTEP1(unpack, q, 32*s, Y5) \
-	KSTEP1(unpack, q+32, 32*s+4, Y6) \
-	KSTEP1(unpack, q+64, 32*s+8, Y5) \
-	KSTEP1(unpack, q+96, 32*s+12, Y6) \
-	KSTEP1(unpack, q+128, 32*s+16, Y5) \
-	KSTEP1(unpack, q+160, 32*s+20, Y6) \
-	KSTEP1(unpack, q+192, 32*s+24, Y5) \
-	KSTEP1(unpack, q+224, 32*s+28, Y6) \
-	VPADDW       Y6, Y5, Y5 \
-	VPMADDWD     Y15, Y5, Y5 \
-	VCVTDQ2PS    Y5, Y5 \
-	KSCALES(s) \
+// KFMA1(s, sa, sb): sub-block s's 16-bit sums sa + sb into acc =
+// fma(float(sum), (d·sc_s)·d_x, acc) and accm = fma(dmin·m_s, s_x,
+// accm), as KSUB1 did one sub-block at a time.
+#define KFMA1(s, sa, sb) \
+	VPADDW       sb, sa, sa \
+	VPMADDWD     Y15, sa, sa \
+	VCVTDQ2PS    sa, sa \
+	VPMOVZXBD    32+8*s(SI), Y12 \
+	VCVTDQ2PS    Y12, Y12 \
+	VMULPS       Y8, Y12, Y12 \
+	VPMOVZXBD    96+8*s(SI), Y13 \
+	VCVTDQ2PS    Y13, Y13 \
+	VMULPS       Y9, Y13, Y13 \
 	VBROADCASTSS 4*s(DX), Y1 \
 	VMULPS       Y1, Y12, Y1 \
-	VFMADD231PS  Y1, Y5, Y10 \
+	VFMADD231PS  Y1, sa, Y10 \
 	VBROADCASTSS 4*s(R8), Y1 \
 	VFMADD231PS  Y1, Y13, Y11
+
+// KPAIR1(s, t, q): sub-blocks s (low nibbles) and t = s+1 (high) of the
+// vectors at q(SI).
+#define KPAIR1(s, t, q) \
+	VPXOR   Y3, Y3, Y3 \
+	VPXOR   Y4, Y4, Y4 \
+	VPXOR   Y5, Y5, Y5 \
+	VPXOR   Y6, Y6, Y6 \
+	KPSTEP1(q, 32*s, Y5, Y3) \
+	KPSTEP1(q+32, 32*s+4, Y6, Y4) \
+	KPSTEP1(q+64, 32*s+8, Y5, Y3) \
+	KPSTEP1(q+96, 32*s+12, Y6, Y4) \
+	KPSTEP1(q+128, 32*s+16, Y5, Y3) \
+	KPSTEP1(q+160, 32*s+20, Y6, Y4) \
+	KPSTEP1(q+192, 32*s+24, Y5, Y3) \
+	KPSTEP1(q+224, 32*s+28, Y6, Y4) \
+	KFMA1(s, Y5, Y6) \
+	KFMA1(t, Y3, Y4)
 
 // func dotQ4_Kp8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int)
 //
@@ -300,7 +317,6 @@ q41a84:
 TEXT ·dotQ4_Kp8x1AVX2(SB), NOSPLIT, $0-56
 	PK_ARGS1
 	PK_GARGS
-	XORQ    BX, BX
 	VMOVDQU nib0f<>(SB), Y14
 	VMOVDQU ones16<>(SB), Y15
 
@@ -310,14 +326,12 @@ q4ka81g:
 
 q4ka81:
 	PREFETCH19
-	KSUB1(0, KLO, 160)
-	KSUB1(1, KHI, 160)
-	KSUB1(2, KLO, 416)
-	KSUB1(3, KHI, 416)
-	KSUB1(4, KLO, 672)
-	KSUB1(5, KHI, 672)
-	KSUB1(6, KLO, 928)
-	KSUB1(7, KHI, 928)
+	VCVTPH2PS (SI), Y8
+	VCVTPH2PS 16(SI), Y9
+	KPAIR1(0, 1, 160)
+	KPAIR1(2, 3, 416)
+	KPAIR1(4, 5, 672)
+	KPAIR1(6, 7, 928)
 	PK_KNEXT(q4ka81)
 	VSUBPS  Y11, Y10, Y10
 	PK_GSTORE1(Y10, q4ka81g)
