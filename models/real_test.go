@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/sampler"
 )
 
@@ -79,6 +80,13 @@ func runReal(t *testing.T, m *Model, prompt []int32, ref realRecord, exact bool)
 // (transformers' float32 margin 0.08) that llama.cpp, which multiplies with
 // activations quantised to Q8_1, resolves the other way (its margin 0.35);
 // there the check is check_logprobs_close along llama.cpp's tokens.
+//
+// Built with the cpufast tag (cpu.New is then the fast path, whose Q4_1
+// weights meet activations quantised to 8 bits per block, as TestParity
+// says), "chat" is check_logprobs_close against transformers too: the
+// fast path resolves that first-step tie as llama.cpp does (token 60, not
+// 504), and neither quantised path is held to float32's choice there.
+// "count" (every margin above 2.5) stays identical on both paths.
 func TestRealGGUF(t *testing.T) {
 	path := filepath.Join(realDir(), "SmolLM2-135M-Instruct.Q4_1.gguf")
 	if _, err := os.Stat(path); err != nil {
@@ -86,8 +94,9 @@ func TestRealGGUF(t *testing.T) {
 	}
 	g := loadRealGolden(t)
 	m := openTest(t, path)
+	fast := cpu.New(0).Name() == "cpu-fast"
 	for name, p := range g.Prompts {
-		t.Run(name+"/transformers", func(t *testing.T) { runReal(t, m, p.Tokens, p.HF, true) })
+		t.Run(name+"/transformers", func(t *testing.T) { runReal(t, m, p.Tokens, p.HF, !fast || name == "count") })
 		t.Run(name+"/llama.cpp", func(t *testing.T) { runReal(t, m, p.Tokens, p.LlamaCpp, name == "count") })
 	}
 }
