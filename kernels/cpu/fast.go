@@ -498,6 +498,27 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 	})
 }
 
+// sumSquaresF64 is Σ v² over s in float64 (each square exact) by four
+// partial sums, as sumF64: RMSNorm's sum on the fast path, a fixed order
+// four times as fast as one running sum (whose additions wait on each
+// other).
+func sumSquaresF64(s []float32) float64 {
+	var s0, s1, s2, s3 float64
+	n := len(s) &^ 3
+	for i := 0; i < n; i += 4 {
+		v := s[i : i+4 : i+4]
+		a, b, c, d := float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
+	}
+	for _, v := range s[n:] {
+		s0 += float64(v) * float64(v)
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 // sumF64 sums s in float64 by four partial sums (element i into sum
 // i mod 4 of the whole fours, the rest into the first), added
 // (s0+s1)+(s2+s3): a fixed order, four times as many additions in flight

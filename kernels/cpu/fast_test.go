@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -277,6 +278,30 @@ func TestFastAttentionMaskReuse(t *testing.T) {
 			if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
 				t.Fatalf("mask %d, element %d: %v with the mask reused, %v fresh", i, e, got[e], want[e])
 			}
+		}
+	}
+}
+
+// sumSquaresF64 (the fast RMSNorm's sum) at every length of the four
+// partial sums' tail: integers, whose sums are exact in any order, give
+// the exact value; random values are within float64 rounding of the
+// one-running-sum order.
+func TestSumSquaresF64(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := range 13 {
+		ints, xs := make([]float32, n), make([]float32, n)
+		var want, seq float64
+		for i := range n {
+			ints[i] = float32(i - 5)
+			want += float64(i-5) * float64(i-5)
+			xs[i] = float32(r.NormFloat64())
+			seq += float64(xs[i]) * float64(xs[i])
+		}
+		if got := sumSquaresF64(ints); got != want {
+			t.Errorf("n=%d integers: %v, want %v", n, got, want)
+		}
+		if got := sumSquaresF64(xs); math.Abs(got-seq) > 1e-15*seq {
+			t.Errorf("n=%d: %v, one running sum %v", n, got, seq)
 		}
 	}
 }

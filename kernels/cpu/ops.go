@@ -68,8 +68,12 @@ func (b *Backend) RMSNorm(dst, x, w kernels.Tensor, eps float32) {
 		for i := lo; i < hi; i++ {
 			row := xs.f32[i*dim : (i+1)*dim] // (d)
 			var ss float64
-			for _, v := range row {
-				ss += float64(v) * float64(v)
+			if b.fast {
+				ss = sumSquaresF64(row)
+			} else {
+				for _, v := range row {
+					ss += float64(v) * float64(v)
+				}
 			}
 			variance := float32(ss) / float32(dim)
 			inv := 1 / float32(math.Sqrt(float64(variance+eps)))
