@@ -15,7 +15,7 @@ func elementwise(name string, dst, a, bt kernels.Tensor, mul bool) {
 	}
 	m := x.cols
 	if !(y.rows == x.rows && y.cols == m || y.rows == 1 && y.cols == m) {
-		panic("cpu: " + name + ": b " + y.String() + " is neither a's shape " + x.String() + " nor one of its rows")
+		failf("%s: b %v is neither a's shape %v nor one of its rows", name, y, x)
 	}
 	// Row by row, b's row the same one when broadcast; the loops are
 	// written out (no function value per element: a decode step adds

@@ -316,38 +316,37 @@ func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
 		b.scratch.buf(b.threads, w, 8*xTile)
 	}
 	b.pool.runRangesGuided(groups, per, least, func(w, t0, t1 int) {
+		// tile computes the ng groups at wg against activation rows i0 … i1−1
+		// (at most xTile): by quads with x4, one group at a time, then the
+		// rest with x1 over all ng groups; row i's outputs at out[(i−i0)·os:],
+		// its group g's at 8g on.
+		tile := func(wg []byte, ng, i0, i1 int, out []float32, os int) {
+			quads := (i1 - i0) &^ 3
+			for g := 0; g < ng && quads > 0; g++ {
+				x4(wg[g*gb:(g+1)*gb], nb, qx, dx, sx, neg, i0, quads, out[8*g:], os)
+			}
+			for i := i0 + quads; i < i1; i++ {
+				x1(wg, nb, qx, dx, sx, neg, i, ng, out[(i-i0)*os:])
+			}
+		}
 		for wi, wt := range ws {
 			g0, g1 := max(t0, first[wi])-first[wi], min(t1, first[wi+1])-first[wi]
 			if g0 >= g1 {
 				continue
 			}
 			d, m := ds[wi], wt.rows
-			full := min(g1, m/8) // groups g0 … full−1 have eight rows
+			full := min(g1, m/8) // groups g0 … full−1 have eight rows: into the output rows themselves
+			short := max(g0, full) < g1
 			for i0 := 0; i0 < n; i0 += xTile {
 				i1 := min(i0+xTile, n)
-				quads := (i1 - i0) &^ 3
-				for g := g0; g < full && quads > 0; g++ {
-					x4(wt.pk[g*gb:(g+1)*gb], nb, qx, dx, sx, neg, i0, quads, d.f32[i0*m+8*g:], m)
+				if g0 < full {
+					tile(wt.pk[g0*gb:full*gb], full-g0, i0, i1, d.f32[i0*m+8*g0:], m)
 				}
-				for i := i0 + quads; i < i1 && g0 < full; i++ {
-					x1(wt.pk[g0*gb:full*gb], nb, qx, dx, sx, neg, i, full-g0, d.f32[i*m+8*g0:])
-				}
-			}
-			if g := max(g0, full); g < g1 {
-				// the weight's last group, short: by scratch
-				wg, rows := wt.pk[g*gb:(g+1)*gb], m-8*g
-				out := b.scratch.work[w][:8*xTile]
-				for i0 := 0; i0 < n; i0 += xTile {
-					i1 := min(i0+xTile, n)
-					quads := (i1 - i0) &^ 3
-					if quads > 0 {
-						x4(wg, nb, qx, dx, sx, neg, i0, quads, out, 8)
-					}
-					for i := i0 + quads; i < i1; i++ {
-						x1(wg, nb, qx, dx, sx, neg, i, 1, out[8*(i-i0):])
-					}
+				if short { // the weight's last group, short (m%8 rows): by scratch
+					g, out := m/8, b.scratch.work[w][:8*xTile]
+					tile(wt.pk[g*gb:(g+1)*gb], 1, i0, i1, out, 8)
 					for i := i0; i < i1; i++ {
-						copy(d.f32[i*m+8*g:][:rows], out[8*(i-i0):][:rows])
+						copy(d.f32[i*m+8*g:][:m-8*g], out[8*(i-i0):])
 					}
 				}
 			}

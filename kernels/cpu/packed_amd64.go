@@ -132,9 +132,7 @@ func packedNeg(k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *
 		if !packedArgs(w, nb, size, 32, qx, dx, nil, neg, i, n, out, os) {
 			return
 		}
-		if n%4 != 0 {
-			panic("cpu: four-row packed kernel on a row count not a multiple of four")
-		}
+		checkQuads(n)
 		k, nd := nb*32, nb
 		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &neg[i*nd], nb, &out[0], 4*os, n/4)
 	}
@@ -156,13 +154,19 @@ func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32,
 		if !packedArgs(w, nb, size, vals, qx, dx, sx, nil, i, n, out, os) {
 			return
 		}
-		if n%4 != 0 {
-			panic("cpu: four-row packed kernel on a row count not a multiple of four")
-		}
+		checkQuads(n)
 		k, nd := nb*vals, nb*vals/32
 		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &sx[i*nd], nb, &out[0], 4*os, n/4)
 	}
 	return x1, x4
+}
+
+// checkQuads panics unless n, a four-row kernel's row count, is a
+// multiple of four (the caller's bug otherwise).
+func checkQuads(n int) {
+	if n%4 != 0 {
+		panic("cpu: four-row packed kernel on a row count not a multiple of four")
+	}
 }
 
 // packedGroupsArgs bounds-checks a one-row kernel's arguments: ng groups

@@ -98,7 +98,7 @@ func (b *Backend) RoPE(x, pos kernels.Tensor, p kernels.RoPE) {
 	if !(dim%p.HeadDim == 0 && len(ps.i32) == n) {
 		failf("%s: x %v, %d positions, head dim %d", op, t, len(ps.i32), p.HeadDim)
 	}
-	cos, sin := b.ropeTable(ps.i32, InvFreq(p))
+	cos, sin := b.rope.table(b, ps.i32, p)
 	half := p.HeadDim / 2
 	b.parallel(n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -111,33 +111,50 @@ func (b *Backend) RoPE(x, pos kernels.Tensor, p kernels.RoPE) {
 	})
 }
 
-// ropeTable returns the angles of every position of pos (cos and sin,
-// len(pos)·len(inv), angles' values), kept from the last call when it
-// had the same positions and frequencies: every layer's RoPE of Q and K
-// in one forward pass rotates to the same positions, and the table costs
-// two math calls per value.
-func (b *Backend) ropeTable(pos []int32, inv []float32) (cos, sin []float32) {
-	r := &b.rope
-	sameBits := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
-	if slices.Equal(r.pos, pos) && slices.EqualFunc(r.inv, inv, sameBits) {
+// ropeCache is RoPE's last table: the frequencies of the last RoPE
+// parameters and the angles of the last positions.
+type ropeCache struct {
+	p        kernels.RoPE // FreqFactors copied
+	inv      []float32    // InvFreq(p); nil: none yet
+	pos      []int32
+	cos, sin []float32 // (len(pos), len(inv)) angles' values
+	valid    bool      // cos and sin hold pos's angles under inv
+}
+
+// table returns the angles of every position of pos (cos and sin,
+// len(pos)·HeadDim/2) under p's frequencies, kept from the last call
+// when it had the same positions and parameters: every layer's RoPE of
+// Q and K in one forward pass rotates to the same positions, and the
+// table costs two math calls per value, the frequencies one each.
+func (r *ropeCache) table(b *Backend, pos []int32, p kernels.RoPE) (cos, sin []float32) {
+	if r.inv == nil || !sameFreqs(r.p, p) {
+		r.p, r.inv, r.valid = p, InvFreq(p), false
+		r.p.FreqFactors = slices.Clone(p.FreqFactors)
+	}
+	if r.valid && slices.Equal(r.pos, pos) {
 		return r.cos, r.sin
 	}
-	half := len(inv)
-	r.pos, r.inv = append(r.pos[:0], pos...), append(r.inv[:0], inv...)
+	inv, half := r.inv, len(r.inv)
+	r.pos = append(r.pos[:0], pos...)
 	r.cos, r.sin = grow(r.cos, len(pos)*half), grow(r.sin, len(pos)*half)
 	b.parallel(len(pos), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			angles(pos[i], inv, r.cos[i*half:(i+1)*half], r.sin[i*half:(i+1)*half])
 		}
 	})
+	r.valid = true
 	return r.cos, r.sin
 }
 
-// ropeCache is ropeTable's last table: the positions and frequencies it
-// holds the angles of.
-type ropeCache struct {
-	pos           []int32
-	inv, cos, sin []float32
+// sameFreqs reports whether p and q give the same InvFreq: every field
+// it reads equal (floats bit for bit).
+func sameFreqs(p, q kernels.RoPE) bool {
+	f64 := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+	f32 := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
+	return p.HeadDim == q.HeadDim && f64(p.Theta, q.Theta) && p.Scaling == q.Scaling && f64(p.Factor, q.Factor) &&
+		f64(p.LowFreqFactor, q.LowFreqFactor) && f64(p.HighFreqFactor, q.HighFreqFactor) &&
+		p.OriginalMaxPositions == q.OriginalMaxPositions &&
+		(p.FreqFactors == nil) == (q.FreqFactors == nil) && slices.EqualFunc(p.FreqFactors, q.FreqFactors, f32)
 }
 
 // KVShift implements kernels.Backend: row cells[i] of the K cache

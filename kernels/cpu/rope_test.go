@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/vkllm/vkllm/kernels"
@@ -113,13 +114,19 @@ func TestRoPEMatchesTransformers(t *testing.T) {
 	}
 }
 
-// RoPE keeps the last call's angles (ropeTable): a call with other
-// positions (of the same count), other frequencies, or back to the first
-// ones must rotate exactly as a fresh backend does.
+// RoPE keeps the last call's angles (ropeCache): a call with other
+// positions (of the same count), another theta or other frequency
+// factors, or back to the first ones must rotate exactly as a fresh
+// backend does.
 func TestRoPETableReuse(t *testing.T) {
 	const n, hd = 5, 16
 	p1 := kernels.RoPE{Style: kernels.RoPENeox, HeadDim: hd, Theta: 10000}
 	p2 := kernels.RoPE{Style: kernels.RoPENeox, HeadDim: hd, Theta: 500000}
+	ff := []float32{1, 1, 2, 2, 4, 4, 8, 8}
+	p3 := kernels.RoPE{Style: kernels.RoPENeox, HeadDim: hd, Theta: 10000, FreqFactors: ff}
+	p4 := p3
+	p4.FreqFactors = slices.Clone(ff)
+	p4.FreqFactors[7] = 9
 	a, c := []int32{0, 1, 2, 3, 4}, []int32{7, 1, 2, 3, 90000}
 	q := make([]float32, n*2*hd)
 	for i := range q {
@@ -142,7 +149,7 @@ func TestRoPETableReuse(t *testing.T) {
 	for i, step := range []struct {
 		pos []int32
 		p   kernels.RoPE
-	}{{a, p1}, {a, p1}, {c, p1}, {a, p2}, {a, p1}} {
+	}{{a, p1}, {a, p1}, {c, p1}, {a, p2}, {a, p1}, {a, p3}, {a, p4}, {a, p3}} {
 		got, want := rotated(b, step.pos, step.p), rotated(New(1), step.pos, step.p)
 		for e := range got {
 			if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
