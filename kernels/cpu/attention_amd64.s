@@ -581,3 +581,44 @@ maxloop:
 	VZEROUPPER
 	MOVSS     X0, ret+16(FP)
 	RET
+
+// func minMaxI32AVX2(x *int32, n int) (lo, hi int32)
+//
+// The least and the largest of x[0:n] (n a multiple of 8, ≥ 8), by eight
+// running minima and maxima, then the lanes'.
+TEXT ·minMaxI32AVX2(SB), NOSPLIT, $0-24
+	MOVQ    x+0(FP), SI
+	MOVQ    n+8(FP), CX
+	VMOVDQU (SI), Y0
+	VMOVDQU Y0, Y1
+	ADDQ    $32, SI
+	SUBQ    $8, CX
+	JZ      mmreduce
+
+mmloop:
+	VMOVDQU (SI), Y2
+	VPMINSD Y2, Y0, Y0
+	VPMAXSD Y2, Y1, Y1
+	ADDQ    $32, SI
+	SUBQ    $8, CX
+	JNZ     mmloop
+
+mmreduce:
+	VEXTRACTI128 $1, Y0, X2
+	VPMINSD      X2, X0, X0
+	VPSHUFD      $0x4e, X0, X2
+	VPMINSD      X2, X0, X0
+	VPSHUFD      $0xb1, X0, X2
+	VPMINSD      X2, X0, X0
+	VEXTRACTI128 $1, Y1, X3
+	VPMAXSD      X3, X1, X1
+	VPSHUFD      $0x4e, X1, X3
+	VPMAXSD      X3, X1, X1
+	VPSHUFD      $0xb1, X1, X3
+	VPMAXSD      X3, X1, X1
+	VMOVD        X0, AX
+	VMOVD        X1, BX
+	VZEROUPPER
+	MOVL         AX, lo+16(FP)
+	MOVL         BX, hi+20(FP)
+	RET

@@ -84,20 +84,23 @@ func BenchmarkMatMulDecode(b *testing.B) {
 // heads of one KV head (head size 64, cache rows of two KV heads, as
 // Qwen2.5-0.5B): scores and weighted sums, one head at a time
 // (attnScoresF16, attnAccF16) and both at once (attnScoresF16Heads,
-// attnAccF16Heads), over 512 cells (in L2) and 8192 (2 MiB of K, past
-// it). Mpairs/s counts (cell, head) pairs.
+// attnAccF16Heads), over 512 cells (in L2), 8192 (2 MiB of K, past it)
+// and 8192 16 rows apart (32 MiB of K, the L3 cache's size: one of 16
+// sequences decoding together in a unified cache). Mpairs/s counts
+// (cell, head) pairs.
 //
 //	go test -run '^$' -bench AttnF16 -cpu 1 ./kernels/cpu/
 func BenchmarkAttnF16(b *testing.B) {
 	const hd, heads, stride = 64, 2, 128
-	for _, cells := range []int{512, 8192} {
-		k := make([]uint16, cells*stride)
+	for _, cfg := range []struct{ cells, apart int }{{512, 1}, {8192, 1}, {8192, 16}} {
+		cells := cfg.cells
+		k := make([]uint16, cells*cfg.apart*stride)
 		for i := range k {
 			k[i] = f16bits(float32(i%13) * 0.01)
 		}
 		idx := make([]int32, cells)
 		for i := range idx {
-			idx[i] = int32(i)
+			idx[i] = int32(i * cfg.apart)
 		}
 		q, out, acc := make([]float32, heads*hd), make([]float32, heads*cells), make([]float32, heads*hd)
 		for _, c := range []struct {
@@ -117,11 +120,73 @@ func BenchmarkAttnF16(b *testing.B) {
 			}},
 			{"acc/heads", func() { attnAccF16Heads(heads, k, idx, out, cells, stride, acc, hd, hd) }},
 		} {
-			b.Run(fmt.Sprintf("%s/cells=%d", c.name, cells), func(b *testing.B) {
+			name := fmt.Sprintf("%s/cells=%d", c.name, cells)
+			if cfg.apart > 1 {
+				name += fmt.Sprintf("/apart=%d", cfg.apart)
+			}
+			b.Run(name, func(b *testing.B) {
 				for b.Loop() {
 					c.fn()
 				}
 				b.ReportMetric(float64(b.N*heads*cells)/b.Elapsed().Seconds()/1e6, "Mpairs/s")
+			})
+		}
+	}
+}
+
+// BenchmarkAttentionDecode is Backend.Attention on the fast path for one
+// token over an F16 cache of `cells` visible cells, with the head layouts
+// of Qwen2.5-0.5B (14 query heads on 2 KV heads) and SmolLM2-135M (9 on
+// 3), head size 64: one layer of a batch-1 decode step. The K and V
+// tensors are copied to fill 24 MiB and visited in turn, so that they
+// come from beyond L2 as in decode (where the weights read between two
+// layers push them out of the caches).
+//
+//	go test -run '^$' -bench AttentionDecode -cpu 2 ./kernels/cpu/
+func BenchmarkAttentionDecode(b *testing.B) {
+	const hd = 64
+	for _, m := range []struct {
+		name           string
+		heads, kvHeads int
+	}{{"qwen0.5b", 14, 2}, {"smollm2", 9, 3}} {
+		for _, cells := range []int{128, 640} {
+			b.Run(fmt.Sprintf("%s/cells=%d", m.name, cells), func(b *testing.B) {
+				be := NewWith(Options{Fast: true})
+				defer be.Close()
+				kvDim := m.kvHeads * hd
+				layers := max(1, (24<<20)/(2*cells*kvDim*2))
+				vals := make([]float32, cells*kvDim)
+				for i := range vals {
+					vals[i] = float32(i%29)*0.01 - 0.14
+				}
+				var ks, vs []kernels.Tensor
+				for range layers {
+					k, _ := be.NewTensor(tensor.F16, cells, kvDim)
+					v, _ := be.NewTensor(tensor.F16, cells, kvDim)
+					if err := be.SetF32(k, vals); err != nil {
+						b.Fatal(err)
+					}
+					if err := be.SetF32(v, vals); err != nil {
+						b.Fatal(err)
+					}
+					ks, vs = append(ks, k), append(vs, v)
+				}
+				q, _ := be.NewTensor(tensor.F32, 1, m.heads*hd)
+				qv := make([]float32, m.heads*hd)
+				for i := range qv {
+					qv[i] = float32(i%7) * 0.05
+				}
+				if err := be.SetF32(q, qv); err != nil {
+					b.Fatal(err)
+				}
+				mask, _ := be.NewTensor(tensor.F32, 1, cells) // zeros: every cell visible
+				d, _ := be.NewTensor(tensor.F32, 1, m.heads*hd)
+				l := 0
+				for b.Loop() {
+					be.Attention(d, q, ks[l], vs[l], mask, m.heads, m.kvHeads, 0.125)
+					l = (l + 1) % layers
+				}
+				b.ReportMetric(float64(b.N*m.heads*cells)/b.Elapsed().Seconds()/1e6, "Mpairs/s")
 			})
 		}
 	}

@@ -181,6 +181,19 @@ var maxF32 = maxF32Go
 // toF16 stores src rounded to float16 (nearest even) in dst (as long).
 var toF16 = toF16Go
 
+// expSubSum sets x[i] = exp(x[i] − m) (the float32 difference, then
+// expF32) and returns sumF64 of the results: the softmax weights and
+// their sum in one pass, every value bitwise that of the three steps.
+var expSubSum = expSubSumGo
+
+func expSubSumGo(x []float32, m float32) float64 {
+	for i := range x {
+		x[i] -= m
+	}
+	expF32(x)
+	return sumF64(x)
+}
+
 func toF16Go(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
 	for i, v := range src {

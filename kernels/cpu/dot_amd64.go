@@ -3,6 +3,8 @@
 package cpu
 
 import (
+	"math"
+
 	"golang.org/x/sys/cpu"
 )
 
@@ -141,6 +143,7 @@ func useAVX2() {
 	attnScoresF16Heads, attnAccF16Heads = attnScoresF16HeadsAsm, attnAccF16HeadsAsm
 	maxF32 = maxF32Asm
 	toF16 = toF16Asm
+	expSubSum = expSubSumAsm
 }
 
 //go:noescape
@@ -262,17 +265,24 @@ func attnAccF16HeadsAsm(heads int, v []uint16, idx []int32, p []float32, ps, str
 }
 
 // rowsFit reports whether rows idx (all ≥ 0) of a matrix of stride
-// values hold hd values each inside m.
+// values hold hd values each inside m. The least and largest index of
+// whole eights come from minMaxI32AVX2 (the check runs before every
+// attention kernel call, over every visible cell).
 func rowsFit[T float32 | uint16](m []T, idx []int32, stride, hd int) bool {
-	var top int32
-	for _, j := range idx {
-		top = max(top, j)
-		if j < 0 {
-			return false
-		}
+	var lo, hi int32
+	n := len(idx) &^ 7
+	if n > 0 {
+		lo, hi = minMaxI32AVX2(&idx[0], n)
+		lo, hi = min(lo, 0), max(hi, 0)
 	}
-	return int(top)*stride+hd <= len(m)
+	for _, j := range idx[n:] {
+		lo, hi = min(lo, j), max(hi, j)
+	}
+	return lo >= 0 && int(hi)*stride+hd <= len(m)
 }
+
+//go:noescape
+func minMaxI32AVX2(x *int32, n int) (lo, hi int32)
 
 // attnScoresAsm wraps an eight-cell scores kernel (F32 or F16 rows):
 // fallback where the assembly does not apply (hd not a multiple of 8,
@@ -382,6 +392,39 @@ func expF32AVX2(x *float32, n int)
 
 //go:noescape
 func siluMulAVX2(gate, u, dst *float32, n int)
+
+// expSubSumAVX2 sets x[i] = exp(x[i] − m) for i < n (a multiple of 8)
+// as expF32AVX2 does after a float32 subtraction, and adds each result,
+// widened to float64, into lanes[i mod 4] in order.
+//
+//go:noescape
+func expSubSumAVX2(x *float32, n int, m float32, lanes *[4]float64)
+
+// expSubSumAsm is expSubSumGo with expF32Asm's split (whole eights by
+// the vector exp, the rest by math.Exp) and sumF64's order (element i
+// into partial sum i mod 4 of the whole fours, the rest into the first).
+func expSubSumAsm(x []float32, m float32) float64 {
+	var s [4]float64
+	n := len(x) &^ 7
+	if n > 0 {
+		expSubSumAVX2(&x[0], n, m, &s)
+	}
+	for i := n; i < len(x); i++ {
+		x[i] = float32(math.Exp(float64(x[i] - m)))
+	}
+	n4 := len(x) &^ 3
+	for i := n; i < n4; i += 4 {
+		v := x[i : i+4 : i+4]
+		s[0] += float64(v[0])
+		s[1] += float64(v[1])
+		s[2] += float64(v[2])
+		s[3] += float64(v[3])
+	}
+	for _, v := range x[n4:] {
+		s[0] += float64(v)
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}
 
 func expF32Asm(x []float32) {
 	n := len(x) &^ 7

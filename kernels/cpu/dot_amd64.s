@@ -363,6 +363,38 @@ expdone:
 	VZEROUPPER
 	RET
 
+// func expSubSumAVX2(x *float32, n int, m float32, lanes *[4]float64)
+// x[i] = exp(x[i] − m) by EXP8, eight at a time; the results widened to
+// float64 and added into Y9's four lanes (elements 0…3 of each eight,
+// then 4…7: lane j takes the elements ≡ j mod 4 in order).
+TEXT ·expSubSumAVX2(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS m+16(FP), Y8
+	VXORPD       Y9, Y9, Y9
+
+esloop:
+	CMPQ         CX, $8
+	JLT          esdone
+	VMOVUPS      (SI), Y1
+	VSUBPS       Y8, Y1, Y1
+	EXP8(Y1, Y7)
+	VMOVUPS      Y7, (SI)
+	VCVTPS2PD    X7, Y10
+	VEXTRACTF128 $1, Y7, X11
+	VCVTPS2PD    X11, Y11
+	VADDPD       Y10, Y9, Y9
+	VADDPD       Y11, Y9, Y9
+	ADDQ         $32, SI
+	SUBQ         $8, CX
+	JMP          esloop
+
+esdone:
+	MOVQ    lanes+24(FP), DI
+	VMOVUPD Y9, (DI)
+	VZEROUPPER
+	RET
+
 // func siluMulAVX2(gate, u, dst *float32, n int)
 // dst = g / (1 + exp(−g)) · u
 TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32

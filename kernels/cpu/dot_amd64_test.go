@@ -241,3 +241,41 @@ func TestToF16Bitwise(t *testing.T) {
 		}
 	}
 }
+
+// TestRowsFit: the attention kernels' bounds check (its whole eights by
+// minMaxI32AVX2) against a plain loop, with a negative index or the
+// largest one placed in each position, around every tail length.
+func TestRowsFit(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("CPU lacks AVX2, FMA or F16C")
+	}
+	const stride, hd = 10, 4
+	plain := func(m []float32, idx []int32) bool {
+		var top int32
+		for _, j := range idx {
+			if j < 0 {
+				return false
+			}
+			top = max(top, j)
+		}
+		return int(top)*stride+hd <= len(m)
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for n := range 35 {
+		for at := range max(n, 1) {
+			for _, odd := range []int32{-1, -1 << 31, 50, 49, 1<<31 - 1} {
+				idx := make([]int32, n)
+				for i := range idx {
+					idx[i] = int32(r.IntN(40))
+				}
+				if n > 0 {
+					idx[at] = odd
+				}
+				m := make([]float32, 49*stride+hd) // rows 0…49 fit, 50 does not
+				if got, want := rowsFit(m, idx, stride, hd), plain(m, idx); got != want {
+					t.Fatalf("n=%d, %d at %d: %v, want %v (%v)", n, odd, at, got, want, idx)
+				}
+			}
+		}
+	}
+}

@@ -473,12 +473,7 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 		sums := sumsBuf[:0]
 		for h := h0; h < h1; h++ {
 			sc := scores(h)
-			mx := maxF32(sc)
-			for c := range sc {
-				sc[c] -= mx
-			}
-			expF32(sc)
-			sums = append(sums, sumF64(sc))
+			sums = append(sums, expSubSum(sc, maxF32(sc)))
 			clear(acc(h))
 		}
 		if vs.dt == tensor.F32 {

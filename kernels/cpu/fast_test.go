@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -302,6 +303,41 @@ func TestSumSquaresF64(t *testing.T) {
 		}
 		if got := sumSquaresF64(xs); math.Abs(got-seq) > 1e-15*seq {
 			t.Errorf("n=%d: %v, one running sum %v", n, got, seq)
+		}
+	}
+}
+
+// TestExpSubSum: the fused softmax step (the assembly on AVX2) against
+// its three steps (subtract, expF32, sumF64), bitwise for every weight
+// and the sum, at every tail length around the eights and fours, with
+// scores far below the maximum (the exp's underflow clamp) and m not
+// the maximum (results above 1).
+func TestExpSubSum(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 11, 12, 13, 15, 16, 17, 20, 23, 24, 31, 40, 63, 640, 1001} {
+		for _, spread := range []float64{1, 8, 200} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * spread)
+			}
+			for _, m := range []float32{maxF32(x), 0.5, -3} {
+				got, want := slices.Clone(x), slices.Clone(x)
+				gs := expSubSum(got, m)
+				for i := range want {
+					want[i] -= m
+				}
+				expF32(want)
+				ws := sumF64(want)
+				if math.Float64bits(gs) != math.Float64bits(ws) {
+					t.Errorf("n=%d spread %v m %v: sum %v, want %v", n, spread, m, gs, ws)
+				}
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Errorf("n=%d spread %v m %v: x[%d] = %v, want %v", n, spread, m, i, got[i], want[i])
+						break
+					}
+				}
+			}
 		}
 	}
 }
