@@ -447,50 +447,65 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 		})
 		s.seenFor, s.seenMask = ms, append(s.seenMask[:0], mask...)
 	}
-	b.pool.run(n*kvHeads*perGroup, func(w, task int) {
-		buf := b.scratch.work[w][:size]
-		t, g, part := task/(kvHeads*perGroup), task/perGroup%kvHeads, task%perGroup
-		h0, h1 := g*group+part*run, min(g*group+(part+1)*run, (g+1)*group)
-		off := g * hd // the KV head's columns
-		nv := s.nseen[t]
-		seen := s.seen[t*cells : t*cells+nv] // visible cell indices
-		if nv == 0 {
-			clear(d.f32[t*d.cols+h0*hd : t*d.cols+h1*hd])
-			return
-		}
-		scores := func(h int) []float32 { return buf[(h-h0)*cells:][:nv] }
-		acc := func(h int) []float32 { return buf[run*cells+(h-h0)*hd:][:hd] }
-		q := func(h int) []float32 { return qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd] }
-		if ks.dt == tensor.F32 {
-			for h := h0; h < h1; h++ {
-				attnScoresF32(q(h), ks.f32[off:], seen[:nv], ks.cols, scale, scores(h))
-			}
-		} else {
-			// the run's heads at once (each K row converted once)
-			attnScoresF16Heads(h1-h0, qs.f32[t*qs.cols+h0*hd:t*qs.cols+h1*hd], hd, ks.f16[off:], seen, ks.cols, scale, buf[:run*cells], cells)
-		}
-		var sumsBuf [16]float64 // one per head of the run (fewer than 16 in every model here)
-		sums := sumsBuf[:0]
-		for h := h0; h < h1; h++ {
-			sc := scores(h)
-			sums = append(sums, expSubSum(sc, maxF32(sc)))
-			clear(acc(h))
-		}
-		if vs.dt == tensor.F32 {
-			for h := h0; h < h1; h++ {
-				attnAccF32(vs.f32[off:], seen[:nv], scores(h), vs.cols, acc(h))
-			}
-		} else {
-			attnAccF16Heads(h1-h0, vs.f16[off:], seen, buf[:run*cells], cells, vs.cols, buf[run*cells:run*(cells+hd)], hd, hd)
-		}
-		for h := h0; h < h1; h++ {
-			out, a := d.f32[t*d.cols+h*hd:t*d.cols+(h+1)*hd], acc(h)
-			inv := float32(1 / sums[h-h0])
-			for e := range out {
-				out[e] = a[e] * inv
-			}
+	// Each thread starts on its own contiguous run of tasks (runRanges):
+	// a KV head's parts then run one after the other on one thread, the
+	// second reading its rows from that core's cache, while the other
+	// thread streams another KV head (or token) — rather than two threads
+	// missing on the same rows at once.
+	b.pool.runRanges(n*kvHeads*perGroup, 1, func(w, lo, hi int) {
+		for task := lo; task < hi; task++ {
+			b.attnTask(d, qs, ks, vs, w, task, heads, kvHeads, perGroup, run, size, scale)
 		}
 	})
+}
+
+// attnTask is attentionFast's task: token t, KV head g, its part-th run
+// of (at most run) query heads, with worker w's scratch of size values.
+func (b *Backend) attnTask(d, qs, ks, vs *Tensor, w, task, heads, kvHeads, perGroup, run, size int, scale float32) {
+	hd, cells, group := qs.cols/heads, ks.rows, heads/kvHeads
+	s := &b.scratch
+	buf := s.work[w][:size]
+	t, g, part := task/(kvHeads*perGroup), task/perGroup%kvHeads, task%perGroup
+	h0, h1 := g*group+part*run, min(g*group+(part+1)*run, (g+1)*group)
+	off := g * hd // the KV head's columns
+	nv := s.nseen[t]
+	seen := s.seen[t*cells : t*cells+nv] // visible cell indices
+	if nv == 0 {
+		clear(d.f32[t*d.cols+h0*hd : t*d.cols+h1*hd])
+		return
+	}
+	scores := func(h int) []float32 { return buf[(h-h0)*cells:][:nv] }
+	acc := func(h int) []float32 { return buf[run*cells+(h-h0)*hd:][:hd] }
+	q := func(h int) []float32 { return qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd] }
+	if ks.dt == tensor.F32 {
+		for h := h0; h < h1; h++ {
+			attnScoresF32(q(h), ks.f32[off:], seen[:nv], ks.cols, scale, scores(h))
+		}
+	} else {
+		// the run's heads at once (each K row converted once)
+		attnScoresF16Heads(h1-h0, qs.f32[t*qs.cols+h0*hd:t*qs.cols+h1*hd], hd, ks.f16[off:], seen, ks.cols, scale, buf[:run*cells], cells)
+	}
+	var sumsBuf [16]float64 // one per head of the run (fewer than 16 in every model here)
+	sums := sumsBuf[:0]
+	for h := h0; h < h1; h++ {
+		sc := scores(h)
+		sums = append(sums, expSubSum(sc, maxF32(sc)))
+		clear(acc(h))
+	}
+	if vs.dt == tensor.F32 {
+		for h := h0; h < h1; h++ {
+			attnAccF32(vs.f32[off:], seen[:nv], scores(h), vs.cols, acc(h))
+		}
+	} else {
+		attnAccF16Heads(h1-h0, vs.f16[off:], seen, buf[:run*cells], cells, vs.cols, buf[run*cells:run*(cells+hd)], hd, hd)
+	}
+	for h := h0; h < h1; h++ {
+		out, a := d.f32[t*d.cols+h*hd:t*d.cols+(h+1)*hd], acc(h)
+		inv := float32(1 / sums[h-h0])
+		for e := range out {
+			out[e] = a[e] * inv
+		}
+	}
 }
 
 // sumSquaresF64 is Σ v² over s in float64 (each square exact) by four
