@@ -142,7 +142,10 @@
 //     (attnScoresF16Heads, attnAccF16Heads: four cells at a time for
 //     the scores, each K and V chunk converted once for the heads, rows
 //     16 cells ahead prefetched), each value bitwise the one-head
-//     kernels'.
+//     kernels'. The softmax step between them (subtract the maximum, exp,
+//     sum in float64 by four lanes) is one pass (expSubSum). Each thread
+//     starts on its own contiguous run of (token, KV head, heads) tasks,
+//     so two threads do not miss on the same K and V rows at once.
 //
 // Every output element is still one kernel call on its own inputs in a
 // fixed order, so results are bitwise independent of the batch size, the
