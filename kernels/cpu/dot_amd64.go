@@ -3,8 +3,6 @@
 package cpu
 
 import (
-	"math"
-
 	"golang.org/x/sys/cpu"
 )
 
@@ -410,8 +408,9 @@ func expSubSumAsm(x []float32, m float32) float64 {
 		expSubSumAVX2(&x[0], n, m, &s)
 	}
 	for i := n; i < len(x); i++ {
-		x[i] = float32(math.Exp(float64(x[i] - m)))
+		x[i] -= m
 	}
+	expF32Go(x[n:]) // as expF32Asm's tail
 	n4 := len(x) &^ 3
 	for i := n; i < n4; i += 4 {
 		v := x[i : i+4 : i+4]
