@@ -411,18 +411,7 @@ func expSubSumAsm(x []float32, m float32) float64 {
 		x[i] -= m
 	}
 	expF32Go(x[n:]) // as expF32Asm's tail
-	n4 := len(x) &^ 3
-	for i := n; i < n4; i += 4 {
-		v := x[i : i+4 : i+4]
-		s[0] += float64(v[0])
-		s[1] += float64(v[1])
-		s[2] += float64(v[2])
-		s[3] += float64(v[3])
-	}
-	for _, v := range x[n4:] {
-		s[0] += float64(v)
-	}
-	return (s[0] + s[1]) + (s[2] + s[3])
+	return sumF64From(s, x[n:])
 }
 
 func expF32Asm(x []float32) {

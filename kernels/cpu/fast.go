@@ -452,19 +452,30 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 	// second reading its rows from that core's cache, while the other
 	// thread streams another KV head (or token) — rather than two threads
 	// missing on the same rows at once.
+	p := attnPlan{d: d, qs: qs, ks: ks, vs: vs, kvHeads: kvHeads, group: group, run: run,
+		perGroup: perGroup, hd: hd, cells: cells, size: size, scale: scale}
 	b.pool.runRanges(n*kvHeads*perGroup, 1, func(w, lo, hi int) {
 		for task := lo; task < hi; task++ {
-			b.attnTask(d, qs, ks, vs, w, task, heads, kvHeads, perGroup, run, size, scale)
+			p.task(&b.scratch, w, task)
 		}
 	})
 }
 
-// attnTask is attentionFast's task: token t, KV head g, its part-th run
-// of (at most run) query heads, with worker w's scratch of size values.
-func (b *Backend) attnTask(d, qs, ks, vs *Tensor, w, task, heads, kvHeads, perGroup, run, size int, scale float32) {
-	hd, cells, group := qs.cols/heads, ks.rows, heads/kvHeads
-	s := &b.scratch
-	buf := s.work[w][:size]
+// attnPlan is one attentionFast call's operands and split: tasks of at
+// most run query heads, perGroup of them per KV head and token.
+type attnPlan struct {
+	d, qs, ks, vs                     *Tensor
+	kvHeads, group, run, perGroup, hd int // group: query heads per KV head
+	cells, size                       int // cache rows; scratch per worker (scores and acc of run heads)
+	scale                             float32
+}
+
+// task runs task number task: token t, KV head g, its part-th run of
+// query heads, in worker w's scratch.
+func (p attnPlan) task(s *fastScratch, w, task int) {
+	d, qs, ks, vs, kvHeads, perGroup := p.d, p.qs, p.ks, p.vs, p.kvHeads, p.perGroup
+	hd, cells, group, run, scale := p.hd, p.cells, p.group, p.run, p.scale
+	buf := s.work[w][:p.size]
 	t, g, part := task/(kvHeads*perGroup), task/perGroup%kvHeads, task%perGroup
 	h0, h1 := g*group+part*run, min(g*group+(part+1)*run, (g+1)*group)
 	off := g * hd // the KV head's columns
@@ -533,8 +544,13 @@ func sumSquaresF64(s []float32) float64 {
 // i mod 4 of the whole fours, the rest into the first), added
 // (s0+s1)+(s2+s3): a fixed order, four times as many additions in flight
 // as one running sum.
-func sumF64(s []float32) float64 {
-	var s0, s1, s2, s3 float64
+func sumF64(s []float32) float64 { return sumF64From([4]float64{}, s) }
+
+// sumF64From is sumF64 continued from the partial sums p of the values
+// before s (a multiple of four of them, so element i of s goes on into
+// p[i mod 4]).
+func sumF64From(p [4]float64, s []float32) float64 {
+	s0, s1, s2, s3 := p[0], p[1], p[2], p[3]
 	n := len(s) &^ 3
 	for i := 0; i < n; i += 4 {
 		v := s[i : i+4 : i+4]

@@ -44,7 +44,16 @@ type job struct {
 	least int64 // < chunk: guided claims (runRangesGuided)
 	parts []atomic.Int64
 	ends  []int64
+
+	// room for parts and ends up to inlineParts threads, so that a
+	// ranges job costs no allocations beyond the job and its channel
+	// (every MatMul and Attention of a decode step is one)
+	partsIn [inlineParts]atomic.Int64
+	endsIn  [inlineParts]int64
 }
+
+// inlineParts is how many threads' parts a job holds without allocating.
+const inlineParts = 16
 
 // spinFor is how long an idle helper polls for a job, and a caller for
 // its job's end (yielding between polls), before it blocks. llama.cpp's
@@ -163,8 +172,12 @@ func (p *pool) runRangesGuided(n, chunk, least int, fn func(worker, lo, hi int))
 		return
 	}
 	parts := helpers + 1
-	j := &job{rfn: fn, tasks: int64(n), chunk: int64(chunk), least: int64(least), fin: make(chan struct{}),
-		parts: make([]atomic.Int64, parts), ends: make([]int64, parts)}
+	j := &job{rfn: fn, tasks: int64(n), chunk: int64(chunk), least: int64(least), fin: make(chan struct{})}
+	if parts <= inlineParts {
+		j.parts, j.ends = j.partsIn[:parts], j.endsIn[:parts]
+	} else {
+		j.parts, j.ends = make([]atomic.Int64, parts), make([]int64, parts)
+	}
 	for q := range parts {
 		start := int64(q * n / parts)
 		j.parts[q].Store(start)
