@@ -99,7 +99,10 @@
 //     four-activation-row kernels do the same steps. The copy costs the
 //     weight's size in memory (the file's mapping stays, for GetRows); it
 //     lives outside the Go heap on transparent huge pages where Linux
-//     gives them (MADV_HUGEPAGE), which made decode 10–25 % faster.
+//     gives them (MADV_HUGEPAGE), which made decode 10–25 % faster; the
+//     weights share a few 64 MiB mappings (internal/mmap.Arena), so that
+//     the small ones (a Qwen2.5-0.5B layer's attention weights) and the
+//     tails of the others are on 2 MiB pages too.
 //   - prefill: the weight rows of a task are dotted with tiles of 64
 //     activation rows while in cache: packed groups by four activation
 //     rows, one AVX2 call running all the tile's quads of a group and

@@ -179,8 +179,29 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 }
 
 // negSums writes −off·Σx of every block of the quantised rows qx (n rows
-// of nb blocks) into neg (off from packedSet.negOff).
+// of nb blocks) into neg (off from packedSet.negOff). It adds eight bytes
+// at a time (negSumsGo is the plain loop): each biased to v+128 (0…255),
+// added in 16-bit lanes, the block's 32·128 taken off at the end, so the
+// sums are exact. One decode MatMul's activation row took about 1 µs the
+// plain way, a fifth of the whole op on a 64 KiB weight.
 func negSums(qx []int8, off int32, neg []int32) {
+	const bias, lo = 0x8080808080808080, 0x00ff00ff00ff00ff
+	for j := range neg {
+		b := qx[32*j : 32*j+32]
+		var w uint64 // four 16-bit lanes, at most 4·2·255 each
+		for i := 0; i < 32; i += 8 {
+			x := uint64(uint8(b[i])) | uint64(uint8(b[i+1]))<<8 | uint64(uint8(b[i+2]))<<16 | uint64(uint8(b[i+3]))<<24 |
+				uint64(uint8(b[i+4]))<<32 | uint64(uint8(b[i+5]))<<40 | uint64(uint8(b[i+6]))<<48 | uint64(uint8(b[i+7]))<<56
+			x ^= bias
+			w += x&lo + x>>8&lo
+		}
+		s := int32((w*0x0001000100010001)>>48) - 32*128
+		neg[j] = -off * s
+	}
+}
+
+// negSumsGo is negSums by the plain loop (for the tests).
+func negSumsGo(qx []int8, off int32, neg []int32) {
 	for j := range neg {
 		var s int32
 		for _, v := range qx[32*j : 32*j+32] {

@@ -231,3 +231,27 @@ func nanSlice(n int) []float32 {
 	}
 	return s
 }
+
+// negSums equals the plain loop on random blocks and on blocks of all
+// −128, all 127 and alternating extremes.
+func TestNegSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const nb = 40
+	qx := make([]int8, 32*nb)
+	for i := range qx {
+		qx[i] = int8(rng.IntN(256) - 128)
+	}
+	for i := range 32 {
+		qx[i], qx[32+i], qx[64+i] = -128, 127, int8(127-255*(i%2))
+	}
+	for _, off := range []int32{8, 128, 1} {
+		got, want := make([]int32, nb), make([]int32, nb)
+		negSums(qx, off, got)
+		negSumsGo(qx, off, want)
+		for j := range got {
+			if got[j] != want[j] {
+				t.Fatalf("off %d block %d: %d, want %d", off, j, got[j], want[j])
+			}
+		}
+	}
+}
