@@ -85,16 +85,21 @@
 	MOVQ out+40(FP), R11 \
 	MOVQ ng+48(FP), AX
 
+// PK_REARGS1: the one-row kernels' activation row (qx, dx, aux) and
+// block count back in DI, DX, R8 and CX, for the next group.
+#define PK_REARGS1 \
+	MOVQ qx+8(FP), DI \
+	MOVQ dx+16(FP), DX \
+	MOVQ aux+24(FP), R8 \
+	MOVQ nb+32(FP), CX
+
 // PK_GSTORE1(y, group): y at R11, then on to the next group (its weights
 // follow the last block, where SI is), from the activation row's start;
 // looping to group while groups are left, else return.
 #define PK_GSTORE1(y, group) \
 	VMOVUPS y, (R11) \
 	ADDQ    $32, R11 \
-	MOVQ    qx+8(FP), DI \
-	MOVQ    dx+16(FP), DX \
-	MOVQ    aux+24(FP), R8 \
-	MOVQ    nb+32(FP), CX \
+	PK_REARGS1 \
 	DECQ    AX \
 	JNZ     group \
 	VZEROUPPER \

@@ -33,11 +33,14 @@ DATA ones16<>+16(SB)/8, $0x0001000100010001
 DATA ones16<>+24(SB)/8, $0x0001000100010001
 GLOBL ones16<>(SB), RODATA|NOPTR, $32
 
-// NIB1(q, xlo, xhi): the nibble vector at q(SI) (mask Y0) against the
-// activation dwords xlo(DI) (low nibbles) and xhi(DI) (high): the 16-bit
-// sums added into Y5 (low) and Y6 (high).
-#define NIB1(q, xlo, xhi) \
-	VMOVDQU      q(SI), Y1 \
+// NIB1(q, ix, xlo, xhi): the nibble vector at q(SI)ix (ix an index term:
+// (R12*1) and so on; mask Y0) against the activation dwords xlo(DI) (low
+// nibbles) and xhi(DI) (high): the 16-bit sums added into Y5 (low) and
+// Y6 (high). SUM1(q, ix): a Q4_0/Q4_1 block's eight 16-bit sums per lane
+// in Y5, the nibble bytes at q(SI)ix. SCALE1(ix, acc): acc =
+// fma(float(Y5), d_w·d_x, acc), Y5 the 32-bit sums, d_x broadcast in Y10.
+#define NIB1(q, ix, xlo, xhi) \
+	VMOVDQU      q(SI)ix, Y1 \
 	VPSRLW       $4, Y1, Y2 \
 	VPAND        Y0, Y1, Y1 \
 	VPAND        Y0, Y2, Y2 \
@@ -48,24 +51,125 @@ GLOBL ones16<>(SB), RODATA|NOPTR, $32
 	VPADDW       Y1, Y5, Y5 \
 	VPADDW       Y2, Y6, Y6
 
-// SUM1(q): a Q4_0/Q4_1 block's eight 16-bit sums per lane in Y5, the
-// nibble bytes at q(SI), one activation row at (DI).
-#define SUM1(q) \
+#define SUM1(q, ix) \
 	VPXOR Y5, Y5, Y5 \
 	VPXOR Y6, Y6, Y6 \
-	NIB1(q, 0, 16) \
-	NIB1(q+32, 4, 20) \
-	NIB1(q+64, 8, 24) \
-	NIB1(q+96, 12, 28) \
+	NIB1(q, ix, 0, 16) \
+	NIB1(q+32, ix, 4, 20) \
+	NIB1(q+64, ix, 8, 24) \
+	NIB1(q+96, ix, 12, 28) \
 	VPADDW Y6, Y5, Y5
 
-// SCALE1(acc): acc = fma(float(Y5), d_w·d_x, acc), Y5 the 32-bit sums.
-#define SCALE1(acc) \
-	VCVTDQ2PS    Y5, Y5 \
-	VCVTPH2PS    (SI), Y9 \
-	VBROADCASTSS (DX), Y8 \
-	VMULPS       Y8, Y9, Y9 \
-	VFMADD231PS  Y9, Y5, acc
+#define SCALE1(ix, acc) \
+	VCVTDQ2PS   Y5, Y5 \
+	VCVTPH2PS   (SI)ix, Y9 \
+	VMULPS      Y10, Y9, Y9 \
+	VFMADD231PS Y9, Y5, acc
+
+// Q40S(ix, acc): one block of the Q4_0 group ix bytes after SI into acc
+// (Y7 the block's −8·Σx broadcast).
+#define Q40S(ix, acc) \
+	SUM1(16, ix) \
+	VPMADDWD Y15, Y5, Y5 \
+	VPADDD   Y7, Y5, Y5 \
+	SCALE1(ix, acc)
+
+// The one-row kernels read ng groups as four streams far apart: with
+// q = ng/4, groups g, q+g, 2q+g and 3q+g are computed together, block by
+// block, so that one core has four sequential streams in flight instead
+// of one (it had the memory deliver about 15 GB/s to one stream and
+// 22–25 to four). Each group's steps are those of the one-group loop,
+// where the last ng%4 groups go. X1S4SETUP(size, one) sets BX = q (to
+// one if it is 0), R12 and R13 to q and 3q groups' bytes (size bytes a
+// block, CX blocks), R14 to 0 (stream 0's index term), R9 and R10 to q
+// and 3q groups' outputs' bytes; X1S4NEXT(grp, one), after the four
+// groups' outputs are stored, steps to the next four (to grp), and after
+// the last to the groups left (to one) or returns.
+#define X1S4SETUP(size, one) \
+	XORQ  R14, R14 \
+	MOVQ  AX, BX \
+	SHRQ  $2, BX \
+	JZ    one \
+	MOVQ  CX, R12 \
+	IMULQ $size, R12 \
+	IMULQ BX, R12 \
+	LEAQ  (R12)(R12*2), R13 \
+	MOVQ  BX, R9 \
+	SHLQ  $5, R9 \
+	LEAQ  (R9)(R9*2), R10
+
+#define X1S4NEXT(grp, one) \
+	ADDQ $32, R11 \
+	PK_REARGS1 \
+	DECQ BX \
+	JNZ  grp \
+	ADDQ R13, SI \
+	ADDQ R10, R11 \
+	ANDQ $3, AX \
+	JNZ  one \
+	VZEROUPPER \
+	RET
+
+// X1S4(size, pre, body, grp, blk, one): the four streams with their
+// accumulators in Y11…Y14: per block pre, then body(ix, acc) for each
+// stream (ix its index term from SI). Y7 and Y10 are left to pre.
+#define X1S4(size, pre, body, grp, blk, one) \
+	X1S4SETUP(size, one) \
+grp: \
+	VXORPS Y11, Y11, Y11 \
+	VXORPS Y12, Y12, Y12 \
+	VXORPS Y13, Y13, Y13 \
+	VXORPS Y14, Y14, Y14 \
+blk: \
+	pre \
+	body((R14*1), Y11) \
+	body((R12*1), Y12) \
+	body((R12*2), Y13) \
+	body((R13*1), Y14) \
+	PK_NEXT(size, blk) \
+	VMOVUPS Y11, (R11) \
+	VMOVUPS Y12, (R11)(R9*1) \
+	VMOVUPS Y13, (R11)(R9*2) \
+	VMOVUPS Y14, (R11)(R10*1) \
+	X1S4NEXT(grp, one)
+
+// X1S4M(size, body, next, fin, grp, blk, one): the four streams for
+// kernels with two accumulators a row (Q4_1, Q4_K), kept in the frame:
+// stream i's at 64i(SP) and 64i+32(SP), body(ix, o) loading and storing
+// them at o(SP); next(blk) steps to the next block; fin(o) leaves the
+// stream's outputs in Y1.
+#define X1S4M(size, body, next, fin, grp, blk, one) \
+	X1S4SETUP(size, one) \
+grp: \
+	VXORPS  Y1, Y1, Y1 \
+	VMOVUPS Y1, 0(SP) \
+	VMOVUPS Y1, 32(SP) \
+	VMOVUPS Y1, 64(SP) \
+	VMOVUPS Y1, 96(SP) \
+	VMOVUPS Y1, 128(SP) \
+	VMOVUPS Y1, 160(SP) \
+	VMOVUPS Y1, 192(SP) \
+	VMOVUPS Y1, 224(SP) \
+blk: \
+	body((R14*1), 0) \
+	body((R12*1), 64) \
+	body((R12*2), 128) \
+	body((R13*1), 192) \
+	next(blk) \
+	fin(0) \
+	VMOVUPS Y1, (R11) \
+	fin(64) \
+	VMOVUPS Y1, (R11)(R9*1) \
+	fin(128) \
+	VMOVUPS Y1, (R11)(R9*2) \
+	fin(192) \
+	VMOVUPS Y1, (R11)(R10*1) \
+	X1S4NEXT(grp, one)
+
+// Q40PRE: a block's −8·Σx (Y7) and d_x (Y10) broadcast.
+#define Q40PRE \
+	VPBROADCASTD (R8), Y7 \
+	VBROADCASTSS (DX), Y10
 
 // func dotQ4_0p8x1AVX2(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int)
 //
@@ -76,26 +180,46 @@ TEXT ·dotQ4_0p8x1AVX2(SB), NOSPLIT, $0-56
 	PK_GARGS
 	VMOVDQU nib0f<>(SB), Y0
 	VMOVDQU ones16<>(SB), Y15
+	X1S4(144, Q40PRE, Q40S, q40a81s, q40a81sb, q40a81g)
 
 q40a81g:
 	VXORPS  Y14, Y14, Y14
 
 q40a81:
 	PREFETCH3
-	SUM1(16)
-	VPMADDWD     Y15, Y5, Y5
-	VPBROADCASTD (R8), Y7
-	VPADDD       Y7, Y5, Y5
-	SCALE1(Y14)
+	Q40PRE
+	Q40S((R14*1), Y14)
 	PK_NEXT(144, q40a81)
 	PK_GSTORE1(Y14, q40a81g)
 
+// Q41S(ix, o), Q41NEXT, ADDFIN: X1S4M's body, next and fin for Q4_1
+// (out = acc + mins).
+#define Q41S(ix, o) \
+	VMOVUPS      o(SP), Y14 \
+	VMOVUPS      o+32(SP), Y13 \
+	SUM1(32, ix) \
+	VPMADDWD     Y15, Y5, Y5 \
+	VCVTPH2PS    16(SI)ix, Y10 \
+	VBROADCASTSS (R8), Y11 \
+	VFMADD231PS  Y11, Y10, Y13 \
+	VBROADCASTSS (DX), Y10 \
+	SCALE1(ix, Y14) \
+	VMOVUPS      Y14, o(SP) \
+	VMOVUPS      Y13, o+32(SP)
+
+#define Q41NEXT(l) PK_NEXT(160, l)
+
+#define ADDFIN(o) \
+	VMOVUPS o(SP), Y1 \
+	VADDPS  o+32(SP), Y1, Y1
+
 // func dotQ4_1p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int)
-TEXT ·dotQ4_1p8x1AVX2(SB), NOSPLIT, $0-56
+TEXT ·dotQ4_1p8x1AVX2(SB), NOSPLIT, $256-56
 	PK_ARGS1
 	PK_GARGS
 	VMOVDQU nib0f<>(SB), Y0
 	VMOVDQU ones16<>(SB), Y15
+	X1S4M(160, Q41S, Q41NEXT, ADDFIN, q41a81s, q41a81sb, q41a81g)
 
 q41a81g:
 	VXORPS  Y14, Y14, Y14
@@ -103,12 +227,13 @@ q41a81g:
 
 q41a81:
 	PREFETCH3
-	SUM1(32)
+	SUM1(32, (R14*1))
 	VPMADDWD     Y15, Y5, Y5
 	VCVTPH2PS    16(SI), Y10
 	VBROADCASTSS (R8), Y11
 	VFMADD231PS  Y11, Y10, Y13
-	SCALE1(Y14)
+	VBROADCASTSS (DX), Y10
+	SCALE1((R14*1), Y14)
 	PK_NEXT(160, q41a81)
 	VADDPS       Y13, Y14, Y14
 	PK_GSTORE1(Y14, q41a81g)
@@ -259,11 +384,11 @@ q41a84:
 // eight rows), Y10 acc, Y11 accm, Y12 and Y13 the sub-block's scales,
 // Y14 the nibble mask, Y15 ones.
 
-// KPSTEP1(off, xo, lo0, hi0): the vector off(SI): its low nibbles
+// KPSTEP1(off, ix, xo, lo0, hi0): the vector off(SI)ix: its low nibbles
 // against the dword xo(DI) (the low sub-block's activations) into lo0,
 // its high ones against xo+32(DI) into hi0.
-#define KPSTEP1(off, xo, lo0, hi0) \
-	VMOVDQU      off(SI), Y0 \
+#define KPSTEP1(off, ix, xo, lo0, hi0) \
+	VMOVDQU      off(SI)ix, Y0 \
 	VPSRLW       $4, Y0, Y1 \
 	VPAND        Y14, Y0, Y0 \
 	VPAND        Y14, Y1, Y1 \
@@ -274,17 +399,17 @@ q41a84:
 	VPMADDUBSW   Y2, Y1, Y1 \
 	VPADDW       Y1, hi0, hi0
 
-// KFMA1(s, sa, sb): sub-block s's 16-bit sums sa + sb into acc =
+// KFMA1(s, ix, sa, sb): sub-block s's 16-bit sums sa + sb into acc =
 // fma(float(sum), (d·sc_s)·d_x, acc) and accm = fma(dmin·m_s, s_x,
 // accm), as KSUB1 did one sub-block at a time.
-#define KFMA1(s, sa, sb) \
+#define KFMA1(s, ix, sa, sb) \
 	VPADDW       sb, sa, sa \
 	VPMADDWD     Y15, sa, sa \
 	VCVTDQ2PS    sa, sa \
-	VPMOVZXBD    32+8*s(SI), Y12 \
+	VPMOVZXBD    32+8*s(SI)ix, Y12 \
 	VCVTDQ2PS    Y12, Y12 \
 	VMULPS       Y8, Y12, Y12 \
-	VPMOVZXBD    96+8*s(SI), Y13 \
+	VPMOVZXBD    96+8*s(SI)ix, Y13 \
 	VCVTDQ2PS    Y13, Y13 \
 	VMULPS       Y9, Y13, Y13 \
 	VBROADCASTSS 4*s(DX), Y1 \
@@ -293,32 +418,50 @@ q41a84:
 	VBROADCASTSS 4*s(R8), Y1 \
 	VFMADD231PS  Y1, Y13, Y11
 
-// KPAIR1(s, t, q): sub-blocks s (low nibbles) and t = s+1 (high) of the
-// vectors at q(SI).
-#define KPAIR1(s, t, q) \
+// KPAIR1(s, t, q, ix): sub-blocks s (low nibbles) and t = s+1 (high) of
+// the vectors at q(SI)ix.
+#define KPAIR1(s, t, q, ix) \
 	VPXOR   Y3, Y3, Y3 \
 	VPXOR   Y4, Y4, Y4 \
 	VPXOR   Y5, Y5, Y5 \
 	VPXOR   Y6, Y6, Y6 \
-	KPSTEP1(q, 32*s, Y5, Y3) \
-	KPSTEP1(q+32, 32*s+4, Y6, Y4) \
-	KPSTEP1(q+64, 32*s+8, Y5, Y3) \
-	KPSTEP1(q+96, 32*s+12, Y6, Y4) \
-	KPSTEP1(q+128, 32*s+16, Y5, Y3) \
-	KPSTEP1(q+160, 32*s+20, Y6, Y4) \
-	KPSTEP1(q+192, 32*s+24, Y5, Y3) \
-	KPSTEP1(q+224, 32*s+28, Y6, Y4) \
-	KFMA1(s, Y5, Y6) \
-	KFMA1(t, Y3, Y4)
+	KPSTEP1(q, ix, 32*s, Y5, Y3) \
+	KPSTEP1(q+32, ix, 32*s+4, Y6, Y4) \
+	KPSTEP1(q+64, ix, 32*s+8, Y5, Y3) \
+	KPSTEP1(q+96, ix, 32*s+12, Y6, Y4) \
+	KPSTEP1(q+128, ix, 32*s+16, Y5, Y3) \
+	KPSTEP1(q+160, ix, 32*s+20, Y6, Y4) \
+	KPSTEP1(q+192, ix, 32*s+24, Y5, Y3) \
+	KPSTEP1(q+224, ix, 32*s+28, Y6, Y4) \
+	KFMA1(s, ix, Y5, Y6) \
+	KFMA1(t, ix, Y3, Y4)
+
+// Q4KS(ix, o), KFIN: X1S4M's body and fin for Q4_K (out = acc − accm).
+#define Q4KS(ix, o) \
+	VMOVUPS   o(SP), Y10 \
+	VMOVUPS   o+32(SP), Y11 \
+	VCVTPH2PS (SI)ix, Y8 \
+	VCVTPH2PS 16(SI)ix, Y9 \
+	KPAIR1(0, 1, 160, ix) \
+	KPAIR1(2, 3, 416, ix) \
+	KPAIR1(4, 5, 672, ix) \
+	KPAIR1(6, 7, 928, ix) \
+	VMOVUPS   Y10, o(SP) \
+	VMOVUPS   Y11, o+32(SP)
+
+#define KFIN(o) \
+	VMOVUPS o(SP), Y1 \
+	VSUBPS  o+32(SP), Y1, Y1
 
 // func dotQ4_Kp8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int)
 //
 // aux is s_x; nb counts super-blocks.
-TEXT ·dotQ4_Kp8x1AVX2(SB), NOSPLIT, $0-56
+TEXT ·dotQ4_Kp8x1AVX2(SB), NOSPLIT, $256-56
 	PK_ARGS1
 	PK_GARGS
 	VMOVDQU nib0f<>(SB), Y14
 	VMOVDQU ones16<>(SB), Y15
+	X1S4M(1184, Q4KS, PK_KNEXT, KFIN, q4ka81s, q4ka81sb, q4ka81g)
 
 q4ka81g:
 	VXORPS  Y10, Y10, Y10
@@ -328,10 +471,10 @@ q4ka81:
 	PREFETCH19
 	VCVTPH2PS (SI), Y8
 	VCVTPH2PS 16(SI), Y9
-	KPAIR1(0, 1, 160)
-	KPAIR1(2, 3, 416)
-	KPAIR1(4, 5, 672)
-	KPAIR1(6, 7, 928)
+	KPAIR1(0, 1, 160, (R14*1))
+	KPAIR1(2, 3, 416, (R14*1))
+	KPAIR1(4, 5, 672, (R14*1))
+	KPAIR1(6, 7, 928, (R14*1))
 	PK_KNEXT(q4ka81)
 	VSUBPS  Y11, Y10, Y10
 	PK_GSTORE1(Y10, q4ka81g)
@@ -439,10 +582,10 @@ DATA bias80<>+16(SB)/8, $0x8080808080808080
 DATA bias80<>+24(SB)/8, $0x8080808080808080
 GLOBL bias80<>(SB), RODATA|NOPTR, $32
 
-// Q8STEP1(q, xo, s): s += the 32-bit sums of the vector q(SI) against
-// the activation dword xo(DI) (Y13 = 0x80 bytes, Y15 = ones).
-#define Q8STEP1(q, xo, s) \
-	VPXOR        q(SI), Y13, Y1 \
+// Q8STEP1(q, ix, xo, s): s += the 32-bit sums of the vector q(SI)ix
+// against the activation dword xo(DI) (Y0 = 0x80 bytes, Y15 = ones).
+#define Q8STEP1(q, ix, xo, s) \
+	VPXOR        q(SI)ix, Y0, Y1 \
 	VPABSB       Y1, Y2 \
 	VPBROADCASTD xo(DI), Y3 \
 	VPSIGNB      Y1, Y3, Y3 \
@@ -450,30 +593,44 @@ GLOBL bias80<>(SB), RODATA|NOPTR, $32
 	VPMADDWD     Y15, Y3, Y3 \
 	VPADDD       Y3, s, s
 
+// Q8SUM1(ix): a Q8_0 block's 32-bit sums for the group ix bytes after SI
+// in Y5.
+#define Q8SUM1(ix) \
+	VPXOR   Y5, Y5, Y5 \
+	VPXOR   Y6, Y6, Y6 \
+	Q8STEP1(16, ix, 0, Y5) \
+	Q8STEP1(48, ix, 4, Y6) \
+	Q8STEP1(80, ix, 8, Y5) \
+	Q8STEP1(112, ix, 12, Y6) \
+	Q8STEP1(144, ix, 16, Y5) \
+	Q8STEP1(176, ix, 20, Y6) \
+	Q8STEP1(208, ix, 24, Y5) \
+	Q8STEP1(240, ix, 28, Y6) \
+	VPADDD  Y6, Y5, Y5
+
+// Q80S(ix, acc), Q80PRE: X1S4's body and pre for Q8_0.
+#define Q80S(ix, acc) \
+	Q8SUM1(ix) \
+	SCALE1(ix, acc)
+
+#define Q80PRE \
+	VBROADCASTSS (DX), Y10
+
 // func dotQ8_0p8x1AVX2(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int)
 TEXT ·dotQ8_0p8x1AVX2(SB), NOSPLIT, $0-56
 	PK_ARGS1
 	PK_GARGS
-	VMOVDQU bias80<>(SB), Y13
+	VMOVDQU bias80<>(SB), Y0
 	VMOVDQU ones16<>(SB), Y15
+	X1S4(272, Q80PRE, Q80S, q80a81s, q80a81sb, q80a81g)
 
 q80a81g:
 	VXORPS  Y14, Y14, Y14
 
 q80a81:
 	PREFETCH5
-	VPXOR      Y5, Y5, Y5
-	VPXOR      Y6, Y6, Y6
-	Q8STEP1(16, 0, Y5)
-	Q8STEP1(48, 4, Y6)
-	Q8STEP1(80, 8, Y5)
-	Q8STEP1(112, 12, Y6)
-	Q8STEP1(144, 16, Y5)
-	Q8STEP1(176, 20, Y6)
-	Q8STEP1(208, 24, Y5)
-	Q8STEP1(240, 28, Y6)
-	VPADDD     Y6, Y5, Y5
-	SCALE1(Y14)
+	Q80PRE
+	Q80S((R14*1), Y14)
 	PK_NEXT(272, q80a81)
 	PK_GSTORE1(Y14, q80a81g)
 

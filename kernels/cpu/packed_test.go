@@ -40,7 +40,7 @@ func testPackedSet(t *testing.T, set packedSet) {
 			nbs = []int{1, 2, 3, 5, 8} // super-blocks of 256
 		}
 		for _, nb := range nbs {
-			for _, rows := range []int{1, 8, 13, 29} {
+			for _, rows := range []int{1, 8, 13, 29, 77} {
 				k, nx := nb*packValues(dt), 11
 				nd := k / 32 // activation blocks
 				x := make([]float32, nx*k)
