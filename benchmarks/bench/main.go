@@ -17,7 +17,8 @@
 // peer runs with the same.
 //
 // The same run measures memory read bandwidth (a STREAM-like read of a
-// 512 MiB buffer on the same number of threads, best of 20) and reports
+// 512 MiB buffer on the same number of threads, as one stream and as four
+// streams a thread, best of 20 each) and reports
 // decode speed as a fraction of the roofline: model file bytes × tg tok/s
 // ÷ bandwidth (decode reads every weight once per token; for a model with
 // tied embeddings the file is the weights read, to within its metadata).
@@ -310,10 +311,13 @@ func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32
 
 // readBandwidth is a STREAM-like read test: threads goroutines each
 // read their part of a 512 MiB buffer (huge pages where the kernel gives
-// them) as fast as they can (readAll:
-// 256-bit loads with every cache line prefetched ahead, as the decode
-// kernels read a weight, and no arithmetic to wait for); the best of 20
-// passes, in GB/s of the buffer read.
+// them) as fast as they can, with no arithmetic to wait for, in the two
+// ways the decode kernels read a weight: as one sequential stream with
+// every cache line prefetched ahead (readAll: the F16 and BF16 one-row
+// kernels, the short ends of packed ones) and as four streams side by
+// side (readAll4: the packed one-row kernels, and about the F16 decode
+// tiles' four rows). The best of 20 passes of each, in GB/s of the
+// buffer read.
 func readBandwidth(threads int) float64 {
 	const size = 512 << 20
 	// Outside the Go heap, on transparent huge pages where the kernel
@@ -325,14 +329,18 @@ func readBandwidth(threads int) float64 {
 	}
 	best := 0.0
 	var sink uint64
-	for range 20 {
+	for pass := range 40 {
+		read := readAll
+		if pass%2 == 1 {
+			read = readAll4
+		}
 		sums := make([]uint64, threads)
 		var wg sync.WaitGroup
 		chunk := len(buf) / threads &^ 255
 		t0 := time.Now()
 		for w := range threads {
 			part := buf[w*chunk : (w+1)*chunk]
-			wg.Go(func() { sums[w] = readAll(part) })
+			wg.Go(func() { sums[w] = read(part) })
 		}
 		wg.Wait()
 		sec := time.Since(t0).Seconds()

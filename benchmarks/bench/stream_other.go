@@ -3,3 +3,5 @@
 package main
 
 func readAll(b []byte) uint64 { return readAllGo(b) }
+
+func readAll4(b []byte) uint64 { return readAllGo(b) }
