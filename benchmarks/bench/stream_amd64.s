@@ -2,6 +2,18 @@
 
 #include "textflag.h"
 
+// FOLD: the four accumulators Y0…Y3 XORed into one word, in AX.
+#define FOLD \
+	VPXOR        Y1, Y0, Y0 \
+	VPXOR        Y3, Y2, Y2 \
+	VPXOR        Y2, Y0, Y0 \
+	VEXTRACTI128 $1, Y0, X1 \
+	VPXOR        X1, X0, X0 \
+	VPSRLDQ      $8, X0, X1 \
+	VPXOR        X1, X0, X0 \
+	VMOVQ        X0, AX \
+	VZEROUPPER
+
 // func streamRead(p *byte, n int) uint64
 //
 // XORs the n bytes at p (n a multiple of 256) into four 256-bit
@@ -37,16 +49,8 @@ loop:
 	JNZ        loop
 
 done:
-	VPXOR        Y1, Y0, Y0
-	VPXOR        Y3, Y2, Y2
-	VPXOR        Y2, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPXOR        X1, X0, X0
-	VPSRLDQ      $8, X0, X1
-	VPXOR        X1, X0, X0
-	VMOVQ        X0, AX
-	VZEROUPPER
-	MOVQ         AX, ret+16(FP)
+	FOLD
+	MOVQ AX, ret+16(FP)
 	RET
 
 // func streamRead4(p *byte, n int) uint64
@@ -84,14 +88,6 @@ loop4:
 	JNZ   loop4
 
 done4:
-	VPXOR        Y1, Y0, Y0
-	VPXOR        Y3, Y2, Y2
-	VPXOR        Y2, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPXOR        X1, X0, X0
-	VPSRLDQ      $8, X0, X1
-	VPXOR        X1, X0, X0
-	VMOVQ        X0, AX
-	VZEROUPPER
-	MOVQ         AX, ret+16(FP)
+	FOLD
+	MOVQ AX, ret+16(FP)
 	RET

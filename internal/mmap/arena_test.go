@@ -1,6 +1,7 @@
 package mmap
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"unsafe"
@@ -70,7 +71,7 @@ func TestArena(t *testing.T) {
 	// 1, 5000 and 1 MiB+3 share the first 4 MiB; 3 MiB does not fit in
 	// what is left and starts the second; 9 MiB gets its own 10 MiB; 100
 	// fits in what that has left.
-	if want := []int{4 * mib, 4 * mib, 10 * mib}; !equalInts(c.sizes, want) {
+	if want := []int{4 * mib, 4 * mib, 10 * mib}; !slices.Equal(c.sizes, want) {
 		t.Fatalf("mappings %v, want %v", c.sizes, want)
 	}
 	for _, i := range []int{0, 1} {
@@ -120,18 +121,6 @@ func (c *countingAnon) lastMem(t *testing.T, a *Arena) []byte {
 		t.Fatal("no current mapping")
 	}
 	return a.cur.mem
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Concurrent pieces and give-backs (run with -race): every mapping is

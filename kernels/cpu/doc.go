@@ -129,7 +129,8 @@
 //     of the task (groups g, q+g, 2q+g, 3q+g), so that the weight is read
 //     as four sequential streams (MatMulDecode at one thread: Q8_0 +32 %,
 //     Q4_0 +15–29 %; one core has more of the memory's bandwidth with
-//     four streams in flight than with one); F16 (and BF16
+//     four streams in flight than with one; the AVX-512 VNNI kernels
+//     still take one group a call, unmeasured on such a CPU); F16 (and BF16
 //     with AVX512_BF16, or on AVX2 alone) four weight rows at once, taken from four
 //     quarters of a task so that the weight is read as four sequential
 //     streams. Each
