@@ -65,6 +65,14 @@ func f32bytes(x []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
 }
 
+// i8bytes views x as bytes.
+func i8bytes(x []int8) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x))
+}
+
 func u16view(b []byte) []uint16 {
 	if len(b) == 0 {
 		return nil

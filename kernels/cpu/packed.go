@@ -186,13 +186,12 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 // plain way, a fifth of the whole op on a 64 KiB weight.
 func negSums(qx []int8, off int32, neg []int32) {
 	const bias, lo = 0x8080808080808080, 0x00ff00ff00ff00ff
+	qb := i8bytes(qx)
 	for j := range neg {
-		b := qx[32*j : 32*j+32]
+		b := qb[32*j : 32*j+32]
 		var w uint64 // four 16-bit lanes, at most 4·2·255 each
 		for i := 0; i < 32; i += 8 {
-			x := uint64(uint8(b[i])) | uint64(uint8(b[i+1]))<<8 | uint64(uint8(b[i+2]))<<16 | uint64(uint8(b[i+3]))<<24 |
-				uint64(uint8(b[i+4]))<<32 | uint64(uint8(b[i+5]))<<40 | uint64(uint8(b[i+6]))<<48 | uint64(uint8(b[i+7]))<<56
-			x ^= bias
+			x := binary.LittleEndian.Uint64(b[i:]) ^ bias // any byte order: the lanes' total is the same
 			w += x&lo + x>>8&lo
 		}
 		s := int32((w*0x0001000100010001)>>48) - 32*128
