@@ -3,13 +3,14 @@
 // tools/requirements-peer.txt) on the same file and thread count.
 //
 //	go run ./benchmarks/bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
-//	    [--threads N] [--backend cpu-fast] [--kv f32|f16] [--peer llama.cpp] [--json | --benchfmt]
+//	    [--threads N] [--backend cpu-fast] [--kv f32|f16] [--peer llama.cpp] [--ops] [--json | --benchfmt]
 //
 // The backend is kernels/cpu's fast path ("cpu-fast") unless --backend
 // says otherwise ("cpu" is the exact reference path).
 //
 // Prefill is one Decode of pp tokens (logits for the last only); decode is
-// tg single-token Decodes after it. Batched decode (--batch) runs B
+// tg single-token Decodes after it, each one reused batch and its logits
+// copied out, as the engine runs them. Batched decode (--batch) runs B
 // sequences, each after a 32-token prompt, decoding one token each per
 // Decode for min(tg, 32) steps, and reports B·steps/s. Token ids are fixed
 // pseudo-random ids inside the vocabulary. The KV cache is F32 (the
@@ -24,6 +25,13 @@
 // tied embeddings the file is the weights read, to within its metadata).
 // Peak memory is the process's RSS high-water mark (VmHWM) before the
 // probe, mapped weight pages included.
+//
+// --ops times the decode phase op by op (the backend wrapped in a timer
+// that syncs after each op) and prints each op's calls, mean time, share
+// of the decode time and, for matmuls, the rate their weights were read
+// at; the rest is "between ops" (the model's bookkeeping, the mask, the
+// logits' copy). The timing costs a little, so tg tok/s is best taken
+// from a run without it.
 //
 // --benchfmt prints Go benchmark lines (for benchstat over repeated runs)
 // instead of the summary.
@@ -72,6 +80,7 @@ type Result struct {
 	BandwidthGBs float64       `json:"bandwidth_gbs"`
 	RooflineFrac float64       `json:"roofline_frac"`
 	LoadAvg      string        `json:"loadavg"`
+	Ops          []OpStat      `json:"ops,omitempty"`
 	Peer         *Peer         `json:"peer,omitempty"`
 }
 
@@ -105,6 +114,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	benchfmt := fs.Bool("benchfmt", false, "print Go benchmark lines (for benchstat)")
 	noProbe := fs.Bool("no-bandwidth", false, "skip the bandwidth probe")
 	kvName := fs.String("kv", "f32", "KV cache element type, f32 (the library's default) or f16 (llama.cpp's); the peer gets the same")
+	ops := fs.Bool("ops", false, "time the decode phase op by op and print where its time goes")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of prefill and decode (pprof) to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -130,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer f.Close()
 	}
-	res, err := bench(*model, *backend, *pp, *tg, *threads, kv, sizes, stderr)
+	res, err := bench(*model, *backend, *pp, *tg, *threads, kv, sizes, *ops, stderr)
 	if *cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -197,6 +207,7 @@ func printSummary(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "%s: pp %.2f tok/s, tg %.2f tok/s; vkllm/peer: pp %.3f×, tg %.3f×\n",
 			p.Name, p.PPTPS, p.TGTPS, r.PPTPS/p.PPTPS, r.TGTPS/p.TGTPS)
 	}
+	printOps(w, r.Ops, r.TG)
 	fmt.Fprintf(w, "load average: %s\n", r.LoadAvg)
 }
 
@@ -219,9 +230,20 @@ func printBenchfmt(w io.Writer, r *Result) {
 	}
 }
 
-func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches []int, progress io.Writer) (*Result, error) {
+func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches []int, ops bool, progress io.Writer) (*Result, error) {
 	start := time.Now()
-	m, err := models.Open(path, models.WithBackendName(backend, kernels.Options{Threads: threads}))
+	opt := models.WithBackendName(backend, kernels.Options{Threads: threads})
+	var timer *opTimer // --ops
+	if ops {
+		b, err := kernels.Open(backend, kernels.Options{Threads: threads})
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		timer = newOpTimer(b)
+		opt = models.WithBackend(timer)
+	}
+	m, err := models.Open(path, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -251,16 +273,31 @@ func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches [
 	}
 	res.PPTPS = float64(pp) / time.Since(t0).Seconds()
 	fmt.Fprintf(progress, "prefill %.2f tok/s\n", res.PPTPS)
+	if timer != nil {
+		timer.on = true
+	}
+	// Decode steps as the engine runs them: one reused one-token batch,
+	// then the logits row copied out (as llama-cpp-python copies the
+	// peer's into its scores array).
+	var step models.Batch
+	step.Add(0, 0, true, 0)
+	logits := make([]float32, m.Config.VocabSize)
 	t0 = time.Now()
 	for i := range tg {
 		if i%8 == 0 && i > 0 {
 			fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s ", i, tg, float64(i)/time.Since(t0).Seconds())
 		}
-		if _, err := ctx.DecodeToken(0, tok(pp+i)); err != nil {
+		step.Token[0], step.Pos[0] = tok(pp+i), int32(pp+i)
+		if err := ctx.Decode(step); err != nil {
 			return nil, err
 		}
+		copy(logits, ctx.Logits(0))
 	}
 	res.TGTPS = float64(tg) / time.Since(t0).Seconds()
+	if timer != nil {
+		timer.on = false
+		res.Ops = timer.report(time.Since(t0))
+	}
 	fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s\n", tg, tg, res.TGTPS)
 	ctx.Close()
 	for _, n := range batches {

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestOps runs the bench command on a tiny model with --ops and checks
+// the breakdown: every op the decoder runs a step is there with its count
+// (per layer, times tg), the shares add up to at most the whole, and the
+// matmuls carry a read rate.
+func TestOps(t *testing.T) {
+	var out, errs bytes.Buffer
+	args := []string{"--model", "../../testdata/models/qwen2-tiny-F16.gguf", "--pp", "8", "--tg", "4", "--threads", "2", "--no-bandwidth", "--ops", "--json"}
+	if rc := run(args, &out, &errs); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errs.String())
+	}
+	var r Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.TGTPS <= 0 || len(r.Ops) == 0 {
+		t.Fatalf("tg_tps %v, %d ops", r.TGTPS, len(r.Ops))
+	}
+	calls := map[string]int{}
+	var sum float64
+	for _, s := range r.Ops {
+		name, _, _ := strings.Cut(s.Op, "[")
+		calls[name] += s.Calls
+		sum += s.Frac
+		if s.Frac <= 0 || s.US <= 0 {
+			t.Errorf("%s: frac %v, %v µs", s.Op, s.Frac, s.US)
+		}
+		if strings.HasPrefix(s.Op, "MatMul") != (s.GBs > 0) {
+			t.Errorf("%s: %v GB/s", s.Op, s.GBs)
+		}
+	}
+	if sum > 1 {
+		t.Errorf("shares add up to %v", sum)
+	}
+	// qwen2-tiny: 2 layers; per layer two norms, Q/K/V (one MatMuls) with
+	// three bias adds and two residual adds, two RoPEs, two KV writes, one
+	// attention, O and down, gate and up (one MatMuls), one SwiGLU; then the
+	// final norm, the embedding and output rows, the lm_head.
+	const layers, tg = 2, 4
+	want := map[string]int{
+		"RMSNorm": (2*layers + 1) * tg, "MatMuls×3": layers * tg, "MatMuls×2": layers * tg,
+		"Add": 5 * layers * tg, "RoPE": 2 * layers * tg, "KVWrite": 2 * layers * tg,
+		"Attention": layers * tg, "SwiGLU": layers * tg, "GetRows": 2 * tg,
+		"MatMul": (2*layers + 1) * tg,
+	}
+	for op, n := range want {
+		if calls[op] != n {
+			t.Errorf("%s: %d calls, want %d", op, calls[op], n)
+		}
+	}
+	if len(calls) != len(want) {
+		t.Errorf("ops %v, want those of %v", calls, want)
+	}
+}
