@@ -6,7 +6,9 @@ llama.cpp beside it, and writes what issue #9 asks for:
                   for benchstat: benchstat -col /backend OUT/bench.txt
   OUT/runs.jsonl  every run's --json object
   OUT/table.md    the medians: prefill and decode tokens/s, ours ÷ llama.cpp,
-                  decode as a fraction of the read-bandwidth roofline
+                  decode as a fraction of the read-bandwidth roofline (the
+                  probe after the run; "window": the probe passes between
+                  our decode steps)
 
 Usage (from the repository root, after tools/make_bench_model.py and the
 peer's requirements, tools/requirements-peer.txt):
@@ -65,21 +67,25 @@ def main():
                       "; peer pp %.1f tg %.1f" % (r["peer"]["pp_tps"], r["peer"]["tg_tps"]) if r.get("peer") else "",
                       r.get("loadavg", "?")), file=sys.stderr, flush=True)
     med = statistics.median
-    lines = ["| file | pp%d ours / llama.cpp | ratio | tg%d ours / llama.cpp | ratio | roofline ours / llama.cpp | bandwidth GB/s | peak RSS MiB |" % (a.pp, a.tg),
-             "|---|---|---|---|---|---|---|---|"]
+    # roofline: against the probe after the run; window: against the
+    # probe passes between our decode steps (bandwidth_window_gbs)
+    lines = ["| file | pp%d ours / llama.cpp | ratio | tg%d ours / llama.cpp | ratio | roofline ours / llama.cpp | bandwidth GB/s | window roofline | window GB/s | peak RSS MiB |" % (a.pp, a.tg),
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for f in files:
         rs = runs[f]
         pp, tg = med(r["pp_tps"] for r in rs), med(r["tg_tps"] for r in rs)
         bw = med(r["bandwidth_gbs"] for r in rs)
         roof = med(r["roofline_frac"] for r in rs)
+        wbw = med(r.get("bandwidth_window_gbs", 0) for r in rs)
+        wroof = med(r.get("roofline_window_frac", 0) for r in rs)
         rss = max(r["peak_rss_mb"] for r in rs)
         if rs[0].get("peer"):
             ppp, ptg = med(r["peer"]["pp_tps"] for r in rs), med(r["peer"]["tg_tps"] for r in rs)
             proof = med(r["model_bytes"] * r["peer"]["tg_tps"] / (r["bandwidth_gbs"] * 1e9) for r in rs)
-            lines.append("| %s | %.1f / %.1f | %.2f× | %.1f / %.1f | %.2f× | %.2f / %.2f | %.1f | %.0f |" % (
-                f[:-5], pp, ppp, pp / ppp, tg, ptg, tg / ptg, roof, proof, bw, rss))
+            lines.append("| %s | %.1f / %.1f | %.2f× | %.1f / %.1f | %.2f× | %.2f / %.2f | %.1f | %.2f | %.1f | %.0f |" % (
+                f[:-5], pp, ppp, pp / ppp, tg, ptg, tg / ptg, roof, proof, bw, wroof, wbw, rss))
         else:
-            lines.append("| %s | %.1f | | %.1f | | %.2f | %.1f | %.0f |" % (f[:-5], pp, tg, roof, bw, rss))
+            lines.append("| %s | %.1f | | %.1f | | %.2f | %.1f | %.2f | %.1f | %.0f |" % (f[:-5], pp, tg, roof, bw, wroof, wbw, rss))
     with open(os.path.join(a.out, "table.md"), "w") as t:
         t.write("\n".join(lines) + "\n")
     print("\n".join(lines))

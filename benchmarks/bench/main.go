@@ -23,8 +23,14 @@
 // decode speed as a fraction of the roofline: model file bytes × tg tok/s
 // ÷ bandwidth (decode reads every weight once per token; for a model with
 // tied embeddings the file is the weights read, to within its metadata).
+// On a shared machine the bandwidth available changes from one second to
+// the next, so the run also reads it during the decode: one probe pass
+// over 64 MiB every 8 decode steps, outside the steps' time, the best
+// pass giving bandwidth_window_gbs and roofline_window_frac.
 // Peak memory is the process's RSS high-water mark (VmHWM) before the
-// probe, mapped weight pages included.
+// probe, mapped weight pages included (the window probe's buffer
+// is left out: the mark is read before it is mapped and reset after it
+// is unmapped).
 //
 // --ops times the decode phase op by op (the backend wrapped in a timer
 // that syncs after each op) and prints each op's calls, mean time, share
@@ -79,9 +85,12 @@ type Result struct {
 	ModelBytes   int64         `json:"model_bytes"`
 	BandwidthGBs float64       `json:"bandwidth_gbs"`
 	RooflineFrac float64       `json:"roofline_frac"`
-	LoadAvg      string        `json:"loadavg"`
-	Ops          []OpStat      `json:"ops,omitempty"`
-	Peer         *Peer         `json:"peer,omitempty"`
+	// the same from probe passes between the decode steps
+	WindowGBs      float64  `json:"bandwidth_window_gbs,omitempty"`
+	WindowRoofline float64  `json:"roofline_window_frac,omitempty"`
+	LoadAvg        string   `json:"loadavg"`
+	Ops            []OpStat `json:"ops,omitempty"`
+	Peer           *Peer    `json:"peer,omitempty"`
 }
 
 // BatchResult is one batched-decode size.
@@ -140,17 +149,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer f.Close()
 	}
-	res, err := bench(*model, *backend, *pp, *tg, *threads, kv, sizes, *ops, stderr)
+	res, err := bench(*model, *backend, *pp, *tg, *threads, kv, sizes, *ops, !*noProbe, stderr)
 	if *cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
 	if err == nil {
-		res.PeakRSSMB = peakRSSMB()
+		res.PeakRSSMB = max(res.PeakRSSMB, peakRSSMB())
 		if !*noProbe {
 			fmt.Fprintf(stderr, "bandwidth probe (%d threads)…\n", *threads)
 			res.BandwidthGBs = readBandwidth(*threads)
 			if res.BandwidthGBs > 0 {
 				res.RooflineFrac = float64(res.ModelBytes) * res.TGTPS / (res.BandwidthGBs * 1e9)
+			}
+			if res.WindowGBs > 0 {
+				res.WindowRoofline = float64(res.ModelBytes) * res.TGTPS / (res.WindowGBs * 1e9)
 			}
 		}
 		if *peer != "" {
@@ -203,6 +215,9 @@ func printSummary(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "read bandwidth %.2f GB/s; model %.0f MB × %.2f tok/s = %.1f%% of the roofline\n",
 			r.BandwidthGBs, float64(r.ModelBytes)/1e6, r.TGTPS, 100*r.RooflineFrac)
 	}
+	if r.WindowGBs > 0 {
+		fmt.Fprintf(w, "read bandwidth between the decode steps %.2f GB/s: %.1f%% of that roofline\n", r.WindowGBs, 100*r.WindowRoofline)
+	}
 	if p := r.Peer; p != nil {
 		fmt.Fprintf(w, "%s: pp %.2f tok/s, tg %.2f tok/s; vkllm/peer: pp %.3f×, tg %.3f×\n",
 			p.Name, p.PPTPS, p.TGTPS, r.PPTPS/p.PPTPS, r.TGTPS/p.TGTPS)
@@ -230,7 +245,7 @@ func printBenchfmt(w io.Writer, r *Result) {
 	}
 }
 
-func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches []int, ops bool, progress io.Writer) (*Result, error) {
+func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches []int, ops, probe bool, progress io.Writer) (*Result, error) {
 	start := time.Now()
 	opt := models.WithBackendName(backend, kernels.Options{Threads: threads})
 	var timer *opTimer // --ops
@@ -282,21 +297,39 @@ func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches [
 	var step models.Batch
 	step.Add(0, 0, true, 0)
 	logits := make([]float32, m.Config.VocabSize)
-	t0 = time.Now()
+	// With the probe on, a probe pass every windowEvery steps, outside
+	// the steps' time: the bandwidth the machine had during the decode.
+	var window *windowProbe
+	if probe {
+		res.PeakRSSMB = peakRSSMB() // before the probe's buffer (see run)
+		window = newWindowProbe(threads)
+		defer window.release()
+	}
+	var decoding time.Duration // the steps' time, without the probe passes
 	for i := range tg {
 		if i%8 == 0 && i > 0 {
-			fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s ", i, tg, float64(i)/time.Since(t0).Seconds())
+			fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s ", i, tg, float64(i)/decoding.Seconds())
 		}
+		if window != nil && i%windowEvery == windowEvery/2 {
+			window.pass()
+		}
+		t0 := time.Now()
 		step.Token[0], step.Pos[0] = tok(pp+i), int32(pp+i)
 		if err := ctx.Decode(step); err != nil {
 			return nil, err
 		}
 		copy(logits, ctx.Logits(0))
+		decoding += time.Since(t0)
 	}
-	res.TGTPS = float64(tg) / time.Since(t0).Seconds()
+	res.TGTPS = float64(tg) / decoding.Seconds()
+	if window != nil {
+		res.WindowGBs = window.best
+		window.release()
+		_ = resetPeakRSS() // so that the buffer does not count in the peak
+	}
 	if timer != nil {
 		timer.on = false
-		res.Ops = timer.report(time.Since(t0))
+		res.Ops = timer.report(decoding)
 	}
 	fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s\n", tg, tg, res.TGTPS)
 	ctx.Close()
@@ -365,29 +398,72 @@ func readBandwidth(threads int) float64 {
 		buf[i] = byte(i)
 	}
 	best := 0.0
-	var sink uint64
 	for pass := range 40 {
-		read := readAll
-		if pass%2 == 1 {
-			read = readAll4
-		}
-		sums := make([]uint64, threads)
-		var wg sync.WaitGroup
-		chunk := len(buf) / threads &^ 255
-		t0 := time.Now()
-		for w := range threads {
-			part := buf[w*chunk : (w+1)*chunk]
-			wg.Go(func() { sums[w] = read(part) })
-		}
-		wg.Wait()
-		sec := time.Since(t0).Seconds()
-		for _, s := range sums {
-			sink ^= s
-		}
-		best = max(best, float64(chunk*threads)/sec/1e9)
+		best = max(best, probePass(buf, threads, pass))
+	}
+	return best
+}
+
+// probePass reads buf once on threads threads, each its part, as one
+// stream a thread (even passes) or four (odd), and returns GB/s.
+func probePass(buf []byte, threads, pass int) float64 {
+	read := readAll
+	if pass%2 == 1 {
+		read = readAll4
+	}
+	sums := make([]uint64, threads)
+	var wg sync.WaitGroup
+	chunk := len(buf) / threads &^ 255
+	t0 := time.Now()
+	for w := range threads {
+		part := buf[w*chunk : (w+1)*chunk]
+		wg.Go(func() { sums[w] = read(part) })
+	}
+	wg.Wait()
+	sec := time.Since(t0).Seconds()
+	var sink uint64
+	for _, s := range sums {
+		sink ^= s
 	}
 	runtime.KeepAlive(sink)
-	return best
+	return float64(chunk*threads) / sec / 1e9
+}
+
+// windowProbe measures read bandwidth between decode steps: the best of
+// its passes over a 64 MiB buffer, twice this project's VMs' L3 cache, so
+// that each pass reads memory. (Where the last-level cache holds 64 MiB,
+// a pass reads cache and overstates the bandwidth: the window fraction
+// then errs low.)
+type windowProbe struct {
+	buf     []byte
+	free    func() error
+	threads int
+	passes  int
+	best    float64 // GB/s
+}
+
+// windowEvery is how many decode steps go between two window passes.
+const windowEvery = 8
+
+func newWindowProbe(threads int) *windowProbe {
+	buf, free := mmap.Anon(64 << 20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	return &windowProbe{buf: buf, free: free, threads: threads}
+}
+
+func (p *windowProbe) pass() {
+	p.best = max(p.best, probePass(p.buf, p.threads, p.passes))
+	p.passes++
+}
+
+// release unmaps the buffer (once; later calls do nothing).
+func (p *windowProbe) release() {
+	if p.buf != nil {
+		p.free()
+		p.buf = nil
+	}
 }
 
 // readAllGo XORs b into one word, eight words at a time.
@@ -419,6 +495,10 @@ func peakRSSMB() float64 {
 	}
 	return 0
 }
+
+// resetPeakRSS sets the RSS high-water mark to the present RSS (Linux's
+// clear_refs); where that fails, the mark keeps what it had.
+func resetPeakRSS() error { return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 // loadAvg is the first three fields of /proc/loadavg.
 func loadAvg() string {

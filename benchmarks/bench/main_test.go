@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/vkllm/vkllm/tensor"
 )
 
 // TestOps runs the bench command on a tiny model with --ops and checks
@@ -58,5 +61,31 @@ func TestOps(t *testing.T) {
 	}
 	if len(calls) != len(want) {
 		t.Errorf("ops %v, want those of %v", calls, want)
+	}
+}
+
+// TestWindowProbe runs the decode phase with the probe passes between its
+// steps: it reports a bandwidth, and the peak RSS left out the probe's
+// 64 MiB buffer where Linux lets the mark be reset.
+func TestWindowProbe(t *testing.T) {
+	res, err := bench("../../testdata/models/qwen2-tiny-F16.gguf", "cpu-fast", 8, 16, 2, tensor.F32, nil, false, true, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.WindowGBs <= 0 || res.TGTPS <= 0 {
+		t.Fatalf("window %v GB/s, tg %v tok/s", res.WindowGBs, res.TGTPS)
+	}
+	before := res.PeakRSSMB
+	if err := resetPeakRSS(); err != nil {
+		t.Logf("the RSS high-water mark cannot be reset here (%v): the peak counts the probe's buffer", err)
+	} else if after := peakRSSMB(); after >= before+64 {
+		t.Errorf("peak RSS %v MiB after the decode, %v before the probe's buffer: the buffer counts", after, before)
+	}
+	p := newWindowProbe(1)
+	p.pass()
+	p.release()
+	p.release() // a second release does nothing
+	if p.best <= 0 || p.passes != 1 {
+		t.Errorf("one pass: best %v, %d passes", p.best, p.passes)
 	}
 }
