@@ -453,7 +453,15 @@ func newWindowProbe(threads int) *windowProbe {
 	return &windowProbe{buf: buf, free: free, threads: threads}
 }
 
+// windowQuiet is how long a pass waits after a decode step, so that the
+// backend's threads are idle: kernels/cpu's helpers poll for their next
+// op for up to 1 ms before they sleep, and a pass that started at once
+// had one reader wait for that poll to end (it read 25–31 GB/s where
+// passes on an idle process read 27–39).
+const windowQuiet = 2 * time.Millisecond
+
 func (p *windowProbe) pass() {
+	time.Sleep(windowQuiet)
 	p.best = max(p.best, probePass(p.buf, p.threads, p.passes))
 	p.passes++
 }
