@@ -245,7 +245,7 @@ func printBenchfmt(w io.Writer, r *Result) {
 	}
 }
 
-func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches []int, ops, probe bool, progress io.Writer) (*Result, error) {
+func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches []int, ops, withProbe bool, progress io.Writer) (*Result, error) {
 	start := time.Now()
 	opt := models.WithBackendName(backend, kernels.Options{Threads: threads})
 	var timer *opTimer // --ops
@@ -299,10 +299,10 @@ func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches [
 	logits := make([]float32, m.Config.VocabSize)
 	// With the probe on, a probe pass every windowEvery steps, outside
 	// the steps' time: the bandwidth the machine had during the decode.
-	var window *windowProbe
-	if probe {
+	var window *probe
+	if withProbe {
 		res.PeakRSSMB = peakRSSMB() // before the probe's buffer (see run)
-		window = newWindowProbe(threads)
+		window = newProbe(threads, windowBytes)
 		defer window.release()
 	}
 	var decoding time.Duration // the steps' time, without the probe passes
@@ -311,6 +311,7 @@ func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches [
 			fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s ", i, tg, float64(i)/decoding.Seconds())
 		}
 		if window != nil && i%windowEvery == windowEvery/2 {
+			time.Sleep(windowQuiet)
 			window.pass()
 		}
 		t0 := time.Now()
@@ -389,19 +390,12 @@ func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32
 // tiles' four rows). The best of 20 passes of each, in GB/s of the
 // buffer read.
 func readBandwidth(threads int) float64 {
-	const size = 512 << 20
-	// Outside the Go heap, on transparent huge pages where the kernel
-	// gives them, as the fast path's packed weights are.
-	buf, release := mmap.Anon(size)
-	defer release()
-	for i := range buf { // touch every page, with data that is not zero
-		buf[i] = byte(i)
+	p := newProbe(threads, 512<<20)
+	defer p.release()
+	for range 40 {
+		p.pass()
 	}
-	best := 0.0
-	for pass := range 40 {
-		best = max(best, probePass(buf, threads, pass))
-	}
-	return best
+	return p.best
 }
 
 // probePass reads buf once on threads threads, each its part, as one
@@ -429,12 +423,10 @@ func probePass(buf []byte, threads, pass int) float64 {
 	return float64(chunk*threads) / sec / 1e9
 }
 
-// windowProbe measures read bandwidth between decode steps: the best of
-// its passes over a 64 MiB buffer, twice this project's VMs' L3 cache, so
-// that each pass reads memory. (Where the last-level cache holds 64 MiB,
-// a pass reads cache and overstates the bandwidth: the window fraction
-// then errs low.)
-type windowProbe struct {
+// probe is a read-bandwidth probe: its buffer and the best of its passes
+// so far. readBandwidth makes one of 512 MiB; the decode's window probe
+// one of windowBytes.
+type probe struct {
 	buf     []byte
 	free    func() error
 	threads int
@@ -442,32 +434,41 @@ type windowProbe struct {
 	best    float64 // GB/s
 }
 
-// windowEvery is how many decode steps go between two window passes.
-const windowEvery = 8
+// The window probe: a pass every windowEvery decode steps over
+// windowBytes, twice this project's VMs' L3 cache, so that each pass
+// reads memory. (Where the last-level cache holds 64 MiB, a pass reads
+// cache and overstates the bandwidth: the window fraction then errs low.)
+const (
+	windowEvery = 8
+	windowBytes = 64 << 20
+)
 
-func newWindowProbe(threads int) *windowProbe {
-	buf, free := mmap.Anon(64 << 20)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
-	return &windowProbe{buf: buf, free: free, threads: threads}
-}
-
-// windowQuiet is how long a pass waits after a decode step, so that the
-// backend's threads are idle: kernels/cpu's helpers poll for their next
-// op for up to 1 ms before they sleep, and a pass that started at once
-// had one reader wait for that poll to end (it read 25–31 GB/s where
+// windowQuiet is how long the decode waits before a window pass, so that
+// the backend's threads are idle: kernels/cpu's helpers poll for their
+// next op for up to 1 ms before they sleep, and a pass that started at
+// once had one reader wait for that poll to end (it read 25–31 GB/s where
 // passes on an idle process read 27–39).
 const windowQuiet = 2 * time.Millisecond
 
-func (p *windowProbe) pass() {
-	time.Sleep(windowQuiet)
+// newProbe maps and touches size bytes: outside the Go heap, on
+// transparent huge pages where the kernel gives them (as the fast path's
+// packed weights are), every page with data that is not zero.
+func newProbe(threads, size int) *probe {
+	buf, free := mmap.Anon(size)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	return &probe{buf: buf, free: free, threads: threads}
+}
+
+// pass reads the buffer once (probePass) and keeps the best rate.
+func (p *probe) pass() {
 	p.best = max(p.best, probePass(p.buf, p.threads, p.passes))
 	p.passes++
 }
 
 // release unmaps the buffer (once; later calls do nothing).
-func (p *windowProbe) release() {
+func (p *probe) release() {
 	if p.buf != nil {
 		p.free()
 		p.buf = nil

@@ -81,7 +81,7 @@ func TestWindowProbe(t *testing.T) {
 	} else if after := peakRSSMB(); after >= before+64 {
 		t.Errorf("peak RSS %v MiB after the decode, %v before the probe's buffer: the buffer counts", after, before)
 	}
-	p := newWindowProbe(1)
+	p := newProbe(1, windowBytes)
 	p.pass()
 	p.release()
 	p.release() // a second release does nothing
