@@ -132,6 +132,19 @@ type MultiMatMul interface {
 	MatMuls(dst []Tensor, x Tensor, w []Tensor)
 }
 
+// MatMuls sets dst[i] = x·w[i]ᵀ for every i on b: as one op where b is a
+// MultiMatMul (the same values, fewer synchronisations), else one MatMul
+// each.
+func MatMuls(b Backend, dst []Tensor, x Tensor, w []Tensor) {
+	if mb, ok := b.(MultiMatMul); ok {
+		mb.MatMuls(dst, x, w)
+		return
+	}
+	for i := range w {
+		b.MatMul(dst[i], x, w[i])
+	}
+}
+
 // Check reports what is wrong with p, if anything: backends call it
 // before rotating (a bad RoPE is a programming error, so they panic).
 func (p RoPE) Check() error {

@@ -157,7 +157,7 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	for l := range w.layers {
 		ly := &w.layers[l]
 		b.RMSNorm(s.h, s.x, ly.attnNorm, eps)
-		matMuls(b, s.qkv[:], s.h, ly.qkv[:])
+		kernels.MatMuls(b, s.qkv[:], s.h, ly.qkv[:])
 		if ly.qBias != nil {
 			b.Add(s.q, s.q, ly.qBias)
 			b.Add(s.k, s.k, ly.kBias)
@@ -175,7 +175,7 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		b.Add(s.x, s.x, s.o)
 
 		b.RMSNorm(s.h, s.x, ly.ffnNorm, eps)
-		matMuls(b, s.gateUp[:], s.h, ly.gateUp[:])
+		kernels.MatMuls(b, s.gateUp[:], s.h, ly.gateUp[:])
 		b.SwiGLU(s.gate, s.gate, s.up)
 		b.MatMul(s.down, s.gate, ly.down)
 		b.Add(s.x, s.x, s.down)
@@ -215,17 +215,4 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		ctx.logits = ctx.logits[:need]
 	}
 	return b.GetF32(lt, ctx.logits)
-}
-
-// matMuls sets dst[i] = x·w[i]ᵀ for every i: as one op where the backend
-// has kernels.MultiMatMul (the same values, fewer synchronisations), else
-// one MatMul each.
-func matMuls(b kernels.Backend, dst []kernels.Tensor, x kernels.Tensor, w []kernels.Tensor) {
-	if mb, ok := b.(kernels.MultiMatMul); ok {
-		mb.MatMuls(dst, x, w)
-		return
-	}
-	for i := range w {
-		b.MatMul(dst[i], x, w[i])
-	}
 }

@@ -11,7 +11,7 @@ import (
 // when the model has none.
 type layer struct {
 	attnNorm     kernels.Tensor    // (hidden) F32
-	qkv          [3]kernels.Tensor // q, k, v: (heads*hd, hidden), (kv*hd, hidden), (kv*hd, hidden), as matMuls takes them
+	qkv          [3]kernels.Tensor // q, k, v: (heads*hd, hidden), (kv*hd, hidden), (kv*hd, hidden), as kernels.MatMuls takes them
 	o            kernels.Tensor    // (hidden, heads*hd)
 	qBias, kBias kernels.Tensor    // (heads*hd), (kv*hd) F32
 	vBias, oBias kernels.Tensor    // (kv*hd), (hidden) F32

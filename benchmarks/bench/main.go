@@ -12,7 +12,8 @@
 // tg single-token Decodes after it, each one reused batch and its logits
 // copied out, as the engine runs them. Batched decode (--batch) runs B
 // sequences, each after a 32-token prompt, decoding one token each per
-// Decode for min(tg, 32) steps, and reports B·steps/s. Token ids are fixed
+// Decode (again one reused batch, the B logits rows copied out) for
+// min(tg, 32) steps, and reports B·steps/s. Token ids are fixed
 // pseudo-random ids inside the vocabulary. The KV cache is F32 (the
 // library's default) or, with --kv f16, F16 (llama.cpp's default); the
 // peer runs with the same.
@@ -93,6 +94,15 @@ type Result struct {
 	Peer           *Peer    `json:"peer,omitempty"`
 }
 
+// roofline is decode against bandwidth gbs: the model's bytes read tg
+// tok/s times a second, as a fraction of it (0 without a bandwidth).
+func (r *Result) roofline(gbs float64) float64 {
+	if gbs <= 0 {
+		return 0
+	}
+	return float64(r.ModelBytes) * r.TGTPS / (gbs * 1e9)
+}
+
 // BatchResult is one batched-decode size.
 type BatchResult struct {
 	Batch int     `json:"batch"`
@@ -158,12 +168,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if !*noProbe {
 			fmt.Fprintf(stderr, "bandwidth probe (%d threads)…\n", *threads)
 			res.BandwidthGBs = readBandwidth(*threads)
-			if res.BandwidthGBs > 0 {
-				res.RooflineFrac = float64(res.ModelBytes) * res.TGTPS / (res.BandwidthGBs * 1e9)
-			}
-			if res.WindowGBs > 0 {
-				res.WindowRoofline = float64(res.ModelBytes) * res.TGTPS / (res.WindowGBs * 1e9)
-			}
+			res.RooflineFrac = res.roofline(res.BandwidthGBs)
+			res.WindowRoofline = res.roofline(res.WindowGBs)
 		}
 		if *peer != "" {
 			fmt.Fprintf(stderr, "peer %s…\n", *peer)
@@ -353,26 +359,31 @@ func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32
 		return BatchResult{}, err
 	}
 	defer ctx.Close()
-	seqs := make([]models.SeqID, n)
-	toks := make([]int32, n)
+	// one reused batch of a token per sequence, the logits copied out
+	// into one buffer, as the single-sequence decode runs (see bench)
+	var step models.Batch
 	for s := range n {
-		seqs[s] = models.SeqID(s)
 		p := make([]int32, prompt)
 		for i := range p {
 			p[i] = tok(1000*s + i)
 		}
-		if _, err := ctx.Prefill(seqs[s], p); err != nil {
+		if _, err := ctx.Prefill(models.SeqID(s), p); err != nil {
 			return BatchResult{}, err
 		}
+		step.Add(0, 0, true, models.SeqID(s))
 	}
+	logits := make([]float32, n*m.Config.VocabSize)
 	t0 := time.Now()
 	for i := range steps {
 		fmt.Fprintf(progress, "\rbatched decode: batch %d, step %d/%d ", n, i, steps)
 		for s := range n {
-			toks[s] = tok(1000*s + prompt + i)
+			step.Token[s], step.Pos[s] = tok(1000*s+prompt+i), int32(prompt+i)
 		}
-		if _, err := ctx.DecodeBatch(seqs, toks); err != nil {
+		if err := ctx.Decode(step); err != nil {
 			return BatchResult{}, err
+		}
+		for s := range n {
+			copy(logits[s*m.Config.VocabSize:], ctx.Logits(s))
 		}
 	}
 	r := BatchResult{Batch: n, Steps: steps, TPS: float64(n*steps) / time.Since(t0).Seconds()}

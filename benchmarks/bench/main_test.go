@@ -89,3 +89,20 @@ func TestWindowProbe(t *testing.T) {
 		t.Errorf("one pass: best %v, %d passes", p.best, p.passes)
 	}
 }
+
+// TestBatched runs the batched decode for two sizes: each reports its
+// size, min(tg, 32) steps and a rate.
+func TestBatched(t *testing.T) {
+	res, err := bench("../../testdata/models/qwen2-tiny-F16.gguf", "cpu-fast", 8, 4, 2, tensor.F32, []int{1, 3}, false, false, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Batch) != 2 {
+		t.Fatalf("%d batch results, want 2", len(res.Batch))
+	}
+	for i, want := range []int{1, 3} {
+		if b := res.Batch[i]; b.Batch != want || b.Steps != 4 || !(b.TPS > 0) {
+			t.Errorf("batch result %d: %+v, want batch %d, 4 steps, a rate", i, b, want)
+		}
+	}
+}

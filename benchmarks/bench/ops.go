@@ -96,22 +96,14 @@ func (t *opTimer) MatMul(dst, x, w kernels.Tensor) {
 	t.timed(t.matMulName(w, 0), weightBytes(w), func() { t.Backend.MatMul(dst, x, w) })
 }
 
-// MatMuls is the wrapped backend's where it has one, else one MatMul each
-// (what the decoder does without kernels.MultiMatMul).
+// MatMuls runs as the decoder would on the wrapped backend
+// (kernels.MatMuls), timed as one op.
 func (t *opTimer) MatMuls(dst []kernels.Tensor, x kernels.Tensor, w []kernels.Tensor) {
 	var bytes int64
 	for _, wi := range w {
 		bytes += weightBytes(wi)
 	}
-	t.timed(t.matMulName(w[0], len(w)), bytes, func() {
-		if mb, ok := t.Backend.(kernels.MultiMatMul); ok {
-			mb.MatMuls(dst, x, w)
-			return
-		}
-		for i := range w {
-			t.Backend.MatMul(dst[i], x, w[i])
-		}
-	})
+	t.timed(t.matMulName(w[0], len(w)), bytes, func() { kernels.MatMuls(t.Backend, dst, x, w) })
 }
 
 func (t *opTimer) GetRows(dst, table, ids kernels.Tensor) {
