@@ -578,12 +578,18 @@ func (w *worker) clear() {
 
 // Stats is a snapshot of the workers' load and counters as of their last
 // step, summed. It never waits for a step, so a metrics scrape is cheap.
+// A request is counted from the moment it is accepted until it finishes:
+// in the queue, and after a worker took it but before that worker's next
+// snapshot (it is then in the step that adds it), as waiting.
 func (l *LLM) Stats() Stats {
 	var s Stats
-	for _, w := range l.workers {
-		s.add(*w.stats.Load())
-	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.workers {
+		st := *w.stats.Load()
+		s.add(st)
+		s.Waiting += max(0, w.taken-(st.Running+st.Waiting))
+	}
 	s.Waiting += len(l.queue)
 	if l.dropped > 0 {
 		if s.Finished == nil {
@@ -591,7 +597,6 @@ func (l *LLM) Stats() Stats {
 		}
 		s.Finished["abort"] += l.dropped
 	}
-	l.mu.Unlock()
 	return s
 }
 

@@ -284,3 +284,38 @@ func TestRandomized(t *testing.T) {
 		t.Fatalf("no preemption or no prefix hit: the test does not test them")
 	}
 }
+
+// TestStatsCountsInFlight: from the moment a request is accepted until
+// its first token arrives, LLM.Stats counts it as running or waiting,
+// also while the worker that took it from the queue is in the step that
+// adds it (its published Stats still from before). Callers that wait for
+// Running and Waiting to reach zero (the server's drain, tests) rely on
+// that.
+func TestStatsCountsInFlight(t *testing.T) {
+	l := openLLM(t, Options{ContextLen: 512})
+	defer l.Close()
+	prompt := strings.Repeat("the quick brown fox ", 10) // about 140 of the tiny model's 256 positions
+	for i := range 30 {
+		ids, boxes, err := l.submit([]string{prompt}, sampler.Params{MaxTokens: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			st := l.Stats()
+			outs, err, done := boxes[0].take()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(outs) > 0 || done {
+				break
+			}
+			if st.Running+st.Waiting == 0 {
+				t.Fatalf("request %d (%s) accepted, no token yet, but Stats shows none running or waiting: %+v", i, ids[0], st)
+			}
+		}
+		for _, _, done := boxes[0].take(); !done; _, _, done = boxes[0].take() {
+			<-boxes[0].signal
+		}
+	}
+	checkNoCells(t, l)
+}
