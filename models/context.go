@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kv"
@@ -187,7 +188,8 @@ func (ctx *Context) validate(b Batch) error {
 
 // Decode runs one forward pass over the batch. On any error the cache is
 // as it was before the call: a full cache gives an error wrapping
-// kv.ErrNoSlot, a malformed batch one wrapping ErrBadBatch. It never evicts.
+// kv.ErrNoSlot, a malformed batch one wrapping ErrBadBatch, a panic in
+// the forward pass (a vkllm bug) a *PanicError. It never evicts.
 func (ctx *Context) Decode(b Batch) error {
 	if err := ctx.validate(b); err != nil {
 		return err
@@ -203,9 +205,7 @@ func (ctx *Context) Decode(b Batch) error {
 	if err := ctx.cache.Apply(slot); err != nil {
 		return fmt.Errorf("models: decode: %w", err)
 	}
-	ctx.m.run.Lock()
-	err = ctx.forward(b, kb, slot.Cells())
-	ctx.m.run.Unlock()
+	err = ctx.forwardGuarded(b, kb, slot.Cells())
 	if err != nil {
 		ctx.outputIDs, ctx.logits = nil, nil
 		if rerr := ctx.cache.Rollback(slot); rerr != nil {
@@ -214,6 +214,22 @@ func (ctx *Context) Decode(b Batch) error {
 		return fmt.Errorf("models: decode: %w", err)
 	}
 	return nil
+}
+
+// forwardGuarded runs forward under the model's lock. A panic in it (a
+// backend op or the decoder broke a contract: a bug of vkllm's) comes back
+// as a *PanicError, with the lock released, so that Decode rolls the cache
+// back and the caller gets an error rather than a crashed process or, in
+// a deferred Close, a deadlock on the lock the panic left held.
+func (ctx *Context) forwardGuarded(b Batch, kb kv.Batch, cells []int32) (err error) {
+	ctx.m.run.Lock()
+	defer ctx.m.run.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return ctx.forward(b, kb, cells)
 }
 
 // Logits returns the output row of batch index i of the last Decode, or

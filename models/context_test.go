@@ -5,7 +5,10 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/kv"
 )
 
@@ -239,5 +242,60 @@ func TestBadBatch(t *testing.T) {
 	b.Add(3, 1, true, 0)
 	if err := ctx.Decode(b); !errors.Is(err, kv.ErrBadArg) || ctx.Cache().Used() != 2 {
 		t.Fatalf("duplicate position: %v, used %d", err, ctx.Cache().Used())
+	}
+}
+
+// panicky is a backend whose MatMul panics while armed.
+type panicky struct {
+	kernels.Backend
+	armed bool
+}
+
+func (p *panicky) MatMul(dst, x, w kernels.Tensor) {
+	if p.armed {
+		panic("panicky: MatMul")
+	}
+	p.Backend.MatMul(dst, x, w)
+}
+
+// TestForwardPanic: a panic inside the forward pass comes back from
+// Decode as a *PanicError, the cache rolled back and the model's lock
+// released (Close used to deadlock on it, and Decode to crash the caller),
+// and once the fault is gone the context decodes as a fresh one.
+func TestForwardPanic(t *testing.T) {
+	pb := &panicky{Backend: cpu.New(0)}
+	defer pb.Close()
+	m, err := Open(filepath.Join(testdata, "qwen2-tiny"), WithBackend(pb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := newCtx(t, m, ContextParams{ContextLen: 16, MaxSeqs: 2, BatchSize: 8})
+	if _, err := ctx.Prefill(0, []int32{5, 6, 7}); err != nil {
+		t.Fatal(err)
+	}
+	pb.armed = true
+	_, err = ctx.Prefill(1, []int32{7, 8, 9})
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Value != "panicky: MatMul" || len(pe.Stack) == 0 {
+		t.Fatalf("got %v, want a *PanicError with the panic's value and a stack", err)
+	}
+	if ctx.Cache().Used() != 3 || ctx.SeqPosMax(1) != -1 {
+		t.Fatalf("cache not rolled back: used %d, seq 1 at %d", ctx.Cache().Used(), ctx.SeqPosMax(1))
+	}
+	pb.armed = false
+	got, err := ctx.Prefill(1, []int32{7, 8, 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh := decodeAlone(t, m, []int32{7, 8, 9}, 0); !bitwiseEqual(got, fresh[2]) {
+		t.Fatal("after the panic, logits differ from a fresh context's")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- ctx.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waiting on the model's lock")
 	}
 }

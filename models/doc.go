@@ -23,6 +23,9 @@
 //
 // Context.Decode validates the batch, reserves cells (kv.Cache.Prepare),
 // writes their metadata, runs the forward, and on failure rolls the cells
-// back: an error leaves the cache exactly as it was. The KV operations
+// back: an error leaves the cache exactly as it was. A panic in the
+// forward (an op whose operands break its contract: a vkllm bug, never
+// bad input, which validate refuses first) is recovered there and comes
+// back as a *PanicError, the model's lock released. The KV operations
 // (SeqRm, SeqCp, SeqKeep, SeqAdd, SeqDiv) have llama.cpp's semantics.
 package models

@@ -89,3 +89,24 @@ func (e *WeightError) Error() string {
 
 // Code implements errcode.Coder.
 func (e *WeightError) Code() errcode.Code { return errcode.ModelCorrupt }
+
+// PanicError: a forward pass panicked inside the backend or the decoder.
+// That is a bug in vkllm (an op met operands that break its contract), not
+// bad input, and the report should carry Stack. Decode returns it wrapped,
+// with the cache rolled back as for any other error; the backend's own
+// state after the panic is not guaranteed, so a service should close the
+// Model and open it again.
+type PanicError struct {
+	Value any    // what was passed to panic
+	Stack []byte // the panicking goroutine's stack (runtime/debug.Stack)
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("models: forward pass panicked (a vkllm bug; please report it with the stack): %v", e.Value)
+}
+
+// Unwrap returns the panic value when it is an error (a runtime error, say).
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
