@@ -3,9 +3,12 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/kerneltest"
@@ -340,4 +343,72 @@ func TestExpSubSum(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A panic in an op's function, on a helper or on the calling goroutine,
+// comes out of run and runRanges on the caller (a helper's as a
+// *WorkerPanic), only once no helper is still inside the job; and the
+// pool runs the next job in full.
+func TestPoolPanics(t *testing.T) {
+	type jobFn func(p *pool, fn func(w, lo, hi int))
+	jobs := map[string]jobFn{
+		"run":       func(p *pool, fn func(w, lo, hi int)) { p.run(64, func(w, t int) { fn(w, t, t+1) }) },
+		"runRanges": func(p *pool, fn func(w, lo, hi int)) { p.runRangesGuided(64, 4, 1, fn) },
+	}
+	for name, job := range jobs {
+		for _, threads := range []int{2, 5} {
+			p := newPool(threads)
+			// On a helper: the caller waits (up to 10 s) for a helper to
+			// take a chunk, which panics.
+			var helperIn atomic.Bool
+			got := catch(func() {
+				job(p, func(w, lo, hi int) {
+					if w != 0 {
+						helperIn.Store(true)
+						panic("helper boom")
+					}
+					for end := time.Now().Add(10 * time.Second); !helperIn.Load() && time.Now().Before(end); {
+						runtime.Gosched()
+					}
+				})
+			})
+			if wp, ok := got.(*WorkerPanic); !ok || wp.Value != "helper boom" || len(wp.Stack) == 0 {
+				t.Fatalf("%s, %d threads, panic on a helper: recovered %v, want a *WorkerPanic", name, threads, got)
+			}
+			// On the caller, while a helper is inside a chunk: the
+			// panic waits for the helper to leave it.
+			var inside, entered atomic.Int32
+			got = catch(func() {
+				job(p, func(w, lo, hi int) {
+					if w != 0 {
+						inside.Add(1)
+						entered.Add(1)
+						time.Sleep(20 * time.Millisecond)
+						inside.Add(-1)
+						return
+					}
+					for end := time.Now().Add(10 * time.Second); entered.Load() == 0 && time.Now().Before(end); {
+						runtime.Gosched()
+					}
+					panic("caller boom")
+				})
+			})
+			if got != "caller boom" || inside.Load() != 0 {
+				t.Fatalf("%s, %d threads, panic on the caller: recovered %v with %d helpers still inside", name, threads, got, inside.Load())
+			}
+			var covered atomic.Int64
+			job(p, func(w, lo, hi int) { covered.Add(int64(hi - lo)) })
+			if covered.Load() != 64 {
+				t.Fatalf("%s, %d threads: after the panics a job covered %d of 64", name, threads, covered.Load())
+			}
+			p.close()
+		}
+	}
+}
+
+// catch runs f and returns what it panicked with (nil if it returned).
+func catch(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
 }

@@ -1,7 +1,10 @@
 package cpu
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -24,6 +27,13 @@ import (
 // the job's channel. A blocked goroutine costs a futex wake-up, tens of
 // microseconds on a virtual machine whose idle vCPU halts: more than a
 // whole matmul of a small model's decode step.
+//
+// A panic in fn (a kernel's bug) does not kill the process from a
+// helper's goroutine, nor leave helpers writing a dead op's outputs:
+// the job stops handing out work, waits until no helper is inside it,
+// and the panic goes on in the caller's goroutine (a helper's as a
+// *WorkerPanic carrying its stack), where models.Context.Decode turns it
+// into an error. The helpers live on for the next job.
 type pool struct {
 	helpers int
 	jobs    chan *job // nil when helpers == 0
@@ -35,7 +45,16 @@ type job struct {
 	tasks int64
 	next  atomic.Int64  // the next task to take
 	done  atomic.Int64  // tasks (or, for ranges, items) finished
-	fin   chan struct{} // closed when done reaches tasks
+	fin   chan struct{} // closed when done reaches tasks, or after a panic when active reaches 0
+	once  sync.Once     // closes fin
+
+	// After a panic in fn: stop is set (no more claims), failed holds a
+	// helper's panic (the caller's own goes on unwinding), and fin closes
+	// when active, the goroutines inside work (the caller's included),
+	// reaches 0.
+	stop   atomic.Bool
+	active atomic.Int32
+	failed atomic.Pointer[WorkerPanic]
 
 	// runRanges: items [0, tasks) in len(parts) contiguous parts, part p
 	// [ends[p-1], ends[p]) with its next unclaimed item in parts[p].
@@ -101,23 +120,91 @@ func helper(jobs chan *job, id int) {
 		} else if !ok {
 			return
 		}
-		j.work(id)
+		j.enter()
+		j.helperWork(id)
 	}
 }
+
+// WorkerPanic is a panic raised in a pool helper's goroutine, raised
+// again in the goroutine that ran the op: the value passed to panic and
+// the helper's stack.
+type WorkerPanic struct {
+	Value any
+	Stack []byte
+}
+
+func (e *WorkerPanic) Error() string {
+	return fmt.Sprintf("kernels/cpu: panic in a worker: %v\n\n%s", e.Value, e.Stack)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (e *WorkerPanic) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// helperWork is work on a helper's goroutine: a panic there is recorded
+// for the caller instead of ending the process.
+func (j *job) helperWork(worker int) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.failed.CompareAndSwap(nil, &WorkerPanic{Value: r, Stack: debug.Stack()})
+			j.stop.Store(true)
+		}
+		j.leave()
+	}()
+	j.work(worker)
+}
+
+// callerWork is work on the caller's goroutine, then the wait for the
+// job's end. If fn panics here, the job stops and the panic goes on
+// once no helper is inside the job; if a helper panicked, its
+// *WorkerPanic is raised here.
+func (j *job) callerWork() {
+	j.enter()
+	finished := false
+	defer func() {
+		if !finished { // unwinding fn's panic
+			j.stop.Store(true)
+			j.leave()
+			<-j.fin
+		}
+	}()
+	j.work(0)
+	j.leave()
+	finished = true
+	j.wait()
+	if e := j.failed.Load(); e != nil {
+		panic(e)
+	}
+}
+
+// enter and leave count the goroutines inside the job; the last to leave
+// a stopped job closes fin.
+func (j *job) enter() { j.active.Add(1) }
+
+func (j *job) leave() {
+	if j.active.Add(-1) == 0 && j.stop.Load() {
+		j.finish()
+	}
+}
+
+// finish closes fin (once).
+func (j *job) finish() { j.once.Do(func() { close(j.fin) }) }
 
 func (j *job) work(worker int) {
 	if j.rfn != nil {
 		j.workRanges(worker)
 		return
 	}
-	for {
+	for !j.stop.Load() {
 		t := j.next.Add(1) - 1
 		if t >= j.tasks {
 			return
 		}
 		j.fn(worker, int(t))
 		if j.done.Add(1) == j.tasks {
-			close(j.fin)
+			j.finish()
 		}
 	}
 }
@@ -140,8 +227,7 @@ func (p *pool) run(tasks int, fn func(worker, task int)) {
 		default: // helpers behind on old jobs: the caller does more itself
 		}
 	}
-	j.work(0)
-	j.wait()
+	j.callerWork()
 }
 
 // runRanges calls fn(worker, lo, hi) on chunks of at most chunk items
@@ -189,8 +275,7 @@ func (p *pool) runRangesGuided(n, chunk, least int, fn func(worker, lo, hi int))
 		default:
 		}
 	}
-	j.work(0)
-	j.wait()
+	j.callerWork()
 }
 
 func (j *job) workRanges(worker int) {
@@ -198,14 +283,14 @@ func (j *job) workRanges(worker int) {
 	for q := range parts {
 		part := (worker + q) % parts
 		end := j.ends[part]
-		for {
+		for !j.stop.Load() {
 			lo, hi := j.claim(part, end)
 			if lo >= end {
 				break
 			}
 			j.rfn(worker, int(lo), int(hi))
 			if j.done.Add(hi-lo) == j.tasks {
-				close(j.fin)
+				j.finish()
 			}
 		}
 	}
@@ -230,11 +315,11 @@ func (j *job) claim(part int, end int64) (lo, hi int64) {
 	}
 }
 
-// wait returns when every task of j is done: it polls for spinFor, then
-// blocks on j.fin.
+// wait returns when every task of j is done, or j stopped on a panic and
+// no goroutine is inside it: it polls for spinFor, then blocks on j.fin.
 func (j *job) wait() {
 	start := time.Now()
-	for i := 1; j.done.Load() < j.tasks; i++ {
+	for i := 1; j.done.Load() < j.tasks && !(j.stop.Load() && j.active.Load() == 0); i++ {
 		runtime.Gosched()
 		if i%spinChecks == 0 && time.Since(start) > spinFor {
 			<-j.fin
