@@ -58,8 +58,9 @@ done:
 // As streamRead, but the n bytes (n a multiple of 256) as four quarters
 // read side by side, a cache line of each an iteration, with no software
 // prefetch: the access the one-row packed decode kernels make of a
-// weight (packed_avx2_amd64.s, X1S4), which one core streams faster than
-// one sequential run.
+// weight (packed_avx2_amd64.s, X1S4). Which of the two a core streams
+// faster depends on the host (four streams on some of this project's
+// VMs, one prefetched stream on others), so the probe takes the best.
 TEXT ·streamRead4(SB), NOSPLIT, $0-24
 	MOVQ   p+0(FP), SI
 	MOVQ   n+8(FP), CX
