@@ -133,8 +133,10 @@ type WorkerPanic struct {
 	Stack []byte
 }
 
+// Error gives the value, not the stack: the message may reach a client
+// (a server's error response), the stack belongs in a log.
 func (e *WorkerPanic) Error() string {
-	return fmt.Sprintf("kernels/cpu: panic in a worker: %v\n\n%s", e.Value, e.Stack)
+	return fmt.Sprintf("kernels/cpu: panic in a pool worker: %v", e.Value)
 }
 
 // Unwrap returns the panic value when it is an error.
