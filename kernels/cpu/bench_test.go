@@ -46,23 +46,28 @@ func BenchmarkMatMul(b *testing.B) {
 }
 
 // BenchmarkMatMulDecode multiplies one activation row by distinct
-// (4864, 896) weights in turn (Qwen2-0.5B's FFN up projection), 128 MiB
-// of them (four times the L3 cache of this project's CPU), so that the
+// (4864, 896) weights in turn (Qwen2-0.5B's FFN up projection; Q4_K
+// (4864, 1024), whole super-blocks), 128 MiB of them (four times the L3
+// cache of this project's CPU), so that the
 // weights stream from memory as in decode. GB/s is the weights' bytes
 // read per second.
 //
 //	go test -run '^$' -bench MatMulDecode -cpu 1,2 ./kernels/cpu/
 func BenchmarkMatMulDecode(b *testing.B) {
 	const m, k = 4864, 896
-	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
+	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K} {
 		b.Run(dt.String(), func(b *testing.B) {
 			be := NewWith(Options{Fast: true})
 			defer be.Close()
+			k := k
+			if dt.BlockSize() == 256 {
+				k = 1024 // K-quant rows are whole 256-blocks; 896 is not
+			}
 			w0, data := upload(b, be, dt, m, k)
 			copies := (128<<20 + len(data) - 1) / len(data)
 			ws := []kernels.Tensor{w0}
 			for range copies - 1 {
-				w, err := be.Upload(tensor.Tensor{Name: "w", DType: dt, Shape: []int64{m, k}, Data: bytes.Clone(data)})
+				w, err := be.Upload(tensor.Tensor{Name: "w", DType: dt, Shape: []int64{m, int64(k)}, Data: bytes.Clone(data)})
 				if err != nil {
 					b.Fatal(err)
 				}
