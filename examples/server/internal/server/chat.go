@@ -170,7 +170,7 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 		}
 	}
 	if err := pl.params.Validate(m.Gen.Tokenizer().VocabSize()); err != nil {
-		return nil, engineError(err, "messages")
+		return nil, engineError(err, "messages", s.cfg.Logf)
 	}
 	return pl, nil
 }
@@ -222,7 +222,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		streams[i] = func(ctx context.Context) iter.Seq2[engine.Delta, error] { return m.Gen.StreamChat(ctx, pl.req, p) }
 	}
 	ctx := r.Context()
-	run := startRun(ctx, streams)
+	run := startRun(ctx, streams, s.cfg.Logf)
 	defer run.stop()
 	first, ok := run.started(ctx, w, "messages")
 	if !ok {
@@ -237,7 +237,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := run.collect(ctx, first, c.choices, mm); err != nil {
 		if ctx.Err() == nil {
-			writeError(w, engineError(err, "messages"))
+			writeError(w, engineError(err, "messages", s.cfg.Logf))
 		}
 		return
 	}

@@ -121,7 +121,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	tok := m.Gen.Tokenizer()
 	if err := p.Validate(tok.VocabSize()); err != nil {
-		writeError(w, engineError(err, "prompt"))
+		writeError(w, engineError(err, "prompt", s.cfg.Logf))
 		return
 	}
 	total := len(prompts) * n
@@ -139,7 +139,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx := r.Context()
-	run := startRun(ctx, streams)
+	run := startRun(ctx, streams, s.cfg.Logf)
 	defer run.stop()
 	first, ok := run.started(ctx, w, "prompt")
 	if !ok {
@@ -212,7 +212,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := run.collect(ctx, first, choices, mm); err != nil {
 		if ctx.Err() == nil {
-			writeError(w, engineError(err, "prompt"))
+			writeError(w, engineError(err, "prompt", s.cfg.Logf))
 		}
 		return
 	}

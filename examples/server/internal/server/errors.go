@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
 	"github.com/vkllm/vkllm/tokenizer/chat"
@@ -58,7 +60,10 @@ func writeError(w http.ResponseWriter, e *apiError) {
 
 // engineError maps an error of the engine (or of rendering a prompt) to
 // its HTTP answer. promptParam names the request field holding the prompt.
-func engineError(err error, promptParam string) *apiError {
+// An error that is no fault of the request (500) is also logged with
+// logf, with the stack of a panic in the forward pass (the answer carries
+// only its message).
+func engineError(err error, promptParam string, logf func(string, ...any)) *apiError {
 	var ae *apiError
 	var fe *sampler.FieldError
 	var te *chat.TemplateError
@@ -83,5 +88,21 @@ func engineError(err error, promptParam string) *apiError {
 	case errors.As(err, &te), errors.Is(err, chat.ErrRender), errors.Is(err, chat.ErrBadKwarg), errors.As(err, &ue):
 		return badParam(promptParam, "%v", err)
 	}
+	logInternal(logf, err)
 	return newError(http.StatusInternalServerError, "server_error", "internal_error", "%v", err)
+}
+
+// logInternal logs err, and the stacks of the panics it carries: the
+// forward pass's (models.PanicError) and, when the panic was on one of
+// the CPU backend's helper goroutines, that helper's (cpu.WorkerPanic).
+func logInternal(logf func(string, ...any), err error) {
+	logf("internal error: %v", err)
+	var pe *models.PanicError
+	if errors.As(err, &pe) {
+		logf("forward pass panic stack:\n%s", pe.Stack)
+	}
+	var wp *cpu.WorkerPanic
+	if errors.As(err, &wp) {
+		logf("pool worker panic stack:\n%s", wp.Stack)
+	}
 }

@@ -26,14 +26,15 @@ type run struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	start  time.Time
-	n      int // choices
+	n      int                  // choices
+	logf   func(string, ...any) // the server's, for internal errors
 }
 
 // startRun starts one stream per choice. ctx is the request's context:
 // when the client goes away, every stream is aborted.
-func startRun(ctx context.Context, streams []func(context.Context) iter.Seq2[engine.Delta, error]) *run {
+func startRun(ctx context.Context, streams []func(context.Context) iter.Seq2[engine.Delta, error], logf func(string, ...any)) *run {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &run{events: make(chan event, 16*len(streams)), cancel: cancel, start: time.Now(), n: len(streams)}
+	r := &run{events: make(chan event, 16*len(streams)), cancel: cancel, start: time.Now(), n: len(streams), logf: logf}
 	for i, st := range streams {
 		r.wg.Add(1)
 		go func() {
@@ -130,7 +131,7 @@ func (r *run) waitStarted(ctx context.Context, n int, promptParam string) ([]eve
 				if ctx.Err() != nil {
 					return nil, clientGone
 				}
-				return nil, engineError(ev.err, promptParam)
+				return nil, engineError(ev.err, promptParam, r.logf)
 			}
 			if ev.d.FinishReason == "ignored" {
 				return nil, ignoredError(ev.d, promptParam)
@@ -212,7 +213,7 @@ func (r *run) pump(ctx context.Context, out *sse, first []event, cs []choiceStat
 		select {
 		case ev := <-r.events:
 			if ev.err != nil {
-				return fail(engineError(ev.err, param))
+				return fail(engineError(ev.err, param, r.logf))
 			}
 			if !do(ev) {
 				return false

@@ -80,7 +80,8 @@ type Config struct {
 	// MaxBodyBytes bounds a request body (default 4 MiB); a bigger one is
 	// answered 413.
 	MaxBodyBytes int64
-	// Logf logs load errors and the like (default: nothing).
+	// Logf logs load errors and internal errors (answers 500; a panic in
+	// the forward pass with its stack) (default: nothing).
 	Logf func(format string, args ...any)
 }
 
