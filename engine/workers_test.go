@@ -5,11 +5,11 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/kernels/kerneltest"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 )
@@ -47,25 +47,12 @@ func TestWorkersShareFastBackend(t *testing.T) {
 	wg.Wait()
 }
 
-// faulty is a backend whose MatMul panics while armed.
-type faulty struct {
-	kernels.Backend
-	armed atomic.Bool
-}
-
-func (f *faulty) MatMul(dst, x, w kernels.Tensor) {
-	if f.armed.Load() {
-		panic("faulty: MatMul")
-	}
-	f.Backend.MatMul(dst, x, w)
-}
-
 // TestForwardPanicFailsRequests: a panic in a worker's forward pass (a
 // backend bug) fails that step's requests with a *models.PanicError
 // instead of killing the process; the LLM frees their cells and serves
 // the next request.
 func TestForwardPanicFailsRequests(t *testing.T) {
-	fb := &faulty{Backend: cpu.New(0)}
+	fb := &kerneltest.Faulty{Backend: cpu.New(0)}
 	defer fb.Close()
 	l := openLLM(t, Options{ContextLen: 64, MaxSeqs: 2, Model: []models.Option{models.WithBackend(fb)}})
 	defer l.Close()
@@ -74,13 +61,13 @@ func TestForwardPanicFailsRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb.armed.Store(true)
+	fb.Armed.Store(true)
 	_, err = l.Generate(context.Background(), []string{"the cat", "a dog"}, p)
 	var pe *models.PanicError
-	if !errors.As(err, &pe) || pe.Value != "faulty: MatMul" {
+	if !errors.As(err, &pe) || pe.Value != kerneltest.FaultValue {
 		t.Fatalf("got %v, want a *models.PanicError", err)
 	}
-	fb.armed.Store(false)
+	fb.Armed.Store(false)
 	checkNoCells(t, l)
 	got, err := l.Generate(context.Background(), []string{"the cat"}, p)
 	if err != nil {

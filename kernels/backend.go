@@ -145,6 +145,27 @@ func MatMuls(b Backend, dst []Tensor, x Tensor, w []Tensor) {
 	}
 }
 
+// WorkerPanic is how a backend that runs an op on goroutines of its own
+// raises a panic from one of them again on the goroutine that called the
+// op (where it can be recovered): the value passed to panic and that
+// goroutine's stack. models.Context.Decode unwraps it into its PanicError.
+type WorkerPanic struct {
+	Value any
+	Stack []byte
+}
+
+// Error gives the value, not the stack: the message may reach a client
+// (a server's error response), the stack belongs in a log.
+func (e *WorkerPanic) Error() string {
+	return fmt.Sprintf("kernels: panic in a worker goroutine: %v", e.Value)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (e *WorkerPanic) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
 // Check reports what is wrong with p, if anything: backends call it
 // before rotating (a bad RoPE is a programming error, so they panic).
 func (p RoPE) Check() error {

@@ -226,7 +226,11 @@ func (ctx *Context) forwardGuarded(b Batch, kb kv.Batch, cells []int32) (err err
 	defer ctx.m.run.Unlock()
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: debug.Stack()}
+			if wp, ok := r.(*kernels.WorkerPanic); ok { // raised again from a backend's goroutine: its value and stack
+				err = &PanicError{Value: wp.Value, Stack: wp.Stack}
+			} else {
+				err = &PanicError{Value: r, Stack: debug.Stack()}
+			}
 		}
 	}()
 	return ctx.forward(b, kb, cells)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/kernels/kerneltest"
 	"github.com/vkllm/vkllm/kv"
 )
 
@@ -245,25 +246,12 @@ func TestBadBatch(t *testing.T) {
 	}
 }
 
-// panicky is a backend whose MatMul panics while armed.
-type panicky struct {
-	kernels.Backend
-	armed bool
-}
-
-func (p *panicky) MatMul(dst, x, w kernels.Tensor) {
-	if p.armed {
-		panic("panicky: MatMul")
-	}
-	p.Backend.MatMul(dst, x, w)
-}
-
 // TestForwardPanic: a panic inside the forward pass comes back from
 // Decode as a *PanicError, the cache rolled back and the model's lock
 // released (Close used to deadlock on it, and Decode to crash the caller),
 // and once the fault is gone the context decodes as a fresh one.
 func TestForwardPanic(t *testing.T) {
-	pb := &panicky{Backend: cpu.New(0)}
+	pb := &kerneltest.Faulty{Backend: cpu.New(0)}
 	defer pb.Close()
 	m, err := Open(filepath.Join(testdata, "qwen2-tiny"), WithBackend(pb))
 	if err != nil {
@@ -274,16 +262,26 @@ func TestForwardPanic(t *testing.T) {
 	if _, err := ctx.Prefill(0, []int32{5, 6, 7}); err != nil {
 		t.Fatal(err)
 	}
-	pb.armed = true
+	pb.Armed.Store(true)
 	_, err = ctx.Prefill(1, []int32{7, 8, 9})
 	var pe *PanicError
-	if !errors.As(err, &pe) || pe.Value != "panicky: MatMul" || len(pe.Stack) == 0 {
+	if !errors.As(err, &pe) || pe.Value != kerneltest.FaultValue || len(pe.Stack) == 0 {
 		t.Fatalf("got %v, want a *PanicError with the panic's value and a stack", err)
 	}
 	if ctx.Cache().Used() != 3 || ctx.SeqPosMax(1) != -1 {
 		t.Fatalf("cache not rolled back: used %d, seq 1 at %d", ctx.Cache().Used(), ctx.SeqPosMax(1))
 	}
-	pb.armed = false
+	// A panic a backend raised again from a worker goroutine of its own
+	// (kernels.WorkerPanic) reports that goroutine's value and stack.
+	pb.Value = &kernels.WorkerPanic{Value: "worker boom", Stack: []byte("the worker's stack")}
+	_, err = ctx.Prefill(1, []int32{7, 8, 9})
+	if !errors.As(err, &pe) || pe.Value != "worker boom" || string(pe.Stack) != "the worker's stack" {
+		t.Fatalf("got %v, want a *PanicError with the worker's value and stack", err)
+	}
+	if ctx.Cache().Used() != 3 || ctx.SeqPosMax(1) != -1 {
+		t.Fatalf("cache not rolled back: used %d, seq 1 at %d", ctx.Cache().Used(), ctx.SeqPosMax(1))
+	}
+	pb.Armed.Store(false)
 	got, err := ctx.Prefill(1, []int32{7, 8, 9})
 	if err != nil {
 		t.Fatal(err)

@@ -98,7 +98,7 @@ func (e *WeightError) Code() errcode.Code { return errcode.ModelCorrupt }
 // Model and open it again.
 type PanicError struct {
 	Value any    // what was passed to panic
-	Stack []byte // the panicking goroutine's stack (runtime/debug.Stack)
+	Stack []byte // the panicking goroutine's stack (a backend worker's, from its kernels.WorkerPanic)
 }
 
 func (e *PanicError) Error() string {

@@ -41,7 +41,7 @@
 // outside its table, is the caller's bug and panics with a message naming
 // the op and the shapes. A panic on one of the pool's helper goroutines
 // is raised again in the goroutine that called the op, as a
-// *WorkerPanic with the helper's stack, once no helper is still running
+// *kernels.WorkerPanic with the helper's stack, once no helper is still running
 // the op (pool.go): it never ends the process from a goroutine the
 // caller cannot recover in.
 //

@@ -347,7 +347,7 @@ func TestExpSubSum(t *testing.T) {
 
 // A panic in an op's function, on a helper or on the calling goroutine,
 // comes out of run and runRanges on the caller (a helper's as a
-// *WorkerPanic), only once no helper is still inside the job; and the
+// *kernels.WorkerPanic), only once no helper is still inside the job; and the
 // pool runs the next job in full.
 func TestPoolPanics(t *testing.T) {
 	type jobFn func(p *pool, fn func(w, lo, hi int))
@@ -372,8 +372,8 @@ func TestPoolPanics(t *testing.T) {
 					}
 				})
 			})
-			if wp, ok := got.(*WorkerPanic); !ok || wp.Value != "helper boom" || len(wp.Stack) == 0 {
-				t.Fatalf("%s, %d threads, panic on a helper: recovered %v, want a *WorkerPanic", name, threads, got)
+			if wp, ok := got.(*kernels.WorkerPanic); !ok || wp.Value != "helper boom" || len(wp.Stack) == 0 {
+				t.Fatalf("%s, %d threads, panic on a helper: recovered %v, want a *kernels.WorkerPanic", name, threads, got)
 			}
 			// On the caller, while a helper is inside a chunk: the
 			// panic waits for the helper to leave it.

@@ -1,12 +1,13 @@
 package cpu
 
 import (
-	"fmt"
 	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vkllm/vkllm/kernels"
 )
 
 // pool is a fixed set of helper goroutines, started once per Backend,
@@ -32,7 +33,7 @@ import (
 // helper's goroutine, nor leave helpers writing a dead op's outputs:
 // the job stops handing out work, waits until no helper is inside it,
 // and the panic goes on in the caller's goroutine (a helper's as a
-// *WorkerPanic carrying its stack), where models.Context.Decode turns it
+// *kernels.WorkerPanic carrying its stack), where models.Context.Decode turns it
 // into an error. The helpers live on for the next job.
 type pool struct {
 	helpers int
@@ -54,7 +55,7 @@ type job struct {
 	// reaches 0.
 	stop   atomic.Bool
 	active atomic.Int32
-	failed atomic.Pointer[WorkerPanic]
+	failed atomic.Pointer[kernels.WorkerPanic]
 
 	// runRanges: items [0, tasks) in len(parts) contiguous parts, part p
 	// [ends[p-1], ends[p]) with its next unclaimed item in parts[p].
@@ -125,32 +126,12 @@ func helper(jobs chan *job, id int) {
 	}
 }
 
-// WorkerPanic is a panic raised in a pool helper's goroutine, raised
-// again in the goroutine that ran the op: the value passed to panic and
-// the helper's stack.
-type WorkerPanic struct {
-	Value any
-	Stack []byte
-}
-
-// Error gives the value, not the stack: the message may reach a client
-// (a server's error response), the stack belongs in a log.
-func (e *WorkerPanic) Error() string {
-	return fmt.Sprintf("kernels/cpu: panic in a pool worker: %v", e.Value)
-}
-
-// Unwrap returns the panic value when it is an error.
-func (e *WorkerPanic) Unwrap() error {
-	err, _ := e.Value.(error)
-	return err
-}
-
 // helperWork is work on a helper's goroutine: a panic there is recorded
 // for the caller instead of ending the process.
 func (j *job) helperWork(worker int) {
 	defer func() {
 		if r := recover(); r != nil {
-			j.failed.CompareAndSwap(nil, &WorkerPanic{Value: r, Stack: debug.Stack()})
+			j.failed.CompareAndSwap(nil, &kernels.WorkerPanic{Value: r, Stack: debug.Stack()})
 			j.stop.Store(true)
 		}
 		j.leave()
@@ -161,7 +142,7 @@ func (j *job) helperWork(worker int) {
 // callerWork is work on the caller's goroutine, then the wait for the
 // job's end. If fn panics here, the job stops and the panic goes on
 // once no helper is inside the job; if a helper panicked, its
-// *WorkerPanic is raised here.
+// *kernels.WorkerPanic is raised here.
 func (j *job) callerWork() {
 	j.enter()
 	finished := false

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/vkllm/vkllm/engine"
-	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
@@ -92,17 +91,13 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 	return newError(http.StatusInternalServerError, "server_error", "internal_error", "%v", err)
 }
 
-// logInternal logs err, and the stacks of the panics it carries: the
-// forward pass's (models.PanicError) and, when the panic was on one of
-// the CPU backend's helper goroutines, that helper's (cpu.WorkerPanic).
+// logInternal logs err, and the stack of a panic in the forward pass it
+// carries (models.PanicError: the panicking goroutine's, a backend
+// worker's included).
 func logInternal(logf func(string, ...any), err error) {
 	logf("internal error: %v", err)
 	var pe *models.PanicError
 	if errors.As(err, &pe) {
 		logf("forward pass panic stack:\n%s", pe.Stack)
-	}
-	var wp *cpu.WorkerPanic
-	if errors.As(err, &wp) {
-		logf("pool worker panic stack:\n%s", wp.Stack)
 	}
 }

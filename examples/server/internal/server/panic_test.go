@@ -5,34 +5,20 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/kernels/kerneltest"
 	"github.com/vkllm/vkllm/models"
 )
-
-// faulty is a backend whose MatMul panics while armed.
-type faulty struct {
-	kernels.Backend
-	armed atomic.Bool
-}
-
-func (f *faulty) MatMul(dst, x, w kernels.Tensor) {
-	if f.armed.Load() {
-		panic("faulty: MatMul")
-	}
-	f.Backend.MatMul(dst, x, w)
-}
 
 // TestForwardPanicIs500: a panic in the forward pass (a backend bug)
 // answers 500 internal_error, is logged with its stack (the answer
 // carries only the message), and the server goes on serving.
 func TestForwardPanicIs500(t *testing.T) {
-	fb := &faulty{Backend: cpu.New(0)}
+	fb := &kerneltest.Faulty{Backend: cpu.New(0)}
 	t.Cleanup(func() { fb.Close() }) // after the server's cleanup
 	var mu sync.Mutex
 	var logged strings.Builder
@@ -48,20 +34,20 @@ func TestForwardPanicIs500(t *testing.T) {
 	c := ts.client()
 	msg := openai.ChatCompletionNewParams{Model: "tiny", Messages: user("hi"), MaxTokens: openai.Int(2)}
 
-	fb.armed.Store(true)
+	fb.Armed.Store(true)
 	_, err := c.Chat.Completions.New(context.Background(), msg)
 	ae := checkAPIError(t, err, 500, "")
-	if ae.Code != "internal_error" || !strings.Contains(ae.Message, "faulty: MatMul") || strings.Contains(ae.Message, "goroutine ") {
+	if ae.Code != "internal_error" || !strings.Contains(ae.Message, kerneltest.FaultValue) || strings.Contains(ae.Message, "goroutine ") {
 		t.Fatalf("answer: code %q, message %q; want internal_error naming the panic, without a stack", ae.Code, ae.Message)
 	}
 	mu.Lock()
 	log := logged.String()
 	mu.Unlock()
-	if !strings.Contains(log, "internal error: ") || !strings.Contains(log, "faulty: MatMul") || !strings.Contains(log, "panic stack:\ngoroutine ") {
+	if !strings.Contains(log, "internal error: ") || !strings.Contains(log, kerneltest.FaultValue) || !strings.Contains(log, "panic stack:\ngoroutine ") {
 		t.Fatalf("log lacks the error or its stack:\n%s", log)
 	}
 
-	fb.armed.Store(false)
+	fb.Armed.Store(false)
 	ts.settle()
 	if _, err := c.Chat.Completions.New(context.Background(), msg); err != nil {
 		t.Fatalf("after the panic: %v", err)
