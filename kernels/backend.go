@@ -107,12 +107,18 @@ type Backend interface {
 	// KVShift rotates rows cells[i] of a K cache by delta[i] positions
 	// (RoPE is additive in position). cells and delta are I32 (m).
 	KVShift(cache, cells, delta Tensor, p RoPE)
-	// Attention: dst (n, heads*headDim) = softmax(q·kᵀ·scale + mask)·v,
-	// per head, with grouped KV heads (heads is a multiple of kvHeads and
-	// query head h reads KV head h/(heads/kvHeads)). q (n, heads*headDim);
-	// k, v caches (cells, kvHeads*headDim); mask F32 (n, cells) holds 0 for
-	// a visible cell and -Inf otherwise. A row with no visible cell gives 0.
-	Attention(dst, q, k, v, mask Tensor, heads, kvHeads int, scale float32)
+	// Attention: dst (n, heads*headDim) = softmax(q·kᵀ·scale)·v per head
+	// over the cells each token attends to, with grouped KV heads (heads
+	// is a multiple of kvHeads and query head h reads KV head
+	// h/(heads/kvHeads)). q (n, heads*headDim); k, v caches (cells,
+	// kvHeads*headDim); vis I32 (n, w): row i lists the cells token i
+	// attends to, each at most once, then -1 to the end of the row
+	// (kv.Cache.Visible lists them by position). A row with no cell gives
+	// 0. The sums run in the row's order: a token's result depends only
+	// on its q row and the K and V rows its list names, in that order —
+	// not on which cells hold them, the other tokens of the batch, or the
+	// thread count (placement and batch invariance).
+	Attention(dst, q, k, v, vis Tensor, heads, kvHeads int, scale float32)
 	// Softmax over each row of x (n, m), in place. A row of only -Inf
 	// gives zeros.
 	Softmax(x Tensor)

@@ -6,7 +6,7 @@ import (
 )
 
 // BenchmarkDecodeStep: one decode step of nSeq sequences (one token each)
-// into a cache already holding their prompts: Prepare, Apply, Mask over
+// into a cache already holding their prompts: Prepare, Apply, Visible over
 // UsedMax, as models.Context.Decode does.
 func BenchmarkDecodeStep(b *testing.B) {
 	for _, tc := range []struct{ cells, seqs, prompt int }{{4096, 1, 2048}, {4096, 16, 200}, {32768, 64, 400}} {
@@ -29,14 +29,14 @@ func BenchmarkDecodeStep(b *testing.B) {
 				step.Pos = append(step.Pos, Pos(tc.prompt))
 				step.Seq = append(step.Seq, []SeqID{SeqID(s)})
 			}
-			mask := make([]float32, tc.seqs*tc.cells)
+			vis := make([]int32, tc.seqs*tc.cells)
 			for b.Loop() {
 				slot, err := c.Prepare(step)
 				if err != nil {
 					b.Fatal(err)
 				}
 				c.Apply(slot)
-				if err := c.Mask(step, mask, c.UsedMax()); err != nil {
+				if _, err := c.Visible(step, vis, tc.cells); err != nil {
 					b.Fatal(err)
 				}
 				c.Rollback(slot)

@@ -230,9 +230,10 @@ func TestStaleSlot(t *testing.T) {
 	}
 }
 
-// TestMask checks the rule on a hand-made cache: cell j is visible to
-// token i iff it is not empty, shares a sequence with i, and pos ≤ i's pos.
-func TestMask(t *testing.T) {
+// TestVisible checks the rule on a hand-made cache: cell j is visible to
+// token i iff it is not empty, shares a sequence with i, and pos ≤ i's
+// pos; a row lists those cells by position, then -1.
+func TestVisible(t *testing.T) {
 	c := newCache(t, 8, 3)
 	mustApply(t, c, batch(0, 0, 1))   // cells 0, 1
 	mustNil(t, c.SeqCp(0, 1, -1, -1)) // seq 1 shares them
@@ -244,43 +245,61 @@ func TestMask(t *testing.T) {
 	if got := view(c); !sameView(got, want) {
 		t.Fatalf("cells %v, want %v", got, want)
 	}
-	const o, x = 0, -1 // visible, masked
-	rows := [][]int{
-		{o, o, x, x, o, x, x, x}, // pos 2, seq 0: not seq 1's cell 2, not pos 5
-		{o, o, o, x, x, o, x, x}, // pos 3, seq 1
-		{x, x, x, o, x, x, o, x}, // pos 1, seq 2
-		{o, o, x, o, o, x, o, o}, // pos 5, seqs 0 and 2: the union
+	rows := [][]int32{
+		{0, 1, 4},          // pos 2, seq 0: not seq 1's cell 2, not pos 5
+		{0, 1, 2, 5},       // pos 3, seq 1
+		{3, 6},             // pos 1, seq 2
+		{0, 3, 1, 6, 4, 7}, // pos 5, seqs 0 and 2: the union, by position (ties by cell)
 	}
-	check := func(nKV int) {
+	check := func(width int) {
 		t.Helper()
-		dst := make([]float32, len(b.Pos)*nKV)
-		mustNil(t, c.Mask(b, dst, nKV))
+		dst := make([]int32, len(b.Pos)*width)
+		widest, err := c.Visible(b, dst, width)
+		mustNil(t, err)
+		w := 0
 		for i, r := range rows {
-			for j := range nKV {
-				want := float32(0)
-				if r[j] == x {
-					want = float32(math.Inf(-1))
+			w = max(w, len(r))
+			for j := range width {
+				want := int32(-1)
+				if j < len(r) {
+					want = r[j]
 				}
-				if dst[i*nKV+j] != want {
-					t.Errorf("nKV %d: mask[%d,%d] = %v, want %v", nKV, i, j, dst[i*nKV+j], want)
+				if dst[i*width+j] != want {
+					t.Errorf("width %d: row %d = %v, want %v then -1", width, i, dst[i*width:(i+1)*width], r)
+					break
 				}
 			}
 		}
+		if widest != w {
+			t.Errorf("width %d: widest %d, want %d", width, widest, w)
+		}
 	}
 	check(8)
-	check(3)                     // only the first nKV cells
+	check(6)                     // exactly the widest row
 	mustNil(t, c.SeqRm(1, 2, 3)) // cell 2 becomes empty: no one sees it
-	rows[1][2] = x
+	rows[1] = []int32{0, 1, 5}
 	check(8)
 
-	dst := make([]float32, 32)
+	// Placement: a sequence whose cells are out of position order is
+	// listed by position.
+	c2 := newCache(t, 6, 2)
+	mustApply(t, c2, batch(1, 0, 1, 2)) // cells 0..2 for seq 1
+	mustApply(t, c2, batch(0, 0, 1))    // cells 3, 4 for seq 0
+	mustNil(t, c2.SeqRm(1, -1, -1))     // frees 0..2
+	mustApply(t, c2, batch(0, 2, 3, 4)) // seq 0 goes on in cells 0, 1, 2
+	dst := make([]int32, 6)
+	if _, err := c2.Visible(batch(0, 4), dst, 6); err != nil || !slices.Equal(dst, []int32{3, 4, 0, 1, 2, -1}) {
+		t.Fatalf("refilled sequence: %v %v, want [3 4 0 1 2 -1]", dst, err)
+	}
+
+	dst = make([]int32, 32)
 	for name, f := range map[string]func() error{
-		"nKV > size":   func() error { return c.Mask(b, dst, 9) },
-		"nKV < 0":      func() error { return c.Mask(b, dst, -1) },
-		"dst short":    func() error { return c.Mask(b, dst[:31], 8) },
-		"lengths":      func() error { return c.Mask(Batch{Pos: []Pos{1}}, dst, 8) },
-		"seq range":    func() error { return c.Mask(batch(3, 1), dst, 8) },
-		"seq negative": func() error { return c.Mask(batch(-1, 1), dst, 8) },
+		"row too short": func() error { _, err := c.Visible(b, dst, 5); return err },
+		"width < 0":     func() error { _, err := c.Visible(b, dst, -1); return err },
+		"dst short":     func() error { _, err := c.Visible(b, dst[:31], 8); return err },
+		"lengths":       func() error { _, err := c.Visible(Batch{Pos: []Pos{1}}, dst, 8); return err },
+		"seq range":     func() error { _, err := c.Visible(batch(3, 1), dst, 8); return err },
+		"seq negative":  func() error { _, err := c.Visible(batch(-1, 1), dst, 8); return err },
 	} {
 		if err := f(); !errors.Is(err, ErrBadArg) {
 			t.Errorf("%s: %v, want ErrBadArg", name, err)

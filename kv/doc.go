@@ -21,12 +21,13 @@
 // SeqCp, SeqAdd or SeqDiv (as in llama.cpp, whose per-sequence position
 // set became a multiset for this reason); only a new batch is refused one.
 //
-// # The mask rule
+// # The visibility rule
 //
 // Token i of a batch may attend to cell j iff cell j is not empty, shares
-// a sequence with token i, and pos(j) ≤ Pos[i]. Mask writes this as a
-// (nTokens, nKV) row-major float32 matrix of 0 (visible) and -Inf over the
-// first nKV cells. A token in several sequences sees the union of their
+// a sequence with token i, and pos(j) ≤ Pos[i]. Visible writes, per
+// token, the list of those cells in ascending position (the order in
+// which attention sums them, so that a sequence's results do not depend
+// on where its cells sit), padded with -1. A token in several sequences sees the union of their
 // cells (llama.cpp looks at the first one only, having required coupled
 // sequences to hold the same cells; see CheckConsecutive).
 //
@@ -35,7 +36,7 @@
 //	slot, err := c.Prepare(b)    // validate, choose cells; changes nothing
 //	// errors.Is(err, ErrNoSlot): too few empty cells; ErrBadArg: bad batch
 //	c.Apply(slot)                // write positions and sequences
-//	c.Mask(b, mask, c.UsedMax()) // (len(b.Pos), UsedMax) mask for attention
+//	c.Visible(b, vis, width)     // (len(b.Pos), width) cells each token attends to
 //	// write K/V rows to slot.Cells(), run the forward pass; if it fails:
 //	c.Rollback(slot)             // the cache is bit for bit as before Apply
 //

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -270,17 +271,20 @@ func (m *naive) allMinMax() (lo, hi map[SeqID]Pos) {
 	return lo, hi
 }
 
-func (m *naive) mask(b Batch, nKV int) []float32 {
-	out := make([]float32, len(b.Pos)*nKV)
+// visible lists, per token, the cells it may attend to by (position,
+// cell index): the rule written out plainly.
+func (m *naive) visible(b Batch) [][]int32 {
+	out := make([][]int32, len(b.Pos))
 	for i := range b.Pos {
-		for j := range nKV {
-			out[i*nKV+j] = float32(math.Inf(-1))
+		for j := range m.cells {
 			for _, s := range b.Seq[i] {
 				if m.cells[j].seqs[s] && m.cells[j].pos <= b.Pos[i] {
-					out[i*nKV+j] = 0
+					out[i] = append(out[i], int32(j))
+					break
 				}
 			}
 		}
+		slices.SortStableFunc(out[i], func(x, y int32) int { return cmp.Compare(m.cells[x].pos, m.cells[y].pos) })
 	}
 	return out
 }

@@ -164,7 +164,7 @@ func (k *checker) run() {
 		scramble(b) // the slot must not depend on the caller's slices
 		if k.src.intn(6) != 0 {
 			k.apply(&rec)
-			k.checkMask(rec.b, c.UsedMax())
+			k.checkVisible(rec.b, c.Size())
 			if k.src.intn(4) == 0 {
 				k.rollback(&rec)
 			}
@@ -236,10 +236,9 @@ func (k *checker) run() {
 		k.m = newNaive(len(m.cells), k.nSeq)
 		k.logf("Clear()")
 		k.same("Clear", nil, nil, before)
-	case 14: // Mask of any batch over any width, valid or not
+	case 14: // Visible of any batch at any width, valid or not
 		b := k.batch()
-		nKV := k.src.intn(c.Size() + 2)
-		k.checkMask(b, nKV)
+		k.checkVisible(b, k.src.intn(c.Size()+2)-1)
 	case 15:
 		b := k.batch()
 		err, werr := c.CheckConsecutive(b), m.checkConsecutive(b)
@@ -322,47 +321,65 @@ func (k *checker) same(op string, err, werr error, before snapshot) {
 	}
 }
 
-func (k *checker) checkMask(b Batch, nKV int) {
+func (k *checker) checkVisible(b Batch, width int) {
 	k.t.Helper()
 	c := k.c
 	n := len(b.Pos)
-	dst := make([]float32, n*max(nKV, 0)+1)
+	dst := make([]int32, n*max(width, 0)+1)
 	for i := range dst {
 		dst[i] = 42
 	}
-	short := k.src.intn(10) == 0 && n*nKV > 0
+	short := k.src.intn(10) == 0 && n*width > 0
 	if short {
-		dst = dst[:n*nKV-1]
+		dst = dst[:n*width-1]
 	}
-	err := c.Mask(b, dst, nKV)
-	bad := len(b.Seq) != n || nKV > c.Size() || short
+	widest, err := c.Visible(b, dst, width)
+	bad := len(b.Seq) != n || width < 0 || short
 	for i := range b.Seq {
 		for _, s := range b.Seq[i] {
 			bad = bad || !k.m.okSeq(s)
 		}
 	}
+	var want [][]int32
+	if !bad {
+		want = k.m.visible(b)
+		for _, r := range want {
+			bad = bad || len(r) > width
+		}
+	}
 	if bad {
 		if kind(err) != "ErrBadArg" {
-			k.fail("Mask(%v, nKV %d, dst %d): %v, want ErrBadArg", b, nKV, len(dst), err)
+			k.fail("Visible(%v, width %d, dst %d): %v, want ErrBadArg", b, width, len(dst), err)
 		}
 		for _, v := range dst {
 			if v != 42 {
-				k.fail("failed Mask wrote dst")
+				k.fail("failed Visible wrote dst")
 			}
 		}
 		return
 	}
 	if err != nil {
-		k.fail("Mask(%v, %d): %v", b, nKV, err)
+		k.fail("Visible(%v, %d): %v", b, width, err)
 	}
-	want := k.m.mask(b, nKV)
-	for i, v := range want {
-		if dst[i] != v {
-			k.fail("Mask(%v, %d)[%d,%d] = %v, model %v", b, nKV, i/nKV, i%nKV, dst[i], v)
+	w := 0
+	for i, r := range want {
+		w = max(w, len(r))
+		for j := range width {
+			v := int32(-1)
+			if j < len(r) {
+				v = r[j]
+			}
+			if dst[i*width+j] != v {
+				k.fail("Visible(%v, %d) row %d = %v, model %v", b, width, i, dst[i*width:(i+1)*width], r)
+				break
+			}
 		}
 	}
-	if dst[len(want)] != 42 {
-		k.fail("Mask wrote past n*nKV")
+	if widest != w {
+		k.fail("Visible(%v, %d) widest %d, model %d", b, width, widest, w)
+	}
+	if dst[n*width] != 42 {
+		k.fail("Visible wrote past n*width")
 	}
 }
 

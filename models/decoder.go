@@ -12,7 +12,7 @@ import (
 type scratch struct {
 	n               int
 	ids, pos, cells kernels.Tensor    // I32 (n)
-	mask            kernels.Tensor    // F32 (n, cells)
+	vis             kernels.Tensor    // I32 (n, cells): each token's cells, by position
 	x, h            kernels.Tensor    // (n, hidden)
 	q, attn         kernels.Tensor    // (n, heads*hd)
 	k, v            kernels.Tensor    // (n, kv*hd)
@@ -22,7 +22,7 @@ type scratch struct {
 	gateUp          [2]kernels.Tensor // gate, up
 	all             []kernels.Tensor  // everything above and in outs
 	outs            map[int]*outputs  // by rows of logits asked for
-	hostMask        []float32
+	hostVis         []int32
 }
 
 // outputs are the tensors that turn rows of the final hidden state into
@@ -100,7 +100,7 @@ func (ctx *Context) getScratch(n int) (*scratch, error) {
 		shape []int
 	}{
 		{&s.ids, tensor.I32, []int{n}}, {&s.pos, tensor.I32, []int{n}}, {&s.cells, tensor.I32, []int{n}},
-		{&s.mask, tensor.F32, []int{n, ctx.p.ContextLen}},
+		{&s.vis, tensor.I32, []int{n, ctx.p.ContextLen}},
 		{&s.x, tensor.F32, []int{n, c.HiddenSize}}, {&s.h, tensor.F32, []int{n, c.HiddenSize}},
 		{&s.q, tensor.F32, []int{n, qDim}}, {&s.attn, tensor.F32, []int{n, qDim}},
 		{&s.k, tensor.F32, []int{n, kvDim}}, {&s.v, tensor.F32, []int{n, kvDim}},
@@ -113,7 +113,7 @@ func (ctx *Context) getScratch(n int) (*scratch, error) {
 		}
 	}
 	s.qkv, s.gateUp = [3]kernels.Tensor{s.q, s.k, s.v}, [2]kernels.Tensor{s.gate, s.up}
-	s.hostMask = make([]float32, n*ctx.p.ContextLen)
+	s.hostVis = make([]int32, n*ctx.p.ContextLen)
 	ctx.scratch[n] = s
 	return s, nil
 }
@@ -124,7 +124,7 @@ func (ctx *Context) getScratch(n int) (*scratch, error) {
 //	x = embed[tokens]
 //	for each layer:
 //	    h = rmsnorm(x) ; q,k,v = h·Wq,k,vᵀ (+bias) ; rope(q,k)
-//	    cache[cells] = k,v ; x += attention(q, cache, mask)·Woᵀ
+//	    cache[cells] = k,v ; x += attention(q, cache, vis)·Woᵀ
 //	    h = rmsnorm(x) ; x += (silu(h·Wgateᵀ) * h·Wupᵀ)·Wdownᵀ
 //	logits = rmsnorm(x)[rows asked] · lm_headᵀ
 func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
@@ -143,10 +143,10 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	if err := b.SetI32(s.cells, cells); err != nil {
 		return err
 	}
-	if err := ctx.cache.Mask(kb, s.hostMask, ctx.p.ContextLen); err != nil {
+	if _, err := ctx.cache.Visible(kb, s.hostVis, ctx.p.ContextLen); err != nil {
 		return err
 	}
-	if err := b.SetF32(s.mask, s.hostMask); err != nil {
+	if err := b.SetI32(s.vis, s.hostVis); err != nil {
 		return err
 	}
 
@@ -167,7 +167,7 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		b.RoPE(s.k, s.pos, m.rope)
 		b.KVWrite(ctx.kCache[l], s.k, s.cells)
 		b.KVWrite(ctx.vCache[l], s.v, s.cells)
-		b.Attention(s.attn, s.q, ctx.kCache[l], ctx.vCache[l], s.mask, c.NumHeads, c.NumKVHeads, scale)
+		b.Attention(s.attn, s.q, ctx.kCache[l], ctx.vCache[l], s.vis, c.NumHeads, c.NumKVHeads, scale)
 		b.MatMul(s.o, s.attn, ly.o)
 		if ly.oBias != nil {
 			b.Add(s.o, s.o, ly.oBias)

@@ -263,3 +263,11 @@ func TestVulkanOOM(t *testing.T) {
 		t.Errorf("%d bytes held after the failed context, %d before", used, held)
 	}
 }
+
+// TestVulkanPlacement is TestPlacement on the Vulkan backend.
+func TestVulkanPlacement(t *testing.T) {
+	b := openVulkan(t)
+	for _, path := range []string{"qwen2-tiny", "llama-tiny-Q4_0.gguf"} {
+		t.Run(path, func(t *testing.T) { placement(t, openOn(t, filepath.Join(testdata, path), b)) })
+	}
+}

@@ -36,7 +36,7 @@
 // --ops times the decode phase op by op (the backend wrapped in a timer
 // that syncs after each op) and prints each op's calls, mean time, share
 // of the decode time and, for matmuls, the rate their weights were read
-// at; the rest is "between ops" (the model's bookkeeping, the mask, the
+// at; the rest is "between ops" (the model's bookkeeping, the visible-cell lists, the
 // logits' copy). The timing costs a little, so tg tok/s is best taken
 // from a run without it.
 //

@@ -127,8 +127,8 @@ func (t *opTimer) SwiGLU(dst, gate, up kernels.Tensor) {
 func (t *opTimer) KVWrite(cache, src, cells kernels.Tensor) {
 	t.timed("KVWrite", 0, func() { t.Backend.KVWrite(cache, src, cells) })
 }
-func (t *opTimer) Attention(dst, q, k, v, mask kernels.Tensor, heads, kvHeads int, scale float32) {
-	t.timed("Attention", 0, func() { t.Backend.Attention(dst, q, k, v, mask, heads, kvHeads, scale) })
+func (t *opTimer) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int, scale float32) {
+	t.timed("Attention", 0, func() { t.Backend.Attention(dst, q, k, v, vis, heads, kvHeads, scale) })
 }
 func (t *opTimer) Softmax(x kernels.Tensor) {
 	t.timed("Softmax", 0, func() { t.Backend.Softmax(x) })

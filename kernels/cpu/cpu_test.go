@@ -163,7 +163,7 @@ func TestShapeMismatchPanics(t *testing.T) {
 		{"RMSNorm", func() { b.RMSNorm(mk(tensor.F32, 2, 3), mk(tensor.F32, 2, 3), mk(tensor.F32, 4), 1e-6) }},
 		{"GetRows", func() { b.GetRows(mk(tensor.F32, 1, 32), w, mk(tensor.I32, 2)) }},
 		{"Attention", func() {
-			b.Attention(mk(tensor.F32, 1, 8), mk(tensor.F32, 1, 8), mk(tensor.F32, 3, 4), mk(tensor.F32, 3, 4), mk(tensor.F32, 1, 2), 2, 1, 1)
+			b.Attention(mk(tensor.F32, 1, 8), mk(tensor.F32, 1, 8), mk(tensor.F32, 3, 4), mk(tensor.F32, 3, 4), mk(tensor.I32, 2, 2), 2, 1, 1)
 		}},
 		{"KVWrite", func() { b.KVWrite(mk(tensor.F32, 2, 4), mk(tensor.F32, 1, 4), mk(tensor.I32, 2)) }},
 		{"Softmax", func() { b.Softmax(mk(tensor.I32, 2)) }},

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"bytes"
 	"unsafe"
 
 	"github.com/vkllm/vkllm/tensor"
@@ -12,15 +11,9 @@ import (
 type fastScratch struct {
 	qx     []int8    // (n·k) activations quantised by quantizeQ8
 	dx, sx []float32 // (n·k/32) their block scales and scaled block sums
-	seen   []int32   // (n, cells) attention: each token's visible cells
-	nseen  []int     // (n) how many
 	neg    []int32   // (n·k/32) −off·Σqx per block, for packed Q8_0 and Q4_0
 	xb     []uint16  // (n·k) activations rounded to bfloat16, for BF16 weights
-	// seenFor and seenMask: the mask tensor and values seen and nseen
-	// were listed from.
-	seenFor  *Tensor
-	seenMask []float32
-	work     [][]float32
+	work   [][]float32
 	// MatMuls' and matMulPacked's operands for matMulPackedMulti, and
 	// its weights' first groups
 	mds, mws []*Tensor
@@ -55,14 +48,6 @@ func f32view(b []byte) []float32 {
 		return nil
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
-}
-
-// f32bytes views x as bytes.
-func f32bytes(x []float32) []byte {
-	if len(x) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
 }
 
 // i8bytes views x as bytes.
@@ -407,19 +392,18 @@ func (b *Backend) quantizeActivations(xs *Tensor) ([]int8, []float32, []float32)
 // attentionFast is Attention on the fast path. For each (token, head):
 // q·k with dotF32/dotF16 (the cache's dtype), the softmax weights
 // p_j = exp(s_j − max) in float32 (the vector exp), and out = Σ p_j·v_j
-// accumulated in float32 with axpyF32/axpyF16 over the visible cells in
-// index order, divided by Σ p_j (summed in float64, sumF64) at the end.
+// accumulated in float32 with axpyF32/axpyF16 over the token's cells in
+// its list's order, divided by Σ p_j (summed in float64, sumF64) at the
+// end.
 //
 // A task is a token and a run of the query heads that share one KV head
-// (all of them when there are enough tasks for the threads). Each
-// token's mask row is scanned once for all its tasks, into a list of
-// its visible cells; then each head's scores and sum are one
-// attnScoresF32 and one attnAccF32 call over the visible cells (for an
-// F16 cache one attnScoresF16Heads and one attnAccF16Heads call for the
-// run's heads, which convert each K and V row once for two or three of
-// them). Each head's arithmetic is the same whatever the run, so the
-// split never changes a value.
-func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, scale float32) {
+// (all of them when there are enough tasks for the threads). Each head's
+// scores and sum are one attnScoresF32 and one attnAccF32 call over the
+// token's list (for an F16 cache one attnScoresF16Heads and one
+// attnAccF16Heads call for the run's heads, which convert each K and V
+// row once for two or three of them). Each head's arithmetic is the same
+// whatever the run, so the split never changes a value.
+func (b *Backend) attentionFast(d, qs, ks, vs *Tensor, lists [][]int32, heads, kvHeads int, scale float32) {
 	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
 	group := heads / kvHeads
 	run := group // heads per task
@@ -431,36 +415,12 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 	for w := range b.threads {
 		b.scratch.buf(b.threads, w, size)
 	}
-	// Each token's visible cells, listed once for all its tasks (the
-	// mask row is as long as the cache, a task's work as long as the
-	// token's visible cells).
-	s := &b.scratch
-	mask := ms.f32[:n*cells]
-	// Every layer of a Decode passes the same mask: when it holds the
-	// last call's values, so do the lists (comparing costs a fraction of
-	// scanning; bit for bit, so a −0 or a NaN only costs a new scan).
-	if s.seenFor != ms || !bytes.Equal(f32bytes(s.seenMask), f32bytes(mask)) {
-		s.seen, s.nseen = grow(s.seen, n*cells), grow(s.nseen, n)
-		b.parallel(n, func(lo, hi int) {
-			for t := lo; t < hi; t++ {
-				seen, nv := s.seen[t*cells:(t+1)*cells], 0
-				for j, mv := range ms.f32[t*cells : (t+1)*cells] {
-					if mv == 0 {
-						seen[nv] = int32(j)
-						nv++
-					}
-				}
-				s.nseen[t] = nv
-			}
-		})
-		s.seenFor, s.seenMask = ms, append(s.seenMask[:0], mask...)
-	}
 	// Each thread starts on its own contiguous run of tasks (runRanges):
 	// a KV head's parts then run one after the other on one thread, the
 	// second reading its rows from that core's cache, while the other
 	// thread streams another KV head (or token) — rather than two threads
 	// missing on the same rows at once.
-	p := attnPlan{d: d, qs: qs, ks: ks, vs: vs, kvHeads: kvHeads, group: group, run: run,
+	p := attnPlan{d: d, qs: qs, ks: ks, vs: vs, lists: lists, kvHeads: kvHeads, group: group, run: run,
 		perGroup: perGroup, hd: hd, cells: cells, size: size, scale: scale}
 	b.pool.runRanges(n*kvHeads*perGroup, 1, func(w, lo, hi int) {
 		for task := lo; task < hi; task++ {
@@ -473,8 +433,9 @@ func (b *Backend) attentionFast(d, qs, ks, vs, ms *Tensor, heads, kvHeads int, s
 // most run query heads, perGroup of them per KV head and token.
 type attnPlan struct {
 	d, qs, ks, vs                     *Tensor
-	kvHeads, group, run, perGroup, hd int // group: query heads per KV head
-	cells, size                       int // cache rows; scratch per worker (scores and acc of run heads)
+	lists                             [][]int32 // each token's cells, in summation order
+	kvHeads, group, run, perGroup, hd int       // group: query heads per KV head
+	cells, size                       int       // cache rows; scratch per worker (scores and acc of run heads)
 	scale                             float32
 }
 
@@ -486,9 +447,9 @@ func (p attnPlan) task(s *fastScratch, w, task int) {
 	buf := s.work[w][:p.size]
 	t, g, part := task/(kvHeads*perGroup), task/perGroup%kvHeads, task%perGroup
 	h0, h1 := g*group+part*run, min(g*group+(part+1)*run, (g+1)*group)
-	off := g * hd // the KV head's columns
-	nv := s.nseen[t]
-	seen := s.seen[t*cells : t*cells+nv] // visible cell indices
+	off := g * hd      // the KV head's columns
+	seen := p.lists[t] // the cells t attends to
+	nv := len(seen)
 	if nv == 0 {
 		clear(d.f32[t*d.cols+h0*hd : t*d.cols+h1*hd])
 		return

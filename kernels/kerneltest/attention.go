@@ -72,10 +72,12 @@ var attnCases = []attnCase{
 	{17, 4, 2, 128, 33},
 }
 
-// Attention checks softmax(q·kᵀ·scale + mask)·v with grouped KV heads,
-// F32 and F16 caches, a random mask with holes, a causal mask, a token
-// that sees no cell (zeros) and a sharp softmax (scale 1): LimitF32Dot
-// with an F32 cache, LimitQuant with an F16 one.
+// Attention checks softmax(q·kᵀ·scale)·v over each token's list of
+// cells with grouped KV heads, F32 and F16 caches: random lists with
+// holes in a random order, causal lists, a token that sees no cell
+// (zeros) and a sharp softmax (scale 1): LimitF32Dot with an F32 cache,
+// LimitQuant with an F16 one. It then checks placement and batch
+// invariance bitwise (attentionPlacement).
 func Attention(t *testing.T, b kernels.Backend) { attention(t, b, false) }
 
 // AttentionStrict is Attention with LimitF32Dot for F16 caches too, for
@@ -84,7 +86,6 @@ func AttentionStrict(t *testing.T, b kernels.Backend) { attention(t, b, true) }
 
 func attention(t *testing.T, b kernels.Backend, strict bool) {
 	r := rng(51)
-	inf := float32(math.Inf(-1))
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16} {
 		limit := LimitQuant
 		if strict || dt == tensor.F32 {
@@ -95,18 +96,16 @@ func attention(t *testing.T, b kernels.Backend, strict bool) {
 				qDim, kvDim := c.heads*c.hd, c.kvHeads*c.hd
 				q := randn(r, c.n*qDim, 1)
 				kv, vv := randn(r, c.cells*kvDim, 1), randn(r, c.cells*kvDim, 1)
-				mask := make([]float32, c.n*c.cells) // (n, cells)
+				lists := make([][]int32, c.n)
 				for i := range c.n {
-					for j := range c.cells {
-						if causal && j > c.cells-c.n+i || !causal && r.IntN(3) == 0 {
-							mask[i*c.cells+j] = inf
+					for _, j := range r.Perm(c.cells) {
+						if causal && j <= c.cells-c.n+i || !causal && r.IntN(3) != 0 {
+							lists[i] = append(lists[i], int32(j))
 						}
 					}
 				}
 				if !causal && c.n > 2 {
-					for j := range c.cells { // token 2 sees nothing
-						mask[2*c.cells+j] = inf
-					}
+					lists[2] = nil // token 2 sees nothing
 				}
 				scale := float32(1 / math.Sqrt(float64(c.hd)))
 				if c.n == 5 {
@@ -114,7 +113,7 @@ func attention(t *testing.T, b kernels.Backend, strict bool) {
 				}
 				d := newF32(t, b, nil, c.n, qDim)
 				b.Attention(d, newF32(t, b, q, c.n, qDim), newCache(t, b, dt, kv, c.cells, kvDim),
-					newCache(t, b, dt, vv, c.cells, kvDim), newF32(t, b, mask, c.n, c.cells), c.heads, c.kvHeads, scale)
+					newCache(t, b, dt, vv, c.cells, kvDim), newVis(t, b, lists, c.cells), c.heads, c.kvHeads, scale)
 				if dt == tensor.F16 {
 					kv, vv = half(kv), half(vv)
 				}
@@ -122,47 +121,143 @@ func attention(t *testing.T, b kernels.Backend, strict bool) {
 				if causal {
 					what += " causal"
 				}
-				check(t, what, read(t, b, d, c.n*qDim), refAttention(c, q, kv, vv, mask, scale), limit)
+				check(t, what, read(t, b, d, c.n*qDim), refAttention(c, q, kv, vv, lists, scale), limit)
+			}
+		}
+		attentionPlacement(t, b, dt)
+	}
+}
+
+// newVis makes the I32 (len(lists), width) tensor of Attention's cell
+// lists, each padded with -1.
+func newVis(t *testing.T, b kernels.Backend, lists [][]int32, width int) kernels.Tensor {
+	t.Helper()
+	vis := make([]int32, len(lists)*width)
+	for i := range vis {
+		vis[i] = -1
+	}
+	for i, l := range lists {
+		copy(vis[i*width:], l)
+	}
+	x, err := b.NewTensor(tensor.I32, len(lists), width)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Free(x) })
+	if err := b.SetI32(x, vis); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// attentionPlacement checks that a token's result depends only on its
+// query and the K/V rows its list names, in order: the same rows moved to
+// other cells of a larger cache (the cells of other tokens' sequences
+// in between and around them), the token computed in a batch with others
+// or alone, must give bitwise the same output. This is what keeps a
+// sequence's logits the same whichever cells it occupies.
+func attentionPlacement(t *testing.T, b kernels.Backend, dt tensor.DType) {
+	r := rng(52)
+	// A model-like shape (SmolLM2: 9 heads over 3 KV heads of 64) and a
+	// sequence long enough to span several of a backend's chunks.
+	const heads, kvHeads, hd, seqLen = 9, 3, 64, 300
+	qDim, kvDim := heads*hd, kvHeads*hd
+	q := randn(r, qDim, 1)
+	rows := randn(r, 2*seqLen*kvDim, 1) // the sequence's K rows, then its V rows
+	run := func(cells int, where []int32, others int) []float32 {
+		t.Helper()
+		// The sequence's rows at cells where[i]; every other cell and
+		// token holds noise.
+		kv, vv := randn(r, cells*kvDim, 1), randn(r, cells*kvDim, 1)
+		for i, c := range where {
+			copy(kv[int(c)*kvDim:][:kvDim], rows[i*kvDim:])
+			copy(vv[int(c)*kvDim:][:kvDim], rows[(seqLen+i)*kvDim:])
+		}
+		qs := append([]float32(nil), q...)
+		lists := [][]int32{where}
+		for range others {
+			qs = append(qs, randn(r, qDim, 1)...)
+			var l []int32
+			for _, j := range r.Perm(cells)[:cells/2] {
+				l = append(l, int32(j))
+			}
+			lists = append(lists, l)
+		}
+		d := newF32(t, b, nil, len(lists), qDim)
+		b.Attention(d, newF32(t, b, qs, len(lists), qDim), newCache(t, b, dt, kv, cells, kvDim),
+			newCache(t, b, dt, vv, cells, kvDim), newVis(t, b, lists, cells), heads, kvHeads, 0.125)
+		return read(t, b, d, len(lists)*qDim)[:qDim]
+	}
+	contiguous := make([]int32, seqLen)
+	for i := range contiguous {
+		contiguous[i] = int32(i)
+	}
+	want := run(seqLen, contiguous, 0)
+	const big = 1000
+	for name, where := range map[string][]int32{
+		"shuffled": func() []int32 { // anywhere in a larger cache
+			w := make([]int32, seqLen)
+			for i, c := range r.Perm(big)[:seqLen] {
+				w[i] = int32(c)
+			}
+			return w
+		}(),
+		"refilled": func() []int32 { // the tail went into freed cells before the head
+			w := make([]int32, seqLen)
+			for i := range w {
+				w[i] = int32(big - seqLen + i)
+				if i >= seqLen/3 {
+					w[i] = int32(i - seqLen/3)
+				}
+			}
+			return w
+		}(),
+	} {
+		for _, others := range []int{0, 5} {
+			got := run(big, where, others)
+			for e := range want {
+				if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
+					t.Errorf("Attention %v placement %s with %d other tokens: element %d = %v, want %v (contiguous cells, alone): not placement invariant",
+						dt, name, others, e, got[e], want[e])
+					break
+				}
 			}
 		}
 	}
 }
 
 // refAttention computes Attention in float64: for each token i and head
-// h, the cells j with mask 0 get weights exp(s_j − max s), s_j the scaled
+// h, the cells j of its list get weights exp(s_j − max s), s_j the scaled
 // dot product with KV head h/(heads/kvHeads).
-func refAttention(c attnCase, q, k, v, mask []float32, scale float32) []float64 {
+func refAttention(c attnCase, q, k, v []float32, lists [][]int32, scale float32) []float64 {
 	qDim, kvDim := c.heads*c.hd, c.kvHeads*c.hd
 	out := make([]float64, c.n*qDim)
-	s := make([]float64, c.cells)
 	for i := range c.n {
+		l := lists[i]
+		if len(l) == 0 {
+			continue // no visible cell: zeros
+		}
+		s := make([]float64, len(l))
 		for h := range c.heads {
 			kh := h / (c.heads / c.kvHeads)
 			mx := math.Inf(-1)
-			for j := range c.cells {
-				s[j] = math.Inf(-1)
-				if mask[i*c.cells+j] != 0 {
-					continue
-				}
+			for x, j := range l {
 				var dot float64
 				for e := range c.hd {
-					dot += float64(q[i*qDim+h*c.hd+e]) * float64(k[j*kvDim+kh*c.hd+e])
+					dot += float64(q[i*qDim+h*c.hd+e]) * float64(k[int(j)*kvDim+kh*c.hd+e])
 				}
-				s[j] = dot * float64(scale)
-				mx = math.Max(mx, s[j])
-			}
-			if math.IsInf(mx, -1) {
-				continue // no visible cell: zeros
+				s[x] = dot * float64(scale)
+				mx = math.Max(mx, s[x])
 			}
 			var sum float64
-			for j := range s {
-				s[j] = math.Exp(s[j] - mx) // 0 for masked cells
-				sum += s[j]
+			for x := range s {
+				s[x] = math.Exp(s[x] - mx)
+				sum += s[x]
 			}
 			for e := range c.hd {
 				var acc float64
-				for j := range s {
-					acc += s[j] * float64(v[j*kvDim+kh*c.hd+e])
+				for x, j := range l {
+					acc += s[x] * float64(v[int(j)*kvDim+kh*c.hd+e])
 				}
 				out[i*qDim+h*c.hd+e] = acc / sum
 			}

@@ -337,21 +337,21 @@ func (b *Backend) KVWrite(k, src, cells kernels.Tensor) {
 }
 
 // Attention implements kernels.Backend: one workgroup per (token, head)
-// with an online softmax over chunks of cells.
-func (b *Backend) Attention(dst, q, k, v, mask kernels.Tensor, heads, kvHeads int, scale float32) {
+// with an online softmax over chunks of the token's list of cells.
+func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int, scale float32) {
 	const op = "Attention"
-	d, qs, ks, vs, ms := activation(op, dst), activation(op, q), cacheOf(op, k), cacheOf(op, v), activation(op, mask)
+	d, qs, ks, vs, ls := activation(op, dst), activation(op, q), cacheOf(op, k), cacheOf(op, v), ints(op, vis)
 	must(heads > 0 && kvHeads > 0 && heads%kvHeads == 0 && qs.cols%heads == 0,
 		"%s: q %v with %d heads and %d KV heads", op, qs, heads, kvHeads)
-	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
-	must(ks.cols == kvHeads*hd && vs.rows == cells && vs.cols == kvHeads*hd && ms.rows == n && ms.cols == cells &&
+	n, hd, cells, width := qs.rows, qs.cols/heads, ks.rows, ls.cols
+	must(ks.cols == kvHeads*hd && vs.rows == cells && vs.cols == kvHeads*hd && ls.rows == n &&
 		d.rows == n && d.cols == qs.cols && ks.dt == vs.dt,
-		"%s: dst %v, q %v, k %v, v %v, mask %v, %d heads, %d KV heads", op, d, qs, ks, vs, ms, heads, kvHeads)
+		"%s: dst %v, q %v, k %v, v %v, vis %v, %d heads, %d KV heads", op, d, qs, ks, vs, ls, heads, kvHeads)
 	must(hd <= 4*wg, "%s: head dim %d above %d", op, hd, 4*wg)
 	if n == 0 || hd == 0 {
 		return
 	}
-	if cells == 0 {
+	if cells == 0 || width == 0 {
 		z := d.parts[0] // no cell: zeros
 		b.order(nil, []part{z})
 		if r := C.vkl_fill(b.ctx, z.blk.buf, C.uint64_t(z.off), C.uint64_t(z.size)); r != C.VK_SUCCESS {
@@ -360,22 +360,23 @@ func (b *Backend) Attention(dst, q, k, v, mask kernels.Tensor, heads, kvHeads in
 		return
 	}
 	gx, gy := grid(n * heads)
-	pc := pcAttention{N: uint32(n), Heads: uint32(heads), KVHeads: uint32(kvHeads), HD: uint32(hd), Cells: uint32(cells), Scale: scale, Seg: uint32(cells)}
+	pc := pcAttention{N: uint32(n), Heads: uint32(heads), KVHeads: uint32(kvHeads), HD: uint32(hd), Width: uint32(width), Scale: scale, Seg: uint32(width)}
 	seg := b.attnSegment
-	if cells <= seg {
-		b.dispatch(b.reduceVariant("attention_"+typeName(ks.dt)), []part{qs.parts[0], ks.parts[0], vs.parts[0], ms.parts[0], d.parts[0]}, pc, gx, gy, 1)
+	if width <= seg {
+		b.dispatch(b.reduceVariant("attention_"+typeName(ks.dt)), []part{qs.parts[0], ks.parts[0], vs.parts[0], ls.parts[0], d.parts[0]}, pc, gx, gy, 1)
 		return
 	}
-	// Flash decoding: segments of seg cells in parallel, then a merge. The
-	// split depends on the cache size only, never on n.
-	segs := (cells + seg - 1) / seg
+	// Flash decoding: segments of seg list entries in parallel, then a
+	// merge. The split depends on the lists' width only, never on n, and
+	// a list that fits one segment merges to the unsplit result exactly.
+	segs := (width + seg - 1) / seg
 	scratch := b.scratch(n * heads * segs * (hd + 2))
 	if scratch == nil {
 		return
 	}
 	pc.Seg = uint32(seg)
 	sp := scratch.parts[0]
-	b.dispatch(b.reduceVariant("attention_split_"+typeName(ks.dt)), []part{qs.parts[0], ks.parts[0], vs.parts[0], ms.parts[0], sp}, pc, gx, gy, uint32(segs))
+	b.dispatch(b.reduceVariant("attention_split_"+typeName(ks.dt)), []part{qs.parts[0], ks.parts[0], vs.parts[0], ls.parts[0], sp}, pc, gx, gy, uint32(segs))
 	b.dispatch("attention_combine_f32", []part{sp, d.parts[0]}, pcCombine{N: uint32(n), Heads: uint32(heads), HD: uint32(hd), Segs: uint32(segs)}, gx, gy, 1)
 }
 

@@ -31,7 +31,7 @@ type pcKVWrite struct { // kv_write.comp
 }
 
 type pcAttention struct { // attention.comp
-	N, Heads, KVHeads, HD, Cells uint32
+	N, Heads, KVHeads, HD, Width uint32
 	Scale                        float32
 	Seg                          uint32
 }

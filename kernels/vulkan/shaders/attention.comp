@@ -1,15 +1,19 @@
 #version 450
 // Attention in the flash style: one workgroup per (token, query head)
-// walks the cells in chunks of WG with an online softmax (running max M,
-// running sum l, output accumulator rescaled by exp(M_old − M_new)), so
-// no score matrix is stored. Cell j is visible to token t when mask[t][j]
-// is 0; a token that sees no cell gets zeros. Query head h reads KV head
-// h / (heads / kvHeads). Head dimensions up to 4·WG.
+// walks token t's list of cells, vis[t] (its cells by position, then -1),
+// in chunks of WG entries with an online softmax (running max M, running
+// sum l, output accumulator rescaled by exp(M_old − M_new)), so no score
+// matrix is stored. Chunks go by rank in the list, never by cell index,
+// so the result does not depend on where the cells sit. A token that sees
+// no cell gets zeros. Query head h reads KV head h / (heads / kvHeads).
+// Head dimensions up to 4·WG.
 //
-// With SPLIT (flash decoding, for long caches) workgroup z takes only the
-// cells [z·seg, (z+1)·seg) and writes its unnormalised state (M, l, acc)
-// to dst as scratch, (n·heads, segments, 2+hd); attention_combine.comp
-// then merges the segments in order.
+// With SPLIT (flash decoding, for long lists) workgroup z takes only the
+// entries [z·seg, (z+1)·seg) of the list and writes its unnormalised state
+// (M, l, acc) to dst as scratch, (n·heads, segments, 2+hd);
+// attention_combine.comp then merges the segments in order. A list that
+// fits one segment merges to the unsplit result bit for bit (the other
+// segments are empty: weight exp(−Inf) = 0).
 #include "common/base.glsl"
 
 layout(binding = 0) readonly buffer QB { float q[]; };
@@ -25,16 +29,17 @@ layout(binding = 2) readonly buffer VB { float v[]; };
 float ldk(uint i) { return k[i]; }
 float ldv(uint i) { return v[i]; }
 #endif
-layout(binding = 3) readonly buffer MB { float mask[]; };
+layout(binding = 3) readonly buffer VB3 { int vis[]; };
 layout(binding = 4) writeonly buffer DB { float dst[]; };
 
 layout(push_constant) uniform PC {
-	uint n, heads, kvHeads, hd, cells;
+	uint n, heads, kvHeads, hd, width; // width: entries per row of vis
 	float scale;
-	uint seg; // cells per segment (SPLIT); else cells
+	uint seg; // entries per segment (SPLIT); else width
 } pc;
 
 shared float p[WG];
+shared int cid[WG]; // the chunk's cells
 
 void main() {
 	uint th = groupIndex();
@@ -48,28 +53,30 @@ void main() {
 
 	float acc[4] = float[4](0, 0, 0, 0);
 	float M = NEG, l = 0;
-	uint lo = gl_WorkGroupID.z * pc.seg, hi = min(pc.cells, lo + pc.seg);
+	uint lo = gl_WorkGroupID.z * pc.seg, hi = min(pc.width, lo + pc.seg);
 	for (uint base = lo; base < hi; base += WG) {
-		uint j = base + tid;
+		uint r = base + tid;
+		int j = r < hi ? vis[t * pc.width + r] : -1;
 		float s = NEG;
-		if (j < hi && mask[t * pc.cells + j] == 0.0) {
+		if (j >= 0) {
 			float d = 0;
 			for (uint e = 0; e < pc.hd; e++) {
-				precise float pr = q[qo + e] * ldk(j * kvDim + ko + e);
+				precise float pr = q[qo + e] * ldk(uint(j) * kvDim + ko + e);
 				d += pr;
 			}
 			s = d * pc.scale;
 		}
 		float cm = maxWG(s);
-		if (cm == NEG) continue; // nothing visible in this chunk (uniform)
+		if (cm == NEG) break; // the list has ended (uniform)
+		cid[tid] = j;
 		float Mn = max(M, cm);
 		float alpha = exp(M - Mn); // 0 while M is −Inf
 		float pj = s == NEG ? 0.0 : exp(s - Mn);
 		p[tid] = pj;
 		barrier();
 		// The invocations with an output element sum the chunk's weights
-		// in cell order while they accumulate (skipping a masked cell's
-		// exact 0), so the sum depends only on the visible cells and their
+		// in list order while they accumulate (skipping an ended list's
+		// exact 0), so the sum depends only on the listed cells and their
 		// order, not on where they sit. Others never use l.
 		uint last = min(WG, hi - base);
 		float ps = 0;
@@ -80,7 +87,7 @@ void main() {
 			for (uint c = 0; c < last; c++) {
 				float w = p[c];
 				if (w != 0.0) {
-					precise float pv = w * ldv((base + c) * kvDim + ko + e);
+					precise float pv = w * ldv(uint(cid[c]) * kvDim + ko + e);
 					a += pv;
 					if (r == 0) ps += w;
 				}

@@ -1,0 +1,81 @@
+package kv
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Visible writes, for each token i of batch b, the cells it may attend
+// to (the mask rule: not empty, sharing a sequence with token i, position
+// ≤ b.Pos[i]) into row i of dst, (len(b.Pos), width) row-major: the cells
+// in ascending position (ties, which only SeqCp, SeqAdd or SeqDiv can
+// make, by cell index), then -1 to the end of the row. It returns the
+// longest row's count.
+//
+// The order is what makes attention placement-invariant: a backend sums
+// a token's cells in the order of its row, so a sequence's results do
+// not depend on which cells it occupies or what else is in the cache.
+//
+// Call it after Apply, so each token sees its own cell. Visible checks
+// that len(b.Seq) == len(b.Pos), that the sequence ids are in
+// [0, SeqMax()), that dst holds at least len(b.Pos)*width values and that
+// every row fits in width; errors wrap ErrBadArg, and dst is untouched
+// then. A token in several sequences sees the union of their cells.
+func (c *Cache) Visible(b Batch, dst []int32, width int) (int, error) {
+	n := len(b.Pos)
+	if len(b.Seq) != n {
+		return 0, fmt.Errorf("%w: %d positions and %d sequence sets", ErrBadArg, n, len(b.Seq))
+	}
+	if width < 0 {
+		return 0, fmt.Errorf("%w: visible cells in rows of %d", ErrBadArg, width)
+	}
+	if int64(len(dst)) < int64(n)*int64(width) {
+		return 0, fmt.Errorf("%w: visible cells need %d×%d values, dst has %d", ErrBadArg, n, width, len(dst))
+	}
+	sets := make([]seqSet, n)
+	for i := range n {
+		for _, s := range b.Seq[i] {
+			if err := c.checkSeq(s); err != nil {
+				return 0, fmt.Errorf("%w (batch index %d)", err, i)
+			}
+			sets[i].add(s)
+		}
+	}
+	// Tokens of one sequence set share their candidate cells, apart from
+	// the position test: list them once per distinct set, by position,
+	// and a token's cells are the prefix up to its position. The cells
+	// of a set are mostly in position order already (a sequence fills
+	// cells first fit), which the sort handles in about linear time.
+	lists := map[seqSet][]int32{}
+	counts := make([]int, n)
+	widest := 0
+	for i, p := range b.Pos {
+		l, ok := lists[sets[i]]
+		if !ok {
+			for j := range c.usedMax {
+				if c.cells[j].seqs.intersects(&sets[i]) {
+					l = append(l, int32(j))
+				}
+			}
+			slices.SortFunc(l, func(x, y int32) int {
+				return cmp.Or(cmp.Compare(c.cells[x].pos, c.cells[y].pos), cmp.Compare(x, y))
+			})
+			lists[sets[i]] = l
+		}
+		counts[i] = sort.Search(len(l), func(k int) bool { return c.cells[l[k]].pos > p })
+		if counts[i] > width {
+			return 0, fmt.Errorf("%w: token %d sees %d cells, rows hold %d", ErrBadArg, i, counts[i], width)
+		}
+		widest = max(widest, counts[i])
+	}
+	for i := range n {
+		row := dst[i*width : (i+1)*width]
+		k := copy(row, lists[sets[i]][:counts[i]])
+		for j := k; j < width; j++ {
+			row[j] = -1
+		}
+	}
+	return widest, nil
+}
