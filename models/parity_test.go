@@ -2,12 +2,15 @@ package models
 
 import (
 	"encoding/json"
+	"flag"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/kernels/cpuref"
 	"github.com/vkllm/vkllm/sampler"
 )
 
@@ -39,9 +42,17 @@ func loadGolden(t *testing.T, name string) *golden {
 	return &g
 }
 
+// testBackend is the backend the model tests run on: the exact oracle,
+// cpu-ref, unless `go test ./models/ -args -vkllm.backend=cpu` runs them
+// on the fast path (part of `make test`).
+var testBackend = flag.String("vkllm.backend", cpuref.Name, "backend the model tests run on: "+cpuref.Name+" or "+cpu.Name)
+
+// fastTest reports whether the tests run on the fast path.
+func fastTest() bool { return *testBackend == cpu.Name }
+
 func openTest(t *testing.T, path string) *Model {
 	t.Helper()
-	m, err := Open(path, WithBackend(cpu.New(0)))
+	m, err := Open(path, WithBackendName(*testBackend, kernels.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +88,7 @@ var parityCases = []struct{ path, golden string }{
 //     they are equal wherever the reference's top-2 margin exceeds 1e-2 —
 //     and at every step for F32 models.
 //
-// Built with the cpufast tag (cpu.New is then the fast path), the files
+// On the fast path (-vkllm.backend=cpu), the files
 // with Q8_0/Q4_0/Q4_1 weights are skipped: the fast path multiplies them
 // with activations quantised to 8 bits per block, as llama.cpp does, so
 // transformers on the dequantised weights is not its truth (that is
@@ -86,15 +97,15 @@ var parityCases = []struct{ path, golden string }{
 // bfloat16 against BF16 weights, as llama.cpp does (its truth is
 // kerneltest.MatMulBF16Act). Every other file holds.
 func TestParity(t *testing.T) {
-	fast := cpu.New(0).Name() == "cpu-fast"
+	fast := fastTest()
 	for _, c := range parityCases {
 		t.Run(c.path, func(t *testing.T) {
 			g := loadGolden(t, c.golden)
 			if fast && (g.DType == "Q8_0" || g.DType == "Q4_0" || g.DType == "Q4_1") {
-				t.Skipf("cpufast: %s weights meet Q8 activations; checked by kerneltest.MatMulQ8, not against transformers", g.DType)
+				t.Skipf("fast path: %s weights meet Q8 activations; checked by kerneltest.MatMulQ8, not against transformers", g.DType)
 			}
 			if fast && g.DType == "BF16" && cpu.BF16Activations() {
-				t.Skip("cpufast with AVX512_BF16: BF16 weights meet bfloat16 activations; checked by kerneltest.MatMulBF16Act, not against transformers")
+				t.Skip("fast path with AVX512_BF16: BF16 weights meet bfloat16 activations; checked by kerneltest.MatMulBF16Act, not against transformers")
 			}
 			checkParity(t, openTest(t, filepath.Join(testdata, c.path)), g)
 		})

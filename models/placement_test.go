@@ -4,7 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/kernels/cpuref"
 )
 
 // placement checks that a sequence's logits do not depend on which cells
@@ -117,8 +119,7 @@ func abs32(x float32) float32 {
 // quantised one (the fast path's integer kernels).
 func TestPlacement(t *testing.T) {
 	for _, path := range []string{"qwen2-tiny", "llama-tiny-Q4_0.gguf"} {
-		for _, fast := range []bool{false, true} {
-			be := cpu.NewWith(cpu.Options{Fast: fast})
+		for _, be := range []kernels.Backend{cpuref.New(0), cpu.New(0)} {
 			t.Run(path+"/"+be.Name(), func(t *testing.T) {
 				m, err := Open(filepath.Join(testdata, path), WithBackend(be))
 				if err != nil {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/sampler"
 )
 
@@ -81,7 +80,7 @@ func runReal(t *testing.T, m *Model, prompt []int32, ref realRecord, exact bool)
 // activations quantised to Q8_1, resolves the other way (its margin 0.35);
 // there the check is check_logprobs_close along llama.cpp's tokens.
 //
-// Built with the cpufast tag (cpu.New is then the fast path, whose Q4_1
+// On the fast path (-vkllm.backend=cpu, whose Q4_1
 // weights meet activations quantised to 8 bits per block, as TestParity
 // says), "chat" is check_logprobs_close against transformers too: the
 // fast path resolves that first-step tie as llama.cpp does (token 60, not
@@ -94,7 +93,7 @@ func TestRealGGUF(t *testing.T) {
 	}
 	g := loadRealGolden(t)
 	m := openTest(t, path)
-	fast := cpu.New(0).Name() == "cpu-fast"
+	fast := fastTest()
 	for name, p := range g.Prompts {
 		t.Run(name+"/transformers", func(t *testing.T) { runReal(t, m, p.Tokens, p.HF, !fast || name == "count") })
 		t.Run(name+"/llama.cpp", func(t *testing.T) { runReal(t, m, p.Tokens, p.LlamaCpp, name == "count") })

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/errcode"
-	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/kernels/cpuref"
 	"github.com/vkllm/vkllm/kernels/vulkan"
 	"github.com/vkllm/vkllm/tensor"
 )
@@ -172,9 +172,9 @@ func TestVulkanF16Cache(t *testing.T) {
 		}
 		return out
 	}
-	// Against the exact CPU path even under the cpufast tag: the Vulkan
-	// kernels compute as the reference does, not with Q8 activations.
-	exact, err := Open(path, WithBackend(cpu.NewWith(cpu.Options{})))
+	// Against the exact CPU path: the Vulkan kernels compute as the
+	// reference does, not with Q8 activations.
+	exact, err := Open(path, WithBackend(cpuref.New(0)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,10 @@ func BenchmarkMatMul(b *testing.B) {
 		for _, cfg := range []struct {
 			name string
 			n    int
-			fast bool
-		}{{"exact/n=1", 1, false}, {"exact/n=16", 16, false}, {"fast/n=1", 1, true}, {"fast/n=16", 16, true}, {"fast/n=64", 64, true}} {
+		}{{"n=1", 1}, {"n=16", 16}, {"n=64", 64}} {
 			n := cfg.n
 			b.Run(fmt.Sprintf("%v/%s", dt, cfg.name), func(b *testing.B) {
-				be := NewWith(Options{Fast: cfg.fast})
+				be := New(0)
 				defer be.Close()
 				kk := k
 				if dt.BlockSize() == 256 {
@@ -57,7 +56,7 @@ func BenchmarkMatMulDecode(b *testing.B) {
 	const m, k = 4864, 896
 	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K} {
 		b.Run(dt.String(), func(b *testing.B) {
-			be := NewWith(Options{Fast: true})
+			be := New(0)
 			defer be.Close()
 			k := k
 			if dt.BlockSize() == 256 {
@@ -156,7 +155,7 @@ func BenchmarkAttentionDecode(b *testing.B) {
 	}{{"qwen0.5b", 14, 2}, {"smollm2", 9, 3}} {
 		for _, cells := range []int{128, 640} {
 			b.Run(fmt.Sprintf("%s/cells=%d", m.name, cells), func(b *testing.B) {
-				be := NewWith(Options{Fast: true})
+				be := New(0)
 				defer be.Close()
 				kvDim := m.kvHeads * hd
 				layers := max(1, (24<<20)/(2*cells*kvDim*2))

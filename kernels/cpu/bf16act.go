@@ -53,13 +53,13 @@ func bf16Tail(w, x []uint16, k16 int, s float32) float32 {
 
 // matMulBF16 is matMulFast for BF16 weights with bf16Act.
 func (b *Backend) matMulBF16(d, xs, wt *Tensor) {
-	n, k, m := xs.rows, xs.cols, wt.rows
-	w := u16view(wt.raw)
+	n, k, m := xs.Rows, xs.Cols, wt.Rows
+	w := u16view(wt.Raw)
 	s := &b.scratch
 	s.xb = grow(s.xb, n*k)
 	xb := s.xb
-	b.parallel(n, func(lo, hi int) {
-		for i, v := range xs.f32[lo*k : hi*k] {
+	b.Parallel(n, func(lo, hi int) {
+		for i, v := range xs.F32[lo*k : hi*k] {
 			xb[lo*k+i] = roundBF16(v)
 		}
 	})
@@ -67,21 +67,21 @@ func (b *Backend) matMulBF16(d, xs, wt *Tensor) {
 	if n < 4 {
 		// Decode: about decodeTaskBytes per task, each thread through its
 		// own part (see matMulFast).
-		part := (m + b.threads - 1) / b.threads
+		part := (m + b.Threads - 1) / b.Threads
 		chunks := max(1, (part*2*k+decodeTaskBytes-1)/decodeTaskBytes)
 		per = max(4, (part+chunks-1)/chunks+3) &^ 3
 	}
-	for th := range b.threads {
-		b.scratch.buf(b.threads, th, 16)
+	for th := range b.Threads {
+		b.scratch.buf(b.Threads, th, 16)
 	}
 	ks := bf16Act
-	b.pool.runRanges(m, per, func(th, j0, j1 int) {
+	b.Pool.RunRanges(m, per, func(th, j0, j1 int) {
 		out := (*[16]float32)(b.scratch.work[th][:16])
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
 			j := j0
 			if n < 4 {
-				j = decodeQuarters(d.f32, m, i0, i1, j0, j1, out, func(j, q, i int) {
+				j = decodeQuarters(d.F32, m, i0, i1, j0, j1, out, func(j, q, i int) {
 					ks.t4x1(w[j*k:], q*k, xb[i*k:(i+1)*k], k, out)
 				})
 			}
@@ -90,16 +90,16 @@ func (b *Backend) matMulBF16(d, xs, wt *Tensor) {
 				i := i0
 				for ; i+4 <= i1; i += 4 {
 					ks.t4x4(wj, k, xb[i*k:(i+4)*k], k, k, out)
-					putTile(d.f32, m, i, j, out)
+					putTile(d.F32, m, i, j, out)
 				}
 				for ; i < i1; i++ {
 					ks.t4x1(wj, k, xb[i*k:(i+1)*k], k, out)
-					copy(d.f32[i*m+j:][:4], out[:4])
+					copy(d.F32[i*m+j:][:4], out[:4])
 				}
 			}
 			for ; j < j1; j++ {
 				for i := i0; i < i1; i++ {
-					d.f32[i*m+j] = ks.one(w[j*k:(j+1)*k], xb[i*k:(i+1)*k])
+					d.F32[i*m+j] = ks.one(w[j*k:(j+1)*k], xb[i*k:(i+1)*k])
 				}
 			}
 		}

@@ -97,61 +97,61 @@ const (
 //	other dtypes               the row dequantised (tensor.Dequantize)
 //	                           into scratch, then dotF32
 func (b *Backend) matMulFast(d, xs, wt *Tensor) {
-	n, k, m := xs.rows, xs.cols, wt.rows
+	n, k, m := xs.Rows, xs.Cols, wt.Rows
 	if n == 0 || m == 0 {
 		return
 	}
-	if wt.pk != nil {
+	if wt.Packed != nil {
 		b.matMulPacked(d, xs, wt)
 		return
 	}
-	if wt.weight && wt.dt == tensor.BF16 && bf16Act != nil && littleEndian && k > 0 {
+	if wt.Weight && wt.DT == tensor.BF16 && bf16Act != nil && littleEndian && k > 0 {
 		b.matMulBF16(d, xs, wt)
 		return
 	}
-	x := xs.f32
+	x := xs.F32
 	var rowDot func(w, j, i int) float32 // dst[i, j] on worker w
 	var th halfTile                      // F16 or BF16 weights: their tile, if any
 	var hw []uint16                      // and the weight, (m, k)
 	switch {
-	case !wt.weight && wt.dt == tensor.F32:
-		rowDot = func(_, j, i int) float32 { return dotF32(wt.f32[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
-	case !wt.weight && wt.dt == tensor.F16:
-		rowDot = func(_, j, i int) float32 { return dotF16(wt.f16[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
-	case wt.dt == tensor.F32 && littleEndian:
-		w := f32view(wt.raw)
+	case !wt.Weight && wt.DT == tensor.F32:
+		rowDot = func(_, j, i int) float32 { return dotF32(wt.F32[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case !wt.Weight && wt.DT == tensor.F16:
+		rowDot = func(_, j, i int) float32 { return dotF16(wt.F16[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
+	case wt.DT == tensor.F32 && littleEndian:
+		w := f32view(wt.Raw)
 		rowDot = func(_, j, i int) float32 { return dotF32(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
-	case wt.dt == tensor.F16 && littleEndian:
-		w := u16view(wt.raw)
+	case wt.DT == tensor.F16 && littleEndian:
+		w := u16view(wt.Raw)
 		rowDot = func(_, j, i int) float32 { return dotF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
 		th, hw = tileF16, w
-	case wt.dt == tensor.BF16 && littleEndian:
-		w := u16view(wt.raw)
+	case wt.DT == tensor.BF16 && littleEndian:
+		w := u16view(wt.Raw)
 		rowDot = func(_, j, i int) float32 { return dotBF16(w[j*k:(j+1)*k], x[i*k:(i+1)*k]) }
 		th, hw = tileBF16, w
-	case wt.dt == tensor.Q8_0, wt.dt == tensor.Q4_0, wt.dt == tensor.Q4_1, wt.dt == tensor.Q4_K, wt.dt == tensor.Q6_K:
+	case wt.DT == tensor.Q8_0, wt.DT == tensor.Q4_0, wt.DT == tensor.Q4_1, wt.DT == tensor.Q4_K, wt.DT == tensor.Q6_K:
 		qx, dx, sx := b.quantizeActivations(xs)
-		nb, rb := k/32, wt.rowBytes
-		switch wt.dt {
+		nb, rb := k/32, wt.RowBytes
+		switch wt.DT {
 		case tensor.Q8_0:
 			rowDot = func(_, j, i int) float32 {
-				return dotQ8_0(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb])
+				return dotQ8_0(wt.Raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb])
 			}
 		case tensor.Q4_0:
 			rowDot = func(_, j, i int) float32 {
-				return dotQ4_0(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb])
+				return dotQ4_0(wt.Raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb])
 			}
 		case tensor.Q6_K:
 			rowDot = func(_, j, i int) float32 {
-				return dotQ6_K(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], nil)
+				return dotQ6_K(wt.Raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], nil)
 			}
 		case tensor.Q4_K:
 			rowDot = func(_, j, i int) float32 {
-				return dotQ4_K(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+				return dotQ4_K(wt.Raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
 			}
 		default:
 			rowDot = func(_, j, i int) float32 {
-				return dotQ4_1(wt.raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+				return dotQ4_1(wt.Raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
 			}
 		}
 	default:
@@ -165,8 +165,8 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	// In decode (n < 4) Q8_0 keeps its one-row kernel.
 	var t4, t1 tileFunc
 	decodeTiles := true
-	if wt.weight {
-		switch wt.dt {
+	if wt.Weight {
+		switch wt.DT {
 		case tensor.Q8_0:
 			t4, t1, decodeTiles = tileQ8_0x4, tileQ8_0x1, false
 		case tensor.Q4_0:
@@ -190,11 +190,11 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		// thread and two (BenchmarkMatMulDecode); one task per part
 		// decoded Llama-3.2-1B Q4_K a third slower at two threads (a
 		// thread held up a moment holds its whole part).
-		rb := wt.rowBytes
-		if !wt.weight {
+		rb := wt.RowBytes
+		if !wt.Weight {
 			rb = 4 * k // F32 or F16 activations (rowBytes is the weights')
 		}
-		part := (m + b.threads - 1) / b.threads
+		part := (m + b.Threads - 1) / b.Threads
 		chunks := max(1, (part*rb+decodeTaskBytes-1)/decodeTaskBytes)
 		per = max(4, (part+chunks-1)/chunks+3) &^ 3
 	}
@@ -204,11 +204,11 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		if padded {
 			size += 4 * (k + 16) // four activation rows, padded
 		}
-		for w := range b.threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
-			b.scratch.buf(b.threads, w, size)
+		for w := range b.Threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
+			b.scratch.buf(b.Threads, w, size)
 		}
 	}
-	b.pool.runRanges(m, per, func(w, j0, j1 int) {
+	b.Pool.RunRanges(m, per, func(w, j0, j1 int) {
 		var out *[16]float32
 		if t4 != nil || th.fn != nil {
 			out = (*[16]float32)(b.scratch.work[w][:16])
@@ -216,30 +216,30 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
 			j := j0
-			if t41 := halfDecodeTile(wt.dt); th.fn != nil && t41 != nil && n < 4 {
+			if t41 := halfDecodeTile(wt.DT); th.fn != nil && t41 != nil && n < 4 {
 				// F16 (BF16) decode, each value bitwise dotF16 (dotBF16).
-				j = decodeQuarters(d.f32, m, i0, i1, j0, j1, out, func(j, q, i int) {
+				j = decodeQuarters(d.F32, m, i0, i1, j0, j1, out, func(j, q, i int) {
 					t41(hw[j*k:], q*k, x[i*k:(i+1)*k], k, out)
 				})
 			}
 			if t1 != nil && decodeTiles && n < 4 {
-				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.rowBytes, k/32
-				j = decodeQuarters(d.f32, m, i0, i1, j0, j1, out, func(j, q, i int) {
-					t1(wt.raw[j*rb:], q*rb, nb, qx, dx, sx, i, out)
+				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.RowBytes, k/32
+				j = decodeQuarters(d.F32, m, i0, i1, j0, j1, out, func(j, q, i int) {
+					t1(wt.Raw[j*rb:], q*rb, nb, qx, dx, sx, i, out)
 				})
 			}
 			if t4 != nil && n >= 4 {
-				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.rowBytes, k/32
+				qx, dx, sx, rb, nb := b.scratch.qx[:n*k], b.scratch.dx[:n*k/32], b.scratch.sx[:n*k/32], wt.RowBytes, k/32
 				for ; j+4 <= j1; j += 4 {
-					wj := wt.raw[j*rb:]
+					wj := wt.Raw[j*rb:]
 					i := i0
 					for ; i+4 <= i1; i += 4 {
 						t4(wj, rb, nb, qx, dx, sx, i, out)
-						putTile(d.f32, m, i, j, out)
+						putTile(d.F32, m, i, j, out)
 					}
 					for ; i < i1; i++ {
 						t1(wj, rb, nb, qx, dx, sx, i, out)
-						copy(d.f32[i*m+j:][:4], out[:4])
+						copy(d.F32[i*m+j:][:4], out[:4])
 					}
 				}
 			}
@@ -273,19 +273,19 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 					}
 					for jj := j; jj < jEnd; jj += tr {
 						th.fn(hw[jj*k:], k, xq, xs, k, out)
-						putTileRows(d.f32, m, i, jj, tr, out)
+						putTileRows(d.F32, m, i, jj, tr, out)
 					}
 				}
 				for ; i < i1; i++ {
 					for jj := j; jj < jEnd; jj++ {
-						d.f32[i*m+jj] = rowDot(w, jj, i)
+						d.F32[i*m+jj] = rowDot(w, jj, i)
 					}
 				}
 				j = jEnd
 			}
 			for ; j < j1; j++ {
 				for i := i0; i < i1; i++ {
-					d.f32[i*m+j] = rowDot(w, j, i)
+					d.F32[i*m+j] = rowDot(w, j, i)
 				}
 			}
 		}
@@ -307,24 +307,24 @@ func halfDecodeTile(dt tensor.DType) func(w []uint16, ws int, x []float32, k int
 // matMulDequant: each weight row of a task is dequantised into the
 // worker's scratch once per tile of activation rows, then dotted.
 func (b *Backend) matMulDequant(d, xs, wt *Tensor) {
-	n, k, m := xs.rows, xs.cols, wt.rows
-	x := xs.f32
+	n, k, m := xs.Rows, xs.Cols, wt.Rows
+	x := xs.F32
 	per := rowsPerTask
 	if n == 1 {
-		per = max(1, min(rowsPerTask, m/(8*b.threads)))
+		per = max(1, min(rowsPerTask, m/(8*b.Threads)))
 	}
-	b.scratch.buf(b.threads, 0, k) // grow the worker table before the workers index it
-	for w := range b.threads {
-		b.scratch.buf(b.threads, w, k)
+	b.scratch.buf(b.Threads, 0, k) // grow the worker table before the workers index it
+	for w := range b.Threads {
+		b.scratch.buf(b.Threads, w, k)
 	}
-	b.pool.runRanges(m, per, func(w, j0, j1 int) {
+	b.Pool.RunRanges(m, per, func(w, j0, j1 int) {
 		wrow := b.scratch.work[w][:k]
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
 			for j := j0; j < j1; j++ {
-				wt.row(j, wrow)
+				wt.Row(j, wrow)
 				for i := i0; i < i1; i++ {
-					d.f32[i*m+j] = dotF32(wrow, x[i*k:(i+1)*k])
+					d.F32[i*m+j] = dotF32(wrow, x[i*k:(i+1)*k])
 				}
 			}
 		}
@@ -360,7 +360,7 @@ func putTile(dst []float32, m, i, j int, out *[16]float32) {
 	}
 }
 
-// putTileRows stores a tile of rows weight rows (halfTile.rows: 4, or
+// putTileRows stores a tile of rows weight rows (halfTile.Rows: 4, or
 // 3, out[4r+c] for r < 3) as putTile does a 4x4 one.
 func putTileRows(dst []float32, m, i, j, rows int, out *[16]float32) {
 	if rows == 4 {
@@ -376,14 +376,14 @@ func putTileRows(dst []float32, m, i, j, rows int, out *[16]float32) {
 // quantizeActivations quantises every row of xs (n, k) with quantizeQ8
 // into the backend's scratch.
 func (b *Backend) quantizeActivations(xs *Tensor) ([]int8, []float32, []float32) {
-	n, k := xs.rows, xs.cols
+	n, k := xs.Rows, xs.Cols
 	s := &b.scratch
 	s.qx, s.dx, s.sx = grow(s.qx, n*k), grow(s.dx, n*k/32), grow(s.sx, n*k/32)
 	qx, dx, sx := s.qx, s.dx, s.sx // assigned once: the closure copies them, nothing moves to the heap
 	nb := k / 32
-	b.parallel(n, func(lo, hi int) {
+	b.Parallel(n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			quantizeQ8(xs.f32[i*k:(i+1)*k], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+			quantizeQ8(xs.F32[i*k:(i+1)*k], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
 		}
 	})
 	return qx, dx, sx
@@ -404,16 +404,16 @@ func (b *Backend) quantizeActivations(xs *Tensor) ([]int8, []float32, []float32)
 // row once for two or three of them). Each head's arithmetic is the same
 // whatever the run, so the split never changes a value.
 func (b *Backend) attentionFast(d, qs, ks, vs *Tensor, lists [][]int32, heads, kvHeads int, scale float32) {
-	n, hd, cells := qs.rows, qs.cols/heads, ks.rows
+	n, hd, cells := qs.Rows, qs.Cols/heads, ks.Rows
 	group := heads / kvHeads
 	run := group // heads per task
-	for run > 1 && n*kvHeads*((group+run-1)/run) < 2*b.threads {
+	for run > 1 && n*kvHeads*((group+run-1)/run) < 2*b.Threads {
 		run = (run + 1) / 2
 	}
 	perGroup := (group + run - 1) / run // tasks per KV head and token
 	size := run * (cells + hd)          // per head scores and acc
-	for w := range b.threads {
-		b.scratch.buf(b.threads, w, size)
+	for w := range b.Threads {
+		b.scratch.buf(b.Threads, w, size)
 	}
 	// Each thread starts on its own contiguous run of tasks (runRanges):
 	// a KV head's parts then run one after the other on one thread, the
@@ -422,7 +422,7 @@ func (b *Backend) attentionFast(d, qs, ks, vs *Tensor, lists [][]int32, heads, k
 	// missing on the same rows at once.
 	p := attnPlan{d: d, qs: qs, ks: ks, vs: vs, lists: lists, kvHeads: kvHeads, group: group, run: run,
 		perGroup: perGroup, hd: hd, cells: cells, size: size, scale: scale}
-	b.pool.runRanges(n*kvHeads*perGroup, 1, func(w, lo, hi int) {
+	b.Pool.RunRanges(n*kvHeads*perGroup, 1, func(w, lo, hi int) {
 		for task := lo; task < hi; task++ {
 			p.task(&b.scratch, w, task)
 		}
@@ -451,19 +451,19 @@ func (p attnPlan) task(s *fastScratch, w, task int) {
 	seen := p.lists[t] // the cells t attends to
 	nv := len(seen)
 	if nv == 0 {
-		clear(d.f32[t*d.cols+h0*hd : t*d.cols+h1*hd])
+		clear(d.F32[t*d.Cols+h0*hd : t*d.Cols+h1*hd])
 		return
 	}
 	scores := func(h int) []float32 { return buf[(h-h0)*cells:][:nv] }
 	acc := func(h int) []float32 { return buf[run*cells+(h-h0)*hd:][:hd] }
-	q := func(h int) []float32 { return qs.f32[t*qs.cols+h*hd : t*qs.cols+(h+1)*hd] }
-	if ks.dt == tensor.F32 {
+	q := func(h int) []float32 { return qs.F32[t*qs.Cols+h*hd : t*qs.Cols+(h+1)*hd] }
+	if ks.DT == tensor.F32 {
 		for h := h0; h < h1; h++ {
-			attnScoresF32(q(h), ks.f32[off:], seen[:nv], ks.cols, scale, scores(h))
+			attnScoresF32(q(h), ks.F32[off:], seen[:nv], ks.Cols, scale, scores(h))
 		}
 	} else {
 		// the run's heads at once (each K row converted once)
-		attnScoresF16Heads(h1-h0, qs.f32[t*qs.cols+h0*hd:t*qs.cols+h1*hd], hd, ks.f16[off:], seen, ks.cols, scale, buf[:run*cells], cells)
+		attnScoresF16Heads(h1-h0, qs.F32[t*qs.Cols+h0*hd:t*qs.Cols+h1*hd], hd, ks.F16[off:], seen, ks.Cols, scale, buf[:run*cells], cells)
 	}
 	var sumsBuf [16]float64 // one per head of the run (fewer than 16 in every model here)
 	sums := sumsBuf[:0]
@@ -472,15 +472,15 @@ func (p attnPlan) task(s *fastScratch, w, task int) {
 		sums = append(sums, expSubSum(sc, maxF32(sc)))
 		clear(acc(h))
 	}
-	if vs.dt == tensor.F32 {
+	if vs.DT == tensor.F32 {
 		for h := h0; h < h1; h++ {
-			attnAccF32(vs.f32[off:], seen[:nv], scores(h), vs.cols, acc(h))
+			attnAccF32(vs.F32[off:], seen[:nv], scores(h), vs.Cols, acc(h))
 		}
 	} else {
-		attnAccF16Heads(h1-h0, vs.f16[off:], seen, buf[:run*cells], cells, vs.cols, buf[run*cells:run*(cells+hd)], hd, hd)
+		attnAccF16Heads(h1-h0, vs.F16[off:], seen, buf[:run*cells], cells, vs.Cols, buf[run*cells:run*(cells+hd)], hd, hd)
 	}
 	for h := h0; h < h1; h++ {
-		out, a := d.f32[t*d.cols+h*hd:t*d.cols+(h+1)*hd], acc(h)
+		out, a := d.F32[t*d.Cols+h*hd:t*d.Cols+(h+1)*hd], acc(h)
 		inv := float32(1 / sums[h-h0])
 		for e := range out {
 			out[e] = a[e] * inv

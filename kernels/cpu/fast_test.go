@@ -3,12 +3,8 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/kerneltest"
@@ -16,14 +12,18 @@ import (
 )
 
 // The fast path passes every op of the conformance suite; MatMul as
+
 // kerneltest.MatMulQ8 (Q8_0, Q4_0, Q4_1: the emulated Q8-activation
+
 // arithmetic at LimitF32Dot) and kerneltest.MatMulNotQ8 (every other
+
 // dtype at LimitF32Dot), both with bitwise batch invariance.
+
 func TestFastConformance(t *testing.T) {
 	t.Logf("kernels: %s", SIMD())
 	for _, threads := range []int{1, 3} {
 		t.Run("threads="+string(rune('0'+threads)), func(t *testing.T) {
-			b := NewWith(Options{Threads: threads, Fast: true})
+			b := NewWith(Options{Threads: threads})
 			defer b.Close()
 			for _, c := range []struct {
 				name string
@@ -53,9 +53,13 @@ func TestFastConformance(t *testing.T) {
 }
 
 // matMulNotQ8 and matMulBF16: with AVX512_BF16 the fast path rounds
+
 // activations to bfloat16 against BF16 weights (bf16act.go), whose truth
+
 // is then kerneltest.MatMulBF16Act; without, BF16 is held to float32
+
 // accuracy like F16.
+
 func matMulNotQ8(t *testing.T, b kernels.Backend) {
 	if BF16Activations() {
 		kerneltest.MatMulNotQ8BF16(t, b)
@@ -72,8 +76,11 @@ func matMulBF16(t *testing.T, b kernels.Backend) {
 }
 
 // floatStrict: F32, F16 and BF16 weights within LimitF32Dot of float64
+
 // (BF16: of the activations rounded to bfloat16 where the fast path
+
 // rounds them).
+
 func floatStrict(t *testing.T, b *Backend) {
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
 		for _, k := range []int{7, 96, 263, 1031} {
@@ -99,7 +106,7 @@ func floatStrict(t *testing.T, b *Backend) {
 						var s float64
 						for e := range k {
 							xv := xs[i*k+e]
-							if dt == tensor.BF16 && b.fast && BF16Activations() {
+							if dt == tensor.BF16 && BF16Activations() {
 								xv = kerneltest.RoundBF16(xv)
 							}
 							s += float64(xv) * float64(deq[j*k+e])
@@ -117,8 +124,9 @@ func floatStrict(t *testing.T, b *Backend) {
 }
 
 // The fast path is bitwise independent of the thread count too.
+
 func TestFastThreadsBitwiseEqual(t *testing.T) {
-	one, many := NewWith(Options{Threads: 1, Fast: true}), NewWith(Options{Threads: 7, Fast: true})
+	one, many := New(1), New(7)
 	defer one.Close()
 	defer many.Close()
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {
@@ -144,73 +152,22 @@ func TestFastThreadsBitwiseEqual(t *testing.T) {
 	}
 }
 
-func TestFastRegistered(t *testing.T) {
-	b, err := kernels.Open("cpu-fast", kernels.Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if c := b.(*Backend); b.Name() != "cpu-fast" || !c.fast || c.threads != 2 {
-		t.Fatalf("Open(cpu-fast) = %s, fast %v, %d threads", b.Name(), c.fast, c.threads)
-	}
-}
-
 // A closed backend's helpers are gone; the pool runs ops of any size on
+
 // the calling goroutine alone when there are none.
-func TestPoolRunsEveryTaskOnce(t *testing.T) {
-	for _, threads := range []int{1, 2, 5} {
-		p := newPool(threads)
-		for _, tasks := range []int{0, 1, 2, 7, 100} {
-			hits := make([]int32, tasks)
-			p.run(tasks, func(w, task int) {
-				if w < 0 || w >= threads {
-					t.Errorf("worker %d of %d", w, threads)
-				}
-				hits[task]++
-			})
-			for i, h := range hits {
-				if h != 1 {
-					t.Fatalf("threads %d: task %d of %d ran %d times", threads, i, tasks, h)
-				}
-			}
-		}
-		p.close()
-	}
-}
 
 // runRanges and runRangesGuided cover [0, n) exactly once, in chunks of
+
 // at most chunk, with worker ids in range.
-func TestPoolRangesCoverOnce(t *testing.T) {
-	for _, threads := range []int{1, 2, 5} {
-		p := newPool(threads)
-		for _, c := range [][3]int{{0, 4, 4}, {1, 4, 4}, {7, 1, 1}, {100, 16, 16}, {1000, 7, 7}, {100, 16, 1}, {1000, 64, 5}, {1000, 1000, 3}} {
-			n, chunk, least := c[0], c[1], c[2]
-			var mu sync.Mutex
-			hits := make([]int32, n)
-			p.runRangesGuided(n, chunk, least, func(w, lo, hi int) {
-				if w < 0 || w >= threads || hi-lo > chunk || lo >= hi {
-					t.Errorf("worker %d of %d, range [%d, %d) with chunk %d", w, threads, lo, hi, chunk)
-				}
-				mu.Lock()
-				for i := lo; i < hi; i++ {
-					hits[i]++
-				}
-				mu.Unlock()
-			})
-			for i, h := range hits {
-				if h != 1 {
-					t.Fatalf("threads %d, n %d, chunk %d, least %d: item %d covered %d times", threads, n, chunk, least, i, h)
-				}
-			}
-		}
-		p.close()
-	}
-}
 
 // sumSquaresF64 (the fast RMSNorm's sum) at every length of the four
+
 // partial sums' tail: integers, whose sums are exact in any order, give
+
 // the exact value; random values are within float64 rounding of the
+
 // one-running-sum order.
+
 func TestSumSquaresF64(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for n := range 13 {
@@ -232,10 +189,15 @@ func TestSumSquaresF64(t *testing.T) {
 }
 
 // TestExpSubSum: the fused softmax step (the assembly on AVX2) against
+
 // its three steps (subtract, expF32, sumF64), bitwise for every weight
+
 // and the sum, at every tail length around the eights and fours, with
+
 // scores far below the maximum (the exp's underflow clamp) and m not
+
 // the maximum (results above 1).
+
 func TestExpSubSum(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 11, 12, 13, 15, 16, 17, 20, 23, 24, 31, 40, 63, 640, 1001} {
@@ -264,72 +226,4 @@ func TestExpSubSum(t *testing.T) {
 			}
 		}
 	}
-}
-
-// A panic in an op's function, on a helper or on the calling goroutine,
-// comes out of run and runRanges on the caller (a helper's as a
-// *kernels.WorkerPanic), only once no helper is still inside the job; and the
-// pool runs the next job in full.
-func TestPoolPanics(t *testing.T) {
-	type jobFn func(p *pool, fn func(w, lo, hi int))
-	jobs := map[string]jobFn{
-		"run":       func(p *pool, fn func(w, lo, hi int)) { p.run(64, func(w, t int) { fn(w, t, t+1) }) },
-		"runRanges": func(p *pool, fn func(w, lo, hi int)) { p.runRangesGuided(64, 4, 1, fn) },
-	}
-	for name, job := range jobs {
-		for _, threads := range []int{2, 5} {
-			p := newPool(threads)
-			// On a helper: the caller waits (up to 10 s) for a helper to
-			// take a chunk, which panics.
-			var helperIn atomic.Bool
-			got := catch(func() {
-				job(p, func(w, lo, hi int) {
-					if w != 0 {
-						helperIn.Store(true)
-						panic("helper boom")
-					}
-					for end := time.Now().Add(10 * time.Second); !helperIn.Load() && time.Now().Before(end); {
-						runtime.Gosched()
-					}
-				})
-			})
-			if wp, ok := got.(*kernels.WorkerPanic); !ok || wp.Value != "helper boom" || len(wp.Stack) == 0 {
-				t.Fatalf("%s, %d threads, panic on a helper: recovered %v, want a *kernels.WorkerPanic", name, threads, got)
-			}
-			// On the caller, while a helper is inside a chunk: the
-			// panic waits for the helper to leave it.
-			var inside, entered atomic.Int32
-			got = catch(func() {
-				job(p, func(w, lo, hi int) {
-					if w != 0 {
-						inside.Add(1)
-						entered.Add(1)
-						time.Sleep(20 * time.Millisecond)
-						inside.Add(-1)
-						return
-					}
-					for end := time.Now().Add(10 * time.Second); entered.Load() == 0 && time.Now().Before(end); {
-						runtime.Gosched()
-					}
-					panic("caller boom")
-				})
-			})
-			if got != "caller boom" || inside.Load() != 0 {
-				t.Fatalf("%s, %d threads, panic on the caller: recovered %v with %d helpers still inside", name, threads, got, inside.Load())
-			}
-			var covered atomic.Int64
-			job(p, func(w, lo, hi int) { covered.Add(int64(hi - lo)) })
-			if covered.Load() != 64 {
-				t.Fatalf("%s, %d threads: after the panics a job covered %d of 64", name, threads, covered.Load())
-			}
-			p.close()
-		}
-	}
-}
-
-// catch runs f and returns what it panicked with (nil if it returned).
-func catch(f func()) (v any) {
-	defer func() { v = recover() }()
-	f()
-	return nil
 }

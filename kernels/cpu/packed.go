@@ -296,14 +296,14 @@ func (b *Backend) matMulPacked(d, xs, wt *Tensor) {
 }
 
 // matMulPackedMulti is matMulPacked for several weights packed alike
-// (one dtype, rows of xs.cols values) against the same activations,
+// (one dtype, rows of xs.Cols values) against the same activations,
 // ds[i] = xs · ws[i]ᵀ: the activations are quantised once and one pool
 // job goes over the row groups of all the weights in turn, as if they
 // were one weight. Each value is the kernel's on its row group, as with
 // one weight at a time.
 func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
-	dt := ws[0].dt
-	n, k := xs.rows, xs.cols
+	dt := ws[0].DT
+	n, k := xs.Rows, xs.Cols
 	nb := k / packValues(dt) // packed blocks per row
 	qx, dx, sx := b.quantizeActivations(xs)
 	var neg []int32
@@ -311,14 +311,14 @@ func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
 		s := &b.scratch
 		s.neg = grow(s.neg, n*nb)
 		neg = s.neg
-		b.parallel(n, func(lo, hi int) { negSums(qx[lo*k:hi*k], off, neg[lo*nb:hi*nb]) })
+		b.Parallel(n, func(lo, hi int) { negSums(qx[lo*k:hi*k], off, neg[lo*nb:hi*nb]) })
 	}
 	x1, x4 := packedKernels(dt)
 	gb := nb * packBlockBytes(dt)
 	// first[i]: weight i's first group among all the weights' groups
 	first := append(b.scratch.first[:0], 0)
 	for i, wt := range ws {
-		first = append(first, first[i]+(wt.rows+7)/8)
+		first = append(first, first[i]+(wt.Rows+7)/8)
 	}
 	b.scratch.first = first
 	groups := first[len(ws)]
@@ -327,15 +327,15 @@ func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
 		// Decode: tasks of about decodeTaskBytes, each thread streaming
 		// through its own contiguous part (see matMulFast), shrinking to
 		// decodeLeastBytes at its end.
-		part := (groups + b.threads - 1) / b.threads
+		part := (groups + b.Threads - 1) / b.Threads
 		chunks := max(1, (part*gb+decodeTaskBytes-1)/decodeTaskBytes)
 		per = (part + chunks - 1) / chunks
 		least = max(1, decodeLeastBytes/gb)
 	}
-	for w := range b.threads {
-		b.scratch.buf(b.threads, w, 8*xTile)
+	for w := range b.Threads {
+		b.scratch.buf(b.Threads, w, 8*xTile)
 	}
-	b.pool.runRangesGuided(groups, per, least, func(w, t0, t1 int) {
+	b.Pool.RunRangesGuided(groups, per, least, func(w, t0, t1 int) {
 		// tile computes the ng groups at wg against activation rows i0 … i1−1
 		// (at most xTile): by quads with x4, one group at a time, then the
 		// rest with x1 over all ng groups; row i's outputs at out[(i−i0)·os:],
@@ -354,19 +354,19 @@ func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
 			if g0 >= g1 {
 				continue
 			}
-			d, m := ds[wi], wt.rows
+			d, m := ds[wi], wt.Rows
 			full := min(g1, m/8) // groups g0 … full−1 have eight rows: into the output rows themselves
 			short := max(g0, full) < g1
 			for i0 := 0; i0 < n; i0 += xTile {
 				i1 := min(i0+xTile, n)
 				if g0 < full {
-					tile(wt.pk[g0*gb:full*gb], full-g0, i0, i1, d.f32[i0*m+8*g0:], m)
+					tile(wt.Packed[g0*gb:full*gb], full-g0, i0, i1, d.F32[i0*m+8*g0:], m)
 				}
 				if short { // the weight's last group, short (m%8 rows): by scratch
 					g, out := m/8, b.scratch.work[w][:8*xTile]
-					tile(wt.pk[g*gb:(g+1)*gb], 1, i0, i1, out, 8)
+					tile(wt.Packed[g*gb:(g+1)*gb], 1, i0, i1, out, 8)
 					for i := i0; i < i1; i++ {
-						copy(d.f32[i*m+8*g:][:m-8*g], out[8*(i-i0):])
+						copy(d.F32[i*m+8*g:][:m-8*g], out[8*(i-i0):])
 					}
 				}
 			}

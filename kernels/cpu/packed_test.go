@@ -171,10 +171,10 @@ func testPackedSet(t *testing.T, set packedSet) {
 // MatMuls (kernels.MultiMatMul): every output bitwise MatMul's on its own
 // weight, for weights packed alike (one pool job over all their groups),
 // weights of mixed dtypes (one MatMul each), row counts that leave a
-// group part full, in decode and prefill, on the fast and exact paths.
+// group part full, in decode and prefill.
 func TestMatMulsBitwise(t *testing.T) {
 	const k = 256
-	for _, fast := range []bool{true, false} {
+	{
 		for _, dts := range [][]tensor.DType{
 			{tensor.Q4_0, tensor.Q4_0, tensor.Q4_0},
 			{tensor.Q8_0, tensor.Q8_0},
@@ -184,7 +184,7 @@ func TestMatMulsBitwise(t *testing.T) {
 		} {
 			rows := []int{40, 13, 8}
 			for _, n := range []int{1, 3, 4, 9} {
-				be := NewWith(Options{Fast: fast, Threads: 2})
+				be := New(2)
 				var ws, got, want []kernels.Tensor
 				for i, dt := range dts {
 					w, _ := upload(t, be, dt, rows[i], k)
@@ -213,7 +213,7 @@ func TestMatMulsBitwise(t *testing.T) {
 					}
 					for e := range a {
 						if math.Float32bits(a[e]) != math.Float32bits(b[e]) {
-							t.Fatalf("fast=%v %v n=%d: weight %d (%v) value %d: MatMuls %v, MatMul %v", fast, dts, n, i, dts[i], e, a[e], b[e])
+							t.Fatalf("%v n=%d: weight %d (%v) value %d: MatMuls %v, MatMul %v", dts, n, i, dts[i], e, a[e], b[e])
 						}
 					}
 				}

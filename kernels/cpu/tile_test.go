@@ -362,7 +362,7 @@ func TestFastHalfMatMulBitwise(t *testing.T) {
 		}
 		for _, k := range []int{40, 512, 1037, 2072} {
 			for _, n := range []int{1, 4, 9} {
-				be := NewWith(Options{Fast: true})
+				be := New(0)
 				m := 10
 				w, data := upload(t, be, dt, m, k)
 				xs := make([]float32, n*k)

@@ -15,7 +15,6 @@ import (
 	"unsafe"
 
 	"github.com/vkllm/vkllm/kernels"
-	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/kernels/vulkan/shaders"
 	"github.com/vkllm/vkllm/tensor"
 )
@@ -244,14 +243,14 @@ func (b *Backend) RMSNorm(dst, x, w kernels.Tensor, eps float32) {
 	b.dispatch(b.reduceVariant("rms_norm_f32"), []part{xs.parts[0], ws.parts[0], d.parts[0]}, pcNorm{N: uint32(n), D: uint32(dim), Eps: eps}, gx, gy, 1)
 }
 
-// freqTable returns the device copy of cpu.InvFreq(p), made once per
+// freqTable returns the device copy of p.InvFreq(), made once per
 // distinct p: the same float32 frequencies as the CPU backend.
 func (b *Backend) freqTable(p kernels.RoPE) *Tensor {
 	key := fmt.Sprint(p.HeadDim, p.Theta, p.Scaling, p.Factor, p.LowFreqFactor, p.HighFreqFactor, p.OriginalMaxPositions, p.FreqFactors)
 	if t, ok := b.freqs[key]; ok {
 		return t
 	}
-	inv := cpu.InvFreq(p)
+	inv := p.InvFreq()
 	x, err := b.NewTensor(tensor.F32, len(inv))
 	if err != nil {
 		b.fail(err)

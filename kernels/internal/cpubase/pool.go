@@ -1,4 +1,4 @@
-package cpu
+package cpubase
 
 import (
 	"runtime"
@@ -10,7 +10,7 @@ import (
 	"github.com/vkllm/vkllm/kernels"
 )
 
-// pool is a fixed set of helper goroutines, started once per Backend,
+// Pool is a fixed set of helper goroutines, started once per Backend,
 // that the ops share instead of starting goroutines for every op. An op
 // calls run with a number of tasks; the calling goroutine and the helpers
 // take tasks from one atomic counter until none is left, and run returns
@@ -35,7 +35,7 @@ import (
 // and the panic goes on in the caller's goroutine (a helper's as a
 // *kernels.WorkerPanic carrying its stack), where models.Context.Decode turns it
 // into an error. The helpers live on for the next job.
-type pool struct {
+type Pool struct {
 	helpers int
 	jobs    chan *job // nil when helpers == 0
 }
@@ -77,14 +77,14 @@ const inlineParts = 16
 
 // spinFor is how long an idle helper polls for a job, and a caller for
 // its job's end (yielding between polls), before it blocks. llama.cpp's
-// thread pool spins likewise between the ops of a graph.
+// thread Pool spins likewise between the ops of a graph.
 const spinFor = time.Millisecond
 
 // spinChecks is how many polls go between two reads of the clock.
 const spinChecks = 64
 
-func newPool(threads int) *pool {
-	p := &pool{helpers: threads - 1}
+func NewPool(threads int) *Pool {
+	p := &Pool{helpers: threads - 1}
 	if p.helpers > 0 {
 		p.jobs = make(chan *job, 4*p.helpers)
 		for id := 1; id <= p.helpers; id++ {
@@ -192,10 +192,10 @@ func (j *job) work(worker int) {
 	}
 }
 
-// run calls fn(worker, task) for every task in [0, tasks) and returns
+// Run calls fn(worker, task) for every task in [0, tasks) and returns
 // when all calls have returned. worker is in [0, threads) and no two
 // concurrent calls share one, so fn may index per-worker scratch by it.
-func (p *pool) run(tasks int, fn func(worker, task int)) {
+func (p *Pool) Run(tasks int, fn func(worker, task int)) {
 	helpers := min(p.helpers, tasks-1)
 	if helpers <= 0 {
 		for t := range tasks {
@@ -213,24 +213,24 @@ func (p *pool) run(tasks int, fn func(worker, task int)) {
 	j.callerWork()
 }
 
-// runRanges calls fn(worker, lo, hi) on chunks of at most chunk items
+// RunRanges calls fn(worker, lo, hi) on chunks of at most chunk items
 // covering [0, n), and returns when all calls have returned. The items are
 // split into one contiguous part per thread and worker w starts on part
 // w, in order, so that each thread streams through memory (a weight
 // matrix's rows) instead of interleaving with the others, which defeats
 // the hardware prefetchers; a worker that finishes its part takes chunks
 // from the next ones (so a descheduled helper's part still gets done).
-func (p *pool) runRanges(n, chunk int, fn func(worker, lo, hi int)) {
-	p.runRangesGuided(n, chunk, chunk, fn)
+func (p *Pool) RunRanges(n, chunk int, fn func(worker, lo, hi int)) {
+	p.RunRangesGuided(n, chunk, chunk, fn)
 }
 
-// runRangesGuided is runRanges with chunks that shrink as a part runs
+// RunRangesGuided is RunRanges with chunks that shrink as a part runs
 // out: a claim takes half of what is left of the part, at most chunk
 // and at least least items. A thread's part starts with big chunks (few
 // claims, long streams) and ends with small ones, so a thread that
 // started late or ran slow leaves little for the other to wait on or to
 // take.
-func (p *pool) runRangesGuided(n, chunk, least int, fn func(worker, lo, hi int)) {
+func (p *Pool) RunRangesGuided(n, chunk, least int, fn func(worker, lo, hi int)) {
 	chunk = max(chunk, 1)
 	least = min(max(least, 1), chunk)
 	helpers := min(p.helpers, (n+chunk-1)/chunk-1)
@@ -311,8 +311,8 @@ func (j *job) wait() {
 	}
 }
 
-// close stops the helpers; run must not be called afterwards.
-func (p *pool) close() {
+// Close stops the helpers; Run must not be called afterwards.
+func (p *Pool) Close() {
 	if p.jobs != nil {
 		close(p.jobs)
 		p.jobs = nil
@@ -320,8 +320,8 @@ func (p *pool) close() {
 	}
 }
 
-// threadsOr returns threads, or GOMAXPROCS when threads ≤ 0.
-func threadsOr(threads int) int {
+// ThreadsOr returns threads, or GOMAXPROCS when threads ≤ 0.
+func ThreadsOr(threads int) int {
 	if threads <= 0 {
 		return runtime.GOMAXPROCS(0)
 	}

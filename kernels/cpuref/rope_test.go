@@ -1,4 +1,4 @@
-package cpu
+package cpuref
 
 import (
 	"encoding/json"
@@ -72,7 +72,7 @@ func TestRoPEMatchesTransformers(t *testing.T) {
 		}
 		want := fromBits(c.InvFreq)
 		var worst int64
-		for i, f := range InvFreq(p) {
+		for i, f := range p.InvFreq() {
 			worst = max(worst, ulps(f, want[i]))
 		}
 		// Bitwise here. (Not everywhere: for theta 1e6 and head dim 128,

@@ -1,0 +1,196 @@
+package cpuref
+
+import (
+	"math"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kernels/internal/cpubase"
+)
+
+// Name is the name this backend registers with kernels.Register.
+const Name = "cpu-ref"
+
+func init() {
+	kernels.Register(Name, func(o kernels.Options) (kernels.Backend, error) { return New(o.Threads), nil })
+}
+
+// Errors of SetF32, SetI32, GetF32 and GetI32 wrap one of these.
+var (
+	ErrMismatch = cpubase.ErrMismatch // the host slice's length or the tensor's dtype does not fit
+	ErrForeign  = cpubase.ErrForeign  // not a live tensor of a CPU backend
+)
+
+// Backend is the exact reference backend. Like every Backend it is used
+// from one goroutine at a time; each op splits its own work across the
+// goroutines of its pool.
+type Backend struct {
+	*cpubase.Base
+}
+
+// New returns the reference backend running each op on up to threads
+// goroutines (0 or less: GOMAXPROCS). Its helper goroutines stop on
+// Close, or when the Backend is garbage collected.
+func New(threads int) *Backend { return &Backend{cpubase.NewBase(Name, threads)} }
+
+// dot is the one dot product of MatMul and Attention: eight float32
+// partial sums, lane l taking the elements i ≡ l (mod 8), then added
+// pairwise. Each product is rounded to float32 before it is added (the
+// conversion stops the compiler from fusing a multiply-add on arm64 or
+// GOAMD64=v3), so a result depends only on a and b: not on the batch,
+// the thread count or the machine. It is also the order an 8-wide SIMD
+// loop without FMA produces.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s [8]float32
+	n := len(a) &^ 7
+	for i := 0; i < n; i += 8 {
+		s[0] += float32(a[i] * b[i])
+		s[1] += float32(a[i+1] * b[i+1])
+		s[2] += float32(a[i+2] * b[i+2])
+		s[3] += float32(a[i+3] * b[i+3])
+		s[4] += float32(a[i+4] * b[i+4])
+		s[5] += float32(a[i+5] * b[i+5])
+		s[6] += float32(a[i+6] * b[i+6])
+		s[7] += float32(a[i+7] * b[i+7])
+	}
+	for i := n; i < len(a); i++ {
+		s[i-n] += float32(a[i] * b[i])
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+}
+
+// Dot is the reference dot product (for the fast path's tests).
+func Dot(a, b []float32) float32 { return dot(a, b) }
+
+// MatMul implements kernels.Backend: dst (n, m) = x (n, k) · wᵀ with
+// w (m, k) of any dtype Upload takes (or an F32/F16 tensor). The m weight
+// rows are split across goroutines; each dequantises one row at a time
+// into its own scratch (k) and dots it with all n activation rows, so the
+// weight is read once per call and never expanded as a whole.
+func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
+	const op = "MatMul"
+	d, xs, wt := cpubase.Activation(op, dst), cpubase.Activation(op, x), cpubase.TensorOf(op, w)
+	if !(wt.FloatRows()) {
+		cpubase.Failf("%s: weight %v has no float rows", op, wt)
+	}
+	if !(wt.Cols == xs.Cols && d.Rows == xs.Rows && d.Cols == wt.Rows) {
+		cpubase.Failf("%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
+	}
+	n, k, m := xs.Rows, xs.Cols, wt.Rows
+	b.Parallel(m, func(lo, hi int) {
+		wrow := make([]float32, k) // (k) one dequantised weight row
+		for j := lo; j < hi; j++ {
+			wt.Row(j, wrow)
+			for i := range n {
+				d.F32[i*m+j] = dot(xs.F32[i*k:(i+1)*k], wrow)
+			}
+		}
+	})
+}
+
+// RMSNorm implements kernels.Backend with transformers' rounding steps:
+//
+//	variance = x.pow(2).mean(-1)          # float32 sum, then / d
+//	x = x * torch.rsqrt(variance + eps)   # float32
+//	return weight * x
+//
+// The sum of squares is taken in float64 and rounded once (torch's
+// cascade sum is as good to within an ulp); every later step rounds to
+// float32 where torch does.
+func (b *Backend) RMSNorm(dst, x, w kernels.Tensor, eps float32) {
+	const op = "RMSNorm"
+	d, xs, ws := cpubase.Activation(op, dst), cpubase.Activation(op, x), cpubase.Activation(op, w)
+	n, dim := xs.Rows, xs.Cols
+	if !(ws.Rows == 1 && ws.Cols == dim && d.Rows == n && d.Cols == dim) {
+		cpubase.Failf("%s: dst %v, x %v, w %v: want (n, d), (n, d), (d)", op, d, xs, ws)
+	}
+	b.Parallel(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := xs.F32[i*dim : (i+1)*dim] // (d)
+			var ss float64
+			for _, v := range row {
+				ss += float64(v) * float64(v)
+			}
+			variance := float32(ss) / float32(dim)
+			inv := 1 / float32(math.Sqrt(float64(variance+eps)))
+			out := d.F32[i*dim : (i+1)*dim] // may be row itself
+			for j, v := range row {
+				out[j] = ws.F32[j] * (v * inv)
+			}
+		}
+	})
+}
+
+// SwiGLU implements kernels.Backend: silu(g)·u with silu(g) = g/(1+e^−g)
+// in float32, as torch's SiLU.
+func (b *Backend) SwiGLU(dst, gate, up kernels.Tensor) {
+	const op = "SwiGLU"
+	d, g, u := cpubase.Activation(op, dst), cpubase.Activation(op, gate), cpubase.Activation(op, up)
+	if !(d.Rows == g.Rows && d.Cols == g.Cols && u.Rows == g.Rows && u.Cols == g.Cols) {
+		cpubase.Failf("%s: dst %v, gate %v, up %v", op, d, g, u)
+	}
+	b.Parallel((len(g.F32)+1023)/1024, func(lo, hi int) {
+		for i := lo * 1024; i < min(hi*1024, len(g.F32)); i++ {
+			x := g.F32[i]
+			silu := x / (1 + float32(math.Exp(float64(-x))))
+			d.F32[i] = silu * u.F32[i]
+		}
+	})
+}
+
+// Attention implements kernels.Backend. For each token t and query head h
+// (KV head h/(heads/kvHeads)), over the cells j of t's row of vis, in the
+// row's order:
+//
+//	s_j = dot(q_t,h, k_j) · scale              float32, MatMul's dot
+//	p_j = exp(s_j − max s)                      float64
+//	out = Σ p_j·v_j / Σ p_j                     float64, rounded once
+//
+// A token whose row starts with -1 gets zeros. The (token, head) pairs
+// are split across goroutines.
+func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int, scale float32) {
+	const op = "Attention"
+	d, qs, ks, vs, ls := cpubase.Activation(op, dst), cpubase.Activation(op, q), cpubase.CacheOf(op, k), cpubase.CacheOf(op, v), cpubase.Ints(op, vis)
+	if !(heads > 0 && kvHeads > 0 && heads%kvHeads == 0 && qs.Cols%heads == 0) {
+		cpubase.Failf("%s: q %v with %d heads and %d KV heads", op, qs, heads, kvHeads)
+	}
+	n, hd, cells := qs.Rows, qs.Cols/heads, ks.Rows
+	if !(ks.Cols == kvHeads*hd && vs.Rows == cells && vs.Cols == kvHeads*hd && ls.Rows == n && d.Rows == n && d.Cols == qs.Cols) {
+		cpubase.Failf("%s: dst %v, q %v, k %v, v %v, vis %v, %d heads, %d KV heads: want dst and q (n, heads·hd), k and v (cells, kvHeads·hd), vis (n, w)", op, d, qs, ks, vs, ls, heads, kvHeads)
+	}
+	lists := cpubase.VisibleLists(op, ls, cells)
+	group := heads / kvHeads
+	b.Parallel(n*heads, func(lo, hi int) {
+		scores := make([]float32, cells) // (cells) s_j of one head, in list order
+		acc := make([]float64, hd)       // (hd) Σ p_j·v_j
+		kbuf, vbuf := make([]float32, hd), make([]float32, hd)
+		for th := lo; th < hi; th++ {
+			t, h := th/heads, th%heads
+			off := (h / group) * hd // the KV head's columns
+			qv := qs.F32[t*qs.Cols+h*hd : t*qs.Cols+(h+1)*hd]
+			out := d.F32[t*d.Cols+h*hd : t*d.Cols+(h+1)*hd]
+			list := lists[t]
+			if len(list) == 0 {
+				clear(out)
+				continue
+			}
+			mx := float32(math.Inf(-1))
+			for i, j := range list {
+				scores[i] = dot(qv, ks.Span(int(j), off, hd, kbuf)) * scale
+				mx = max(mx, scores[i])
+			}
+			clear(acc)
+			var sum float64
+			for i, j := range list {
+				p := math.Exp(float64(scores[i]) - float64(mx))
+				sum += p
+				for e, x := range vs.Span(int(j), off, hd, vbuf) {
+					acc[e] += float64(p * float64(x)) // no fused multiply-add: the same on every machine
+				}
+			}
+			for e := range out {
+				out[e] = float32(acc[e] / sum)
+			}
+		}
+	})
+}

@@ -1,0 +1,229 @@
+package cpuref
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kernels/kerneltest"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+func TestConformance(t *testing.T) {
+	for _, threads := range []int{0, 1, 3} { // the split must not matter
+		t.Run("threads="+string(rune('0'+threads)), func(t *testing.T) {
+			b := New(threads)
+			kerneltest.All(t, b)
+			t.Run("MatMulStrict", func(t *testing.T) { kerneltest.MatMulStrict(t, b) })
+			t.Run("AttentionStrict", func(t *testing.T) { kerneltest.AttentionStrict(t, b) })
+		})
+	}
+}
+
+func TestRegistered(t *testing.T) {
+	b, err := kernels.Open("cpu-ref", kernels.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name() != "cpu-ref" || b.(*Backend).Threads != 2 {
+		t.Fatalf("Open(cpu-ref) = %s with %d threads", b.Name(), b.(*Backend).Threads)
+	}
+}
+
+func upload(t testing.TB, b *Backend, dt tensor.DType, rows, cols int) (kernels.Tensor, []byte) {
+	t.Helper()
+	size, err := dt.Bytes(int64(rows * cols))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, size)
+	r := rand.New(rand.NewPCG(1, 2))
+	src := make([]float32, rows*cols)
+	for i := range src {
+		src[i] = float32(r.NormFloat64())
+	}
+	if err := tensor.Quantize(dt, src, data); err != nil {
+		// K-quants: random bytes with f16 scales of 2^-10 (bits 0x1400).
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		for blk := 0; blk < len(data); blk += dt.BlockBytes() {
+			for _, o := range map[tensor.DType][]int{tensor.Q4_K: {0, 2}, tensor.Q6_K: {208}}[dt] {
+				data[blk+o], data[blk+o+1] = 0x00, 0x14
+			}
+		}
+	}
+	w, err := b.Upload(tensor.Tensor{Name: "w", DType: dt, Shape: []int64{int64(rows), int64(cols)}, Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, data
+}
+
+func TestUploadTakesModelDTypes(t *testing.T) {
+	b := New(1)
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {
+		upload(t, b, dt, 2, 256)
+	}
+}
+
+func TestUploadKeepsView(t *testing.T) {
+	b := New(1)
+	w, data := upload(t, b, tensor.F32, 2, 4)
+	data[0], data[1], data[2], data[3] = 0, 0, 0x80, 0x3f // element 0 = 1.0
+	got := make([]float32, 8)
+	if err := b.GetF32(w, got); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 1 {
+		t.Fatalf("element 0 = %v after writing 1.0 into the uploaded bytes: Upload copied", got[0])
+	}
+}
+
+func TestUploadErrors(t *testing.T) {
+	b := New(1)
+	for _, c := range []struct {
+		name string
+		w    tensor.Tensor
+		typ  bool // wraps *tensor.UnsupportedDTypeError
+	}{
+		{"I8", tensor.Tensor{DType: tensor.I8, Shape: []int64{2, 2}, Data: make([]byte, 4)}, true},
+		{"Invalid", tensor.Tensor{DType: tensor.DType(200), Shape: []int64{2}, Data: make([]byte, 8)}, true},
+		{"short", tensor.Tensor{DType: tensor.F32, Shape: []int64{2, 2}, Data: make([]byte, 15)}, false},
+		{"partial block", tensor.Tensor{DType: tensor.Q8_0, Shape: []int64{1, 33}, Data: make([]byte, 68)}, false},
+		{"negative", tensor.Tensor{DType: tensor.F32, Shape: []int64{-1, 4}, Data: nil}, false},
+		{"scalar", tensor.Tensor{DType: tensor.F32, Shape: nil, Data: make([]byte, 4)}, false},
+		{"overflow", tensor.Tensor{DType: tensor.F32, Shape: []int64{1 << 40, 1 << 40}, Data: nil}, false},
+	} {
+		_, err := b.Upload(c.w)
+		var u *tensor.UnsupportedDTypeError
+		if err == nil || errors.As(err, &u) != c.typ {
+			t.Errorf("%s: Upload error %v; want one wrapping *UnsupportedDTypeError: %v", c.name, err, c.typ)
+		}
+	}
+}
+
+func TestHostCopyErrors(t *testing.T) {
+	b := New(1)
+	f, _ := b.NewTensor(tensor.F32, 2, 3)
+	i, _ := b.NewTensor(tensor.I32, 4)
+	other := New(1)
+	g, _ := other.NewTensor(tensor.F32, 1)
+	other.Free(g)
+	for _, c := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"SetF32 short", b.SetF32(f, make([]float32, 5)), ErrMismatch},
+		{"SetF32 into I32", b.SetF32(i, make([]float32, 4)), ErrMismatch},
+		{"SetI32 into F32", b.SetI32(f, make([]int32, 6)), ErrMismatch},
+		{"GetF32 long", b.GetF32(f, make([]float32, 7)), ErrMismatch},
+		{"GetI32 short", b.GetI32(i, make([]int32, 3)), ErrMismatch},
+		{"GetI32 of F32", b.GetI32(f, make([]int32, 6)), ErrMismatch},
+		{"freed", b.GetF32(g, make([]float32, 1)), ErrForeign},
+		{"nil", b.SetI32(nil, nil), ErrForeign},
+	} {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
+		}
+	}
+	if _, err := b.NewTensor(tensor.Q8_0, 32); !errors.As(err, new(*tensor.UnsupportedDTypeError)) {
+		t.Errorf("NewTensor(Q8_0): %v", err)
+	}
+	if _, err := b.NewTensor(tensor.F32, 2, -1); err == nil {
+		t.Error("NewTensor with a negative dimension succeeded")
+	}
+}
+
+func TestShapeMismatchPanics(t *testing.T) {
+	b := New(1)
+	mk := func(dt tensor.DType, shape ...int) kernels.Tensor {
+		x, err := b.NewTensor(dt, shape...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	w, _ := upload(t, b, tensor.Q8_0, 4, 32)
+	for _, c := range []struct {
+		op string
+		fn func()
+	}{
+		{"MatMul", func() { b.MatMul(mk(tensor.F32, 1, 4), mk(tensor.F32, 1, 64), w) }},
+		{"MatMul", func() { b.MatMul(mk(tensor.F32, 1, 3), mk(tensor.F32, 1, 32), w) }},
+		{"Add", func() { b.Add(mk(tensor.F32, 2, 3), mk(tensor.F32, 2, 3), mk(tensor.F32, 2)) }},
+		{"RMSNorm", func() { b.RMSNorm(mk(tensor.F32, 2, 3), mk(tensor.F32, 2, 3), mk(tensor.F32, 4), 1e-6) }},
+		{"GetRows", func() { b.GetRows(mk(tensor.F32, 1, 32), w, mk(tensor.I32, 2)) }},
+		{"Attention", func() {
+			b.Attention(mk(tensor.F32, 1, 8), mk(tensor.F32, 1, 8), mk(tensor.F32, 3, 4), mk(tensor.F32, 3, 4), mk(tensor.I32, 2, 2), 2, 1, 1)
+		}},
+		{"KVWrite", func() { b.KVWrite(mk(tensor.F32, 2, 4), mk(tensor.F32, 1, 4), mk(tensor.I32, 2)) }},
+		{"Softmax", func() { b.Softmax(mk(tensor.I32, 2)) }},
+	} {
+		func() {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.HasPrefix(msg, "cpu: "+c.op) {
+					t.Errorf("%s: panic %q, want one naming the op", c.op, msg)
+				}
+			}()
+			c.fn()
+		}()
+	}
+	// An id outside the table is the caller's bug too.
+	ids := mk(tensor.I32, 1)
+	_ = b.SetI32(ids, []int32{4})
+	func() {
+		defer func() {
+			if msg, _ := recover().(string); !strings.Contains(msg, "outside") {
+				t.Errorf("GetRows with id 4 of 4 rows: panic %q", msg)
+			}
+		}()
+		b.GetRows(mk(tensor.F32, 1, 32), w, ids)
+	}()
+}
+
+func TestThreadsBitwiseEqual(t *testing.T) {
+	one, many := New(1), New(7)
+	for _, dt := range []tensor.DType{tensor.F32, tensor.Q4_K} {
+		var outs [2][]float32
+		for bi, b := range []*Backend{one, many} {
+			w, _ := upload(t, b, dt, 37, 256)
+			x, _ := b.NewTensor(tensor.F32, 5, 256)
+			xs := make([]float32, 5*256)
+			for i := range xs {
+				xs[i] = float32(math.Sin(float64(i)))
+			}
+			_ = b.SetF32(x, xs)
+			d, _ := b.NewTensor(tensor.F32, 5, 37)
+			b.MatMul(d, x, w)
+			outs[bi] = make([]float32, 5*37)
+			_ = b.GetF32(d, outs[bi])
+		}
+		for i := range outs[0] {
+			if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+				t.Fatalf("%v element %d: 1 thread %v, 7 threads %v", dt, i, outs[0][i], outs[1][i])
+			}
+		}
+	}
+}
+
+func TestMatMulDoesNotExpandWeight(t *testing.T) {
+	b := New(2)
+	const m, k = 1024, 896 // 3.5 MiB as float32
+	w, _ := upload(t, b, tensor.Q8_0, m, k)
+	x, _ := b.NewTensor(tensor.F32, 1, k)
+	d, _ := b.NewTensor(tensor.F32, 1, m)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.MatMul(d, x, w)
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<10 {
+		t.Fatalf("MatMul allocated %d bytes for a %d×%d weight", grew, m, k)
+	}
+}
