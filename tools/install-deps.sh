@@ -3,9 +3,10 @@
 # by the go command itself; system packages come from apt.
 set -euo pipefail
 need=()
-# Vulkan: lavapipe (a CPU Vulkan driver), the loader, headers, shader
-# compiler and validation layers for kernels/vulkan's tests.
-for p in mesa-vulkan-drivers libvulkan-dev glslc glslang-tools spirv-tools vulkan-validationlayers; do
+# Vulkan: lavapipe (a CPU Vulkan driver), the loader, the shader compiler
+# and validation layers for kernels/vulkan's tests. No libvulkan-dev: the
+# Vulkan headers are vendored in kernels/vulkan/include.
+for p in mesa-vulkan-drivers libvulkan1 glslc glslang-tools spirv-tools vulkan-validationlayers; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -3,6 +3,7 @@
 package vulkan
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/include
 #cgo LDFLAGS: -ldl
 #include <stdlib.h>
 #include "vk.h"
@@ -163,8 +164,6 @@ func Open(cfg Config) (*Backend, error) {
 	case C.VK_SUCCESS:
 	case C.VKL_ERR_NO_LOADER, C.VKL_ERR_NO_SYMBOL:
 		return nil, &NoDriverError{Library: lib}
-	case C.VKL_ERR_NO_HEADERS:
-		return nil, ErrNoHeaders
 	case resIncompatibleDriver:
 		return nil, &NoDriverError{Library: lib, Err: &Error{Op: "vkCreateInstance", Result: int32(r)}}
 	default:

@@ -14,10 +14,16 @@
 // without cgo the package only registers a backend that fails with
 // ErrNeedsCgo. The shaders live in the shaders subpackage.
 //
+// Building needs cgo and a C compiler, nothing else: the Vulkan headers
+// (Khronos Vulkan-Headers 1.3.239) are vendored in include/, so the build
+// never depends on the system's (no libvulkan-dev). Running needs only a
+// Vulkan loader and driver.
+//
 // Files: vk.c/vk.h are the C layer (instance, device, buffers, pipelines,
-// recording, submit); backend.go opens a device and caches pipelines;
-// memory.go holds blocks, tensors and the staging arena; hazard.go places
-// barriers; ops.go records the ops; push.go mirrors the push constants.
+// recording, submit), compiled against include/; backend.go opens a
+// device and caches pipelines; memory.go holds blocks, tensors and the
+// staging arena; hazard.go places barriers; ops.go records the ops;
+// push.go mirrors the push constants.
 // Adding an op touches four places: its .comp in shaders/, an entry in
 // shaders.Variants, its method in ops.go (with a push struct in push.go),
 // and a kerneltest case.

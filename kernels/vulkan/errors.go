@@ -10,13 +10,6 @@ import (
 // ErrNeedsCgo is returned by Open in a binary built without cgo.
 var ErrNeedsCgo = errors.New("vulkan: the vulkan backend needs cgo (built with CGO_ENABLED=0)")
 
-// ErrNoHeaders is returned by Open in a binary whose cgo build did not
-// find <vulkan/vulkan.h>. Install libvulkan-dev and rebuild with -a (or
-// after go clean -cache): the go command's build cache does not notice a
-// header that appeared after the package was first built, and keeps
-// serving the build without it.
-var ErrNoHeaders = errors.New("vulkan: built without the Vulkan headers (install libvulkan-dev, then rebuild with go build -a or after go clean -cache)")
-
 // ErrNoDevice: the driver lists no usable device (or none matches the
 // requested index or name, or only software devices when a GPU is required).
 var ErrNoDevice = errors.New("vulkan: no suitable Vulkan device")

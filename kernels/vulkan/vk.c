@@ -2,8 +2,6 @@
 
 #include "vk.h"
 
-#ifdef VKL_HAVE_VULKAN_H
-
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -678,45 +676,3 @@ int vkl_barrier(vkl_ctx *c) {
 	barrier(c);
 	return VK_SUCCESS;
 }
-
-#else // built without <vulkan/vulkan.h>: nothing can be opened
-
-int vkl_open(const char *lib, int validation, vkl_ctx **out) {
-	(void)lib;
-	(void)validation;
-	*out = 0;
-	return VKL_ERR_NO_HEADERS;
-}
-int vkl_device_count(vkl_ctx *c) { (void)c; return 0; }
-void vkl_device_info(vkl_ctx *c, int i, vkl_devinfo *info) { (void)c; (void)i; (void)info; }
-int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) { (void)c; (void)i; (void)props; return VKL_ERR_NO_HEADERS; }
-void vkl_close(vkl_ctx *c) { (void)c; }
-int vkl_messages(vkl_ctx *c, char *last, int n) { (void)c; (void)last; (void)n; return 0; }
-void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget) { (void)c; *used = 0; *budget = 0; }
-int vkl_buffer(vkl_ctx *c, uint64_t size, int kind, uint64_t *buf, uint64_t *mem, void **mapped) {
-	(void)c; (void)size; (void)kind; (void)buf; (void)mem; (void)mapped;
-	return VKL_ERR_NO_HEADERS;
-}
-void vkl_buffer_free(vkl_ctx *c, uint64_t buf, uint64_t mem) { (void)c; (void)buf; (void)mem; }
-int vkl_pipeline(vkl_ctx *c, const uint32_t *code, uint64_t size, int nbind, int pcsize,
-	const uint32_t *spec, int nspec, uint32_t subgroup_size, vkl_pipe **out) {
-	(void)c; (void)code; (void)size; (void)nbind; (void)pcsize; (void)spec; (void)nspec; (void)subgroup_size;
-	*out = 0;
-	return VKL_ERR_NO_HEADERS;
-}
-void vkl_pipeline_free(vkl_ctx *c, vkl_pipe *p) { (void)c; (void)p; }
-int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs,
-	const uint64_t *ranges, const void *push, uint32_t gx, uint32_t gy, uint32_t gz) {
-	(void)c; (void)p; (void)bufs; (void)offs; (void)ranges; (void)push; (void)gx; (void)gy; (void)gz;
-	return VKL_ERR_NO_HEADERS;
-}
-int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t dstoff, uint64_t size) {
-	(void)c; (void)src; (void)srcoff; (void)dst; (void)dstoff; (void)size;
-	return VKL_ERR_NO_HEADERS;
-}
-int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size) { (void)c; (void)dst; (void)off; (void)size; return VKL_ERR_NO_HEADERS; }
-int vkl_barrier(vkl_ctx *c) { (void)c; return VKL_ERR_NO_HEADERS; }
-int vkl_submit(vkl_ctx *c) { (void)c; return VKL_ERR_NO_HEADERS; }
-uint64_t vkl_submits(vkl_ctx *c) { (void)c; return 0; }
-
-#endif
