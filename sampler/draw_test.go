@@ -169,7 +169,7 @@ func TestSampleMatchesFullSort(t *testing.T) {
 	var seqs, differ int
 	// compare draws steps tokens with p from both samplers.
 	compare := func(name string, vocab int, extra string, p Params) {
-		logits := make([][]float32, 4)
+		logits := make([][]float32, 3)
 		for i := range logits {
 			logits[i] = gens[name](vocab)
 		}
@@ -195,11 +195,11 @@ func TestSampleMatchesFullSort(t *testing.T) {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(gens)) {
-		for _, vocab := range []int{1, 2, 7, 60, 1000} {
+		for _, vocab := range []int{1, 2, 7, 60, 400} {
 			for _, temp := range []float64{0.3, 0.8, 1.7} {
 				for _, topK := range []int{0, 1, 3, 40, vocab} {
 					for _, topP := range []float64{0, 0.5, 0.95, 1} {
-						for _, minP := range []float64{0, 0.05} {
+						for _, minP := range []float64{0, 0.05, 1} {
 							for _, extra := range slices.Sorted(maps.Keys(extras)) {
 								compare(name, vocab, extra, Params{Temperature: temp, TopK: topK, TopP: topP, MinP: minP})
 							}
@@ -210,7 +210,7 @@ func TestSampleMatchesFullSort(t *testing.T) {
 		}
 	}
 	// A model's vocabulary, at the usual settings.
-	for _, name := range []string{"lm", "quantized", "masked"} {
+	for _, name := range []string{"lm", "masked"} {
 		for _, p := range []Params{
 			{Temperature: 0.8, TopP: 0.95},
 			{Temperature: 0.8, TopK: 40},
