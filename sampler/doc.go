@@ -11,6 +11,28 @@
 // A Params.Constraint masks the tokens a grammar forbids before the
 // draw (see Constraint).
 //
+// The draw is defined on the whole vocabulary sorted by scaled logit,
+// descending, ties by smaller id: softmax in float64 (normalised over the
+// top-k window, or the whole vocabulary), then the tail trimmed of zero
+// probabilities and of min-p, then the top-p cut at the first token where
+// the cumulative probability reaches top_p, and one uniform number from
+// the seeded generator walked down the kept probabilities. A Sampler
+// computes that draw without sorting the vocabulary: top-k selects its
+// window with a bounded heap; otherwise one pass weighs every token and
+// buckets it by distance to the max (1/16 nat wide), and only the leading
+// buckets are sorted, as far as the cut or the drawn token. The arithmetic
+// on the kept tokens is the full sort's, in the same order; without top-k
+// the softmax normaliser is summed in vocabulary order instead of sorted
+// order, which can move it by a few ulps, so a token can differ from a
+// full sort's only when a cut or the uniform number falls within that
+// rounding of a boundary. The selection buffers live in the Sampler: after
+// its first call a draw allocates nothing. A row with a NaN or +Inf, or
+// without a finite logit, has no distribution; it gives the greedy choice
+// (still taking one random number).
+//
+// TopLogprobs keeps the k best tokens in a sorted list of k (ties: the
+// smaller id first), without sorting the vocabulary.
+//
 // A Sampler belongs to one sequence; it is not safe for concurrent use.
 // The same seed and the same logits give the same tokens.
 package sampler

@@ -3,7 +3,6 @@ package sampler
 import (
 	"math"
 	"math/rand/v2"
-	"sort"
 )
 
 // Sampler draws tokens for one sequence.
@@ -12,9 +11,9 @@ type Sampler struct {
 	rng     *rand.Rand
 	seen    map[int32]bool // prompt and output tokens (repetition penalty)
 	counts  map[int32]int  // output tokens (frequency, presence)
-	scratch []float64
-	idx     []int32
-	allowed []bool // Constraint's mask
+	scratch []float64      // (vocab) adjusted logits
+	allowed []bool         // (vocab) Constraint's mask
+	sel                    // the draw's selection buffers (draw.go)
 }
 
 // New returns a Sampler for validated params; prompt seeds the repetition
@@ -47,18 +46,36 @@ func (s *Sampler) Accept(t int32) {
 func (s *Sampler) Sample(logits []float32) int32 {
 	x := s.adjusted(logits)
 	if s.p.Temperature == 0 {
-		best := 0
-		for i, v := range x {
-			if v > x[best] {
-				best = i
-			}
-		}
-		return int32(best)
+		return argmax(x)
 	}
+	mx, finite := math.Inf(-1), true
 	for i := range x {
 		x[i] /= s.p.Temperature
+		if x[i] > mx {
+			mx = x[i]
+		} else if x[i] != x[i] {
+			finite = false // NaN
+		}
 	}
-	return s.draw(x)
+	u := s.rng.Float64() // one draw per token, whatever the path
+	if !finite || math.IsInf(mx, 0) {
+		return argmax(x) // no distribution to draw from
+	}
+	if k := s.p.TopK; k > 0 && k < len(x) {
+		return s.drawTopK(x, k, u)
+	}
+	return s.drawAll(x, mx, u)
+}
+
+// argmax is the greedy choice: the largest of x, the first on ties.
+func argmax(x []float64) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
 }
 
 // adjusted applies logit bias and penalties into a float64 scratch row.
@@ -124,69 +141,6 @@ func (s *Sampler) constrain(x []float64) {
 			x[i] = math.Inf(-1)
 		}
 	}
-}
-
-// draw samples from softmax(x) restricted by top-k, top-p and min-p.
-func (s *Sampler) draw(x []float64) int32 {
-	if cap(s.idx) < len(x) {
-		s.idx = make([]int32, len(x))
-	}
-	idx := s.idx[:len(x)]
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	// Sort by logit, descending; ties by id so the order is deterministic.
-	sort.Slice(idx, func(a, b int) bool {
-		if x[idx[a]] != x[idx[b]] {
-			return x[idx[a]] > x[idx[b]]
-		}
-		return idx[a] < idx[b]
-	})
-	n := len(idx)
-	if k := s.p.TopK; k > 0 && k < n {
-		n = k
-	}
-	mx := x[idx[0]]
-	probs := make([]float64, n)
-	var sum float64
-	for i := 0; i < n; i++ {
-		probs[i] = math.Exp(x[idx[i]] - mx)
-		sum += probs[i]
-	}
-	for i := range probs {
-		probs[i] /= sum
-	}
-	for n > 1 && probs[n-1] == 0 { // masked (-Inf) tokens: never the fallback draw below
-		n--
-	}
-	if mp := s.p.MinP; mp > 0 {
-		cut := mp * probs[0]
-		for n > 1 && probs[n-1] < cut {
-			n--
-		}
-	}
-	if tp := s.p.TopP; tp > 0 && tp < 1 {
-		var c float64
-		for i := 0; i < n; i++ {
-			c += probs[i]
-			if c >= tp {
-				n = i + 1
-				break
-			}
-		}
-	}
-	var total float64
-	for i := 0; i < n; i++ {
-		total += probs[i]
-	}
-	r := s.rng.Float64() * total
-	for i := 0; i < n; i++ {
-		r -= probs[i]
-		if r < 0 {
-			return idx[i]
-		}
-	}
-	return idx[n-1]
 }
 
 // TopLogprobs returns the k most likely tokens of the raw logits (before
