@@ -83,7 +83,7 @@ func (l *loader) find(layer int, hf string, shape ...int) (tensor.Tensor, error)
 	name := l.name(layer, hf)
 	t, ok := l.f.Weights.Tensor(name)
 	if !ok {
-		return t, &WeightError{Name: name, Reason: "missing"}
+		return t, &WeightError{Name: name, Reason: fmt.Sprintf("missing (want shape %v)", shape)}
 	}
 	if !sameShape(t.Shape, shape) {
 		return t, &WeightError{Name: name, Reason: fmt.Sprintf("shape %v, want %v", t.Shape, shape)}
