@@ -220,6 +220,10 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 // Tokenizer is the model's tokenizer.
 func (l *LLM) Tokenizer() *tokenizer.Tokenizer { return l.tok }
 
+// Model is the model the LLM runs (its files, configuration and backend).
+// It stays the LLM's: do not close it.
+func (l *LLM) Model() *models.Model { return l.model }
+
 // Close stops the loops (unfinished requests end with ErrClosed), waits
 // for them, and frees the Contexts and the model.
 func (l *LLM) Close() error {

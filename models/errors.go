@@ -1,11 +1,15 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/vkllm/vkllm/errcode"
 )
+
+// ErrFilesClosed: Files.Check was called after Files.Close.
+var ErrFilesClosed = errors.New("models: files are closed")
 
 // NotFoundError: a path, or a file a model folder needs, does not exist.
 type NotFoundError struct {

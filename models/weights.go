@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/vkllm/vkllm/kernels"
@@ -82,7 +83,7 @@ func (l *loader) find(layer int, hf string, shape ...int) (tensor.Tensor, error)
 	name := l.name(layer, hf)
 	t, ok := l.f.Weights.Tensor(name)
 	if !ok {
-		return t, &WeightError{Name: name, Reason: "missing"}
+		return t, &WeightError{Name: name, Reason: fmt.Sprintf("missing (want shape %v)", shape)}
 	}
 	if !sameShape(t.Shape, shape) {
 		return t, &WeightError{Name: name, Reason: fmt.Sprintf("shape %v, want %v", t.Shape, shape)}
@@ -149,11 +150,76 @@ func sameShape(got []int64, want []int) bool {
 	return true
 }
 
+// weightSpec is one weight the decoder needs: its HF name, its layer (-1
+// for a global one), its shape (cols 0: a vector) and where loadWeights
+// puts it.
+type weightSpec struct {
+	dst        *kernels.Tensor
+	layer      int
+	hf         string
+	rows, cols int
+}
+
+// weightSpecs lists every weight c implies, in load order, with dst
+// pointing into w (w.layers has c.NumLayers entries). The optional GGUF
+// rope_freqs is not listed (see ropeFreqs); neither is lm_head when the
+// embeddings are tied.
+func weightSpecs(c *Config, w *weights) []weightSpec {
+	qDim, kvDim := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
+	specs := []weightSpec{
+		{&w.embed, -1, "embed_tokens.weight", c.VocabSize, c.HiddenSize},
+		{&w.outNorm, -1, "norm.weight", c.HiddenSize, 0},
+	}
+	if !c.TieEmbedding {
+		specs = append(specs, weightSpec{&w.lmHead, -1, "lm_head.weight", c.VocabSize, c.HiddenSize})
+	}
+	for i := range w.layers {
+		ly := &w.layers[i]
+		specs = append(specs,
+			weightSpec{&ly.attnNorm, i, "input_layernorm.weight", c.HiddenSize, 0},
+			weightSpec{&ly.qkv[0], i, "self_attn.q_proj.weight", qDim, c.HiddenSize},
+			weightSpec{&ly.qkv[1], i, "self_attn.k_proj.weight", kvDim, c.HiddenSize},
+			weightSpec{&ly.qkv[2], i, "self_attn.v_proj.weight", kvDim, c.HiddenSize},
+			weightSpec{&ly.o, i, "self_attn.o_proj.weight", c.HiddenSize, qDim})
+		if c.AttentionBias {
+			specs = append(specs,
+				weightSpec{&ly.qBias, i, "self_attn.q_proj.bias", qDim, 0},
+				weightSpec{&ly.kBias, i, "self_attn.k_proj.bias", kvDim, 0},
+				weightSpec{&ly.vBias, i, "self_attn.v_proj.bias", kvDim, 0})
+		}
+		if c.OutputBias {
+			specs = append(specs, weightSpec{&ly.oBias, i, "self_attn.o_proj.bias", c.HiddenSize, 0})
+		}
+		specs = append(specs,
+			weightSpec{&ly.ffnNorm, i, "post_attention_layernorm.weight", c.HiddenSize, 0},
+			weightSpec{&ly.gateUp[0], i, "mlp.gate_proj.weight", c.IntermediateSize, c.HiddenSize},
+			weightSpec{&ly.gateUp[1], i, "mlp.up_proj.weight", c.IntermediateSize, c.HiddenSize},
+			weightSpec{&ly.down, i, "mlp.down_proj.weight", c.HiddenSize, c.IntermediateSize})
+	}
+	return specs
+}
+
+// ropeFreqs reads llama.cpp's optional rope_freqs (HeadDim/2 values) of a
+// GGUF file; nil when there is none.
+func (l *loader) ropeFreqs() ([]float32, error) {
+	if l.f.Format != FormatGGUF {
+		return nil, nil
+	}
+	t, ok := l.f.Weights.Tensor("rope_freqs.weight")
+	if !ok {
+		return nil, nil
+	}
+	if want := l.f.Config.HeadDim / 2; !sameShape(t.Shape, []int{want}) {
+		return nil, &WeightError{Name: t.Name, Reason: fmt.Sprintf("shape %v, want [%d]", t.Shape, want)}
+	}
+	return toF32(t)
+}
+
 // loadWeights checks every weight the config implies and uploads it.
 // On failure everything uploaded so far is freed.
 func loadWeights(f *Files, b kernels.Backend) (w *weights, err error) {
 	c := f.Config
-	l := &loader{f: f, b: b, out: &weights{}}
+	l := &loader{f: f, b: b, out: &weights{layers: make([]layer, c.NumLayers)}}
 	defer func() {
 		if err != nil {
 			for _, t := range l.out.all {
@@ -162,66 +228,74 @@ func loadWeights(f *Files, b kernels.Backend) (w *weights, err error) {
 		}
 	}()
 	w = l.out
-	qDim, kvDim := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
-	if w.embed, err = l.matrix(-1, "embed_tokens.weight", c.VocabSize, c.HiddenSize); err != nil {
+	if w.freqFactors, err = l.ropeFreqs(); err != nil {
 		return nil, err
 	}
-	if w.outNorm, err = l.vector(-1, "norm.weight", c.HiddenSize); err != nil {
-		return nil, err
+	for _, s := range weightSpecs(c, w) {
+		if s.cols == 0 {
+			*s.dst, err = l.vector(s.layer, s.hf, s.rows)
+		} else {
+			*s.dst, err = l.matrix(s.layer, s.hf, s.rows, s.cols)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if c.TieEmbedding {
 		w.lmHead = w.embed
-	} else if w.lmHead, err = l.matrix(-1, "lm_head.weight", c.VocabSize, c.HiddenSize); err != nil {
-		return nil, err
-	}
-	if f.Format == FormatGGUF {
-		if t, ok := f.Weights.Tensor("rope_freqs.weight"); ok {
-			if !sameShape(t.Shape, []int{c.HeadDim / 2}) {
-				return nil, &WeightError{Name: t.Name, Reason: fmt.Sprintf("shape %v, want [%d]", t.Shape, c.HeadDim/2)}
-			}
-			if w.freqFactors, err = toF32(t); err != nil {
-				return nil, err
-			}
-		}
-	}
-	w.layers = make([]layer, c.NumLayers)
-	for i := range w.layers {
-		ly := &w.layers[i]
-		steps := []struct {
-			dst        *kernels.Tensor
-			hf         string
-			rows, cols int // cols 0: a vector
-			skip       bool
-		}{
-			{&ly.attnNorm, "input_layernorm.weight", c.HiddenSize, 0, false},
-			{&ly.qkv[0], "self_attn.q_proj.weight", qDim, c.HiddenSize, false},
-			{&ly.qkv[1], "self_attn.k_proj.weight", kvDim, c.HiddenSize, false},
-			{&ly.qkv[2], "self_attn.v_proj.weight", kvDim, c.HiddenSize, false},
-			{&ly.o, "self_attn.o_proj.weight", c.HiddenSize, qDim, false},
-			{&ly.qBias, "self_attn.q_proj.bias", qDim, 0, !c.AttentionBias},
-			{&ly.kBias, "self_attn.k_proj.bias", kvDim, 0, !c.AttentionBias},
-			{&ly.vBias, "self_attn.v_proj.bias", kvDim, 0, !c.AttentionBias},
-			{&ly.oBias, "self_attn.o_proj.bias", c.HiddenSize, 0, !c.OutputBias},
-			{&ly.ffnNorm, "post_attention_layernorm.weight", c.HiddenSize, 0, false},
-			{&ly.gateUp[0], "mlp.gate_proj.weight", c.IntermediateSize, c.HiddenSize, false},
-			{&ly.gateUp[1], "mlp.up_proj.weight", c.IntermediateSize, c.HiddenSize, false},
-			{&ly.down, "mlp.down_proj.weight", c.HiddenSize, c.IntermediateSize, false},
-		}
-		for _, s := range steps {
-			if s.skip {
-				continue
-			}
-			if s.cols == 0 {
-				*s.dst, err = l.vector(i, s.hf, s.rows)
-			} else {
-				*s.dst, err = l.matrix(i, s.hf, s.rows, s.cols)
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
 	}
 	return w, nil
+}
+
+// Check reports whether Open would accept f's weights, without uploading
+// any: every weight the configuration needs is present, has the shape the
+// decoder expects, is in a dtype tensor.Dequantize knows (what the CPU
+// backend takes; the Vulkan backend takes fewer) and holds as many bytes
+// as its shape and dtype make. Each problem is a *WeightError; Check
+// returns all of them joined (errors.Join), nil when there is none.
+func (f *Files) Check() error {
+	if f.Weights == nil {
+		return ErrFilesClosed
+	}
+	c := f.Config
+	l := &loader{f: f}
+	var errs []error
+	if _, err := l.ropeFreqs(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, s := range weightSpecs(c, &weights{layers: make([]layer, c.NumLayers)}) {
+		rows, cols := s.rows, s.cols
+		shape := []int{rows, cols}
+		if cols == 0 {
+			rows, cols, shape = 1, s.rows, []int{s.rows}
+		}
+		t, err := l.find(s.layer, s.hf, shape...)
+		if err == nil {
+			err = checkData(t, rows, cols)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkData reports a (rows, cols) weight whose dtype cannot be read or
+// whose bytes do not match its shape: each row a whole number of blocks.
+func checkData(t tensor.Tensor, rows, cols int) error {
+	dt := t.DType
+	bs, bb := dt.BlockSize(), dt.BlockBytes()
+	if !dt.Valid() || bs <= 0 || bb <= 0 || tensor.Dequantize(dt, make([]byte, bb), make([]float32, bs)) != nil {
+		return &WeightError{Name: t.Name, Reason: fmt.Sprintf("dtype %v is not supported", dt)}
+	}
+	rb, err := dt.Bytes(int64(cols))
+	if err != nil {
+		return &WeightError{Name: t.Name, Reason: fmt.Sprintf("rows of %d values are not whole %v blocks of %d", cols, dt, bs)}
+	}
+	if int64(len(t.Data)) != rb*int64(rows) {
+		return &WeightError{Name: t.Name, Reason: fmt.Sprintf("%d bytes, want %d for %v %v", len(t.Data), rb*int64(rows), dt, t.Shape)}
+	}
+	return nil
 }
 
 func (w *weights) free(b kernels.Backend) {

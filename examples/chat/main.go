@@ -4,7 +4,9 @@
 //	go run ./examples/chat --model PATH [--system TEXT] [--temperature 0.7]
 //	    [--top-p P] [--seed S] [--max-tokens N] [--backend cpu|vulkan|auto]
 //
-// Type a message and press Enter; the answer streams as it is generated.
+// Type a message and press Enter; the answer streams as it is generated,
+// and then a timing line goes to stderr (prompt and generated tokens, their
+// rates, the time to the first token, the backend).
 // Commands:
 //
 //	/reset        forget the conversation (the system prompt stays)
@@ -31,6 +33,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/internal/runinfo"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
@@ -89,7 +92,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, intr <-chan o
 		return fail(err)
 	}
 	defer l.Close()
-	r := &repl{m: l, params: p, system: system, out: stdout, intr: intr}
+	r := &repl{m: l, params: p, system: system, out: stdout, intr: intr,
+		stats: stderr, backend: l.Model().Backend().Name()}
 	return r.loop(stdin)
 }
 
@@ -101,6 +105,8 @@ type repl struct {
 	history []chat.Message // user and assistant turns
 	out     io.Writer
 	intr    <-chan os.Signal
+	stats   io.Writer // gets each answer's timing line; nil: none
+	backend string    // named in the timing line
 }
 
 func (r *repl) messages() []chat.Message {
@@ -183,6 +189,7 @@ func (r *repl) answer(text string) {
 
 	msgs := append(r.messages(), chat.Message{Role: "user", Content: text})
 	var reply strings.Builder
+	timing := runinfo.Start()
 	for d, err := range r.m.StreamChat(ctx, engine.ChatRequest{Messages: msgs}, r.params) {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -194,11 +201,18 @@ func (r *repl) answer(text string) {
 		}
 		io.WriteString(r.out, d.TextDelta)
 		reply.WriteString(d.TextDelta)
+		timing.Tokens(len(d.NewTokens))
 		if d.FinishReason == "ignored" {
 			fmt.Fprintf(r.out, "(the conversation no longer fits the context: %s; /reset)\n", d.Reason)
 			return
 		}
+		if d.Finished {
+			timing.Done(d.Usage.PromptTokens, d.Usage.CachedTokens)
+		}
 	}
 	fmt.Fprintln(r.out)
+	if r.stats != nil {
+		fmt.Fprintln(r.stats, timing.Line(r.backend))
+	}
 	r.history = append(r.history, chat.Message{Role: "user", Content: text}, chat.Message{Role: "assistant", Content: reply.String()})
 }

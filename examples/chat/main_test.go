@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,5 +191,35 @@ func TestSignals(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGINT)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v; stderr %q", err, stderr.String())
+	}
+}
+
+// TestTimingLine: each answer is followed by a timing line on stderr whose
+// counts are that turn's; stdout does not get it.
+func TestTimingLine(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--max-tokens", "4", "--ignore-eos", "--seed", "1"},
+		strings.NewReader("hello\nand again\n"), &out, &errb, make(chan os.Signal))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if strings.Contains(out.String(), "tok/s") {
+		t.Errorf("stdout has the timing line: %q", out.String())
+	}
+	re := regexp.MustCompile(`^prompt (\d+) tokens \((?:(\d+) cached, )?\d+\.\d tok/s\), generated 4 tokens \(\d+\.\d tok/s\), first token after \d+\.\d{3} s, on cpu$`)
+	lines := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("stderr %q: want one timing line per answer", errb.String())
+	}
+	var prompts [2]int
+	for i, l := range lines {
+		m := re.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("timing line %q does not match %v", l, re)
+		}
+		prompts[i], _ = strconv.Atoi(m[1])
+	}
+	if prompts[1] <= prompts[0]+4 { // the second prompt holds the first turn and its answer
+		t.Errorf("prompt tokens %v: the second turn's should hold the first's", prompts)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -57,9 +59,82 @@ func TestGenerateErrors(t *testing.T) {
 		{"--model", "/nonexistent", "--tokens", "1"},
 	} {
 		var out, errb bytes.Buffer
-		if code := run(context.Background(), args, &out, &errb); code != 1 || !strings.HasPrefix(errb.String(), "error: ") {
+		// A model that loaded has its load line first; the error is last.
+		if code := run(context.Background(), args, &out, &errb); code != 1 || !strings.HasPrefix(lastLine(errb.String()), "error: ") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
 		}
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+var (
+	loadLine   = regexp.MustCompile(`^loaded qwen2-tiny \(qwen2, F32, \d+K params, \d+\.\d\d MiB\) on cpu in \d+\.\d\d s$`)
+	timingLine = regexp.MustCompile(`^prompt (\d+) tokens? \((\d+\.\d) tok/s\), generated (\d+) tokens? \((\d+\.\d) tok/s\), first token after (\d+\.\d{3}) s, on cpu$`)
+)
+
+// TestGenerateTiming: stderr has the load line and, after generating, the
+// timing line, whose counts are the prompt's and the output's; stdout has
+// neither, in --json mode or streaming.
+func TestGenerateTiming(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"json", []string{"--json", "--max-tokens", "6", "--ignore-eos"}},
+		{"stream", []string{"--max-tokens", "6", "--ignore-eos"}},
+		{"stop", []string{"--json", "--max-tokens", "9", "--ignore-eos", "--stop", "nnn"}}, // the output is "nnnn…",
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append([]string{"--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--prompt", "Hello world"}, tc.args...)
+			if code := run(context.Background(), args, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			if strings.Contains(out.String(), "tok/s") || strings.Contains(out.String(), "loaded") {
+				t.Errorf("stdout has the stderr lines: %q", out.String())
+			}
+			lines := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n")
+			if len(lines) != 2 || !loadLine.MatchString(lines[0]) {
+				t.Fatalf("stderr %q: want the load line then the timing line", errb.String())
+			}
+			m := timingLine.FindStringSubmatch(lines[1])
+			if m == nil {
+				t.Fatalf("timing line %q does not match %v", lines[1], timingLine)
+			}
+			prompt, _ := strconv.Atoi(m[1])
+			generated, _ := strconv.Atoi(m[3])
+			promptRate, _ := strconv.ParseFloat(m[2], 64)
+			genRate, _ := strconv.ParseFloat(m[4], 64)
+			ttft, _ := strconv.ParseFloat(m[5], 64)
+			if promptRate <= 0 || genRate <= 0 || ttft < 0 {
+				t.Errorf("rates %v, %v tok/s, first token %v s", promptRate, genRate, ttft)
+			}
+			want := 6
+			if tc.name == "stream" {
+				if prompt != 7 { // "Hello world" is 7 tokens of this tokenizer, as the json case shows
+					t.Errorf("prompt %d tokens, want 7", prompt)
+				}
+			} else {
+				var r Result
+				if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+					t.Fatal(err)
+				}
+				if prompt != len(r.PromptTokens) {
+					t.Errorf("prompt %d tokens, the result has %d", prompt, len(r.PromptTokens))
+				}
+				want = len(r.Tokens)
+				if tc.name == "stop" && (r.FinishReason != "stop" || want >= 9) {
+					t.Errorf("--stop: %d tokens, finish %q; want fewer than 9 and stop", want, r.FinishReason)
+				}
+			}
+			if generated != want {
+				t.Errorf("generated %d tokens, want %d", generated, want)
+			}
+		})
 	}
 }
 

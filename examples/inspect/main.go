@@ -1,14 +1,20 @@
 // Command inspect prints what a model folder or GGUF file holds: format,
 // architecture, configuration, tensor count by dtype, parameter count and
-// file size.
+// file size; then whether the model would load: every weight its
+// configuration needs present, with the shape the decoder expects and a
+// dtype it can read (models.Files.Check).
 //
 //	go run ./examples/inspect [--json] PATH
 //
-// On a bad file it prints one line, "error: …", to stderr and exits 1.
+// On a file it cannot read it prints one line, "error: …", to stderr and
+// exits 1. On a model that would not load it prints the report, each
+// problem weight with its expected and actual shape ("check: FAILED"),
+// then one "error: …" line on stderr, and exits 1.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,6 +37,10 @@ type Report struct {
 	ByDType     map[string]int `json:"tensors_by_dtype"`
 	Parameters  int64          `json:"parameters"`
 	GGUFVersion uint32         `json:"gguf_version,omitempty"`
+	// Loads is whether the weights pass models.Files.Check; Problems are
+	// its errors, one per weight.
+	Loads    bool     `json:"loads"`
+	Problems []string `json:"problems,omitempty"`
 }
 
 func main() {
@@ -64,9 +74,14 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(r)
-		return 0
+	} else {
+		printText(stdout, r)
 	}
-	printText(stdout, r)
+	if !r.Loads {
+		fmt.Fprintf(stderr, "error: the model would not load: %d weight problem(s), first: %s [%s]\n",
+			len(r.Problems), r.Problems[0], errcode.ModelCorrupt)
+		return 1
+	}
 	return 0
 }
 
@@ -85,6 +100,22 @@ func inspect(path string) (*Report, error) {
 		r.Tensors++
 		r.ByDType[t.DType.String()]++
 		r.Parameters += t.NumElements()
+	}
+	r.Loads = true
+	if err := f.Check(); err != nil {
+		r.Loads = false
+		errs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		}
+		for _, e := range errs {
+			var we *models.WeightError
+			if errors.As(e, &we) {
+				r.Problems = append(r.Problems, we.Name+": "+we.Reason)
+			} else {
+				r.Problems = append(r.Problems, e.Error())
+			}
+		}
 	}
 	return r, nil
 }
@@ -116,6 +147,19 @@ func printText(w io.Writer, r *Report) {
 		fmt.Fprintf(w, ", rope scaling %s ×%g", s.Type, s.Factor)
 	}
 	fmt.Fprintf(w, "\n  tied embeddings %v, attention bias %v, bos %v, eos %v\n", c.TieEmbedding, c.AttentionBias, c.BOS, c.EOS)
+	if r.Loads {
+		fmt.Fprintln(w, "check:         ok, would load: every weight the config needs is there, shape and dtype as expected")
+		return
+	}
+	fmt.Fprintf(w, "check:         FAILED, would not load: %d weight problem(s)\n", len(r.Problems))
+	const shown = 20
+	for i, p := range r.Problems {
+		if i == shown {
+			fmt.Fprintf(w, "  … and %d more\n", len(r.Problems)-shown)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", p)
+	}
 }
 
 func humanBytes(n int64) string {

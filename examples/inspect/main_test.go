@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vkllm/vkllm/tensor"
+	"github.com/vkllm/vkllm/tensor/gguf"
 )
 
 func TestInspect(t *testing.T) {
@@ -23,7 +26,12 @@ func TestInspect(t *testing.T) {
 			t.Errorf("%s: %+v", path, r)
 		}
 		out.Reset()
-		if code := run([]string{path}, &out, &errb); code != 0 || !strings.Contains(out.String(), "architecture:") {
+		if !r.Loads || len(r.Problems) != 0 {
+			t.Errorf("%s: loads %v, problems %q", path, r.Loads, r.Problems)
+		}
+		out.Reset()
+		if code := run([]string{path}, &out, &errb); code != 0 || !strings.Contains(out.String(), "architecture:") ||
+			!strings.Contains(out.String(), "\ncheck:         ok, would load") {
 			t.Errorf("text output: %q", out.String())
 		}
 	}
@@ -43,5 +51,73 @@ func TestInspectBadFiles(t *testing.T) {
 		if code != 1 || !strings.HasPrefix(msg, "error: ") || strings.Count(msg, "\n") != 1 || strings.Contains(msg, "goroutine") {
 			t.Errorf("%s: exit %d, stderr %q", path, code, msg)
 		}
+	}
+}
+
+// brokenGGUF writes a copy of qwen2-tiny-F32.gguf with edit applied to
+// the tensor named name (dropped when edit returns false).
+func brokenGGUF(t *testing.T, name string, edit func(*tensor.Tensor) bool) string {
+	t.Helper()
+	src, err := gguf.Open("../../testdata/models/qwen2-tiny-F32.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var ts []tensor.Tensor
+	for _, tt := range src.Tensors() {
+		if tt.Name == name && !edit(&tt) {
+			continue
+		}
+		ts = append(ts, tt)
+	}
+	path := filepath.Join(t.TempDir(), "broken.gguf")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := gguf.Write(f, src.KV, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestInspectWouldNotLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name, tensor string
+		edit         func(*tensor.Tensor) bool
+		want         string // the problem line
+	}{
+		{"missing", "blk.1.attn_k.weight", func(*tensor.Tensor) bool { return false },
+			"blk.1.attn_k.weight: missing (want shape [32 64])"},
+		{"mis-shaped", "blk.0.ffn_down.weight", func(t *tensor.Tensor) bool {
+			t.Shape = []int64{t.Shape[1], t.Shape[0]}
+			return true
+		}, "blk.0.ffn_down.weight: shape [128 64], want [64 128]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := brokenGGUF(t, tc.tensor, tc.edit)
+			var out, errb bytes.Buffer
+			code := run([]string{path}, &out, &errb)
+			if code != 1 || !strings.Contains(out.String(), "\ncheck:         FAILED") || !strings.Contains(out.String(), "\n  "+tc.want+"\n") {
+				t.Errorf("exit %d, stdout %q", code, out.String())
+			}
+			msg := errb.String()
+			if !strings.HasPrefix(msg, "error: ") || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, tc.tensor) {
+				t.Errorf("stderr %q", msg)
+			}
+			out.Reset()
+			errb.Reset()
+			if code := run([]string{"--json", path}, &out, &errb); code != 1 {
+				t.Errorf("--json: exit %d", code)
+			}
+			var r Report
+			if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Loads || len(r.Problems) != 1 || r.Problems[0] != tc.want {
+				t.Errorf("--json: loads %v, problems %q", r.Loads, r.Problems)
+			}
+		})
 	}
 }
