@@ -1,6 +1,6 @@
 # vkllm — the two commands that do all the set-up on a fresh machine:
 #   make run    fetch the demo model if missing, then run the main job on it
-#   make test   install what the tests need if missing, then vet, test, build
+#   make test   install what the tests need (and the demo model) if missing, then vet, test, build
 SHELL := /bin/bash
 MODEL_DIR ?= $(HOME)/.cache/vkllm/smollm2
 GGUF      := $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -15,11 +15,13 @@ run: $(GGUF)
 # Packages with goroutines also run under the race detector.
 RACE_PKGS ?= ./kernels/cpu ./kv ./sampler ./engine ./examples/...
 
-test: deps
+# The model tests run on the exact reference (cpu-ref) and again on the
+# fast path (cpu), including the real model against llama.cpp's tokens.
+test: deps $(GGUF)
 	go vet ./...
 	go test ./...
 	go test -tags purego ./kernels/...
-	go test -tags cpufast ./models/
+	go test ./models/ -args -vkllm.backend=cpu
 	go test -race -short $(RACE_PKGS)
 	CGO_ENABLED=0 go build ./...
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tensor"
@@ -40,7 +41,18 @@ type Options struct {
 	// NoPrefixCache turns off the reuse of cached prompt prefixes
 	// (Config.PrefixCache, on by default here).
 	NoPrefixCache bool
-	Model         []models.Option
+	// Backend names the kernels the model runs on: kernels.Auto (the
+	// default: a real GPU through Vulkan where kernels/vulkan is imported
+	// and finds one, else kernels.CPU, the fast CPU path), kernels.CPU,
+	// kernels.CPURef (the exact reference, ~30× slower) or kernels.Vulkan.
+	Backend string
+	// Device picks a GPU by index or name substring ("" = the first).
+	Device string
+	// Threads bounds the CPU backends' parallelism (0: GOMAXPROCS).
+	Threads int
+	// Model holds further options for models.Open; a models.WithBackend
+	// or WithBackendName there overrides Backend, Device and Threads.
+	Model []models.Option
 }
 
 // Result is a finished request of Generate.
@@ -139,7 +151,12 @@ func (b *mailbox) take() (outs []Output, err error, done bool) {
 // Open opens a model folder or GGUF file with its tokenizer and starts the
 // loop. Close it when done.
 func Open(path string, opts Options) (*LLM, error) {
-	m, err := models.Open(path, opts.Model...)
+	name := opts.Backend
+	if name == "" {
+		name = kernels.Auto
+	}
+	mopts := append([]models.Option{models.WithBackendName(name, kernels.Options{Threads: opts.Threads, Device: opts.Device})}, opts.Model...)
+	m, err := models.Open(path, mopts...)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ import (
 // or F16 with VKLLM_BENCH_KV=f16:
 //
 //	VKLLM_BENCH_MODEL=~/.cache/vkllm/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
-//	VKLLM_BENCH_BACKEND=cpu-fast go test ./engine -run '^$' -bench Serve -benchtime 1x
+//	go test ./engine -run '^$' -bench Serve -benchtime 1x
 func BenchmarkServe(b *testing.B) {
 	const nReq, nPrompt, nOut = 16, 128, 128
 	path, backend := tinyModel, os.Getenv("VKLLM_BENCH_BACKEND")

@@ -20,7 +20,7 @@ import (
 // workers racing on that scratch; it also checks that each request's
 // greedy tokens are those of a one-worker engine.
 func TestWorkersShareFastBackend(t *testing.T) {
-	fast := []models.Option{models.WithBackendName("cpu-fast", kernels.Options{})}
+	fast := []models.Option{models.WithBackendName("cpu", kernels.Options{})}
 	prompts := []string{"the cat", "a dog and", "one two three", "x y", "hello", "the the the", "blue", "so it goes"}
 	p := sampler.Params{MaxTokens: 12, IgnoreEOS: true}
 	one := openLLM(t, Options{ContextLen: 128, MaxSeqs: 8, Model: fast})

@@ -7,6 +7,15 @@ import (
 	"sync"
 )
 
+// The names of the backends this module registers (each by its package's
+// init, as a database/sql driver), and Auto.
+const (
+	CPU    = "cpu"     // kernels/cpu: the fast CPU path, what users get
+	CPURef = "cpu-ref" // kernels/cpuref: the exact oracle, held to transformers
+	Vulkan = "vulkan"  // kernels/vulkan: any GPU with a Vulkan driver
+	Auto   = "auto"    // Open: a real GPU through Vulkan if registered and present, else CPU
+)
+
 // Options configure a backend when it is opened.
 type Options struct {
 	// Threads bounds the CPU backend's parallelism (0: GOMAXPROCS).
@@ -49,24 +58,51 @@ func Backends() []string {
 	return names
 }
 
-// Open opens the named backend. "auto" tries "vulkan" (a real GPU) and
-// falls back to "cpu"; a backend reporting Software() true (a CPU
-// implementation of Vulkan such as lavapipe) counts as no GPU.
+// Known reports whether Open knows name: a registered backend or Auto.
+func Known(name string) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	_, ok := registry[name]
+	return ok || name == Auto
+}
+
+// Names lists what Open takes: Auto and the registered names.
+func Names() []string { return append([]string{Auto}, Backends()...) }
+
+// Open opens the named backend. Auto tries Vulkan (a real GPU, when
+// kernels/vulkan is imported) and falls back to CPU; a backend reporting
+// Software() true (a CPU implementation of Vulkan such as lavapipe)
+// counts as no GPU.
 func Open(name string, opts Options) (Backend, error) {
-	if name == "auto" {
-		if b, err := Open("vulkan", opts); err == nil {
+	if name == Auto {
+		if b, err := Open(Vulkan, opts); err == nil {
 			if s, ok := b.(interface{ Software() bool }); !ok || !s.Software() {
 				return b, nil
 			}
 			b.Close()
 		}
-		return Open("cpu", opts)
+		return Open(CPU, opts)
 	}
 	mu.Lock()
 	open, ok := registry[name]
 	mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("%w %q (registered: %v)", ErrUnknownBackend, name, Backends())
+		return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownBackend, name, Names())
 	}
 	return open(opts)
+}
+
+// Describer is a Backend that says what it runs on, for a log line:
+// the CPU backends their SIMD level and threads, Vulkan its device.
+type Describer interface {
+	Describe() string
+}
+
+// Describe returns b's name and, for a Describer, what it runs on:
+// "cpu (avx2+fma, 2 threads)".
+func Describe(b Backend) string {
+	if d, ok := b.(Describer); ok {
+		return b.Name() + " (" + d.Describe() + ")"
+	}
+	return b.Name()
 }

@@ -36,8 +36,11 @@ type Option func(*options)
 // WithBackend runs the model on b. The caller keeps ownership of b.
 func WithBackend(b kernels.Backend) Option { return func(o *options) { o.backend = b } }
 
-// WithBackendName opens the named backend ("cpu", "vulkan", "auto"); the
-// model closes it on Close. The default is "cpu".
+// WithBackendName opens the named backend (kernels.Auto, kernels.CPU,
+// kernels.CPURef, kernels.Vulkan or another registered name); the model
+// closes it on Close. The default is kernels.Auto: a real GPU through
+// Vulkan where kernels/vulkan is imported and finds one, else the fast
+// CPU path.
 func WithBackendName(name string, opts kernels.Options) Option {
 	return func(o *options) { o.backendName, o.kopts = name, opts }
 }
@@ -45,7 +48,7 @@ func WithBackendName(name string, opts kernels.Options) Option {
 // Open opens a HF model folder or a GGUF file and puts its weights on a
 // backend. See OpenFiles for the folder rules.
 func Open(path string, opts ...Option) (*Model, error) {
-	o := options{backendName: "cpu"}
+	o := options{backendName: kernels.Auto}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -3,10 +3,11 @@
 // tools/requirements-peer.txt) on the same file and thread count.
 //
 //	go run ./benchmarks/bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
-//	    [--threads N] [--backend cpu-fast] [--kv f32|f16] [--peer llama.cpp] [--ops] [--json | --benchfmt]
+//	    [--threads N] [--backend auto|cpu|cpu-ref|vulkan] [--kv f32|f16] [--peer llama.cpp] [--ops] [--json | --benchfmt]
 //
-// The backend is kernels/cpu's fast path ("cpu-fast") unless --backend
-// says otherwise ("cpu" is the exact reference path).
+// The backend is "auto", what the library gives by default (a real GPU
+// through Vulkan, else kernels/cpu's fast path), unless --backend names
+// another ("cpu-ref" is the exact reference path).
 //
 // Prefill is one Decode of pp tokens (logits for the last only); decode is
 // tg single-token Decodes after it, each one reused batch and its logits
@@ -127,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tg := fs.Int("tg", 128, "tokens to decode")
 	batch := fs.String("batch", "", "batched decode sizes, e.g. 1,4,16 (none by default)")
 	threads := fs.Int("threads", runtime.NumCPU(), "threads")
-	backend := fs.String("backend", "cpu-fast", "cpu-fast, cpu (the exact reference), vulkan or auto")
+	backend := fs.String("backend", kernels.Auto, fmt.Sprintf("one of %v (auto: a real GPU through Vulkan, else cpu)", kernels.Names()))
 	peer := fs.String("peer", "", `"llama.cpp" to run llama-cpp-python on the same file`)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	benchfmt := fs.Bool("benchfmt", false, "print Go benchmark lines (for benchstat)")
@@ -270,7 +271,7 @@ func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches [
 	}
 	defer m.Close()
 	res := &Result{Model: path, Backend: m.Backend().Name(), Threads: threads, PP: pp, TG: tg, KV: strings.ToLower(kv.String()), LoadS: time.Since(start).Seconds()}
-	if res.Backend == "cpu-fast" {
+	if res.Backend == kernels.CPU {
 		res.SIMD = cpu.SIMD() // the kernels the fast path runs
 	}
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {

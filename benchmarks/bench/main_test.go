@@ -68,7 +68,7 @@ func TestOps(t *testing.T) {
 // steps: it reports a bandwidth, and the peak RSS left out the probe's
 // 64 MiB buffer where Linux lets the mark be reset.
 func TestWindowProbe(t *testing.T) {
-	res, err := bench("../../testdata/models/qwen2-tiny-F16.gguf", "cpu-fast", 8, 16, 2, tensor.F32, nil, false, true, io.Discard)
+	res, err := bench("../../testdata/models/qwen2-tiny-F16.gguf", "cpu", 8, 16, 2, tensor.F32, nil, false, true, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestWindowProbe(t *testing.T) {
 // TestBatched runs the batched decode for two sizes: each reports its
 // size, min(tg, 32) steps and a rate.
 func TestBatched(t *testing.T) {
-	res, err := bench("../../testdata/models/qwen2-tiny-F16.gguf", "cpu-fast", 8, 4, 2, tensor.F32, []int{1, 3}, false, false, io.Discard)
+	res, err := bench("../../testdata/models/qwen2-tiny-F16.gguf", "cpu", 8, 4, 2, tensor.F32, []int{1, 3}, false, false, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // template (ChatML when it has none).
 //
 //	go run ./examples/chat --model PATH [--system TEXT] [--temperature 0.7]
-//	    [--top-p P] [--seed S] [--max-tokens N] [--backend cpu|vulkan|auto]
+//	    [--top-p P] [--seed S] [--max-tokens N] [--backend auto|cpu|cpu-ref|vulkan]
 //
 // Type a message and press Enter; the answer streams as it is generated,
 // and then a timing line goes to stderr (prompt and generated tokens, their
@@ -24,18 +24,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 	"io"
 	"iter"
 	"os"
 	"os/signal"
 	"strings"
+	"time"
+
+	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/internal/runinfo"
-	"github.com/vkllm/vkllm/kernels"
-	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
@@ -53,15 +53,15 @@ type streamer interface {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, intr <-chan os.Signal) int {
 	var (
-		model, backend, system string
-		seed                   int64
-		ignoreEOS              bool
-		p                      sampler.Params
+		model, system string
+		seed          int64
+		ignoreEOS     bool
+		p             sampler.Params
 	)
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&model, "model", "", "model folder or .gguf file")
-	fs.StringVar(&backend, "backend", "auto", "cpu, vulkan or auto")
+	backend := runinfo.BackendFlag(fs)
 	fs.StringVar(&system, "system", "", "system prompt")
 	fs.Float64Var(&p.Temperature, "temperature", 0.7, "sampling temperature in [0, 2]; 0 is greedy")
 	fs.Float64Var(&p.TopP, "top-p", 0.9, "nucleus sampling mass, (0, 1]")
@@ -78,6 +78,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, intr <-chan o
 	if model == "" {
 		return fail(errors.New("--model is required"))
 	}
+	if err := runinfo.CheckBackend(*backend); err != nil {
+		return fail(err)
+	}
 	if seed >= 0 {
 		s := uint64(seed)
 		p.Seed = &s
@@ -86,12 +89,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, intr <-chan o
 	if err := p.Validate(1 << 30); err != nil {
 		return fail(err)
 	}
-	l, err := engine.Open(model, engine.Options{MaxSeqs: 1,
-		Model: []models.Option{models.WithBackendName(backend, kernels.Options{})}})
+	loadStart := time.Now()
+	l, err := engine.Open(model, engine.Options{MaxSeqs: 1, Backend: *backend})
 	if err != nil {
 		return fail(err)
 	}
 	defer l.Close()
+	fmt.Fprintln(stderr, runinfo.Loaded(l.Model(), time.Since(loadStart)))
 	r := &repl{m: l, params: p, system: system, out: stdout, intr: intr,
 		stats: stderr, backend: l.Model().Backend().Name()}
 	return r.loop(stdin)

@@ -5,7 +5,7 @@
 //	    [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--min-p P]
 //	    [--seed S] [--repetition-penalty R] [--presence-penalty P]
 //	    [--frequency-penalty F] [--stop TEXT]... [--ignore-eos]
-//	    [--top-logprobs K] [--json] [--backend cpu|vulkan|auto]
+//	    [--top-logprobs K] [--json] [--backend auto|cpu|cpu-ref|vulkan]
 //
 // The default is greedy decoding (temperature 0). While the model loads, a
 // spinner runs on stderr when stderr is a terminal; then stderr gets what
@@ -25,7 +25,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 	"io"
 	"os"
 	"os/signal"
@@ -33,11 +32,11 @@ import (
 	"strings"
 	"time"
 
+	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
+
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/internal/runinfo"
-	"github.com/vkllm/vkllm/kernels"
-	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 )
 
@@ -51,11 +50,12 @@ type Result struct {
 }
 
 type config struct {
-	model, prompt, tokens, backend string
-	maxTokens, topLogprobs         int
-	seed                           int64
-	json, ignoreEOS                bool
-	params                         sampler.Params
+	model, prompt, tokens  string
+	backend                *string
+	maxTokens, topLogprobs int
+	seed                   int64
+	json, ignoreEOS        bool
+	params                 sampler.Params
 }
 
 func main() {
@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	fs.StringVar(&c.model, "model", "", "model folder or .gguf file")
 	fs.StringVar(&c.prompt, "prompt", "", "prompt text")
 	fs.StringVar(&c.tokens, "tokens", "", "prompt as comma-separated token ids")
-	fs.StringVar(&c.backend, "backend", "auto", "cpu, vulkan or auto")
+	c.backend = runinfo.BackendFlag(fs)
 	fs.IntVar(&c.maxTokens, "max-tokens", 32, "tokens to generate")
 	fs.Float64Var(&p.Temperature, "temperature", 0, "sampling temperature in [0, 2]; 0 is greedy")
 	fs.Float64Var(&p.TopP, "top-p", 1, "nucleus sampling: keep the most likely tokens up to this mass, (0, 1]")
@@ -116,10 +116,8 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	case c.topLogprobs < 0 || c.topLogprobs > 20:
 		return fmt.Errorf("--top-logprobs must be in [0, 20], got %d", c.topLogprobs)
 	}
-	switch c.backend {
-	case "cpu", "vulkan", "auto":
-	default:
-		return fmt.Errorf("--backend must be cpu, vulkan or auto, got %q", c.backend)
+	if err := runinfo.CheckBackend(*c.backend); err != nil {
+		return err
 	}
 	p := c.params
 	p.MaxTokens, p.IgnoreEOS, p.Logprobs = c.maxTokens, c.ignoreEOS, c.topLogprobs
@@ -140,8 +138,7 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	done := spin(stderr, "loading "+c.model)
 	loadStart := time.Now()
-	l, err := engine.Open(c.model, engine.Options{MaxSeqs: 1,
-		Model: []models.Option{models.WithBackendName(c.backend, kernels.Options{})}})
+	l, err := engine.Open(c.model, engine.Options{MaxSeqs: 1, Backend: *c.backend})
 	done()
 	if err != nil {
 		return err

@@ -1,7 +1,7 @@
 // Command server is vkllm's OpenAI-compatible HTTP server.
 //
 //	go run ./examples/server --model NAME=PATH [--model NAME=PATH …] [--addr 127.0.0.1:8080]
-//	    [--api-key KEY | env VKLLM_API_KEY] [--backend cpu|vulkan|auto] [--max-seqs N] [--ctx N]
+//	    [--api-key KEY | env VKLLM_API_KEY] [--backend auto|cpu|cpu-ref|vulkan] [--max-seqs N] [--ctx N]
 //
 // Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
 // GET /health (503 until every model is loaded), GET /metrics (Prometheus,
@@ -15,7 +15,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 	"io"
 	"log"
 	"net"
@@ -26,11 +25,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vkllm/vkllm/internal/runinfo"
+	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
+
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/examples/server/internal/server"
-	"github.com/vkllm/vkllm/kernels"
-	"github.com/vkllm/vkllm/models"
 )
 
 type modelFlags []server.Spec
@@ -56,7 +56,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		specs   modelFlags
 		addr    string
 		apiKey  string
-		backend string
 		maxSeqs int
 		ctxLen  int
 		pending int
@@ -67,7 +66,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.Var(&specs, "model", "NAME=PATH of a model folder or .gguf file (repeatable; several files under one NAME are told apart as NAME:QUANT)")
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&apiKey, "api-key", os.Getenv("VKLLM_API_KEY"), "require Authorization: Bearer KEY on /v1/ (default $VKLLM_API_KEY)")
-	fs.StringVar(&backend, "backend", "auto", "cpu, vulkan or auto")
+	backendName := runinfo.BackendFlag(fs)
 	fs.IntVar(&maxSeqs, "max-seqs", 16, "requests running at once per model")
 	fs.IntVar(&ctxLen, "ctx", 0, "KV cells per model, shared by its requests (0: min(model positions, 4096))")
 	fs.IntVar(&pending, "max-pending", 256, "requests queued or running per model; more get 429")
@@ -83,15 +82,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if len(specs) == 0 {
 		return fail(errors.New("give at least one --model NAME=PATH"))
 	}
-	switch backend {
-	case "cpu", "vulkan", "auto":
-	default:
-		return fail(fmt.Errorf("--backend must be cpu, vulkan or auto, got %q", backend))
+	if err := runinfo.CheckBackend(*backendName); err != nil {
+		return fail(err)
 	}
 	srv, err := server.New(server.Config{
 		Models: specs,
 		Engine: engine.Options{ContextLen: ctxLen, MaxSeqs: maxSeqs, MaxPending: pending,
-			Model: []models.Option{models.WithBackendName(backend, kernels.Options{})}},
+			Backend: *backendName},
 		APIKey: apiKey,
 		Logf:   logf,
 	})

@@ -4,10 +4,13 @@
 package runinfo
 
 import (
+	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/vkllm/vkllm/kernels"
 
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/tensor"
@@ -15,7 +18,7 @@ import (
 
 // Loaded is the line for a model that took took to load:
 //
-//	loaded SmolLM2-135M-Instruct (llama, Q4_1, 135M params, 94 MiB) on cpu in 0.21 s
+//	loaded SmolLM2-135M-Instruct (llama, Q4_1, 135M params, 94 MiB) on cpu (avx2+fma, 2 threads) in 0.21 s
 //
 // The name is the file or folder name, without ".gguf" and without a
 // dtype suffix (".Q4_1", "-F16") that the parentheses repeat: GGUF's
@@ -44,7 +47,22 @@ func Loaded(m *models.Model, took time.Duration) string {
 		name = name[:i]
 	}
 	return fmt.Sprintf("loaded %s (%s, %v, %s params, %s) on %s in %.2f s",
-		name, f.Config.Arch, top, count(params), mib(f.Size), m.Backend().Name(), took.Seconds())
+		name, f.Config.Arch, top, count(params), mib(f.Size), kernels.Describe(m.Backend()), took.Seconds())
+}
+
+// BackendFlag defines the --backend flag of a command on fs: any name
+// kernels.Open takes, listed in the help, default kernels.Auto.
+func BackendFlag(fs *flag.FlagSet) *string {
+	return fs.String("backend", kernels.Auto, fmt.Sprintf("backend: one of %v (auto: a real GPU through Vulkan, else cpu; cpu-ref: the exact reference, ~30× slower)", kernels.Names()))
+}
+
+// CheckBackend is the error for a --backend value kernels.Open would not
+// take, or nil.
+func CheckBackend(name string) error {
+	if !kernels.Known(name) {
+		return fmt.Errorf("--backend must be one of %v, got %q", kernels.Names(), name)
+	}
+	return nil
 }
 
 // count writes n as 135M, 1.2B or 96K.

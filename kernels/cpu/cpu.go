@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 
@@ -12,7 +13,7 @@ import (
 )
 
 // Name is the name this backend registers with kernels.Register.
-const Name = "cpu"
+const Name = kernels.CPU
 
 func init() {
 	kernels.Register(Name, func(o kernels.Options) (kernels.Backend, error) {
@@ -92,6 +93,9 @@ func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 	}
 	return t, nil
 }
+
+// Describe implements kernels.Describer: the SIMD kernels and threads.
+func (b *Backend) Describe() string { return fmt.Sprintf("%s, %d threads", SIMD(), b.Threads) }
 
 // dot is kernels/cpuref's dot product: the pure-Go F32 dot where the
 // machine has no SIMD kernel for it.

@@ -1,6 +1,7 @@
 package cpuref
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/vkllm/vkllm/kernels"
@@ -8,7 +9,7 @@ import (
 )
 
 // Name is the name this backend registers with kernels.Register.
-const Name = "cpu-ref"
+const Name = kernels.CPURef
 
 func init() {
 	kernels.Register(Name, func(o kernels.Options) (kernels.Backend, error) { return New(o.Threads), nil })
@@ -31,6 +32,9 @@ type Backend struct {
 // goroutines (0 or less: GOMAXPROCS). Its helper goroutines stop on
 // Close, or when the Backend is garbage collected.
 func New(threads int) *Backend { return &Backend{cpubase.NewBase(Name, threads)} }
+
+// Describe implements kernels.Describer.
+func (b *Backend) Describe() string { return fmt.Sprintf("exact reference, %d threads", b.Threads) }
 
 // dot is the one dot product of MatMul and Attention: eight float32
 // partial sums, lane l taking the elements i ≡ l (mod 8), then added

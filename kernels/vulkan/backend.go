@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	kernels.Register("vulkan", func(o kernels.Options) (kernels.Backend, error) {
+	kernels.Register(kernels.Vulkan, func(o kernels.Options) (kernels.Backend, error) {
 		return Open(Config{Device: o.Device})
 	})
 }
@@ -305,6 +305,16 @@ func (b *Backend) Name() string { return "vulkan" }
 
 // Device describes the opened device.
 func (b *Backend) Device() DeviceInfo { return b.info }
+
+// Describe implements kernels.Describer: the device and its kind.
+func (b *Backend) Describe() string {
+	d := b.info
+	s := d.Name + ", " + d.Type
+	if d.Software {
+		s += ", software"
+	}
+	return s
+}
 
 // Software reports a CPU implementation of Vulkan (lavapipe, SwiftShader):
 // kernels.Open("auto") prefers the CPU backend to one.

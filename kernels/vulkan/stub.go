@@ -5,5 +5,5 @@ package vulkan
 import "github.com/vkllm/vkllm/kernels"
 
 func init() {
-	kernels.Register("vulkan", func(kernels.Options) (kernels.Backend, error) { return nil, ErrNeedsCgo })
+	kernels.Register(kernels.Vulkan, func(kernels.Options) (kernels.Backend, error) { return nil, ErrNeedsCgo })
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
+	_ "github.com/vkllm/vkllm/kernels/cpu" // "auto" falls back to "cpu"
 	"github.com/vkllm/vkllm/kernels/kerneltest"
 	"github.com/vkllm/vkllm/kernels/vulkan/shaders"
 	"github.com/vkllm/vkllm/tensor"

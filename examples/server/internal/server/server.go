@@ -36,6 +36,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
 	"github.com/vkllm/vkllm/tokenizer/chat"
@@ -151,6 +153,8 @@ func (s *Server) load() {
 		m, err := s.cfg.Open(e.spec)
 		if err != nil {
 			s.cfg.Logf("model %s (%s): %v", e.spec.Name, e.spec.Path, err)
+		} else if b, ok := m.Gen.(interface{ Model() *models.Model }); ok {
+			s.cfg.Logf("model %s loaded on %s", e.spec.Name, kernels.Describe(b.Model().Backend()))
 		}
 		e.m, e.err, e.at = m, err, time.Now()
 		close(e.ready)
