@@ -187,6 +187,8 @@ func (r *repl) answer(text string) {
 		if err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintln(r.out, "\n(answer stopped)")
+			} else if errors.Is(err, engine.ErrPromptTooLong) {
+				fmt.Fprintf(r.out, "(the conversation no longer fits the context: %v; /reset)\n", err)
 			} else {
 				fmt.Fprintf(r.out, "\n(error: %v)\n", err)
 			}
@@ -194,10 +196,6 @@ func (r *repl) answer(text string) {
 		}
 		io.WriteString(r.out, d.TextDelta)
 		reply.WriteString(d.TextDelta)
-		if d.FinishReason == "ignored" {
-			fmt.Fprintf(r.out, "(the conversation no longer fits the context: %s; /reset)\n", d.Reason)
-			return
-		}
 	}
 	fmt.Fprintln(r.out)
 	r.history = append(r.history, chat.Message{Role: "user", Content: text}, chat.Message{Role: "assistant", Content: reply.String()})
