@@ -1,22 +1,33 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
 )
 
-// Errors of Add. Params outside their range come as *sampler.FieldError.
+// Errors of Add. Params outside their range come as *sampler.FieldError
+// (errcode BAD_PARAMS), an empty prompt as sampler.ErrEmptyPrompt
+// (EMPTY_PROMPT); errors.Is and errors.As find them.
 var (
-	ErrDuplicateID = errors.New("engine: request id already in use")
-	ErrEmptyID     = errors.New("engine: empty request id")
-	ErrBadToken    = errors.New("engine: prompt token outside the vocabulary")
-	ErrNoTokenizer = errors.New("engine: stop strings need a tokenizer")
-	ErrSessionBusy = errors.New("engine: the session already has an unfinished request")
+	ErrDuplicateID = errcode.New(errcode.BadParams, "engine: request id already in use")
+	ErrEmptyID     = errcode.New(errcode.BadParams, "engine: empty request id")
+	ErrBadToken    = errcode.New(errcode.BadParams, "engine: prompt token outside the vocabulary")
+	ErrNoTokenizer = errcode.New(errcode.BadParams, "engine: stop strings need a tokenizer")
+	ErrSessionBusy = errcode.New(errcode.BadParams, "engine: the session already has an unfinished request")
+	// ErrPromptTooLong: the prompt has more tokens than one request may
+	// hold (MaxLen). It is wrapped with both numbers.
+	ErrPromptTooLong = errcode.New(errcode.PromptTooLong, "engine: prompt too long")
 )
+
+// promptTooLong is the error for a prompt of n tokens when a request
+// holds at most max.
+func promptTooLong(n, max int) error {
+	return fmt.Errorf("%w: %d tokens exceed the context of %d", ErrPromptTooLong, n, max)
+}
 
 // Config tunes an Engine. Zero values take the defaults.
 type Config struct {
@@ -59,7 +70,7 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 		cfg.MaxBatchTokens = cp.BatchSize
 	}
 	if cfg.MaxBatchTokens < 1 || cfg.MaxBatchTokens > cp.BatchSize {
-		return nil, fmt.Errorf("engine: MaxBatchTokens %d out of range [1, %d]", cfg.MaxBatchTokens, cp.BatchSize)
+		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: MaxBatchTokens %d out of range [1, %d]", cfg.MaxBatchTokens, cp.BatchSize))
 	}
 	eos := cfg.EOS
 	if eos == nil {
@@ -70,7 +81,7 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 	}
 	e := &Engine{ctx: ctx, tok: tok, eos: eos, vocab: m.Config.VocabSize,
 		maxLen: min(cp.ContextLen, m.Config.MaxPositions), byID: map[string]*sequence{}}
-	e.sched = newScheduler(schedulerConfig{maxSeqs: cp.MaxSeqs, maxTokens: cfg.MaxBatchTokens, maxLen: e.maxLen})
+	e.sched = newScheduler(schedulerConfig{maxSeqs: cp.MaxSeqs, maxTokens: cfg.MaxBatchTokens})
 	e.run = newRunner(ctx, cfg.PrefixCache, &e.count)
 	return e, nil
 }
@@ -79,7 +90,8 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 func (e *Engine) MaxLen() int { return e.maxLen }
 
 // Add queues a request. Its Params are validated here; an invalid request
-// is refused with an error (a *sampler.FieldError for a parameter).
+// is refused with an error (a *sampler.FieldError for a parameter,
+// ErrPromptTooLong for a prompt of more than MaxLen tokens).
 func (e *Engine) Add(r Request) error {
 	switch {
 	case r.ID == "":
@@ -87,7 +99,9 @@ func (e *Engine) Add(r Request) error {
 	case e.byID[r.ID] != nil:
 		return fmt.Errorf("%w: %q", ErrDuplicateID, r.ID)
 	case len(r.Prompt) == 0:
-		return sampler.ErrEmptyPrompt
+		return errcode.Wrap(errcode.EmptyPrompt, sampler.ErrEmptyPrompt)
+	case len(r.Prompt) > e.maxLen:
+		return promptTooLong(len(r.Prompt), e.maxLen)
 	case len(r.Params.Stop) > 0 && e.tok == nil:
 		return ErrNoTokenizer
 	case r.Session != "" && e.sessionBusy(r.Session):
@@ -99,7 +113,7 @@ func (e *Engine) Add(r Request) error {
 		}
 	}
 	if err := r.Params.Validate(e.vocab); err != nil {
-		return err
+		return errcode.Wrap(errcode.BadParams, err)
 	}
 	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1, session: r.Session,
 		tokens: append(make([]int32, 0, len(r.Prompt)+16), r.Prompt...)}
@@ -159,10 +173,6 @@ func (e *Engine) Step() ([]Output, error) {
 		return outs, err
 	}
 	e.count.preemptions += uint64(len(sc.preempted))
-	for _, q := range sc.ignored {
-		delete(e.byID, q.id)
-		outs = append(outs, e.final(q, Output{ID: q.id, Reason: q.reason}))
-	}
 	if len(sc.chunks) == 0 {
 		return outs, nil
 	}
@@ -197,7 +207,7 @@ func (e *Engine) finish(q *sequence, to State) error {
 	}
 	e.sched.remove(q)
 	delete(e.byID, q.id)
-	return e.run.retire(q, to != FinishedIgnored)
+	return e.run.retire(q)
 }
 
 func (e *Engine) sessionBusy(name string) bool {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
@@ -116,7 +117,7 @@ func greedy(maxTokens int) sampler.Params {
 
 func TestTransitions(t *testing.T) {
 	legal := map[[2]State]bool{
-		{Waiting, Running}: true, {Waiting, FinishedAborted}: true, {Waiting, FinishedIgnored}: true,
+		{Waiting, Running}: true, {Waiting, FinishedAborted}: true,
 		{Running, Preempted}: true, {Running, FinishedStopped}: true,
 		{Running, FinishedLengthCapped}: true, {Running, FinishedAborted}: true,
 		{Preempted, Running}: true, {Preempted, FinishedAborted}: true,
@@ -328,15 +329,29 @@ func TestBatchInvariance(t *testing.T) {
 	}
 }
 
-func TestIgnoredAndLengthCap(t *testing.T) {
+func TestPromptTooLongAndLengthCap(t *testing.T) {
 	e, ctx := newEngine(t, models.ContextParams{ContextLen: 32, MaxSeqs: 2}, Config{})
 	r := rand.New(rand.NewPCG(6, 6))
-	e.Add(Request{ID: "long", Prompt: prompt(r, 33), Params: greedy(0)})
-	e.Add(Request{ID: "fits", Prompt: prompt(r, 30), Params: greedy(0)}) // default max_tokens: 32-30
-	e.Add(Request{ID: "capped", Prompt: prompt(r, 5), Params: greedy(100)})
+	err := e.Add(Request{ID: "long", Prompt: prompt(r, 33), Params: greedy(0)})
+	if !errors.Is(err, ErrPromptTooLong) || errcode.Of(err) != errcode.PromptTooLong ||
+		!strings.Contains(err.Error(), "33 tokens exceed the context of 32") {
+		t.Fatalf("33 tokens in a context of 32: err %v [%s], want ErrPromptTooLong naming both", err, errcode.Of(err))
+	}
+	for _, q := range []Request{
+		{ID: "full", Prompt: prompt(r, 32), Params: greedy(0)}, // the whole context: one token drawn
+		{ID: "fits", Prompt: prompt(r, 30), Params: greedy(0)}, // default max_tokens: 32-30
+		{ID: "capped", Prompt: prompt(r, 5), Params: greedy(100)},
+	} {
+		if err := e.Add(q); err != nil {
+			t.Fatalf("%s: %v", q.ID, err)
+		}
+	}
 	res := drain(t, e)
-	if g := res["long"]; g.reason != "ignored" || len(g.tokens) != 0 {
-		t.Fatalf("long: %+v", g)
+	if _, ok := res["long"]; ok {
+		t.Fatalf("the refused request ran: %+v", res["long"])
+	}
+	if g := res["full"]; g.reason != "length" || len(g.tokens) != 1 {
+		t.Fatalf("full: %+v", g)
 	}
 	if g := res["fits"]; g.reason != "length" || len(g.tokens) != 2 {
 		t.Fatalf("fits: %+v", g)

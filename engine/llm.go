@@ -2,14 +2,16 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
@@ -18,15 +20,22 @@ import (
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
-// Errors of the LLM facade.
+// Errors of the LLM facade. A call also returns the errors of Add
+// (ErrPromptTooLong, *sampler.FieldError, ...) and its context's error.
 var (
-	ErrQueueFull = errors.New("engine: request queue full")
-	ErrClosed    = errors.New("engine: LLM closed")
+	ErrQueueFull  = errcode.New(errcode.QueueFull, "engine: request queue full")
+	ErrClosed     = errcode.New(errcode.Closed, "engine: LLM closed")
+	ErrNilContext = errcode.New(errcode.BadParams, "engine: nil context.Context")
 )
 
 // Options size an LLM. Zero values take the defaults.
 type Options struct {
-	ContextLen     int          // KV cells of each worker's cache; default min(positions, 4096)
+	// ContextLen is the KV cells of each worker's cache, shared by its
+	// MaxSeqs sequences; default min(positions, 4096). One request holds
+	// at most min(ContextLen, the model's positions) tokens. More cells
+	// than MaxSeqs sequences of the model's positions can fill are
+	// refused (see models.ContextParams).
+	ContextLen     int
 	MaxSeqs        int          // requests running at once per worker; default 16
 	BatchSize      int          // tokens per forward pass; default 512
 	MaxBatchTokens int          // token budget per step; default BatchSize
@@ -78,6 +87,9 @@ type LLM struct {
 	tok   *tokenizer.Tokenizer
 	chat  *chat.Config // the model's chat template and special tokens
 	opts  Options
+	// maxLen is the most tokens one request may hold (every worker's
+	// Engine.MaxLen); a longer prompt is refused before it is queued.
+	maxLen int
 
 	workers []*worker
 	done    chan struct{} // closed when every loop has returned
@@ -192,10 +204,10 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 		opts.Workers = 1
 	}
 	if opts.MaxPending < 1 {
-		return nil, fmt.Errorf("engine: MaxPending %d < 1", opts.MaxPending)
+		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: MaxPending %d < 1", opts.MaxPending))
 	}
 	if opts.Workers < 1 || opts.Workers > 64 {
-		return nil, fmt.Errorf("engine: Workers %d out of range [1, 64]", opts.Workers)
+		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: Workers %d out of range [1, 64]", opts.Workers))
 	}
 	l := &LLM{model: m, tok: tok, opts: opts, done: make(chan struct{}),
 		owner: map[string]*worker{}, sessions: map[string]*worker{}}
@@ -207,6 +219,7 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 			eng, err = New(m, ctx, tok, Config{MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache})
 			if err == nil {
 				w := &worker{ctx: ctx, eng: eng, wake: make(chan struct{}, 1)}
+				l.maxLen = eng.MaxLen()
 				st := eng.Stats()
 				w.stats.Store(&st)
 				l.workers = append(l.workers, w)
@@ -281,18 +294,22 @@ func (l *LLM) pokeAll() {
 
 // send queues commands: adds go to the global queue (a session's to its
 // worker), aborts to the worker that took the request (or straight out of
-// the queue), queries to every worker. Adds count against MaxPending.
+// the queue), queries to every worker. Adds count against MaxPending; a
+// prompt longer than a request may hold fails them all.
 func (l *LLM) send(cmds ...command) error {
+	adds := 0
+	for _, c := range cmds {
+		if c.req != nil {
+			if n := len(c.req.Prompt); n > l.maxLen {
+				return promptTooLong(n, l.maxLen)
+			}
+			adds++
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
-	}
-	adds := 0
-	for _, c := range cmds {
-		if c.req != nil {
-			adds++
-		}
 	}
 	if l.pending+adds > l.opts.MaxPending {
 		return fmt.Errorf("%w: %d pending, at most %d", ErrQueueFull, l.pending, l.opts.MaxPending)
@@ -385,9 +402,14 @@ func (l *LLM) abort(ids ...string) {
 
 // Generate runs the prompts as concurrent requests and returns their
 // results in input order. Cancelling ctx aborts them all (their cells are
-// freed) and returns ctx's error. A request refused by the engine (bad
-// params) fails the call with its error after the others are aborted.
+// freed) and returns ctx's error. A prompt longer than a request may hold
+// fails the call with ErrPromptTooLong before any runs; a request refused
+// by the engine (bad params) fails it with its error after the others are
+// aborted.
 func (l *LLM) Generate(ctx context.Context, prompts []string, params sampler.Params) ([]Result, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	ids, boxes, err := l.submit(prompts, params)
 	if err != nil {
 		return nil, err
@@ -430,12 +452,64 @@ type ChatRequest struct {
 	Kwargs map[string]any
 }
 
+// Roles are the message roles Chat accepts, as OpenAI's API: "developer"
+// is its newer name for "system".
+var Roles = []string{"system", "developer", "user", "assistant", "tool"}
+
+// ErrUnknownRole is wrapped by every *RoleError.
+var ErrUnknownRole = errcode.New(errcode.BadParams, "engine: unknown message role")
+
+// RoleError is a message whose role is not one of Roles.
+type RoleError struct {
+	Index int // in the messages
+	Role  string
+}
+
+func (e *RoleError) Error() string {
+	return fmt.Sprintf("engine: messages[%d]: unknown role %q; expected one of %s", e.Index, e.Role, strings.Join(Roles, ", "))
+}
+
+func (e *RoleError) Unwrap() error { return ErrUnknownRole }
+
+// CheckRoles returns a *RoleError for the first message whose role is not
+// one of Roles, or nil.
+func CheckRoles(msgs []chat.Message) error {
+	for i, m := range msgs {
+		if !slices.Contains(Roles, m.Role) {
+			return &RoleError{Index: i, Role: m.Role}
+		}
+	}
+	return nil
+}
+
+// systemForDeveloper returns msgs with "developer" messages as "system"
+// (a copy when there are any; msgs is not changed).
+func systemForDeveloper(msgs []chat.Message) []chat.Message {
+	if !slices.ContainsFunc(msgs, func(m chat.Message) bool { return m.Role == "developer" }) {
+		return msgs
+	}
+	out := slices.Clone(msgs)
+	for i := range out {
+		if out[i].Role == "developer" {
+			out[i].Role = "system"
+		}
+	}
+	return out
+}
+
 // RenderChat renders a conversation with the model's chat template (ChatML
 // when it has none), with the generation prompt, as apply_chat_template.
+// An empty conversation is refused with sampler.ErrEmptyPrompt, a message
+// whose role is not one of Roles with a *RoleError; a "developer"
+// message is rendered as "system".
 func (l *LLM) RenderChat(req ChatRequest) (string, error) {
 	if len(req.Messages) == 0 {
-		return "", sampler.ErrEmptyPrompt
+		return "", errcode.Wrap(errcode.EmptyPrompt, sampler.ErrEmptyPrompt)
 	}
+	if err := CheckRoles(req.Messages); err != nil {
+		return "", err
+	}
+	req.Messages = systemForDeveloper(req.Messages)
 	cc := l.chat
 	if cc == nil {
 		cc = &chat.Config{}
@@ -455,6 +529,9 @@ func (l *LLM) RenderChat(req ChatRequest) (string, error) {
 // the reply. The rendered prompt is tokenized without adding special tokens
 // (the template writes its own, as apply_chat_template(tokenize=True)).
 func (l *LLM) Chat(ctx context.Context, req ChatRequest, params sampler.Params) (Result, error) {
+	if ctx == nil {
+		return Result{}, ErrNilContext
+	}
 	prompt, err := l.RenderChat(req)
 	if err != nil {
 		return Result{}, err
@@ -479,8 +556,9 @@ func (r *Result) add(o Output) {
 }
 
 // Stream runs one prompt and yields its outputs as they come; the last
-// has Finished set. An error (bad params, ErrQueueFull, ctx cancelled,
-// ErrClosed) is yielded once and ends the stream. Stopping the iteration
+// has Finished set. An error (bad params, ErrPromptTooLong, ErrQueueFull,
+// ctx cancelled, ErrClosed, ErrNilContext) is yielded once and ends the
+// stream. Stopping the iteration
 // early, or cancelling ctx, aborts the request and frees its cells.
 func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params) iter.Seq2[Delta, error] {
 	return l.stream(ctx, func() ([]string, []*mailbox, error) { return l.submit([]string{prompt}, params) })
@@ -521,6 +599,10 @@ func (l *LLM) newID() string {
 // stream queues one request with submit and yields its outputs.
 func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, error)) iter.Seq2[Delta, error] {
 	return func(yield func(Delta, error) bool) {
+		if ctx == nil {
+			yield(Delta{}, ErrNilContext)
+			return
+		}
 		ids, boxes, err := submit()
 		if err != nil {
 			yield(Delta{}, err)

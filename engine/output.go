@@ -20,8 +20,7 @@ type Output struct {
 	Logprobs  []TokenLogprob // one per new token when Params.Logprobs > 0
 
 	Finished     bool
-	FinishReason string // "stop", "length", "abort", "ignored"; "" while running
-	Reason       string // a sentence for "ignored" (and aborts with a cause)
+	FinishReason string // "stop", "length" or "abort"; "" while running
 	Usage        Usage
 }
 

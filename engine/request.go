@@ -31,12 +31,11 @@ const (
 	FinishedStopped                   // EOS, a stop token or a stop string
 	FinishedLengthCapped              // max_tokens or the context length
 	FinishedAborted                   // Abort, or its caller went away
-	FinishedIgnored                   // could never run (prompt longer than the context)
 	numStates
 )
 
 var stateNames = [numStates]string{"waiting", "running", "preempted",
-	"finished_stopped", "finished_length_capped", "finished_aborted", "finished_ignored"}
+	"finished_stopped", "finished_length_capped", "finished_aborted"}
 
 func (s State) String() string {
 	if s < numStates {
@@ -57,8 +56,6 @@ func (s State) FinishReason() string {
 		return "length"
 	case FinishedAborted:
 		return "abort"
-	case FinishedIgnored:
-		return "ignored"
 	}
 	return ""
 }
@@ -66,7 +63,7 @@ func (s State) FinishReason() string {
 // transitions[from][to] is true when the move is legal. Final states have
 // no way out.
 var transitions = [numStates][numStates]bool{
-	Waiting:   {Running: true, FinishedAborted: true, FinishedIgnored: true},
+	Waiting:   {Running: true, FinishedAborted: true},
 	Running:   {Preempted: true, FinishedStopped: true, FinishedLengthCapped: true, FinishedAborted: true},
 	Preempted: {Running: true, FinishedAborted: true},
 }

@@ -138,20 +138,20 @@ func commonPrefix(a, b []int32) int {
 // retire ends q's hold on the cache: its sequence is kept for its session
 // (when it has one) or as a cached prefix (whole blocks, when prefix
 // caching is on), else freed.
-func (r *runner) retire(q *sequence, keep bool) error {
+func (r *runner) retire(q *sequence) error {
 	if q.seqID < 0 {
 		return nil
 	}
 	toks := q.tokens[:q.numCached]
 	switch {
-	case keep && q.session != "" && len(toks) > 0:
+	case q.session != "" && len(toks) > 0:
 		if old := r.pool.sessions[q.session]; old != nil {
 			if err := r.evict(old); err != nil {
 				return err
 			}
 		}
 		r.pool.addSession(q.session, q.seqID, append([]int32(nil), toks...))
-	case keep && r.prefix && len(toks) >= BlockSize:
+	case r.prefix && len(toks) >= BlockSize:
 		n := len(toks) / BlockSize * BlockSize
 		if err := r.ctx.SeqRm(models.SeqID(q.seqID), int32(n), -1); err != nil {
 			return fmt.Errorf("engine: %w", err)

@@ -10,7 +10,6 @@ type sequence struct {
 	numCached int    // leading tokens whose K/V are in the cache
 	numReused int    // of those, found in the cache (prefix or session) when it got its sequence
 	session   string // the session it belongs to, if any
-	reason    string // why it was ignored
 	// ---
 	seqID int32 // KV sequence id while it holds one, else -1
 	post  postState
@@ -29,14 +28,12 @@ type chunk struct {
 type schedule struct {
 	chunks    []chunk     // in batch order: running requests first, then new ones
 	preempted []*sequence // lost their cells this step (the runner frees them)
-	ignored   []*sequence // finished as FinishedIgnored
 }
 
 // schedulerConfig bounds a step.
 type schedulerConfig struct {
 	maxSeqs   int // running requests at once (the KV sequence ids)
 	maxTokens int // tokens in one step (the batch)
-	maxLen    int // tokens one sequence may hold (cells and positions)
 }
 
 // scheduler keeps the queues. It only counts cells; it never touches them.
@@ -136,15 +133,6 @@ func (s *scheduler) next(c cellKeeper) (*schedule, error) {
 	}
 	for len(s.waiting) > 0 && len(s.running) < s.cfg.maxSeqs && budget > 0 {
 		q := s.waiting[0]
-		if len(q.tokens) > s.cfg.maxLen {
-			if err := transition(q.id, &q.state, FinishedIgnored); err != nil {
-				return nil, err
-			}
-			q.reason = "prompt is longer than the context"
-			s.waiting = s.waiting[1:]
-			sc.ignored = append(sc.ignored, q)
-			continue
-		}
 		n := min(len(q.tokens), budget)
 		for n > free {
 			f, ok, err := c.reclaim()

@@ -8,14 +8,15 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // Errors of a Session.
 var (
-	ErrSessionClosed = errors.New("engine: session closed")
-	ErrSessionKind   = errors.New("engine: a session takes either text (Send) or messages (SendChat), not both")
+	ErrSessionClosed = errcode.New(errcode.Closed, "engine: session closed")
+	ErrSessionKind   = errcode.New(errcode.BadParams, "engine: a session takes either text (Send) or messages (SendChat), not both")
 )
 
 // Session is a conversation whose K/V stays in the cache between turns:

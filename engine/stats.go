@@ -17,7 +17,7 @@ type Stats struct {
 	PrefixQueries uint64
 	PrefixHits    uint64
 	// Finished counts finished requests by finish reason ("stop",
-	// "length", "abort", "ignored").
+	// "length", "abort").
 	Finished map[string]uint64
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kv"
 	"github.com/vkllm/vkllm/tensor"
@@ -38,7 +39,10 @@ func (b *Batch) Len() int { return len(b.Token) }
 // ContextParams size a Context.
 type ContextParams struct {
 	// ContextLen is the number of KV cells (tokens over all sequences).
-	// Default: min(MaxPositions, 4096).
+	// Default: min(MaxPositions, 4096). A sequence holds at most the
+	// model's MaxPositions positions (Decode refuses later ones), so more
+	// cells than MaxSeqs × MaxPositions could never be used and are
+	// refused: with one sequence, ContextLen may not exceed MaxPositions.
 	ContextLen int
 	// MaxSeqs bounds sequence ids to [0, MaxSeqs). Default 1.
 	MaxSeqs int
@@ -48,8 +52,15 @@ type ContextParams struct {
 	KVType tensor.DType
 }
 
-// ErrBadBatch wraps every batch validation failure; nothing changed.
-var ErrBadBatch = errors.New("models: bad batch")
+// Errors of a Context.
+var (
+	// ErrBadBatch wraps every batch validation failure; nothing changed.
+	ErrBadBatch = errcode.New(errcode.BadParams, "models: bad batch")
+	// ErrBadParams wraps every ContextParams out of range.
+	ErrBadParams = errcode.New(errcode.BadParams, "models: bad context params")
+	// ErrContextClosed: Decode, SeqAdd or SeqDiv on a closed Context.
+	ErrContextClosed = errcode.New(errcode.Closed, "models: context closed")
+)
 
 // Context runs forward passes of a Model over its own KV cache. One
 // goroutine owns a Context at a time; the Contexts of one Model may run on
@@ -67,9 +78,12 @@ type Context struct {
 	logits    []float32 // (len(outputIDs), vocab)
 	outputIDs []int     // batch indices with logits, in batch order
 	outRow    []int     // batch index → row in logits, -1 if none
+	closed    bool
 }
 
-// NewContext allocates the KV cache and output buffers.
+// NewContext allocates the KV cache and output buffers. Parameters out of
+// range give an error wrapping ErrBadParams; a closed Model
+// ErrModelClosed. The Model cannot be closed until the Context is.
 func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	c := m.Config
 	if p.ContextLen == 0 {
@@ -86,18 +100,30 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	}
 	switch {
 	case p.ContextLen < 1 || p.ContextLen > 1<<22:
-		return nil, fmt.Errorf("models: ContextLen %d out of range [1, %d]", p.ContextLen, 1<<22)
+		return nil, fmt.Errorf("%w: ContextLen %d out of range [1, %d]", ErrBadParams, p.ContextLen, 1<<22)
 	case p.MaxSeqs < 1 || p.MaxSeqs > kv.MaxSeqs:
-		return nil, fmt.Errorf("models: MaxSeqs %d out of range [1, %d]", p.MaxSeqs, kv.MaxSeqs)
+		return nil, fmt.Errorf("%w: MaxSeqs %d out of range [1, %d]", ErrBadParams, p.MaxSeqs, kv.MaxSeqs)
+	case p.MaxSeqs == 1 && p.ContextLen > c.MaxPositions:
+		return nil, fmt.Errorf("%w: ContextLen %d exceeds the model's %d positions", ErrBadParams, p.ContextLen, c.MaxPositions)
+	case p.ContextLen > p.MaxSeqs*c.MaxPositions:
+		return nil, fmt.Errorf("%w: ContextLen %d exceeds what %d sequences of the model's %d positions can use (%d)",
+			ErrBadParams, p.ContextLen, p.MaxSeqs, c.MaxPositions, p.MaxSeqs*c.MaxPositions)
 	case p.BatchSize < 1 || p.BatchSize > 1<<16:
-		return nil, fmt.Errorf("models: BatchSize %d out of range [1, %d]", p.BatchSize, 1<<16)
+		return nil, fmt.Errorf("%w: BatchSize %d out of range [1, %d]", ErrBadParams, p.BatchSize, 1<<16)
 	case p.KVType != tensor.F32 && p.KVType != tensor.F16:
-		return nil, fmt.Errorf("models: KVType %v unsupported (F32 or F16)", p.KVType)
+		return nil, fmt.Errorf("%w: KVType %v unsupported (F32 or F16)", ErrBadParams, p.KVType)
 	}
 	cache, err := kv.New(p.ContextLen, p.MaxSeqs)
 	if err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrModelClosed
+	}
+	m.open++
+	m.mu.Unlock()
 	ctx := &Context{m: m, p: p, cache: cache, scratch: map[int]*scratch{}}
 	if err := ctx.allocCache(); err != nil {
 		ctx.Close()
@@ -127,8 +153,17 @@ func (ctx *Context) allocCache() error {
 	return nil
 }
 
-// Close frees the cache and scratch tensors.
+// Close frees the cache and scratch tensors. Closing twice does nothing.
 func (ctx *Context) Close() error {
+	if ctx.closed {
+		return nil
+	}
+	ctx.closed = true
+	defer func() {
+		ctx.m.mu.Lock()
+		ctx.m.open--
+		ctx.m.mu.Unlock()
+	}()
 	ctx.m.run.Lock()
 	defer ctx.m.run.Unlock()
 	b := ctx.m.backend
@@ -152,7 +187,8 @@ func (ctx *Context) Params() ContextParams { return ctx.p }
 // Cache exposes the cell metadata (read-only use: Used, SeqPosMax, …).
 func (ctx *Context) Cache() *kv.Cache { return ctx.cache }
 
-// validate checks a batch before anything changes.
+// validate checks a batch before anything changes: the rules of Batch,
+// and those of kv.Cache.Prepare that need no cache state.
 func (ctx *Context) validate(b Batch) error {
 	n := len(b.Token)
 	bad := func(format string, args ...any) error {
@@ -167,20 +203,32 @@ func (ctx *Context) validate(b Batch) error {
 		return bad("%d tokens exceed the batch size %d", n, ctx.p.BatchSize)
 	}
 	vocab := int32(ctx.m.Config.VocabSize)
+	positions := ctx.m.Config.MaxPositions
+	type seqPos struct {
+		s SeqID
+		p int32
+	}
+	seen := make(map[seqPos]bool, n)
 	for i := range n {
-		if b.Token[i] < 0 || b.Token[i] >= vocab {
+		switch {
+		case b.Token[i] < 0 || b.Token[i] >= vocab:
 			return bad("token %d at index %d outside the vocabulary [0, %d)", b.Token[i], i, vocab)
-		}
-		if b.Pos[i] < 0 {
+		case b.Pos[i] < 0:
 			return bad("negative position %d at index %d", b.Pos[i], i)
-		}
-		if len(b.Seq[i]) == 0 {
+		case int(b.Pos[i]) >= positions:
+			return bad("position %d at index %d beyond the model's %d positions", b.Pos[i], i, positions)
+		case len(b.Seq[i]) == 0:
 			return bad("token at index %d belongs to no sequence", i)
 		}
 		for _, s := range b.Seq[i] {
 			if s < 0 || int(s) >= ctx.p.MaxSeqs {
 				return bad("sequence id %d at index %d outside [0, %d)", s, i, ctx.p.MaxSeqs)
 			}
+			k := seqPos{s, b.Pos[i]}
+			if seen[k] {
+				return bad("sequence %d has position %d twice (index %d)", s, b.Pos[i], i)
+			}
+			seen[k] = true
 		}
 	}
 	return nil
@@ -188,9 +236,14 @@ func (ctx *Context) validate(b Batch) error {
 
 // Decode runs one forward pass over the batch. On any error the cache is
 // as it was before the call: a full cache gives an error wrapping
-// kv.ErrNoSlot, a malformed batch one wrapping ErrBadBatch, a panic in
-// the forward pass (a vkllm bug) a *PanicError. It never evicts.
+// kv.ErrNoSlot (errcode CACHE_FULL), a malformed batch one wrapping
+// ErrBadBatch (a position a sequence already has in the cache also wraps
+// kv.ErrBadArg), a closed Context ErrContextClosed, a panic in the forward
+// pass (a vkllm bug) a *PanicError. It never evicts.
 func (ctx *Context) Decode(b Batch) error {
+	if ctx.closed {
+		return ErrContextClosed
+	}
 	if err := ctx.validate(b); err != nil {
 		return err
 	}
@@ -199,7 +252,12 @@ func (ctx *Context) Decode(b Batch) error {
 		kb.Pos[i] = kv.Pos(p)
 	}
 	slot, err := ctx.cache.Prepare(kb)
-	if err != nil {
+	switch {
+	case errors.Is(err, kv.ErrBadArg):
+		return fmt.Errorf("%w: %w", ErrBadBatch, err)
+	case errors.Is(err, kv.ErrNoSlot):
+		return fmt.Errorf("models: decode: %w", errcode.Wrap(errcode.CacheFull, err))
+	case err != nil:
 		return fmt.Errorf("models: decode: %w", err)
 	}
 	if err := ctx.cache.Apply(slot); err != nil {

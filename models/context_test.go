@@ -4,9 +4,11 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/kernels/kerneltest"
@@ -214,35 +216,183 @@ func TestFullCache(t *testing.T) {
 	}
 }
 
+// TestBadBatch: every malformed batch is refused with an error wrapping
+// ErrBadBatch (errcode BAD_PARAMS), without a panic and without changing
+// the cache.
 func TestBadBatch(t *testing.T) {
-	m := openTest(t, filepath.Join(testdata, "qwen2-tiny"))
+	m := openTest(t, filepath.Join(testdata, "qwen2-tiny")) // vocab 320, 256 positions
 	ctx := newCtx(t, m, ContextParams{ContextLen: 16, MaxSeqs: 2, BatchSize: 4})
-	cases := map[string]Batch{
-		"empty":        {},
-		"lengths":      {Token: []int32{1}, Pos: []int32{0, 1}, Seq: [][]SeqID{{0}}, Logits: []bool{true}},
-		"vocab":        {Token: []int32{320}, Pos: []int32{0}, Seq: [][]SeqID{{0}}, Logits: []bool{true}},
-		"negative tok": {Token: []int32{-1}, Pos: []int32{0}, Seq: [][]SeqID{{0}}, Logits: []bool{true}},
-		"negative pos": {Token: []int32{1}, Pos: []int32{-1}, Seq: [][]SeqID{{0}}, Logits: []bool{true}},
-		"seq range":    {Token: []int32{1}, Pos: []int32{0}, Seq: [][]SeqID{{2}}, Logits: []bool{true}},
-		"no seq":       {Token: []int32{1}, Pos: []int32{0}, Seq: [][]SeqID{{}}, Logits: []bool{true}},
-		"too big":      {Token: make([]int32, 5), Pos: []int32{0, 1, 2, 3, 4}, Seq: [][]SeqID{{0}, {0}, {0}, {0}, {0}}, Logits: make([]bool, 5)},
-	}
-	for name, b := range cases {
-		if err := ctx.Decode(b); !errors.Is(err, ErrBadBatch) {
-			t.Errorf("%s: got %v, want ErrBadBatch", name, err)
-		}
-		if ctx.Cache().Used() != 0 {
-			t.Fatalf("%s changed the cache", name)
-		}
-	}
-	// A position already present is refused by the cache, also untouched.
-	if _, err := ctx.Prefill(0, []int32{1, 2}); err != nil {
+	if _, err := ctx.Prefill(0, []int32{1, 2}); err != nil { // seq 0 holds positions 0 and 1
 		t.Fatal(err)
 	}
+	one := func(tok, pos int32, seqs ...SeqID) Batch {
+		return Batch{Token: []int32{tok}, Pos: []int32{pos}, Seq: [][]SeqID{seqs}, Logits: []bool{true}}
+	}
+	cases := []struct {
+		name string
+		b    Batch
+	}{
+		{"empty", Batch{}},
+		{"no tokens, other slices", Batch{Pos: []int32{0}, Seq: [][]SeqID{{0}}, Logits: []bool{true}}},
+		{"fewer positions", Batch{Token: []int32{1, 2}, Pos: []int32{5}, Seq: [][]SeqID{{1}, {1}}, Logits: []bool{true, true}}},
+		{"more positions", Batch{Token: []int32{1}, Pos: []int32{5, 6}, Seq: [][]SeqID{{1}}, Logits: []bool{true}}},
+		{"fewer seq sets", Batch{Token: []int32{1, 2}, Pos: []int32{5, 6}, Seq: [][]SeqID{{1}}, Logits: []bool{true, true}}},
+		{"nil seq sets", Batch{Token: []int32{1}, Pos: []int32{5}, Logits: []bool{true}}},
+		{"fewer logits flags", Batch{Token: []int32{1, 2}, Pos: []int32{5, 6}, Seq: [][]SeqID{{1}, {1}}, Logits: []bool{true}}},
+		{"nil logits flags", Batch{Token: []int32{1}, Pos: []int32{5}, Seq: [][]SeqID{{1}}}},
+		{"token = vocab", one(320, 5, 1)},
+		{"token huge", one(1<<30, 5, 1)},
+		{"negative token", one(-1, 5, 1)},
+		{"negative pos", one(1, -1, 1)},
+		{"pos = model positions", one(1, 256, 1)},
+		{"pos huge", one(1, 1<<30, 1)},
+		{"seq = MaxSeqs", one(1, 5, 2)},
+		{"negative seq", one(1, 5, -1)},
+		{"seq huge", one(1, 5, 1<<20)},
+		{"no seq", one(1, 5)},
+		{"seq twice in a token", one(1, 5, 1, 1)},
+		{"a good seq then a bad one", one(1, 5, 1, 7)},
+		{"seq and pos twice", Batch{Token: []int32{1, 2}, Pos: []int32{5, 5}, Seq: [][]SeqID{{1}, {1}}, Logits: []bool{false, true}}},
+		{"pos already cached", one(3, 1, 0)},
+		{"shared token, pos cached in one seq", one(3, 1, 1, 0)},
+		{"more tokens than BatchSize", Batch{Token: make([]int32, 5), Pos: []int32{5, 6, 7, 8, 9}, Seq: [][]SeqID{{1}, {1}, {1}, {1}, {1}}, Logits: make([]bool, 5)}},
+		{"bad index past the first", Batch{Token: []int32{1, 2, 3}, Pos: []int32{5, 6, 7}, Seq: [][]SeqID{{1}, {1}, {}}, Logits: []bool{false, false, true}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("panic: %v", r)
+					}
+				}()
+				err = ctx.Decode(c.b)
+			}()
+			if !errors.Is(err, ErrBadBatch) || errcode.Of(err) != errcode.BadParams {
+				t.Errorf("got %v [%s], want ErrBadBatch", err, errcode.Of(err))
+			}
+			if ctx.Cache().Used() != 2 || ctx.SeqPosMax(0) != 1 || ctx.SeqPosMax(1) != -1 {
+				t.Errorf("the cache changed: used %d", ctx.Cache().Used())
+			}
+		})
+	}
+	// a position already cached also names the cache's reason
+	if err := ctx.Decode(one(3, 1, 0)); !errors.Is(err, kv.ErrBadArg) {
+		t.Errorf("position in the cache: %v, want kv.ErrBadArg too", err)
+	}
+	// the limits themselves are fine: the last position, the last token,
+	// the last sequence, a full batch, and a batch asking for no logits
 	var b Batch
-	b.Add(3, 1, true, 0)
-	if err := ctx.Decode(b); !errors.Is(err, kv.ErrBadArg) || ctx.Cache().Used() != 2 {
-		t.Fatalf("duplicate position: %v, used %d", err, ctx.Cache().Used())
+	b.Add(319, 255, false, 1)
+	b.Add(0, 2, false, 0)
+	b.Add(5, 3, false, 0, 1)
+	b.Add(6, 4, false, 0)
+	if err := ctx.Decode(b); err != nil || len(ctx.OutputIDs()) != 0 {
+		t.Fatalf("a valid batch at the limits: %v, outputs %v", err, ctx.OutputIDs())
+	}
+}
+
+// TestCacheFullCode: a full cache is errcode CACHE_FULL and still
+// kv.ErrNoSlot.
+func TestCacheFullCode(t *testing.T) {
+	m := openTest(t, filepath.Join(testdata, "qwen2-tiny"))
+	ctx := newCtx(t, m, ContextParams{ContextLen: 4, BatchSize: 8})
+	_, err := ctx.Prefill(0, []int32{1, 2, 3, 4, 5})
+	if !errors.Is(err, kv.ErrNoSlot) || errcode.Of(err) != errcode.CacheFull {
+		t.Fatalf("got %v [%s], want kv.ErrNoSlot, CACHE_FULL", err, errcode.Of(err))
+	}
+}
+
+// TestContextLen: ContextLen beyond what MaxSeqs sequences of the
+// model's positions can use is refused, naming the numbers; up to it is
+// fine.
+func TestContextLen(t *testing.T) {
+	m := openTest(t, filepath.Join(testdata, "qwen2-tiny")) // 256 positions
+	cases := []struct {
+		p    ContextParams
+		want string // "" for fine, else in the error
+	}{
+		{ContextParams{ContextLen: 256}, ""},
+		{ContextParams{ContextLen: 257}, "ContextLen 257 exceeds the model's 256 positions"},
+		{ContextParams{ContextLen: 4096}, "ContextLen 4096 exceeds the model's 256 positions"},
+		{ContextParams{ContextLen: 512, MaxSeqs: 2}, ""},
+		{ContextParams{ContextLen: 513, MaxSeqs: 2}, "ContextLen 513 exceeds what 2 sequences of the model's 256 positions can use (512)"},
+		{ContextParams{}, ""}, // the default: min(positions, 4096)
+		{ContextParams{ContextLen: -1}, "ContextLen -1 out of range"},
+		{ContextParams{MaxSeqs: 1000}, "MaxSeqs 1000 out of range"},
+		{ContextParams{BatchSize: -1}, "BatchSize -1 out of range"},
+	}
+	for _, c := range cases {
+		ctx, err := m.NewContext(c.p)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%+v: %v", c.p, err)
+				continue
+			}
+			if c.p.ContextLen == 0 && ctx.Params().ContextLen != 256 {
+				t.Errorf("default ContextLen %d, want 256", ctx.Params().ContextLen)
+			}
+			ctx.Close()
+			continue
+		}
+		if !errors.Is(err, ErrBadParams) || errcode.Of(err) != errcode.BadParams || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v [%s], want ErrBadParams with %q", c.p, err, errcode.Of(err), c.want)
+		}
+	}
+}
+
+// TestModelCloseWithContextOpen: Close refuses while a Context is open
+// and frees nothing (the Context still decodes); it works once the
+// Context is closed; a closed Context's Decode is an error, not a panic,
+// and a closed Model makes no Context.
+func TestModelCloseWithContextOpen(t *testing.T) {
+	b := cpu.New(0)
+	defer b.Close()
+	m, err := Open(filepath.Join(testdata, "qwen2-tiny"), WithBackend(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := m.NewContext(ContextParams{ContextLen: 16, MaxSeqs: 2, BatchSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, err := m.NewContext(ContextParams{ContextLen: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2.Close()
+	err = m.Close()
+	if !errors.Is(err, ErrContextsOpen) || !strings.Contains(err.Error(), ": 1;") {
+		t.Fatalf("Close with one Context open: %v, want ErrContextsOpen naming 1", err)
+	}
+	got, err := ctx.Prefill(0, []int32{7, 8, 9})
+	if err != nil {
+		t.Fatalf("Decode after the refused Close: %v", err)
+	}
+	if fresh := decodeAlone(t, openTest(t, filepath.Join(testdata, "qwen2-tiny")), []int32{7, 8, 9}, 0); !bitwiseEqual(got, fresh[2]) {
+		t.Fatal("after the refused Close, logits differ from a fresh model's")
+	}
+	if err := ctx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.Close(); err != nil {
+		t.Fatalf("second Context.Close: %v", err)
+	}
+	if _, err := ctx.Prefill(0, []int32{10}); !errors.Is(err, ErrContextClosed) || errcode.Of(err) != errcode.Closed {
+		t.Fatalf("Decode on a closed Context: %v", err)
+	}
+	if err := ctx.SeqAdd(0, 0, -1, 1); !errors.Is(err, ErrContextClosed) {
+		t.Fatalf("SeqAdd on a closed Context: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close after the Context's: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := m.NewContext(ContextParams{}); !errors.Is(err, ErrModelClosed) {
+		t.Fatalf("NewContext on a closed Model: %v", err)
 	}
 }
 
@@ -252,12 +402,12 @@ func TestBadBatch(t *testing.T) {
 // and once the fault is gone the context decodes as a fresh one.
 func TestForwardPanic(t *testing.T) {
 	pb := &kerneltest.Faulty{Backend: cpu.New(0)}
-	defer pb.Close()
+	t.Cleanup(func() { pb.Close() }) // after the model, after its contexts
 	m, err := Open(filepath.Join(testdata, "qwen2-tiny"), WithBackend(pb))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
 	ctx := newCtx(t, m, ContextParams{ContextLen: 16, MaxSeqs: 2, BatchSize: 8})
 	if _, err := ctx.Prefill(0, []int32{5, 6, 7}); err != nil {
 		t.Fatal(err)

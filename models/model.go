@@ -4,8 +4,18 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
 	_ "github.com/vkllm/vkllm/kernels/cpu" // the default backend is always there
+)
+
+// Errors of a Model's lifetime.
+var (
+	// ErrContextsOpen: Close was called while Contexts of the model are
+	// open. Nothing was freed; close them and call Close again.
+	ErrContextsOpen = errcode.New(errcode.BadParams, "models: contexts of the model are still open")
+	// ErrModelClosed: NewContext on a closed Model.
+	ErrModelClosed = errcode.New(errcode.Closed, "models: model closed")
 )
 
 // Model is an opened model whose weights live on a backend. It is safe to
@@ -22,6 +32,10 @@ type Model struct {
 	// is used from one goroutine at a time, and the contexts of a Model
 	// (an engine's workers) share it.
 	run sync.Mutex
+
+	mu     sync.Mutex // guards the two below
+	open   int        // Contexts made and not closed
+	closed bool
 }
 
 type options struct {
@@ -99,8 +113,21 @@ func ropeOf(f *Files, freqFactors []float32) kernels.RoPE {
 func (m *Model) Backend() kernels.Backend { return m.backend }
 
 // Close frees the weights, closes the backend if Open opened it and unmaps
-// the files. Contexts of the model must be closed first.
+// the files. While Contexts of the model are open it frees nothing and
+// returns an error wrapping ErrContextsOpen: their caches live on the
+// backend and a Decode on them would use freed memory. Close the Contexts
+// first (their owners may be other goroutines), then the Model. Closing
+// a closed Model does nothing.
 func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.open > 0 {
+		return fmt.Errorf("%w: %d; close them first", ErrContextsOpen, m.open)
+	}
+	if m.closed {
+		return nil
+	}
+	m.closed = true
 	if m.w != nil && m.backend != nil {
 		m.w.free(m.backend)
 		m.w = nil

@@ -27,6 +27,9 @@ func (ctx *Context) SeqKeep(seq SeqID) error { return ctx.cache.SeqKeep(seq) }
 // SeqAdd shifts the positions of seq's cells in [p0, p1) by delta and
 // re-rotates their keys; cells pushed below position 0 are removed.
 func (ctx *Context) SeqAdd(seq SeqID, p0, p1, delta int32) error {
+	if ctx.closed {
+		return ErrContextClosed
+	}
 	if err := ctx.cache.SeqAdd(seq, kv.Pos(p0), kv.Pos(p1), kv.Pos(delta)); err != nil {
 		return err
 	}
@@ -36,6 +39,9 @@ func (ctx *Context) SeqAdd(seq SeqID, p0, p1, delta int32) error {
 // SeqDiv divides the positions of seq's cells in [p0, p1) by d (d ≥ 1)
 // and re-rotates their keys.
 func (ctx *Context) SeqDiv(seq SeqID, p0, p1 int32, d int) error {
+	if ctx.closed {
+		return ErrContextClosed
+	}
 	if err := ctx.cache.SeqDiv(seq, kv.Pos(p0), kv.Pos(p1), d); err != nil {
 		return err
 	}

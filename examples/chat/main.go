@@ -198,6 +198,8 @@ func (r *repl) answer(text string) {
 		if err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintln(r.out, "\n(answer stopped)")
+			} else if errors.Is(err, engine.ErrPromptTooLong) {
+				fmt.Fprintf(r.out, "(the conversation no longer fits the context: %v; /reset)\n", err)
 			} else {
 				fmt.Fprintf(r.out, "\n(error: %v)\n", err)
 			}
@@ -206,10 +208,6 @@ func (r *repl) answer(text string) {
 		io.WriteString(r.out, d.TextDelta)
 		reply.WriteString(d.TextDelta)
 		timing.Tokens(len(d.NewTokens))
-		if d.FinishReason == "ignored" {
-			fmt.Fprintf(r.out, "(the conversation no longer fits the context: %s; /reset)\n", d.Reason)
-			return
-		}
 		if d.Finished {
 			timing.Done(d.Usage.PromptTokens, d.Usage.CachedTokens)
 		}

@@ -161,9 +161,6 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if d.FinishReason == "ignored" {
-			return fmt.Errorf("the prompt does not fit: %s", d.Reason)
-		}
 		res.Tokens = append(res.Tokens, d.NewTokens...)
 		timing.Tokens(len(d.NewTokens))
 		if c.topLogprobs > 0 {

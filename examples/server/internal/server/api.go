@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
@@ -279,17 +280,17 @@ func (r *chatRequest) tools() ([]chat.Tool, toolMode, *apiError) {
 	return tools, mode, nil
 }
 
-var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
-
-// checkMessages validates roles and the tool-call fields.
+// checkMessages validates roles (engine.CheckRoles, the library's list)
+// and the tool-call fields.
 func (r *chatRequest) checkMessages() *apiError {
 	if len(r.Messages) == 0 {
 		return badParam("messages", "messages must not be empty")
 	}
+	var re *engine.RoleError
+	if errors.As(engine.CheckRoles(r.Messages), &re) {
+		return badParam(fmt.Sprintf("messages[%d].role", re.Index), "unknown role %q; expected one of %s", re.Role, strings.Join(engine.Roles, ", "))
+	}
 	for i, m := range r.Messages {
-		if !roles[m.Role] {
-			return badParam(fmt.Sprintf("messages[%d].role", i), "unknown role %q; expected system, developer, user, assistant or tool", m.Role)
-		}
 		if m.Role == "developer" {
 			r.Messages[i].Role = "system"
 		}

@@ -107,15 +107,6 @@ func (c *choiceState) add(d engine.Delta, now time.Time, m *modelMetrics, start 
 	}
 }
 
-// ignoredError is a choice the engine could not run (prompt too long).
-func ignoredError(d engine.Delta, param string) *apiError {
-	msg := d.Reason
-	if msg == "" {
-		msg = "the prompt does not fit the context"
-	}
-	return badParam(param, "%s", msg)
-}
-
 // waitStarted waits until every choice has its first delta (or one
 // fails). It returns the deltas received so far in arrival order and
 // an error when a choice failed before any output was sent, so the
@@ -132,9 +123,6 @@ func (r *run) waitStarted(ctx context.Context, n int, promptParam string) ([]eve
 					return nil, clientGone
 				}
 				return nil, engineError(ev.err, promptParam, r.logf)
-			}
-			if ev.d.FinishReason == "ignored" {
-				return nil, ignoredError(ev.d, promptParam)
 			}
 			got = append(got, ev)
 			if !started[ev.i] {
