@@ -347,7 +347,10 @@ func TestContextLen(t *testing.T) {
 // Context is closed; a closed Context's Decode is an error, not a panic,
 // and a closed Model makes no Context.
 func TestModelCloseWithContextOpen(t *testing.T) {
-	b := cpu.New(0)
+	b, err := kernels.Open(*testBackend, kernels.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer b.Close()
 	m, err := Open(filepath.Join(testdata, "qwen2-tiny"), WithBackend(b))
 	if err != nil {

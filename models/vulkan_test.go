@@ -256,7 +256,7 @@ func TestVulkanOOM(t *testing.T) {
 	b2 := openVulkanConfig(t, vulkan.Config{Budget: 2 << 20, BlockSize: 64 << 10})
 	m := openOn(t, filepath.Join(testdata, "qwen2-tiny"), b2)
 	held, _ := b2.Memory()
-	if _, err := m.NewContext(ContextParams{ContextLen: 4096, BatchSize: 64}); errcode.Of(err) != errcode.OOMVRAM {
+	if _, err := m.NewContext(ContextParams{ContextLen: 4096, MaxSeqs: 16, BatchSize: 64}); errcode.Of(err) != errcode.OOMVRAM {
 		t.Fatalf("context too big for the budget: %v, want OOM_VRAM", err)
 	}
 	if used, _ := b2.Memory(); used != held {

@@ -194,8 +194,11 @@ func TestSignals(t *testing.T) {
 	}
 }
 
+// loadLine is runinfo.Loaded's line for qwen2-tiny on the fast path.
+var loadLine = regexp.MustCompile(`^loaded qwen2-tiny \(qwen2, F32, \d+K params, \d+\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`)
+
 // TestTimingLine: each answer is followed by a timing line on stderr whose
-// counts are that turn's; stdout does not get it.
+// counts are that turn's; stdout does not get it. The load line comes first.
 func TestTimingLine(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--max-tokens", "4", "--ignore-eos", "--seed", "1"},
@@ -208,9 +211,10 @@ func TestTimingLine(t *testing.T) {
 	}
 	re := regexp.MustCompile(`^prompt (\d+) tokens \((?:(\d+) cached, )?\d+\.\d tok/s\), generated 4 tokens \(\d+\.\d tok/s\), first token after \d+\.\d{3} s, on cpu$`)
 	lines := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("stderr %q: want one timing line per answer", errb.String())
+	if len(lines) != 3 || !loadLine.MatchString(lines[0]) {
+		t.Fatalf("stderr %q: want the load line, then one timing line per answer", errb.String())
 	}
+	lines = lines[1:]
 	var prompts [2]int
 	for i, l := range lines {
 		m := re.FindStringSubmatch(l)

@@ -72,7 +72,7 @@ func lastLine(s string) string {
 }
 
 var (
-	loadLine   = regexp.MustCompile(`^loaded qwen2-tiny \(qwen2, F32, \d+K params, \d+\.\d\d MiB\) on cpu in \d+\.\d\d s$`)
+	loadLine   = regexp.MustCompile(`^loaded qwen2-tiny \(qwen2, F32, \d+K params, \d+\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`)
 	timingLine = regexp.MustCompile(`^prompt (\d+) tokens? \((\d+\.\d) tok/s\), generated (\d+) tokens? \((\d+\.\d) tok/s\), first token after (\d+\.\d{3}) s, on cpu$`)
 )
 
