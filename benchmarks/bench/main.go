@@ -29,9 +29,9 @@
 //
 // that is, prefill of pp tokens as one batch, and tg single-token decodes
 // after a pp-token prompt, as ours; each the mean (± standard deviation) of
-// REPS repetitions after a warmup. Its prompt tokens are random ids, its
-// decode does not copy logits out, and flash attention is llama-bench's
-// default (auto).
+// REPS repetitions (--peer-reps, 5 by default) after a warmup. Its prompt
+// tokens are random ids, its decode does not copy logits out, and flash
+// attention is llama-bench's default (auto).
 //
 // The same run measures memory read bandwidth (a STREAM-like read of a
 // 512 MiB buffer on the same number of threads, as one stream and as four
@@ -305,8 +305,8 @@ func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches [
 		timer.on = true
 	}
 	// Decode steps as the engine runs them: one reused one-token batch,
-	// then the logits row copied out (as llama-cpp-python copies the
-	// peer's into its scores array).
+	// then the logits row copied out (llama-bench, the peer, leaves its
+	// logits where llama.cpp wrote them).
 	var step models.Batch
 	step.Add(0, 0, true, 0)
 	logits := make([]float32, m.Config.VocabSize)
