@@ -10,11 +10,11 @@ llama.cpp beside it, and writes what issue #9 asks for:
                   probe after the run; "window": the probe passes between
                   our decode steps)
 
-Usage (from the repository root, after tools/make_bench_model.py and the
-peer's requirements, tools/requirements-peer.txt):
+Usage (from the repository root, after tools/make_bench_model.py and
+tools/build-llama-bench.sh, which builds the peer, llama.cpp's llama-bench):
 
   go build -o /tmp/bench ./benchmarks/bench
-  PYTHON=/path/to/venv/python python3 tools/bench_table.py --bench /tmp/bench \\
+  python3 tools/bench_table.py --bench /tmp/bench \\
       --dir /tmp/bench-models --runs 5 --threads 2 --out /tmp/table
 
 Runs alternate over the files (run 1 of every file, then run 2, …) so that

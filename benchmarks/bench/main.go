@@ -1,6 +1,5 @@
 // Command bench measures prefill and decode speed of a model on a backend,
-// optionally side by side with llama.cpp (llama-cpp-python, installed from
-// tools/requirements-peer.txt) on the same file and thread count.
+// optionally side by side with llama.cpp on the same file and thread count.
 //
 //	go run ./benchmarks/bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
 //	    [--threads N] [--backend auto|cpu|cpu-ref|vulkan] [--kv f32|f16] [--peer llama.cpp] [--ops] [--json | --benchfmt]
@@ -18,6 +17,21 @@
 // pseudo-random ids inside the vocabulary. The KV cache is F32 (the
 // library's default) or, with --kv f16, F16 (llama.cpp's default); the
 // peer runs with the same.
+//
+// The peer, --peer llama.cpp, is llama.cpp's own llama-bench, built by
+// tools/build-llama-bench.sh from a pinned source (the llama.cpp tree in
+// the llama-cpp-python 0.3.36 sdist) into
+// ${XDG_CACHE_HOME:-~/.cache}/vkllm/llama.cpp-0.3.36/llama-bench, or the
+// binary $VKLLM_LLAMA_BENCH names. It runs after our measurements, twice:
+//
+//	llama-bench -m PATH -t THREADS -ctk KV -ctv KV -b PP -ub PP -lm mmap -r REPS -o json -p PP -n 0
+//	llama-bench -m PATH -t THREADS -ctk KV -ctv KV -b PP -ub PP -lm mmap -r REPS -o json -p 0 -n TG -d PP
+//
+// that is, prefill of pp tokens as one batch, and tg single-token decodes
+// after a pp-token prompt, as ours; each the mean (± standard deviation) of
+// REPS repetitions (--peer-reps, 5 by default) after a warmup. Its prompt
+// tokens are random ids, its decode does not copy logits out, and flash
+// attention is llama-bench's default (auto).
 //
 // The same run measures memory read bandwidth (a STREAM-like read of a
 // 512 MiB buffer on the same number of threads, as one stream and as four
@@ -53,8 +67,6 @@ import (
 	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -111,13 +123,6 @@ type BatchResult struct {
 	TPS   float64 `json:"tps"` // tokens (batch × steps) per second
 }
 
-// Peer is the other engine's numbers from the same run.
-type Peer struct {
-	Name  string  `json:"name"`
-	PPTPS float64 `json:"pp_tps"`
-	TGTPS float64 `json:"tg_tps"`
-}
-
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -129,7 +134,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	batch := fs.String("batch", "", "batched decode sizes, e.g. 1,4,16 (none by default)")
 	threads := fs.Int("threads", runtime.NumCPU(), "threads")
 	backend := fs.String("backend", kernels.Auto, fmt.Sprintf("one of %v (auto: a real GPU through Vulkan, else cpu)", kernels.Names()))
-	peer := fs.String("peer", "", `"llama.cpp" to run llama-cpp-python on the same file`)
+	peer := fs.String("peer", "", `"llama.cpp" to run llama.cpp's llama-bench (tools/build-llama-bench.sh) on the same file`)
+	peerReps := fs.Int("peer-reps", 5, "llama-bench's repetitions (-r) of each phase")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	benchfmt := fs.Bool("benchfmt", false, "print Go benchmark lines (for benchstat)")
 	noProbe := fs.Bool("no-bandwidth", false, "skip the bandwidth probe")
@@ -145,8 +151,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sizes, err := parseSizes(*batch)
-	if *model == "" || *pp < 1 || *tg < 1 || *threads < 1 || err != nil {
-		fmt.Fprintln(stderr, "error: --model is required; --pp, --tg and --threads must be ≥ 1; --batch is a list like 1,4,16")
+	if *model == "" || *pp < 1 || *tg < 1 || *threads < 1 || *peerReps < 1 || err != nil {
+		fmt.Fprintln(stderr, "error: --model is required; --pp, --tg, --threads and --peer-reps must be ≥ 1; --batch is a list like 1,4,16")
 		return 2
 	}
 	if *cpuprofile != "" {
@@ -174,7 +180,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		if *peer != "" {
 			fmt.Fprintf(stderr, "peer %s…\n", *peer)
-			res.Peer, err = runPeer(*peer, *model, *pp, *tg, *threads, kv)
+			res.Peer, err = runPeer(*peer, *model, *pp, *tg, *threads, *peerReps, kv)
 		}
 		res.LoadAvg = loadAvg()
 	}
@@ -226,8 +232,8 @@ func printSummary(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "read bandwidth between the decode steps %.2f GB/s: %.1f%% of that roofline\n", r.WindowGBs, 100*r.WindowRoofline)
 	}
 	if p := r.Peer; p != nil {
-		fmt.Fprintf(w, "%s: pp %.2f tok/s, tg %.2f tok/s; vkllm/peer: pp %.3f×, tg %.3f×\n",
-			p.Name, p.PPTPS, p.TGTPS, r.PPTPS/p.PPTPS, r.TGTPS/p.TGTPS)
+		fmt.Fprintf(w, "%s (llama-bench %s, %s, %d reps): pp %.2f ± %.2f tok/s, tg %.2f ± %.2f tok/s; vkllm/peer: pp %.3f×, tg %.3f×\n",
+			p.Name, p.Commit, p.Backends, p.Reps, p.PPTPS, p.PPStddev, p.TGTPS, p.TGStddev, r.PPTPS/p.PPTPS, r.TGTPS/p.TGTPS)
 	}
 	printOps(w, r.Ops, r.TG)
 	fmt.Fprintf(w, "load average: %s\n", r.LoadAvg)
@@ -299,8 +305,8 @@ func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches [
 		timer.on = true
 	}
 	// Decode steps as the engine runs them: one reused one-token batch,
-	// then the logits row copied out (as llama-cpp-python copies the
-	// peer's into its scores array).
+	// then the logits row copied out (llama-bench, the peer, leaves its
+	// logits where llama.cpp wrote them).
 	var step models.Batch
 	step.Add(0, 0, true, 0)
 	logits := make([]float32, m.Config.VocabSize)
@@ -529,34 +535,4 @@ func loadAvg() string {
 	}
 	f := strings.Fields(string(raw))
 	return strings.Join(f[:min(3, len(f))], " ")
-}
-
-// runPeer runs tools/bench_peer.py (relative to the working directory, or
-// $VKLLM_PEER_SCRIPT), which prints {"pp_tps":…, "tg_tps":…}.
-func runPeer(name, path string, pp, tg, threads int, kv tensor.DType) (*Peer, error) {
-	if name != "llama.cpp" {
-		return nil, fmt.Errorf("unknown peer %q (only llama.cpp)", name)
-	}
-	python := os.Getenv("PYTHON")
-	if python == "" {
-		python = "python3"
-	}
-	script := os.Getenv("VKLLM_PEER_SCRIPT")
-	if script == "" {
-		script = filepath.Join("tools", "bench_peer.py")
-	}
-	if _, err := os.Stat(script); err != nil {
-		return nil, fmt.Errorf("peer llama.cpp: %w (run from the repository root, or set VKLLM_PEER_SCRIPT to tools/bench_peer.py)", err)
-	}
-	cmd := exec.Command(python, script, path, strconv.Itoa(pp), strconv.Itoa(tg), strconv.Itoa(threads), strings.ToLower(kv.String()))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("peer llama.cpp (pip install -r tools/requirements-peer.txt): %w", err)
-	}
-	p := &Peer{Name: "llama.cpp"}
-	if err := json.Unmarshal(out, p); err != nil {
-		return nil, fmt.Errorf("peer output %q: %w", out, err)
-	}
-	return p, nil
 }
