@@ -8,6 +8,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 )
 
@@ -117,4 +118,45 @@ func ExampleSession() {
 	// prompt 4 cached 0 reply 4
 	// prompt 11 cached 7 reply 4
 	// conversation: 15 tokens
+}
+
+// An Engine is the loop under LLM, for a caller that owns the goroutine:
+// Add queues requests, each Step schedules them, runs one forward pass and
+// reports what every request drew. Without a tokenizer it deals in token
+// ids only. Both requests get transformers' greedy tokens
+// (testdata/models/qwen2-tiny.golden.json).
+func ExampleEngine() {
+	m, err := models.Open(tinyPath, models.WithBackendName(kernels.CPURef, kernels.Options{}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: 256, MaxSeqs: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	e, err := engine.New(m, ctx, nil, engine.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	prompts := map[string][]int32{"a": {5}, "b": {17, 200, 33, 41, 5, 99, 250}}
+	for _, id := range []string{"a", "b"} {
+		if err := e.Add(engine.Request{ID: id, Prompt: prompts[id], Params: sampler.Params{MaxTokens: 3}}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	got := map[string][]int32{}
+	for e.HasUnfinished() {
+		outs, err := e.Step() // both requests share each step's forward pass
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, o := range outs {
+			got[o.ID] = append(got[o.ID], o.NewTokens...)
+		}
+	}
+	fmt.Println(got["a"], got["b"])
+	// Output: [102 294 294] [140 140 140]
 }
