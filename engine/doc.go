@@ -1,19 +1,21 @@
 // Package engine serves many generation requests on one model Context with
 // continuous batching, in nano-vllm's shape.
 //
-//	e, err := engine.New(ctx, tok, engine.Config{})   // ctx: *models.Context, tok may be nil
+//	e, err := engine.New(m, ctx, tok, engine.Config{})  // m *models.Model, ctx a Context of m; tok may be nil
 //	err = e.Add(engine.Request{ID: "a", Prompt: ids, Params: p})
 //	for e.HasUnfinished() {
-//		outs, err := e.Step()                         // schedule, run, postprocess
-//		...                                           // outs: new tokens, text deltas, finish reasons
+//		outs, err := e.Step()                          // schedule, run, postprocess
+//		...                                            // outs: new tokens, text deltas, finish reasons
 //	}
 //
 // Most callers use the LLM facade, safe for concurrent use:
 //
 //	l, err := engine.Open("path/to/model", engine.Options{MaxSeqs: 16})
+//	defer l.Close()
 //	res, err := l.Generate(ctx, []string{"a", "b"}, params)  // []Result, input order
 //	for d, err := range l.Stream(ctx, "prompt", params) { … } // Deltas; break or cancel aborts
-//	l.Close()
+//	s := l.NewSession()                                      // K/V kept between turns
+//	for d, err := range s.SendChat(ctx, req, params) { … }
 //
 // Layout, one responsibility per file, one direction:
 //

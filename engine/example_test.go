@@ -1,0 +1,162 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"strings"
+
+	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/models"
+	"github.com/vkllm/vkllm/sampler"
+)
+
+// The tiny test model has random weights, so its text means nothing; on
+// kernels.CPURef its tokens are the same on every machine.
+const tinyPath = "../testdata/models/qwen2-tiny"
+
+// Generate runs prompts as concurrent requests and returns their results
+// in input order. The zero sampler.Params is greedy decoding.
+func ExampleLLM_Generate() {
+	llm, err := engine.Open(tinyPath, engine.Options{Backend: kernels.CPURef})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer llm.Close()
+
+	res, err := llm.Generate(context.Background(), []string{"Hello", "Once upon a time"}, sampler.Params{MaxTokens: 8})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range res {
+		fmt.Println(len(r.Tokens), r.FinishReason, r.Usage.CompletionTokens)
+	}
+	// Output:
+	// 8 length 8
+	// 8 length 8
+}
+
+// Stream yields a request's output as it comes; breaking out of the loop,
+// or cancelling ctx, aborts the request.
+func ExampleLLM_Stream() {
+	llm, err := engine.Open(tinyPath, engine.Options{Backend: kernels.CPURef})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer llm.Close()
+
+	n := 0
+	for d, err := range llm.Stream(context.Background(), "Once upon a time", sampler.Params{MaxTokens: 6}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		n += len(d.NewTokens) // d.TextDelta holds their text, whole UTF-8 characters only
+		if d.Finished {
+			fmt.Println(n, "tokens, finish reason", d.FinishReason)
+		}
+	}
+	// Output: 6 tokens, finish reason length
+}
+
+// StreamTokens yields a request's tokens as they are drawn; the last Delta
+// has Finished set. These are transformers' greedy tokens after this
+// prompt (testdata/models/qwen2-tiny.golden.json).
+func ExampleLLM_StreamTokens() {
+	llm, err := engine.Open(tinyPath, engine.Options{Backend: kernels.CPURef})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer llm.Close()
+
+	prompt := []int32{17, 200, 33, 41, 5, 99, 250}
+	var toks []int32
+	for d, err := range llm.StreamTokens(context.Background(), prompt, sampler.Params{MaxTokens: 10}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		toks = append(toks, d.NewTokens...)
+		if d.Finished {
+			fmt.Println(d.FinishReason, d.Usage.PromptTokens, d.Usage.CompletionTokens)
+		}
+	}
+	fmt.Println(toks)
+	// Output:
+	// length 7 10
+	// [140 140 140 140 140 140 140 140 294 294]
+}
+
+// A Session keeps the conversation's K/V between turns. The second turn's
+// prompt is the whole conversation (4 + 4 tokens so far, 3 new); 7 of them
+// are found in the cache (Usage.CachedTokens), so it computes only the 3
+// new ones and the first turn's last reply token, which was drawn but never
+// run. With a chat template, SendChat takes messages instead of text.
+func ExampleSession() {
+	llm, err := engine.Open(tinyPath, engine.Options{Backend: kernels.CPURef})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer llm.Close()
+	s := llm.NewSession()
+	defer s.Close()
+
+	p := sampler.Params{MaxTokens: 4}
+	for _, text := range []string{"Hello", " and then"} {
+		var reply strings.Builder
+		for d, err := range s.Send(context.Background(), text, p) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			reply.WriteString(d.TextDelta)
+			if d.Finished {
+				fmt.Println("prompt", d.Usage.PromptTokens, "cached", d.Usage.CachedTokens, "reply", d.Usage.CompletionTokens)
+			}
+		}
+	}
+	fmt.Println("conversation:", len(s.Tokens()), "tokens")
+	// Output:
+	// prompt 4 cached 0 reply 4
+	// prompt 11 cached 7 reply 4
+	// conversation: 15 tokens
+}
+
+// An Engine is the loop under LLM, for a caller that owns the goroutine:
+// Add queues requests, each Step schedules them, runs one forward pass and
+// reports what every request drew. Without a tokenizer it deals in token
+// ids only. Both requests get transformers' greedy tokens
+// (testdata/models/qwen2-tiny.golden.json).
+func ExampleEngine() {
+	m, err := models.Open(tinyPath, models.WithBackendName(kernels.CPURef, kernels.Options{}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: 256, MaxSeqs: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	e, err := engine.New(m, ctx, nil, engine.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	prompts := map[string][]int32{"a": {5}, "b": {17, 200, 33, 41, 5, 99, 250}}
+	for _, id := range []string{"a", "b"} {
+		if err := e.Add(engine.Request{ID: id, Prompt: prompts[id], Params: sampler.Params{MaxTokens: 3}}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	got := map[string][]int32{}
+	for e.HasUnfinished() {
+		outs, err := e.Step() // both requests share each step's forward pass
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, o := range outs {
+			got[o.ID] = append(got[o.ID], o.NewTokens...)
+		}
+	}
+	fmt.Println(got["a"], got["b"])
+	// Output: [102 294 294] [140 140 140]
+}
