@@ -2,6 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/models"
@@ -180,13 +183,14 @@ func (e *Engine) Step() ([]Output, error) {
 	if err != nil {
 		return outs, err
 	}
+	toks := e.drawAll(sc.chunks, logits)
 	for i, c := range sc.chunks {
 		q := c.seq
 		q.numCached += c.n
 		if !c.sample {
 			continue
 		}
-		out, final := e.accept(q, logits[i])
+		out, final := e.accept(q, logits[i], toks[i])
 		if final != Running {
 			if err := e.finish(q, final); err != nil {
 				return outs, err
@@ -198,6 +202,55 @@ func (e *Engine) Step() ([]Output, error) {
 		outs = append(outs, out)
 	}
 	return outs, nil
+}
+
+// drawAll samples the next token of every chunk that asks for one
+// (toks[i] for chunks[i]), on up to GOMAXPROCS goroutines: a draw at
+// temperature > 0 visits the whole vocabulary, and the forward pass's
+// threads are idle meanwhile. Each draw uses only its own sequence's
+// sampler, so the tokens are those of drawing one after the other. A
+// draw's panic is raised again on the caller's goroutine, as if it had
+// drawn there.
+func (e *Engine) drawAll(chunks []chunk, logits [][]float32) []int32 {
+	toks := make([]int32, len(chunks))
+	var todo []int
+	for i, c := range chunks {
+		if c.sample {
+			todo = append(todo, i)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(todo))
+	if workers <= 1 {
+		for _, i := range todo {
+			toks[i] = draw(chunks[i].seq, logits[i])
+		}
+		return toks
+	}
+	var next atomic.Int32
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[any] // a draw's panic, raised again on the caller
+	for range workers {
+		wg.Go(func() {
+			defer func() {
+				if v := recover(); v != nil {
+					failed.CompareAndSwap(nil, &v)
+				}
+			}()
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(todo) {
+					return
+				}
+				i := todo[k]
+				toks[i] = draw(chunks[i].seq, logits[i])
+			}
+		})
+	}
+	wg.Wait()
+	if v := failed.Load(); v != nil {
+		panic(*v)
+	}
+	return toks
 }
 
 // finish moves q to a final state and gives back its cells.

@@ -49,11 +49,15 @@ type postState struct {
 	stopIDs   map[int32]bool           // stop_token_ids, and EOS unless IgnoreEOS
 }
 
-// accept draws a token for q from logits, appends it and returns the
-// Output and the final state it reached (Running if none).
-func (e *Engine) accept(q *sequence, logits []float32) (Output, State) {
+// draw samples q's next token from logits. It touches only q's sampler
+// (and its Constraint), so the draws of a step's sequences may run at
+// once.
+func draw(q *sequence, logits []float32) int32 { return q.post.sampler.Sample(logits) }
+
+// accept appends tok, drawn for q from logits, and returns the Output and
+// the final state it reached (Running if none).
+func (e *Engine) accept(q *sequence, logits []float32, tok int32) (Output, State) {
 	p := &q.post
-	tok := p.sampler.Sample(logits)
 	p.sampler.Accept(tok)
 	q.tokens = append(q.tokens, tok)
 	e.count.generationTokens++
