@@ -17,16 +17,20 @@
 // probabilities and of min-p, then the top-p cut at the first token where
 // the cumulative probability reaches top_p, and one uniform number from
 // the seeded generator walked down the kept probabilities. A Sampler
-// computes that draw without sorting the vocabulary: top-k selects its
-// window with a bounded heap; otherwise one pass weighs every token and
-// buckets it by distance to the max (1/16 nat wide), and only the leading
-// buckets are sorted, as far as the cut or the drawn token. The arithmetic
-// on the kept tokens is the full sort's, in the same order; without top-k
-// the softmax normaliser is summed in vocabulary order instead of sorted
-// order, which can move it by a few ulps, so a token can differ from a
-// full sort's only when a cut or the uniform number falls within that
-// rounding of a boundary. The selection buffers live in the Sampler: after
-// its first call a draw allocates nothing. A row with a NaN or +Inf, or
+// computes that draw without sorting the vocabulary and without an
+// exponential per token: top-k selects its window with a bounded heap;
+// otherwise one pass buckets every token by distance to the max (1/16 nat
+// wide) and estimates the normaliser within 1e-10 (a polynomial per token
+// instead of math.Exp), and only the leading buckets are sorted and
+// weighed, as far as the cut or the drawn token. When the estimate does
+// not settle the top-p cut or the drawn token (a boundary within 1e-10),
+// every token is weighed and the draw is the full sort's arithmetic, in
+// its order. Elsewhere the kept tokens are drawn by their weights
+// exp(x−max) rather than by their probabilities: the same draw up to
+// rounding, so a token can differ from a full sort's only when the
+// uniform number falls within a few ulps of a boundary. The selection
+// buffers live in the Sampler: after its first call a draw allocates
+// nothing. A row with a NaN or +Inf, or
 // without a finite logit, has no distribution; it gives the greedy choice
 // (still taking one random number).
 //

@@ -10,21 +10,36 @@ import (
 // order, up to the cut of top-k, top-p or min-p, or up to the token drawn;
 // it selects that head without ordering the rest of the vocabulary.
 //
-// Top-k selects its k candidates with a bounded heap. Otherwise a token of
-// weight e = exp(x-max) > 0 falls into bucket floor((max-x)*bucketsPerNat),
-// the last bucket for max-x ≥ bucketSpan; the buckets are bands of x in
-// the draw order, and the head is the concatenation of the first buckets,
-// each sorted on its own when it is reached.
+// Top-k selects its k candidates with a bounded heap. Otherwise a token
+// d = max-x nats below the max falls into bucket floor(d*bucketsPerNat),
+// the last bucket for d ≥ bucketSpan: the buckets are bands of x in the
+// draw order, and the head is the concatenation of the first buckets,
+// each sorted on its own when it is reached. Only the head's weights
+// e = exp(x-max) are computed with math.Exp. The softmax normaliser Z,
+// the sum of every weight, is estimated in the bucketing pass without it
+// (exp(-d) = exp(-b/bucketsPerNat)·exp(-r), the second factor a
+// polynomial in r < 1/bucketsPerNat), within zSlack; a decision that
+// depends on Z (the top-p cut, the token a draw without cut lands on) is
+// taken when those bounds settle it, and otherwise (a cut within 1e-10 of
+// a boundary) after every weight has been computed with math.Exp.
 const (
 	bucketsPerNat = 16
 	bucketSpan    = 64 // nats below the max that the buckets resolve
 	nBuckets      = bucketSpan * bucketsPerNat
-	noBucket      = nBuckets // weight 0: never drawn, never ordered
-	// massSlack is the relative margin on the mass a head must gather for
-	// top-p or for the draw: the head's probabilities are summed in another
-	// order than the buckets' masses.
-	massSlack = 1e-9
+	noBucket      = nBuckets // weight 0 (a logit of -Inf): never drawn, never ordered
+	// zSlack bounds the relative error of the estimate of Z (each term
+	// within a few ulps, a sum of at most a few hundred thousand terms
+	// within n·2^-53) and of the head's sums against it, with a margin.
+	zSlack = 1e-10
 )
+
+// edge[b] = exp(-b/bucketsPerNat), the largest weight of bucket b.
+var edge = func() (e [nBuckets + 1]float64) {
+	for b := range e {
+		e[b] = math.Exp(-float64(b) / bucketsPerNat)
+	}
+	return e
+}()
 
 // cand is a candidate token and its scaled logit.
 type cand struct {
@@ -48,12 +63,13 @@ func drawOrder(a, b cand) int {
 // sel holds the buffers of a draw, reused from one token to the next.
 type sel struct {
 	head   []cand    // the head of the draw order, sorted
-	probs  []float64 // probs[i]: head[i]'s probability
-	weight []float64 // (vocab) exp(x - max)
+	probs  []float64 // head[i]'s probability (top-k) or weight exp(x-max)
 	bucket []uint16  // (vocab) each token's bucket, or noBucket
-	mass   [nBuckets]float64
+	count  [nBuckets]int32
 	next   int     // the first bucket not yet in head
-	got    float64 // the mass of the buckets before next
+	known  float64 // Σ the head's weights, in head order
+	zLo    float64 // bounds on Z, the sum of every weight
+	zHi    float64
 }
 
 // grow sizes the buffers for a vocabulary of n tokens.
@@ -61,7 +77,6 @@ func (b *sel) grow(n int) {
 	if cap(b.head) < n {
 		b.head = make([]cand, 0, n)
 		b.probs = make([]float64, 0, n)
-		b.weight = make([]float64, n)
 		b.bucket = make([]uint16, n)
 	}
 }
@@ -159,40 +174,41 @@ func siftDown(h []cand, j int) {
 // u uniform in [0, 1): softmax, then min-p and top-p.
 func (s *Sampler) drawAll(x []float64, mx, u float64) int32 {
 	s.grow(len(x))
-	sum := s.weigh(x, mx)
-	s.head, s.probs, s.next, s.got = s.head[:0], s.probs[:0], 0, 0
-	tp := s.p.TopP
+	s.weigh(x, mx)
+	s.head, s.probs, s.next, s.known = s.head[:0], s.probs[:0], 0, 0
+	tp, mp := s.p.TopP, s.p.MinP
 	topP := tp > 0 && tp < 1
-	var cut float64 // min-p: the probability below which a token is cut
-	if mp := s.p.MinP; mp > 0 {
-		cut = mp * (1 / sum) // 1/sum: the first token's probability
-	}
-	if !topP && cut == 0 {
-		return s.walk(x, sum, u)
-	}
-	want, through := math.Inf(1), nBuckets
-	if topP {
-		want = tp * sum * (1 + massSlack)
-	}
-	if cut > 0 {
-		through = min(bucketOf(-math.Log(s.p.MinP))+1, nBuckets)
+	if !topP && mp == 0 {
+		return s.walk(x, mx, u)
 	}
 	// The kept candidates are the head up to the first one that min-p
-	// cuts (or of probability 0), or through the first at which the
-	// cumulative probability reaches top-p; all of them when neither.
+	// cuts (a weight below mp·1, the first token's weight being
+	// exp(0) = 1), or through the first at which the cumulative weight
+	// reaches top_p·Z; all of them when neither.
+	want, through := math.Inf(1), nBuckets
+	if topP {
+		want = tp * s.zHi
+	}
+	if mp > 0 {
+		through = min(bucketOf(-math.Log(mp))+1, nBuckets)
+	}
 	n := 0
 	var c float64
 scan:
-	for s.extend(x, sum, want, through) {
+	for s.extend(x, mx, want, through) {
 		want, through = 0, 0 // from now on, one more bucket at a time
 		for ; n < len(s.head); n++ {
-			p := s.probs[n]
-			if p == 0 || p < cut {
-				break scan // n ≥ 1: the first token's probability is 1/sum ≥ cut
+			e := s.probs[n]
+			if e < mp {
+				break scan // n ≥ 1: the first token's weight is 1 ≥ mp
 			}
 			if topP {
-				c += p
-				if c >= tp {
+				c += e
+				yes, settled := past(c, tp, s.zLo, s.zHi, false)
+				if !settled {
+					return s.exactDraw(x, mx, u) // Z's bounds do not settle the cut
+				}
+				if yes {
 					n++
 					break scan
 				}
@@ -202,34 +218,88 @@ scan:
 	return s.pick(n, u)
 }
 
-// walk draws from every token of non-zero probability, with no cut: it
-// orders the head only as far as the draw goes.
-func (s *Sampler) walk(x []float64, sum, u float64) int32 {
-	var total float64
-	n := 0
-	for _, e := range s.weight[:len(x)] {
-		if p := e / sum; p != 0 {
-			total += p
-			n++
+// past reports whether a cumulative weight c has reached f·Z (c ≥ f·Z),
+// or passed it when strict (c > f·Z), for any Z in [zLo, zHi]; settled is
+// false when the answer depends on where Z lies in the bounds.
+func past(c, f, zLo, zHi float64, strict bool) (yes, settled bool) {
+	lo, hi := f*zLo, f*zHi
+	if strict {
+		switch {
+		case c > hi:
+			return true, true
+		case c <= lo:
+			return false, true
 		}
+		return false, false
 	}
-	r := u * total
-	want := r * sum * (1 + massSlack)
+	switch {
+	case c >= hi:
+		return true, true
+	case c < lo:
+		return false, true
+	}
+	return false, false
+}
+
+// walk draws from every token of non-zero weight, with no cut: the first
+// token at which the cumulative weight passes u·Z. It orders the head
+// only as far as the draw goes.
+func (s *Sampler) walk(x []float64, mx, u float64) int32 {
+	want := u * s.zHi
+	var c float64
 	i := 0
-	for i < n && s.extend(x, sum, want, nBuckets) {
+	for s.extend(x, mx, want, nBuckets) {
 		want = 0
-		for ; i < len(s.head) && i < n; i++ {
-			r -= s.probs[i]
-			if r < 0 {
+		for ; i < len(s.head); i++ {
+			c += s.probs[i]
+			yes, settled := past(c, u, s.zLo, s.zHi, true)
+			if !settled {
+				return s.exactDraw(x, mx, u) // Z's bounds do not settle the token
+			}
+			if yes {
 				return s.head[i].id
 			}
 		}
 	}
-	return s.head[n-1].id
+	return s.exactDraw(x, mx, u) // rounding left the draw past the last token
+}
+
+// exactDraw is the draw with every weight computed: the full sort's
+// arithmetic on the whole head, probabilities e/Z with Z summed in head
+// order, then the zero and min-p trims, the top-p cut and the pick. It
+// decides what Z's bounds could not.
+func (s *Sampler) exactDraw(x []float64, mx, u float64) int32 {
+	for s.extend(x, mx, math.Inf(1), nBuckets) {
+	}
+	probs := s.probs
+	for i := range probs {
+		probs[i] /= s.known
+	}
+	n := len(probs)
+	for n > 1 && probs[n-1] == 0 {
+		n--
+	}
+	if mp := s.p.MinP; mp > 0 {
+		cut := mp * probs[0]
+		for n > 1 && probs[n-1] < cut {
+			n--
+		}
+	}
+	if tp := s.p.TopP; tp > 0 && tp < 1 {
+		var c float64
+		for i := 0; i < n; i++ {
+			c += probs[i]
+			if c >= tp {
+				n = i + 1
+				break
+			}
+		}
+	}
+	return s.pick(n, u)
 }
 
 // pick draws among the first n candidates of the head with u uniform
-// in [0, 1).
+// in [0, 1), by their probabilities or weights (the same draw).
 func (s *Sampler) pick(n int, u float64) int32 {
 	var total float64
 	for i := 0; i < n; i++ {
@@ -245,26 +315,58 @@ func (s *Sampler) pick(n int, u float64) int32 {
 	return s.head[n-1].id
 }
 
-// weigh sets each token's weight exp(x-mx) and bucket, and each bucket's
-// mass; it returns the sum of the weights, the softmax's normaliser.
-func (s *Sampler) weigh(x []float64, mx float64) float64 {
-	clear(s.mass[:])
-	weight, bucket := s.weight[:len(x)], s.bucket[:len(x)]
-	var sum float64
+// weigh puts each token in its bucket, counts the buckets and bounds Z,
+// with no call of math.Exp: a token d = mx-x nats below the max, in
+// bucket b, weighs exp(-b/bucketsPerNat)·exp(-r) with r = d - b/bucketsPerNat
+// in [0, 1/bucketsPerNat), and expNeg gives exp(-r) within a few ulps. A
+// token 64 nats or more below weighs less than exp(-64) (and 0 at -Inf:
+// noBucket).
+func (s *Sampler) weigh(x []float64, mx float64) {
+	clear(s.count[:])
+	bucket := s.bucket[:len(x)]
+	var z0, z1 float64 // two partial sums: half as many additions wait on each other
+	far := 0
 	for i, v := range x {
-		d := v - mx
-		e := math.Exp(d)
-		weight[i] = e
-		if e == 0 {
-			bucket[i] = noBucket
+		d := mx - v
+		if !(d < bucketSpan) {
+			if math.IsInf(d, 1) {
+				bucket[i] = noBucket
+				continue
+			}
+			bucket[i] = nBuckets - 1
+			s.count[nBuckets-1]++
+			far++
 			continue
 		}
-		sum += e
-		b := bucketOf(-d)
+		f := d * bucketsPerNat
+		b := int(f)
+		e := edge[b] * expNeg((f-float64(b))*(1.0/bucketsPerNat))
+		if i&1 == 0 {
+			z0 += e
+		} else {
+			z1 += e
+		}
 		bucket[i] = uint16(b)
-		s.mass[b] += e
+		s.count[b]++
 	}
-	return sum
+	z := z0 + z1
+	s.zLo = z * (1 - zSlack)
+	s.zHi = (z + float64(far)*edge[nBuckets]) * (1 + zSlack)
+}
+
+// expNeg is exp(-r) for r in [0, 1/16), by its Taylor polynomial to r⁸
+// (the rest is below r⁹/9! < 5e-17 of it), in Horner's form.
+func expNeg(r float64) float64 {
+	const (
+		c2 = 1.0 / 2
+		c3 = 1.0 / 6
+		c4 = 1.0 / 24
+		c5 = 1.0 / 120
+		c6 = 1.0 / 720
+		c7 = 1.0 / 5040
+		c8 = 1.0 / 40320
+	)
+	return 1 - r*(1-r*(c2-r*(c3-r*(c4-r*(c5-r*(c6-r*(c7-r*c8)))))))
 }
 
 // bucketOf is the bucket of a token d ≥ 0 nats below the max.
@@ -276,14 +378,21 @@ func bucketOf(d float64) int {
 }
 
 // extend appends to the head the tokens of the next buckets, each bucket
-// sorted: through the first non-empty bucket at which the mass gathered
-// reaches want or whose index reaches through. It returns false when no
-// token was left.
-func (s *Sampler) extend(x []float64, sum, want float64, through int) bool {
+// sorted, with their weights: through the first non-empty bucket at
+// which the weight known plus the buckets' upper bounds reaches want, or
+// whose index reaches through. It returns false when no bucket was left.
+func (s *Sampler) extend(x []float64, mx, want float64, through int) bool {
+	if s.next >= nBuckets {
+		return false // every bucket is in the head: s.known is Z
+	}
 	lo, hi := s.next, s.next
+	got := s.known
 	for ; hi < nBuckets; hi++ {
-		s.got += s.mass[hi]
-		if s.mass[hi] > 0 && (s.got >= want || hi >= through) {
+		if s.count[hi] == 0 {
+			continue
+		}
+		got += float64(s.count[hi]) * edge[hi]
+		if got >= want || hi >= through {
 			break
 		}
 	}
@@ -295,12 +404,18 @@ func (s *Sampler) extend(x []float64, sum, want float64, through int) bool {
 			s.head = append(s.head, cand{x[i], int32(i)})
 		}
 	}
-	if len(s.head) == start {
-		return false
-	}
 	slices.SortFunc(s.head[start:], drawOrder)
+	n := start
 	for _, c := range s.head[start:] {
-		s.probs = append(s.probs, s.weight[c.id]/sum)
+		e := math.Exp(c.x - mx)
+		if e == 0 {
+			break // the rest weigh 0 too: never drawn
+		}
+		s.head[n] = c
+		s.probs = append(s.probs, e)
+		s.known += e
+		n++
 	}
+	s.head = s.head[:n]
 	return true
 }

@@ -306,3 +306,91 @@ func TestTopLogprobsMatchesFullSort(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundsSettleDraws: on rows shaped like a language model's, Z's
+// bounds settle almost every draw, so it computes the weights of the
+// tokens it orders (the head) and not the exact sum over the vocabulary:
+// exactDraw, which weighs every token, is for the rare draw they leave
+// undecided. (exactDraw turns the head's weights into probabilities, so
+// the first is no longer exp(0) = 1 after it.)
+func TestBoundsSettleDraws(t *testing.T) {
+	const vocab, draws = 49152, 300
+	for _, p := range []Params{
+		{Temperature: 0.8, TopP: 0.95},
+		{Temperature: 0.8, MinP: 0.05},
+		{Temperature: 0.8},
+		{Temperature: 1.5, TopP: 0.9},
+		{Temperature: 0.3, TopP: 0.5},
+	} {
+		p.Seed = seed(7)
+		s := New(p, nil)
+		exact, head := 0, 0
+		for i := range draws {
+			s.Sample(lmLogits(vocab, uint64(i)))
+			if s.probs[0] != 1 {
+				exact++
+			}
+			head += len(s.head)
+		}
+		t.Logf("T %v top_p %v min_p %v: %d of %d draws exact, head %d tokens on average", p.Temperature, p.TopP, p.MinP, exact, draws, head/draws)
+		if exact > draws/100 {
+			t.Errorf("T %v top_p %v min_p %v: %d of %d draws needed every weight", p.Temperature, p.TopP, p.MinP, exact, draws)
+		}
+	}
+}
+
+// TestZBounds: weigh's bounds hold Z, the sum of every weight computed
+// with math.Exp, and are within a few zSlack of each other, on rows of
+// every shape the exactness test uses and at several temperatures.
+func TestZBounds(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for trial := range 200 {
+		n := 1 + r.IntN(5000)
+		x := make([]float64, n)
+		scale := []float64{0.01, 1, 3, 20, 200}[trial%5]
+		for i := range x {
+			x[i] = scale * r.NormFloat64()
+		}
+		if trial%7 == 0 {
+			x[r.IntN(n)] = math.Inf(-1)
+		}
+		mx := math.Inf(-1)
+		for _, v := range x {
+			mx = max(mx, v)
+		}
+		s := New(Params{}, nil)
+		s.grow(n)
+		s.weigh(x, mx)
+		var z float64
+		for _, v := range x {
+			z += math.Exp(v - mx)
+		}
+		if !(s.zLo <= z && z <= s.zHi) || (s.zHi-s.zLo)/z > 3*zSlack {
+			t.Fatalf("trial %d (n %d, scale %v): Z %v, bounds [%v, %v] (width %.3g of Z)", trial, n, scale, z, s.zLo, s.zHi, (s.zHi-s.zLo)/z)
+		}
+	}
+}
+
+// TestPast: a cumulative weight is past f·Z only when it is for every Z
+// in the bounds; in between, nothing is settled.
+func TestPast(t *testing.T) {
+	for _, c := range []struct {
+		c, f, lo, hi float64
+		strict       bool
+		yes, settled bool
+	}{
+		{c: 10, f: 0.5, lo: 19, hi: 21, settled: false}, // 0.5·19 ≤ 10 < 0.5·21
+		{c: 11, f: 0.5, lo: 19, hi: 21, yes: true, settled: true},
+		{c: 9, f: 0.5, lo: 19, hi: 21, yes: false, settled: true},
+		{c: 10, f: 0.5, lo: 20, hi: 20, yes: true, settled: true},                // c = f·Z reaches it
+		{c: 10, f: 0.5, lo: 20, hi: 20, strict: true, yes: false, settled: true}, // but does not pass it
+		{c: 10.6, f: 0.5, lo: 20, hi: 21, strict: true, yes: true, settled: true},
+		{c: 10.5, f: 0.5, lo: 20, hi: 21, strict: true, settled: false},
+		{c: 10.2, f: 0.5, lo: 20, hi: 21, strict: true, settled: false},
+	} {
+		yes, settled := past(c.c, c.f, c.lo, c.hi, c.strict)
+		if yes != c.yes || settled != c.settled {
+			t.Errorf("past(%v, %v, %v, %v, strict %v) = %v, %v; want %v, %v", c.c, c.f, c.lo, c.hi, c.strict, yes, settled, c.yes, c.settled)
+		}
+	}
+}
