@@ -96,28 +96,8 @@ func (s *Sampler) drawTopK(x []float64, k int, u float64) int32 {
 	for i := range probs {
 		probs[i] /= sum
 	}
-	n := k
-	for n > 1 && probs[n-1] == 0 { // masked (-Inf) tokens: never the fallback draw
-		n--
-	}
-	if mp := s.p.MinP; mp > 0 {
-		cut := mp * probs[0]
-		for n > 1 && probs[n-1] < cut {
-			n--
-		}
-	}
-	if tp := s.p.TopP; tp > 0 && tp < 1 {
-		var c float64
-		for i := 0; i < n; i++ {
-			c += probs[i]
-			if c >= tp {
-				n = i + 1
-				break
-			}
-		}
-	}
 	s.probs = probs
-	return s.pick(n, u)
+	return s.pick(s.kept(probs), u)
 }
 
 // topK returns the k first tokens of the draw order, sorted, in s.head.
@@ -271,10 +251,17 @@ func (s *Sampler) walk(x []float64, mx, u float64) int32 {
 func (s *Sampler) exactDraw(x []float64, mx, u float64) int32 {
 	for s.extend(x, mx, math.Inf(1), nBuckets) {
 	}
-	probs := s.probs
-	for i := range probs {
-		probs[i] /= s.known
+	for i := range s.probs {
+		s.probs[i] /= s.known
 	}
+	return s.pick(s.kept(s.probs), u)
+}
+
+// kept is how many of the sorted probabilities a draw keeps, the full
+// sort's way: the tail trimmed of zeros (masked tokens, never the
+// fallback draw) and of min-p, then cut at the first token where the
+// cumulative probability reaches top_p.
+func (s *Sampler) kept(probs []float64) int {
 	n := len(probs)
 	for n > 1 && probs[n-1] == 0 {
 		n--
@@ -290,12 +277,11 @@ func (s *Sampler) exactDraw(x []float64, mx, u float64) int32 {
 		for i := 0; i < n; i++ {
 			c += probs[i]
 			if c >= tp {
-				n = i + 1
-				break
+				return i + 1
 			}
 		}
 	}
-	return s.pick(n, u)
+	return n
 }
 
 // pick draws among the first n candidates of the head with u uniform

@@ -108,3 +108,37 @@ func half(x []float32) []float32 {
 	}
 	return out
 }
+
+// RandomWeight uploads a (rows, cols) weight of dt to b, quantised from
+// normal random values (K-quants: random bytes with small scales), and
+// returns it with the bytes it was made from (a backend may keep a view
+// of them).
+func RandomWeight(t testing.TB, b kernels.Backend, dt tensor.DType, rows, cols int) (kernels.Tensor, []byte) {
+	t.Helper()
+	size, err := dt.Bytes(int64(rows * cols))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, size)
+	r := rand.New(rand.NewPCG(1, 2))
+	src := make([]float32, rows*cols)
+	for i := range src {
+		src[i] = float32(r.NormFloat64())
+	}
+	if err := tensor.Quantize(dt, src, data); err != nil {
+		// K-quants: random bytes with f16 scales of 2^-10 (bits 0x1400).
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		for blk := 0; blk < len(data); blk += dt.BlockBytes() {
+			for _, o := range map[tensor.DType][]int{tensor.Q4_K: {0, 2}, tensor.Q6_K: {208}}[dt] {
+				data[blk+o], data[blk+o+1] = 0x00, 0x14
+			}
+		}
+	}
+	w, err := b.Upload(tensor.Tensor{Name: "w", DType: dt, Shape: []int64{int64(rows), int64(cols)}, Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, data
+}
