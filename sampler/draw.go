@@ -17,8 +17,8 @@ import (
 // each sorted on its own when it is reached. Only the head's weights
 // e = exp(x-max) are computed with math.Exp. The softmax normaliser Z,
 // the sum of every weight, is estimated in the bucketing pass without it
-// (exp(-d) = exp(-b/bucketsPerNat)·exp(-r), the second factor a
-// polynomial in r < 1/bucketsPerNat), within zSlack; a decision that
+// (exp(-d) = exp(-k/256)·exp(-r) from a table and a cubic in
+// r < 1/256), within zSlack; a decision that
 // depends on Z (the top-p cut, the token a draw without cut lands on) is
 // taken when those bounds settle it, and otherwise (a cut within 1e-10 of
 // a boundary) after every weight has been computed with math.Exp.
@@ -37,6 +37,17 @@ const (
 var edge = func() (e [nBuckets + 1]float64) {
 	for b := range e {
 		e[b] = math.Exp(-float64(b) / bucketsPerNat)
+	}
+	return e
+}()
+
+// fine[k] = exp(-k/finePerNat): weigh's table, finePerNat steps a nat.
+const finePerNat = 256
+
+var fine = func() []float64 {
+	e := make([]float64, bucketSpan*finePerNat)
+	for k := range e {
+		e[k] = math.Exp(-float64(k) / finePerNat)
 	}
 	return e
 }()
@@ -66,10 +77,15 @@ type sel struct {
 	probs  []float64 // head[i]'s probability (top-k) or weight exp(x-max)
 	bucket []uint16  // (vocab) each token's bucket, or noBucket
 	count  [nBuckets]int32
-	next   int     // the first bucket not yet in head
-	known  float64 // Σ the head's weights, in head order
-	zLo    float64 // bounds on Z, the sum of every weight
-	zHi    float64
+	// byBucket lists the tokens bucket by bucket, bucket b's at
+	// [first[b], first[b+1]), once grouped is set (by the second extend).
+	byBucket []int32
+	first    [nBuckets + 1]int32
+	grouped  bool
+	next     int     // the first bucket not yet in head
+	known    float64 // Σ the head's weights, in head order
+	zLo      float64 // bounds on Z, the sum of every weight
+	zHi      float64
 }
 
 // grow sizes the buffers for a vocabulary of n tokens.
@@ -78,6 +94,7 @@ func (b *sel) grow(n int) {
 		b.head = make([]cand, 0, n)
 		b.probs = make([]float64, 0, n)
 		b.bucket = make([]uint16, n)
+		b.byBucket = make([]int32, n)
 	}
 }
 
@@ -302,13 +319,14 @@ func (s *Sampler) pick(n int, u float64) int32 {
 }
 
 // weigh puts each token in its bucket, counts the buckets and bounds Z,
-// with no call of math.Exp: a token d = mx-x nats below the max, in
-// bucket b, weighs exp(-b/bucketsPerNat)·exp(-r) with r = d - b/bucketsPerNat
-// in [0, 1/bucketsPerNat), and expNeg gives exp(-r) within a few ulps. A
-// token 64 nats or more below weighs less than exp(-64) (and 0 at -Inf:
-// noBucket).
+// with no call of math.Exp: a token d = mx-x nats below the max weighs
+// fine[k]·exp(-r) with k = floor(d·finePerNat) and r = d - k/finePerNat
+// in [0, 1/finePerNat), and expNeg gives exp(-r) within 1e-11. Its
+// bucket is k/(finePerNat/bucketsPerNat). A token 64 nats or more below
+// weighs less than exp(-64) (and 0 at -Inf: noBucket).
 func (s *Sampler) weigh(x []float64, mx float64) {
 	clear(s.count[:])
+	s.grouped = false
 	bucket := s.bucket[:len(x)]
 	var z0, z1 float64 // two partial sums: half as many additions wait on each other
 	far := 0
@@ -324,14 +342,15 @@ func (s *Sampler) weigh(x []float64, mx float64) {
 			far++
 			continue
 		}
-		f := d * bucketsPerNat
-		b := int(f)
-		e := edge[b] * expNeg((f-float64(b))*(1.0/bucketsPerNat))
+		f := d * finePerNat
+		k := int(f)
+		e := fine[k] * expNeg((f-float64(k))*(1.0/finePerNat))
 		if i&1 == 0 {
 			z0 += e
 		} else {
 			z1 += e
 		}
+		b := k / (finePerNat / bucketsPerNat)
 		bucket[i] = uint16(b)
 		s.count[b]++
 	}
@@ -340,19 +359,29 @@ func (s *Sampler) weigh(x []float64, mx float64) {
 	s.zHi = (z + float64(far)*edge[nBuckets]) * (1 + zSlack)
 }
 
-// expNeg is exp(-r) for r in [0, 1/16), by its Taylor polynomial to r⁸
-// (the rest is below r⁹/9! < 5e-17 of it), in Horner's form.
+// expNeg is exp(-r) for r in [0, 1/256), by its Taylor polynomial to r³
+// (the rest is below r⁴/24 < 1e-11 of it).
 func expNeg(r float64) float64 {
-	const (
-		c2 = 1.0 / 2
-		c3 = 1.0 / 6
-		c4 = 1.0 / 24
-		c5 = 1.0 / 120
-		c6 = 1.0 / 720
-		c7 = 1.0 / 5040
-		c8 = 1.0 / 40320
-	)
-	return 1 - r*(1-r*(c2-r*(c3-r*(c4-r*(c5-r*(c6-r*(c7-r*c8)))))))
+	return 1 - r*(1-r*(0.5-r*(1.0/6)))
+}
+
+// group lists the tokens of the vocabulary (n) bucket by bucket
+// (a counting sort), so that extend reads only the buckets it takes.
+func (s *Sampler) group(n int) {
+	var at int32
+	for b, c := range s.count {
+		s.first[b] = at
+		at += c
+	}
+	s.first[nBuckets] = at
+	next := s.first // a copy: each bucket's next free slot
+	for i, b := range s.bucket[:n] {
+		if b != noBucket {
+			s.byBucket[next[b]] = int32(i)
+			next[b]++
+		}
+	}
+	s.grouped = true
 }
 
 // bucketOf is the bucket of a token d ≥ 0 nats below the max.
@@ -385,9 +414,18 @@ func (s *Sampler) extend(x []float64, mx, want float64, through int) bool {
 	hi = min(hi, nBuckets-1)
 	s.next = hi + 1
 	start := len(s.head)
-	for i, b := range s.bucket[:len(x)] {
-		if int(b) >= lo && int(b) <= hi {
-			s.head = append(s.head, cand{x[i], int32(i)})
+	if lo == 0 { // the first extend: one pass, no grouping (often the only one)
+		for i, b := range s.bucket[:len(x)] {
+			if int(b) <= hi {
+				s.head = append(s.head, cand{x[i], int32(i)})
+			}
+		}
+	} else {
+		if !s.grouped {
+			s.group(len(x))
+		}
+		for _, i := range s.byBucket[s.first[lo]:s.first[hi+1]] {
+			s.head = append(s.head, cand{x[i], i})
 		}
 	}
 	slices.SortFunc(s.head[start:], drawOrder)

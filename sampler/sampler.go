@@ -44,19 +44,10 @@ func (s *Sampler) Accept(t int32) {
 
 // Sample returns the next token for logits (not modified).
 func (s *Sampler) Sample(logits []float32) int32 {
-	x := s.adjusted(logits)
 	if s.p.Temperature == 0 {
-		return argmax(x)
+		return argmax(s.adjusted(logits))
 	}
-	mx, finite := math.Inf(-1), true
-	for i := range x {
-		x[i] /= s.p.Temperature
-		if x[i] > mx {
-			mx = x[i]
-		} else if x[i] != x[i] {
-			finite = false // NaN
-		}
-	}
+	x, mx, finite := s.scaled(logits)
 	u := s.rng.Float64() // one draw per token, whatever the path
 	if !finite || math.IsInf(mx, 0) {
 		return argmax(x) // no distribution to draw from
@@ -65,6 +56,50 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		return s.drawTopK(x, k, u)
 	}
 	return s.drawAll(x, mx, u)
+}
+
+// scaled returns the adjusted logits divided by the temperature, their
+// largest value, and whether none is NaN. Without logit bias, penalties
+// or a Constraint (nothing to adjust) it converts and divides in one
+// pass.
+func (s *Sampler) scaled(logits []float32) (x []float64, mx float64, finite bool) {
+	t := s.p.Temperature
+	mx, finite = math.Inf(-1), true
+	if s.adjusts() {
+		x = s.adjusted(logits)
+		for i := range x {
+			x[i] /= t
+			if x[i] > mx {
+				mx = x[i]
+			} else if x[i] != x[i] {
+				finite = false // NaN
+			}
+		}
+		return x, mx, finite
+	}
+	if cap(s.scratch) < len(logits) {
+		s.scratch = make([]float64, len(logits))
+	}
+	x = s.scratch[:len(logits)]
+	for i, v := range logits {
+		y := float64(v) / t
+		x[i] = y
+		if y > mx {
+			mx = y
+		} else if y != y {
+			finite = false // NaN
+		}
+	}
+	return x, mx, finite
+}
+
+// adjusts reports whether adjusted changes anything: a logit bias, a
+// penalty with tokens to apply it to, or a Constraint.
+func (s *Sampler) adjusts() bool {
+	p := s.p
+	return len(p.LogitBias) > 0 || p.Constraint != nil ||
+		p.RepetitionPenalty != 0 && p.RepetitionPenalty != 1 && len(s.seen) > 0 ||
+		(p.FrequencyPenalty != 0 || p.PresencePenalty != 0) && len(s.counts) > 0
 }
 
 // argmax is the greedy choice: the largest of x, the first on ties.
