@@ -20,9 +20,9 @@
 // computes that draw without sorting the vocabulary and without an
 // exponential per token: top-k selects its window with a bounded heap;
 // otherwise one pass buckets every token by distance to the max (1/16 nat
-// wide) and estimates the normaliser within 1e-10 (a table and a cubic per token
-// instead of math.Exp), and only the leading buckets are sorted and
-// weighed, as far as the cut or the drawn token. When the estimate does
+// wide) and estimates the normaliser within 1e-10 (a table and a cubic
+// per token instead of math.Exp), and only the leading buckets are sorted
+// and weighed, as far as the cut or the drawn token. When the estimate does
 // not settle the top-p cut or the drawn token (a boundary within 1e-10),
 // every token is weighed and the draw is the full sort's arithmetic, in
 // its order. Elsewhere the kept tokens are drawn by their weights
