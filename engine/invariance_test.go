@@ -12,15 +12,18 @@ import (
 
 	"github.com/vkllm/vkllm/kernels"
 	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan"
+	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 )
 
 // TestConcurrentSeededEqualsAlone: eight seeded requests at temperature
 // 0.9 with logprobs, run concurrently on one LLM whose cache is short (so
-// requests wait, finish and start in between, are preempted and
+// requests wait, finish and start in between, are usually preempted and
 // recomputed, and reuse cached prefixes), give bit for bit the tokens and
-// logprobs of the same requests run one at a time on a fresh LLM. This
-// holds only because every backend is batch- and placement-invariant.
+// logprobs of the same requests run one at a time on a fresh LLM; and the
+// same requests added at once to an Engine on that short cache, where
+// preemption is certain, give them too. This holds only because every
+// backend is batch- and placement-invariant.
 func TestConcurrentSeededEqualsAlone(t *testing.T) {
 	for _, name := range []string{kernels.CPU, kernels.CPURef, kernels.Vulkan} {
 		t.Run(name, func(t *testing.T) {
@@ -82,7 +85,8 @@ func concurrentSeeded(t *testing.T, backend string) {
 		wg.Go(func() { got[i], errs[i] = run(l, i) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := errors.Join(errs...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	st := l.Stats()
@@ -97,8 +101,44 @@ func concurrentSeeded(t *testing.T, backend string) {
 			}
 		}
 	}
-	if st.Preemptions == 0 {
-		t.Errorf("no request was preempted: the test no longer covers recomputation")
+
+	// The goroutines' timing decides how much the LLM's requests overlap;
+	// on an Engine, all of them are added before the first step, so three
+	// run at once on 80 cells and some are preempted.
+	ids := make([][]int32, len(prompts))
+	for i, pr := range prompts {
+		if ids[i], err = l.Tokenizer().Encode(pr, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, err := l.Model().NewContext(models.ContextParams{ContextLen: 80, MaxSeqs: 3, BatchSize: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	e, err := New(l.Model(), ctx, l.Tokenizer(), Config{PrefixCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range prompts {
+		if err := e.Add(Request{ID: fmt.Sprint(i), Prompt: ids[i], Params: params(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := drain(t, e)
+	if e.Stats().Preemptions == 0 {
+		t.Fatalf("%s: no request was preempted on the Engine: the test no longer covers recomputation", backend)
+	}
+	for i := range prompts {
+		r := res[fmt.Sprint(i)]
+		if !slices.Equal(r.tokens, alone[i].tokens) {
+			t.Fatalf("engine, request %d: tokens %v, %v alone", i, r.tokens, alone[i].tokens)
+		}
+		for s, a := range alone[i].lps {
+			if err := sameLogprob(r.lps[s], a); err != nil {
+				t.Fatalf("engine, request %d step %d: %v", i, s, err)
+			}
+		}
 	}
 }
 
