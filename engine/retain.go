@@ -142,6 +142,3 @@ func (p *pool) victim(keep *retained) *retained {
 	}
 	return best
 }
-
-// len is the number of retained sequences.
-func (p *pool) len() int { return len(p.entries) }

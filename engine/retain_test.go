@@ -186,7 +186,7 @@ func TestPoolVictimOrder(t *testing.T) {
 	p.addSession("new", 2, toks)
 	p.addPrefix(3, toks[:BlockSize])
 	var order []int32
-	for p.len() > 0 {
+	for len(p.entries) > 0 {
 		v := p.victim(nil)
 		order = append(order, v.seqID)
 		p.remove(v)

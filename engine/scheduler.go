@@ -47,8 +47,6 @@ func newScheduler(cfg schedulerConfig) *scheduler { return &scheduler{cfg: cfg} 
 
 func (s *scheduler) add(q *sequence) { s.waiting = append(s.waiting, q) }
 
-func (s *scheduler) hasWork() bool { return len(s.waiting) > 0 || len(s.running) > 0 }
-
 // remove takes q out of whichever queue holds it.
 func (s *scheduler) remove(q *sequence) {
 	s.waiting = removeSeq(s.waiting, q)
