@@ -184,8 +184,10 @@ func (ctx *Context) Close() error {
 // Params returns the context's parameters with defaults filled in.
 func (ctx *Context) Params() ContextParams { return ctx.p }
 
-// Cache exposes the cell metadata (read-only use: Used, SeqPosMax, …).
-func (ctx *Context) Cache() *kv.Cache { return ctx.cache }
+// Used is the number of cells in use. (The cell metadata itself stays
+// inside the Context: changing it other than through the Context's
+// sequence operations would skip their K re-rotation.)
+func (ctx *Context) Used() int { return ctx.cache.Used() }
 
 // validate checks a batch before anything changes: the rules of Batch,
 // and those of kv.Cache.Prepare that need no cache state.

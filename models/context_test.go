@@ -122,7 +122,7 @@ func TestSeqCpPrefix(t *testing.T) {
 	if err := ctx.SeqCp(0, 1, -1, -1); err != nil {
 		t.Fatal(err)
 	}
-	if used := ctx.Cache().Used(); used != len(prefix) {
+	if used := ctx.Used(); used != len(prefix) {
 		t.Fatalf("SeqCp used %d cells, want %d (no copy)", used, len(prefix))
 	}
 	var b Batch
@@ -200,8 +200,8 @@ func TestFullCache(t *testing.T) {
 	if !errors.Is(err, kv.ErrNoSlot) {
 		t.Fatalf("got %v, want kv.ErrNoSlot", err)
 	}
-	if ctx.Cache().Used() != 6 || ctx.SeqPosMax(0) != before || ctx.SeqPosMax(1) != -1 {
-		t.Fatalf("cache changed: used %d", ctx.Cache().Used())
+	if ctx.Used() != 6 || ctx.SeqPosMax(0) != before || ctx.SeqPosMax(1) != -1 {
+		t.Fatalf("cache changed: used %d", ctx.Used())
 	}
 	if err := ctx.SeqRm(0, 3, -1); err != nil {
 		t.Fatal(err)
@@ -272,8 +272,8 @@ func TestBadBatch(t *testing.T) {
 			if !errors.Is(err, ErrBadBatch) || errcode.Of(err) != errcode.BadParams {
 				t.Errorf("got %v [%s], want ErrBadBatch", err, errcode.Of(err))
 			}
-			if ctx.Cache().Used() != 2 || ctx.SeqPosMax(0) != 1 || ctx.SeqPosMax(1) != -1 {
-				t.Errorf("the cache changed: used %d", ctx.Cache().Used())
+			if ctx.Used() != 2 || ctx.SeqPosMax(0) != 1 || ctx.SeqPosMax(1) != -1 {
+				t.Errorf("the cache changed: used %d", ctx.Used())
 			}
 		})
 	}
@@ -421,8 +421,8 @@ func TestForwardPanic(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Value != kerneltest.FaultValue || len(pe.Stack) == 0 {
 		t.Fatalf("got %v, want a *PanicError with the panic's value and a stack", err)
 	}
-	if ctx.Cache().Used() != 3 || ctx.SeqPosMax(1) != -1 {
-		t.Fatalf("cache not rolled back: used %d, seq 1 at %d", ctx.Cache().Used(), ctx.SeqPosMax(1))
+	if ctx.Used() != 3 || ctx.SeqPosMax(1) != -1 {
+		t.Fatalf("cache not rolled back: used %d, seq 1 at %d", ctx.Used(), ctx.SeqPosMax(1))
 	}
 	// A panic a backend raised again from a worker goroutine of its own
 	// (kernels.WorkerPanic) reports that goroutine's value and stack.
@@ -431,8 +431,8 @@ func TestForwardPanic(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Value != "worker boom" || string(pe.Stack) != "the worker's stack" {
 		t.Fatalf("got %v, want a *PanicError with the worker's value and stack", err)
 	}
-	if ctx.Cache().Used() != 3 || ctx.SeqPosMax(1) != -1 {
-		t.Fatalf("cache not rolled back: used %d, seq 1 at %d", ctx.Cache().Used(), ctx.SeqPosMax(1))
+	if ctx.Used() != 3 || ctx.SeqPosMax(1) != -1 {
+		t.Fatalf("cache not rolled back: used %d, seq 1 at %d", ctx.Used(), ctx.SeqPosMax(1))
 	}
 	pb.Armed.Store(false)
 	got, err := ctx.Prefill(1, []int32{7, 8, 9})
