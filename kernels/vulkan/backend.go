@@ -24,19 +24,23 @@ import (
 
 func init() {
 	kernels.Register(kernels.Vulkan, func(o kernels.Options) (kernels.Backend, error) {
-		return Open(Config{Device: o.Device})
+		cfg, err := FromEnv(Config{Device: o.Device})
+		if err != nil {
+			return nil, err
+		}
+		return Open(cfg)
 	})
 }
 
-// Config configures Open. Zero values take the defaults (and the
-// environment variables of the package documentation).
+// Config configures Open. Zero values take the defaults. Open reads no
+// environment variable; FromEnv applies those of the package
+// documentation, as the backend registered as "vulkan" does (so
+// kernels.Open, models.WithBackendName and the commands honour them).
 type Config struct {
 	// Device picks a device by index ("1") or name substring; "" takes
-	// VKLLM_DEVICE, then the best device (discrete, integrated, virtual,
-	// then CPU).
+	// the best device (discrete, integrated, virtual, then CPU).
 	Device string
-	// Library is the loader to dlopen; "" takes VKLLM_VULKAN_LIB, then
-	// libvulkan.so.1.
+	// Library is the loader to dlopen; "" takes libvulkan.so.1.
 	Library string
 	// Validation enables VK_LAYER_KHRONOS_validation when it is installed
 	// (also VKLLM_VULKAN_VALIDATION=1); Sync, GetF32 and GetI32 then fail
@@ -136,14 +140,14 @@ type pipeline struct {
 	layout shaders.Layout
 }
 
-// Open opens a Vulkan device.
-func Open(cfg Config) (*Backend, error) {
-	lib := cfg.Library
-	if lib == "" {
-		lib = os.Getenv("VKLLM_VULKAN_LIB")
-	}
-	if lib == "" {
-		lib = "libvulkan.so.1"
+// FromEnv returns cfg with the environment's settings: VKLLM_DEVICE and
+// VKLLM_VULKAN_LIB where Device and Library are empty,
+// VKLLM_VULKAN_VALIDATION=1 and VKLLM_VULKAN_FP16=1 turning Validation
+// and FP16 on, and VKLLM_VULKAN_DISABLE's features off (an unknown one is
+// an error).
+func FromEnv(cfg Config) (Config, error) {
+	if cfg.Library == "" {
+		cfg.Library = os.Getenv("VKLLM_VULKAN_LIB")
 	}
 	if cfg.Device == "" {
 		cfg.Device = os.Getenv("VKLLM_DEVICE")
@@ -155,7 +159,16 @@ func Open(cfg Config) (*Backend, error) {
 		cfg.FP16 = true
 	}
 	if err := disable(&cfg, os.Getenv("VKLLM_VULKAN_DISABLE")); err != nil {
-		return nil, err
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// Open opens a Vulkan device configured by cfg alone (see FromEnv).
+func Open(cfg Config) (*Backend, error) {
+	lib := cfg.Library
+	if lib == "" {
+		lib = "libvulkan.so.1"
 	}
 	clib := C.CString(lib)
 	defer C.free(unsafe.Pointer(clib))

@@ -68,5 +68,8 @@
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync
 // fail on any validation message; VKLLM_VULKAN_FP16=1 and
-// VKLLM_VULKAN_DISABLE (above) choose variants.
+// VKLLM_VULKAN_DISABLE (above) choose variants. They apply where the
+// backend is opened by name (kernels.Open("vulkan") or "auto", through
+// FromEnv); Open(Config) reads none, so a program that configures the
+// backend itself gets exactly what it passes.
 package vulkan

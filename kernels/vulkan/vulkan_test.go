@@ -120,17 +120,28 @@ func TestMatMulVariants(t *testing.T) {
 	}
 }
 
-// TestDisableEnv: VKLLM_VULKAN_DISABLE forces the fallbacks.
+// TestDisableEnv: VKLLM_VULKAN_DISABLE forces the fallbacks, through
+// FromEnv; Open alone reads no variable.
 func TestDisableEnv(t *testing.T) {
 	t.Setenv("VKLLM_VULKAN_FP16", "1")
 	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16, subgroup,tiled")
-	b := openTest(t, Config{})
+	cfg, err := FromEnv(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openTest(t, cfg)
 	if d := b.Device(); d.FP16 || d.Subgroups || d.Tiled {
 		t.Errorf("device %+v with every feature disabled", d)
 	}
+	if d := openTest(t, Config{}).Device(); !d.Tiled {
+		t.Errorf("Open(Config{}) took VKLLM_VULKAN_DISABLE from the environment: %+v", d)
+	}
 	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16,warp")
-	if _, err := Open(Config{}); err == nil || !strings.Contains(err.Error(), `"warp"`) {
+	if _, err := FromEnv(Config{}); err == nil || !strings.Contains(err.Error(), `"warp"`) {
 		t.Errorf("unknown feature: %v", err)
+	}
+	if _, err := kernels.Open("vulkan", kernels.Options{}); err == nil || !strings.Contains(err.Error(), `"warp"`) {
+		t.Errorf(`kernels.Open("vulkan") with an unknown feature: %v`, err)
 	}
 }
 
@@ -306,9 +317,14 @@ func TestDeviceChoice(t *testing.T) {
 		b.Close()
 	}
 	t.Setenv("VKLLM_DEVICE", "no such device")
-	if _, err := Open(Config{}); !errors.Is(err, ErrNoDevice) {
+	if _, err := kernels.Open("vulkan", kernels.Options{}); !errors.Is(err, ErrNoDevice) {
 		t.Fatalf("VKLLM_DEVICE=no such device: %v, want ErrNoDevice", err)
 	}
+	b, err := Open(Config{}) // reads no variable
+	if err != nil {
+		t.Fatalf("Open(Config{}) with VKLLM_DEVICE set: %v", err)
+	}
+	b.Close()
 }
 
 // TestOneSubmit: ops are recorded and submitted once, when read.
