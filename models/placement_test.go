@@ -14,7 +14,8 @@ import (
 // alone against the same tokens decoded beside another sequence that is
 // then removed (SeqRm), so that its later tokens land in the freed cells
 // below its earlier ones, and against a copy of it (SeqCp) that goes on
-// in yet other cells. Bit for bit.
+// in yet other cells; both times the prompt is shifted (SeqAdd, its keys
+// re-rotated) before the tokens after it. Bit for bit.
 func placement(t *testing.T, m *Model) {
 	t.Helper()
 	vocab := int32(m.Config.VocabSize)
@@ -33,7 +34,14 @@ func placement(t *testing.T, m *Model) {
 		}
 		return append([]float32(nil), ctx.Logits(row)...)
 	}
-	P := int32(len(prompt))
+	const shift = 4 // positions the prompt moves up by before next
+	P := int32(len(prompt)) + shift
+	shiftPrompt := func(ctx *Context, seq SeqID) {
+		t.Helper()
+		if err := ctx.SeqAdd(seq, 0, -1, shift); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Alone: the prompt, then next one token at a time, as sequence 0.
 	var want [][]float32
@@ -43,6 +51,7 @@ func placement(t *testing.T, m *Model) {
 		b.Add(x, int32(i), i == len(prompt)-1, 0)
 	}
 	want = append(want, decode(alone, b, len(prompt)-1))
+	shiftPrompt(alone, 0)
 	for i, x := range next {
 		b = Batch{}
 		b.Add(x, P+int32(i), true, 0)
@@ -62,6 +71,7 @@ func placement(t *testing.T, m *Model) {
 		b.Add(x, int32(i), i == len(prompt)-1, 1)
 	}
 	got := [][]float32{decode(ctx, b, b.Len()-1)}
+	shiftPrompt(ctx, 1)
 	for i := range 3 {
 		b = Batch{}
 		b.Add(tok(50+i), int32(len(other)+i), true, 0)

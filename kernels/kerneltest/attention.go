@@ -155,7 +155,9 @@ func newVis(t *testing.T, b kernels.Backend, lists [][]int32, width int) kernels
 // other cells of a larger cache (the cells of other tokens' sequences
 // in between and around them), the token computed in a batch with others
 // or alone, must give bitwise the same output. This is what keeps a
-// sequence's logits the same whichever cells it occupies.
+// sequence's logits the same whichever cells it occupies. With an F32
+// cache two rows cancel, so that a sum in any other order than the
+// list's shows, however wide its accumulator.
 func attentionPlacement(t *testing.T, b kernels.Backend, dt tensor.DType) {
 	r := rng(52)
 	// A model-like shape (SmolLM2: 9 heads over 3 KV heads of 64) and a
@@ -164,6 +166,14 @@ func attentionPlacement(t *testing.T, b kernels.Backend, dt tensor.DType) {
 	qDim, kvDim := heads*hd, kvHeads*hd
 	q := randn(r, qDim, 1)
 	rows := randn(r, 2*seqLen*kvDim, 1) // the sequence's K rows, then its V rows
+	if dt == tensor.F32 {
+		// Positions 0 and 1 get the same key and values ±1e20 in V's first
+		// column: summed in position order they cancel exactly before the
+		// rest is added; in another order the terms summed before them
+		// vanish into 1e20, even in float64.
+		copy(rows[kvDim:2*kvDim], rows[:kvDim])
+		rows[seqLen*kvDim], rows[(seqLen+1)*kvDim] = 1e20, -1e20
+	}
 	run := func(cells int, where []int32, others int) []float32 {
 		t.Helper()
 		// The sequence's rows at cells where[i]; every other cell and
