@@ -294,7 +294,7 @@ func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches [
 	for i := range pp {
 		b.Add(tok(i), int32(i), i == pp-1, 0)
 	}
-	fmt.Fprintf(progress, "load %.2f s; prefill %d tokens…\n", res.LoadS, pp)
+	fmt.Fprintf(progress, "loaded on %s in %.2f s; prefill %d tokens…\n", kernels.Describe(m.Backend()), res.LoadS, pp)
 	t0 := time.Now()
 	if err := ctx.Decode(b); err != nil {
 		return nil, err
