@@ -189,8 +189,9 @@ func (ctx *Context) Params() ContextParams { return ctx.p }
 // sequence operations would skip their K re-rotation.)
 func (ctx *Context) Used() int { return ctx.cache.Used() }
 
-// validate checks a batch before anything changes: the rules of Batch,
-// and those of kv.Cache.Prepare that need no cache state.
+// validate checks a batch before anything changes: the rules of Batch
+// that kv.Cache.Prepare does not check (a (sequence, position) pair twice
+// is its to find; Decode wraps its error in ErrBadBatch).
 func (ctx *Context) validate(b Batch) error {
 	n := len(b.Token)
 	bad := func(format string, args ...any) error {
@@ -206,11 +207,6 @@ func (ctx *Context) validate(b Batch) error {
 	}
 	vocab := int32(ctx.m.Config.VocabSize)
 	positions := ctx.m.Config.MaxPositions
-	type seqPos struct {
-		s SeqID
-		p int32
-	}
-	seen := make(map[seqPos]bool, n)
 	for i := range n {
 		switch {
 		case b.Token[i] < 0 || b.Token[i] >= vocab:
@@ -226,11 +222,6 @@ func (ctx *Context) validate(b Batch) error {
 			if s < 0 || int(s) >= ctx.p.MaxSeqs {
 				return bad("sequence id %d at index %d outside [0, %d)", s, i, ctx.p.MaxSeqs)
 			}
-			k := seqPos{s, b.Pos[i]}
-			if seen[k] {
-				return bad("sequence %d has position %d twice (index %d)", s, b.Pos[i], i)
-			}
-			seen[k] = true
 		}
 	}
 	return nil

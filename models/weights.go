@@ -284,13 +284,12 @@ func (f *Files) Check() error {
 // whose bytes do not match its shape: each row a whole number of blocks.
 func checkData(t tensor.Tensor, rows, cols int) error {
 	dt := t.DType
-	bs, bb := dt.BlockSize(), dt.BlockBytes()
-	if !dt.Valid() || bs <= 0 || bb <= 0 || tensor.Dequantize(dt, make([]byte, bb), make([]float32, bs)) != nil {
+	if !tensor.Dequantizable(dt) {
 		return &WeightError{Name: t.Name, Reason: fmt.Sprintf("dtype %v is not supported", dt)}
 	}
 	rb, err := dt.Bytes(int64(cols))
 	if err != nil {
-		return &WeightError{Name: t.Name, Reason: fmt.Sprintf("rows of %d values are not whole %v blocks of %d", cols, dt, bs)}
+		return &WeightError{Name: t.Name, Reason: fmt.Sprintf("rows of %d values are not whole %v blocks of %d", cols, dt, dt.BlockSize())}
 	}
 	if int64(len(t.Data)) != rb*int64(rows) {
 		return &WeightError{Name: t.Name, Reason: fmt.Sprintf("%d bytes, want %d for %v %v", len(t.Data), rb*int64(rows), dt, t.Shape)}

@@ -191,3 +191,13 @@ func toBF16(v float32) uint16 {
 // fuses a multiply-add; Go may, unless told by the conversion).
 func mad(a, b, c float32) float32  { return float32(a*b) + c }
 func msub(a, b, c float32) float32 { return float32(a*b) - c }
+
+// Dequantizable reports whether Dequantize knows dt (a valid dtype with
+// blocks, one of the list above).
+func Dequantizable(dt DType) bool {
+	bs, bb := dt.BlockSize(), dt.BlockBytes()
+	if !dt.Valid() || bs <= 0 || bb <= 0 {
+		return false
+	}
+	return Dequantize(dt, make([]byte, bb), make([]float32, bs)) == nil
+}

@@ -21,6 +21,7 @@ func TestRegistered(t *testing.T) {
 // upload makes a (rows, cols) weight of dt from random values.
 var upload = kerneltest.RandomWeight
 
+// The dtypes of the models vkllm runs must never be skipped by the suite.
 func TestUploadTakesModelDTypes(t *testing.T) {
 	b := New(1)
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {

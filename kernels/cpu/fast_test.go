@@ -12,13 +12,9 @@ import (
 )
 
 // The fast path passes every op of the conformance suite; MatMul as
-
 // kerneltest.MatMulQ8 (Q8_0, Q4_0, Q4_1: the emulated Q8-activation
-
 // arithmetic at LimitF32Dot) and kerneltest.MatMulNotQ8 (every other
-
 // dtype at LimitF32Dot), both with bitwise batch invariance.
-
 func TestFastConformance(t *testing.T) {
 	t.Logf("kernels: %s", SIMD())
 	for _, threads := range []int{1, 3} {
@@ -53,13 +49,9 @@ func TestFastConformance(t *testing.T) {
 }
 
 // matMulNotQ8 and matMulBF16: with AVX512_BF16 the fast path rounds
-
 // activations to bfloat16 against BF16 weights (bf16act.go), whose truth
-
 // is then kerneltest.MatMulBF16Act; without, BF16 is held to float32
-
 // accuracy like F16.
-
 func matMulNotQ8(t *testing.T, b kernels.Backend) {
 	if BF16Activations() {
 		kerneltest.MatMulNotQ8BF16(t, b)
@@ -76,11 +68,8 @@ func matMulBF16(t *testing.T, b kernels.Backend) {
 }
 
 // floatStrict: F32, F16 and BF16 weights within LimitF32Dot of float64
-
 // (BF16: of the activations rounded to bfloat16 where the fast path
-
 // rounds them).
-
 func floatStrict(t *testing.T, b *Backend) {
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
 		for _, k := range []int{7, 96, 263, 1031} {
@@ -123,51 +112,10 @@ func floatStrict(t *testing.T, b *Backend) {
 	}
 }
 
-// The fast path is bitwise independent of the thread count too.
-
-func TestFastThreadsBitwiseEqual(t *testing.T) {
-	one, many := New(1), New(7)
-	defer one.Close()
-	defer many.Close()
-	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {
-		var outs [2][]float32
-		for bi, b := range []*Backend{one, many} {
-			w, _ := upload(t, b, dt, 37, 256)
-			x, _ := b.NewTensor(tensor.F32, 70, 256)
-			xs := make([]float32, 70*256)
-			for i := range xs {
-				xs[i] = float32(math.Sin(float64(i)))
-			}
-			_ = b.SetF32(x, xs)
-			d, _ := b.NewTensor(tensor.F32, 70, 37)
-			b.MatMul(d, x, w)
-			outs[bi] = make([]float32, 70*37)
-			_ = b.GetF32(d, outs[bi])
-		}
-		for i := range outs[0] {
-			if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
-				t.Fatalf("%v element %d: 1 thread %v, 7 threads %v", dt, i, outs[0][i], outs[1][i])
-			}
-		}
-	}
-}
-
-// A closed backend's helpers are gone; the pool runs ops of any size on
-
-// the calling goroutine alone when there are none.
-
-// runRanges and runRangesGuided cover [0, n) exactly once, in chunks of
-
-// at most chunk, with worker ids in range.
-
 // sumSquaresF64 (the fast RMSNorm's sum) at every length of the four
-
 // partial sums' tail: integers, whose sums are exact in any order, give
-
 // the exact value; random values are within float64 rounding of the
-
 // one-running-sum order.
-
 func TestSumSquaresF64(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for n := range 13 {
@@ -189,15 +137,10 @@ func TestSumSquaresF64(t *testing.T) {
 }
 
 // TestExpSubSum: the fused softmax step (the assembly on AVX2) against
-
 // its three steps (subtract, expF32, sumF64), bitwise for every weight
-
 // and the sum, at every tail length around the eights and fours, with
-
 // scores far below the maximum (the exp's underflow clamp) and m not
-
 // the maximum (results above 1).
-
 func TestExpSubSum(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 11, 12, 13, 15, 16, 17, 20, 23, 24, 31, 40, 63, 640, 1001} {

@@ -11,24 +11,8 @@ import (
 // into its own scratch (k) and dots it with all n activation rows, so the
 // weight is read once per call and never expanded as a whole.
 func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
-	b.matMul(matMulOperands("MatMul", dst, x, w))
+	b.matMulFast(cpubase.MatMulOperands("MatMul", dst, x, w))
 }
-
-// matMulOperands checks op's operands (dst (n, m), x (n, k), w (m, k))
-// and returns them as this package's tensors.
-func matMulOperands(op string, dst, x, w kernels.Tensor) (d, xs, wt *Tensor) {
-	d, xs, wt = cpubase.Activation(op, dst), cpubase.Activation(op, x), cpubase.TensorOf(op, w)
-	if !(wt.FloatRows()) {
-		cpubase.Failf("%s: weight %v has no float rows", op, wt)
-	}
-	if !(wt.Cols == xs.Cols && d.Rows == xs.Rows && d.Cols == wt.Rows) {
-		cpubase.Failf("%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
-	}
-	return d, xs, wt
-}
-
-// matMul is MatMul on checked operands.
-func (b *Backend) matMul(d, xs, wt *Tensor) { b.matMulFast(d, xs, wt) }
 
 // MatMuls (kernels.MultiMatMul) sets dst[i] = x·w[i]ᵀ for every i, each
 // value exactly MatMul's. On the fast path, weights packed alike (one
@@ -45,7 +29,7 @@ func (b *Backend) MatMuls(dst []kernels.Tensor, x kernels.Tensor, w []kernels.Te
 	alike := len(w) > 1
 	for i := range w {
 		var d, wt *Tensor
-		d, xs, wt = matMulOperands(op, dst[i], x, w[i])
+		d, xs, wt = cpubase.MatMulOperands(op, dst[i], x, w[i])
 		s.mds, s.mws = append(s.mds, d), append(s.mws, wt)
 		alike = alike && wt.Packed != nil && wt.DT == s.mws[0].DT && xs.Rows > 0
 	}
@@ -53,7 +37,7 @@ func (b *Backend) MatMuls(dst []kernels.Tensor, x kernels.Tensor, w []kernels.Te
 		b.matMulPackedMulti(s.mds, xs, s.mws)
 	} else {
 		for i := range s.mds {
-			b.matMul(s.mds[i], xs, s.mws[i])
+			b.matMulFast(s.mds[i], xs, s.mws[i])
 		}
 	}
 	clear(s.mds) // hold no tensor past the call

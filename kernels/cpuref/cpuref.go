@@ -72,14 +72,7 @@ func Dot(a, b []float32) float32 { return dot(a, b) }
 // into its own scratch (k) and dots it with all n activation rows, so the
 // weight is read once per call and never expanded as a whole.
 func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
-	const op = "MatMul"
-	d, xs, wt := cpubase.Activation(op, dst), cpubase.Activation(op, x), cpubase.TensorOf(op, w)
-	if !(wt.FloatRows()) {
-		cpubase.Failf("%s: weight %v has no float rows", op, wt)
-	}
-	if !(wt.Cols == xs.Cols && d.Rows == xs.Rows && d.Cols == wt.Rows) {
-		cpubase.Failf("%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
-	}
+	d, xs, wt := cpubase.MatMulOperands("MatMul", dst, x, w)
 	n, k, m := xs.Rows, xs.Cols, wt.Rows
 	b.Parallel(m, func(lo, hi int) {
 		wrow := make([]float32, k) // (k) one dequantised weight row
@@ -92,47 +85,23 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	})
 }
 
-// RMSNorm implements kernels.Backend with transformers' rounding steps:
-//
-//	variance = x.pow(2).mean(-1)          # float32 sum, then / d
-//	x = x * torch.rsqrt(variance + eps)   # float32
-//	return weight * x
-//
-// The sum of squares is taken in float64 and rounded once (torch's
-// cascade sum is as good to within an ulp); every later step rounds to
-// float32 where torch does.
+// RMSNorm implements kernels.Backend (cpubase.Base.RMSNormWith) with the
+// sum of squares in float64 in index order, rounded once (torch's cascade
+// sum is as good to within an ulp).
 func (b *Backend) RMSNorm(dst, x, w kernels.Tensor, eps float32) {
-	const op = "RMSNorm"
-	d, xs, ws := cpubase.Activation(op, dst), cpubase.Activation(op, x), cpubase.Activation(op, w)
-	n, dim := xs.Rows, xs.Cols
-	if !(ws.Rows == 1 && ws.Cols == dim && d.Rows == n && d.Cols == dim) {
-		cpubase.Failf("%s: dst %v, x %v, w %v: want (n, d), (n, d), (d)", op, d, xs, ws)
-	}
-	b.Parallel(n, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			row := xs.F32[i*dim : (i+1)*dim] // (d)
-			var ss float64
-			for _, v := range row {
-				ss += float64(v) * float64(v)
-			}
-			variance := float32(ss) / float32(dim)
-			inv := 1 / float32(math.Sqrt(float64(variance+eps)))
-			out := d.F32[i*dim : (i+1)*dim] // may be row itself
-			for j, v := range row {
-				out[j] = ws.F32[j] * (v * inv)
-			}
+	b.RMSNormWith(dst, x, w, eps, func(row []float32) float64 {
+		var ss float64
+		for _, v := range row {
+			ss += float64(v) * float64(v)
 		}
+		return ss
 	})
 }
 
 // SwiGLU implements kernels.Backend: silu(g)·u with silu(g) = g/(1+e^−g)
 // in float32, as torch's SiLU.
 func (b *Backend) SwiGLU(dst, gate, up kernels.Tensor) {
-	const op = "SwiGLU"
-	d, g, u := cpubase.Activation(op, dst), cpubase.Activation(op, gate), cpubase.Activation(op, up)
-	if !(d.Rows == g.Rows && d.Cols == g.Cols && u.Rows == g.Rows && u.Cols == g.Cols) {
-		cpubase.Failf("%s: dst %v, gate %v, up %v", op, d, g, u)
-	}
+	d, g, u := cpubase.SwiGLUOperands("SwiGLU", dst, gate, up)
 	b.Parallel((len(g.F32)+1023)/1024, func(lo, hi int) {
 		for i := lo * 1024; i < min(hi*1024, len(g.F32)); i++ {
 			x := g.F32[i]
@@ -153,16 +122,8 @@ func (b *Backend) SwiGLU(dst, gate, up kernels.Tensor) {
 // A token whose row starts with -1 gets zeros. The (token, head) pairs
 // are split across goroutines.
 func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int, scale float32) {
-	const op = "Attention"
-	d, qs, ks, vs, ls := cpubase.Activation(op, dst), cpubase.Activation(op, q), cpubase.CacheOf(op, k), cpubase.CacheOf(op, v), cpubase.Ints(op, vis)
-	if !(heads > 0 && kvHeads > 0 && heads%kvHeads == 0 && qs.Cols%heads == 0) {
-		cpubase.Failf("%s: q %v with %d heads and %d KV heads", op, qs, heads, kvHeads)
-	}
-	n, hd, cells := qs.Rows, qs.Cols/heads, ks.Rows
-	if !(ks.Cols == kvHeads*hd && vs.Rows == cells && vs.Cols == kvHeads*hd && ls.Rows == n && d.Rows == n && d.Cols == qs.Cols) {
-		cpubase.Failf("%s: dst %v, q %v, k %v, v %v, vis %v, %d heads, %d KV heads: want dst and q (n, heads·hd), k and v (cells, kvHeads·hd), vis (n, w)", op, d, qs, ks, vs, ls, heads, kvHeads)
-	}
-	lists := cpubase.VisibleLists(op, ls, cells)
+	d, qs, ks, vs, lists, hd := b.AttentionOperands("Attention", dst, q, k, v, vis, heads, kvHeads)
+	n, cells := qs.Rows, ks.Rows
 	group := heads / kvHeads
 	b.Parallel(n*heads, func(lo, hi int) {
 		scores := make([]float32, cells) // (cells) s_j of one head, in list order

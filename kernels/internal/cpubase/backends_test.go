@@ -1,6 +1,7 @@
 package cpubase_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -64,4 +65,40 @@ func shapeMismatchPanics(t *testing.T, b kernels.Backend) {
 		}()
 		b.GetRows(mk(tensor.F32, 1, 32), w, ids)
 	}()
+}
+
+// Results do not depend on how many goroutines split the work, on either
+// CPU backend, for every weight dtype of the models.
+func TestThreadsBitwiseEqual(t *testing.T) {
+	for _, newBackend := range []func(int) kernels.Backend{
+		func(n int) kernels.Backend { return cpu.New(n) },
+		func(n int) kernels.Backend { return cpuref.New(n) },
+	} {
+		one, many := newBackend(1), newBackend(7)
+		t.Run(one.Name(), func(t *testing.T) {
+			defer one.Close()
+			defer many.Close()
+			for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {
+				var outs [2][]float32
+				for bi, b := range []kernels.Backend{one, many} {
+					w, _ := kerneltest.RandomWeight(t, b, dt, 37, 256)
+					x, _ := b.NewTensor(tensor.F32, 70, 256)
+					xs := make([]float32, 70*256)
+					for i := range xs {
+						xs[i] = float32(math.Sin(float64(i)))
+					}
+					_ = b.SetF32(x, xs)
+					d, _ := b.NewTensor(tensor.F32, 70, 37)
+					b.MatMul(d, x, w)
+					outs[bi] = make([]float32, 70*37)
+					_ = b.GetF32(d, outs[bi])
+				}
+				for i := range outs[0] {
+					if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+						t.Fatalf("%v element %d: 1 thread %v, 7 threads %v", dt, i, outs[0][i], outs[1][i])
+					}
+				}
+			}
+		})
+	}
 }

@@ -23,6 +23,7 @@ type Base struct {
 	Threads int
 	Pool    *Pool
 	rope    ropeCache // RoPE's angles of the last positions
+	lists   [][]int32 // AttentionOperands' lists, reused
 }
 
 // NewBase returns a Base named name whose ops run on up to threads
@@ -101,7 +102,7 @@ func (b *Base) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 // dtype tensor.Dequantize knows is accepted; shapes of more than two
 // dimensions are viewed as (product of the leading ones, last).
 func Weight(w tensor.Tensor) (*Tensor, error) {
-	if !w.DType.Valid() || !canDequantize(w.DType) {
+	if !tensor.Dequantizable(w.DType) {
 		return nil, fmt.Errorf("cpu: upload %q: %w", w.Name, &tensor.UnsupportedDTypeError{Format: "cpu", DType: w.DType.String(), Tensor: w.Name})
 	}
 	shape := make([]int, len(w.Shape))
@@ -147,15 +148,6 @@ const pageBytes = 4096
 
 // touchSink keeps Touch's page reads from being optimised away.
 var touchSink atomic.Uint32
-
-// canDequantize reports whether tensor.Dequantize knows dt.
-func canDequantize(dt tensor.DType) bool {
-	bs, bb := dt.BlockSize(), dt.BlockBytes()
-	if bs <= 0 || bb <= 0 {
-		return false
-	}
-	return tensor.Dequantize(dt, make([]byte, bb), make([]float32, bs)) == nil
-}
 
 // SetF32 implements kernels.Backend for F32 tensors, and for F16 ones
 // (rounding to nearest even).
@@ -514,4 +506,74 @@ func (b *Base) KVShift(k, cells, delta kernels.Tensor, p kernels.RoPE) {
 		}
 		c.SetRow(int(ci), row)
 	}
+}
+
+// MatMulOperands checks op's operands (dst (n, m), x (n, k), w (m, k), w
+// any weight or an F32/F16 tensor) and returns them.
+func MatMulOperands(op string, dst, x, w kernels.Tensor) (d, xs, wt *Tensor) {
+	d, xs, wt = Activation(op, dst), Activation(op, x), TensorOf(op, w)
+	if !(wt.FloatRows()) {
+		Failf("%s: weight %v has no float rows", op, wt)
+	}
+	if !(wt.Cols == xs.Cols && d.Rows == xs.Rows && d.Cols == wt.Rows) {
+		Failf("%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
+	}
+	return d, xs, wt
+}
+
+// SwiGLUOperands checks op's operands (dst, gate and up of one shape) and
+// returns them.
+func SwiGLUOperands(op string, dst, gate, up kernels.Tensor) (d, g, u *Tensor) {
+	d, g, u = Activation(op, dst), Activation(op, gate), Activation(op, up)
+	if !(d.Rows == g.Rows && d.Cols == g.Cols && u.Rows == g.Rows && u.Cols == g.Cols) {
+		Failf("%s: dst %v, gate %v, up %v", op, d, g, u)
+	}
+	return d, g, u
+}
+
+// AttentionOperands checks Attention's operands (kernels.Backend's shapes)
+// and returns them with each token's list of cells (VisibleLists) and
+// the head dimension. The lists' slice is b's, reused by the next call.
+func (b *Base) AttentionOperands(op string, dst, q, k, v, vis kernels.Tensor, heads, kvHeads int) (d, qs, ks, vs *Tensor, lists [][]int32, hd int) {
+	d, qs, ks, vs = Activation(op, dst), Activation(op, q), CacheOf(op, k), CacheOf(op, v)
+	ls := Ints(op, vis)
+	if !(heads > 0 && kvHeads > 0 && heads%kvHeads == 0 && qs.Cols%heads == 0) {
+		Failf("%s: q %v with %d heads and %d KV heads", op, qs, heads, kvHeads)
+	}
+	n, cells := qs.Rows, ks.Rows
+	hd = qs.Cols / heads
+	if !(ks.Cols == kvHeads*hd && vs.Rows == cells && vs.Cols == kvHeads*hd && ls.Rows == n && d.Rows == n && d.Cols == qs.Cols) {
+		Failf("%s: dst %v, q %v, k %v, v %v, vis %v, %d heads, %d KV heads: want dst and q (n, heads·hd), k and v (cells, kvHeads·hd), vis (n, w)", op, d, qs, ks, vs, ls, heads, kvHeads)
+	}
+	b.lists = visibleLists(op, ls, cells, b.lists)
+	return d, qs, ks, vs, b.lists, hd
+}
+
+// RMSNormWith is kernels.Backend's RMSNorm with transformers' rounding steps:
+//
+//	variance = x.pow(2).mean(-1)          # float32 sum, then / d
+//	x = x * torch.rsqrt(variance + eps)   # float32
+//	return weight * x
+//
+// with the sum of squares of a row given by sumSquares (in float64,
+// rounded once: the backends differ only in its order), every later step
+// rounded to float32 where torch does.
+func (b *Base) RMSNormWith(dst, x, w kernels.Tensor, eps float32, sumSquares func([]float32) float64) {
+	const op = "RMSNorm"
+	d, xs, ws := Activation(op, dst), Activation(op, x), Activation(op, w)
+	n, dim := xs.Rows, xs.Cols
+	if !(ws.Rows == 1 && ws.Cols == dim && d.Rows == n && d.Cols == dim) {
+		Failf("%s: dst %v, x %v, w %v: want (n, d), (n, d), (d)", op, d, xs, ws)
+	}
+	b.Parallel(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := xs.F32[i*dim : (i+1)*dim] // (d)
+			variance := float32(sumSquares(row)) / float32(dim)
+			inv := 1 / float32(math.Sqrt(float64(variance+eps)))
+			out := d.F32[i*dim : (i+1)*dim] // may be row itself
+			for j, v := range row {
+				out[j] = ws.F32[j] * (v * inv)
+			}
+		}
+	})
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/vkllm/vkllm/kernels"
 )
 
+// A closed Pool's helpers are gone; it runs jobs of any size on the
+// calling goroutine alone when there are none.
 func TestPoolRunsEveryTaskOnce(t *testing.T) {
 	for _, threads := range []int{1, 2, 5} {
 		p := NewPool(threads)
@@ -31,6 +33,8 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 	}
 }
 
+// RunRanges and RunRangesGuided cover [0, n) exactly once, in chunks of
+// at most chunk, with worker ids in range.
 func TestPoolRangesCoverOnce(t *testing.T) {
 	for _, threads := range []int{1, 2, 5} {
 		p := NewPool(threads)

@@ -191,12 +191,13 @@ func ToF16(dst []uint16, src []float32) {
 	}
 }
 
-// VisibleLists returns each row of vis (n, w) up to its first -1 (the
-// cells Attention visits, in order), checking that every cell is in
-// [0, cells) and that a row lists at most cells of them (a cell twice is
-// the caller's bug; it is not looked for).
-func VisibleLists(op string, vis *Tensor, cells int) [][]int32 {
-	lists := make([][]int32, vis.Rows)
+// visibleLists returns each row of vis (n, w) up to its first -1 (the
+// cells Attention visits, in order), in buf's memory when it is long
+// enough, checking that every cell is in [0, cells) and that a row lists
+// at most cells of them (a cell twice is the caller's bug; it is not
+// looked for).
+func visibleLists(op string, vis *Tensor, cells int, buf [][]int32) [][]int32 {
+	lists := Grow(buf, vis.Rows)
 	for t := range lists {
 		row := vis.I32[t*vis.Cols : (t+1)*vis.Cols]
 		nv := 0
