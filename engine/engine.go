@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -63,6 +64,9 @@ type Engine struct {
 	pending []Output             // finished outside Step (aborts), reported by the next Step
 
 	count counters // totals for Stats
+
+	toks []int32 // drawAll's tokens and the chunks that draw, reused
+	todo []int
 }
 
 // New returns an Engine over ctx, a Context of m. tok may be nil: outputs
@@ -212,13 +216,14 @@ func (e *Engine) Step() ([]Output, error) {
 // draw's panic is raised again on the caller's goroutine, as if it had
 // drawn there.
 func (e *Engine) drawAll(chunks []chunk, logits [][]float32) []int32 {
-	toks := make([]int32, len(chunks))
-	var todo []int
+	e.toks, e.todo = slices.Grow(e.toks[:0], len(chunks))[:len(chunks)], e.todo[:0]
+	toks := e.toks
 	for i, c := range chunks {
 		if c.sample {
-			todo = append(todo, i)
+			e.todo = append(e.todo, i)
 		}
 	}
+	todo := e.todo
 	workers := min(runtime.GOMAXPROCS(0), len(todo))
 	if workers <= 1 {
 		for _, i := range todo {
