@@ -95,6 +95,8 @@ type Cache struct {
 	// returns to an earlier value only when Rollback restores that state.
 	// lastGen hands out fresh names.
 	gen, lastGen uint64
+
+	vis visScratch // Visible's buffers
 }
 
 // New makes an empty cache of nCells cells for sequence ids in

@@ -34,7 +34,12 @@ func (c *Cache) Visible(b Batch, dst []int32, width int) (int, error) {
 	if int64(len(dst)) < int64(n)*int64(width) {
 		return 0, fmt.Errorf("%w: visible cells need %d×%d values, dst has %d", ErrBadArg, n, width, len(dst))
 	}
-	sets := make([]seqSet, n)
+	v := &c.vis
+	if cap(v.sets) < n {
+		v.sets, v.counts = make([]seqSet, n), make([]int, n)
+	}
+	sets, counts := v.sets[:n], v.counts[:n]
+	clear(sets)
 	for i := range n {
 		for _, s := range b.Seq[i] {
 			if err := c.checkSeq(s); err != nil {
@@ -47,13 +52,21 @@ func (c *Cache) Visible(b Batch, dst []int32, width int) (int, error) {
 	// the position test: list them once per distinct set, by position,
 	// and a token's cells are the prefix up to its position. The cells
 	// of a set are mostly in position order already (a sequence fills
-	// cells first fit), which the sort handles in about linear time.
-	lists := map[seqSet][]int32{}
-	counts := make([]int, n)
+	// cells first fit), which the sort handles in about linear time. The
+	// lists' memory is the Cache's, reused by the next call.
+	if v.index == nil {
+		v.index = map[seqSet]int{}
+	}
+	clear(v.index)
 	widest := 0
 	for i, p := range b.Pos {
-		l, ok := lists[sets[i]]
+		k, ok := v.index[sets[i]]
 		if !ok {
+			k = len(v.index)
+			if k == len(v.lists) {
+				v.lists = append(v.lists, nil)
+			}
+			l := v.lists[k][:0]
 			for j := range c.usedMax {
 				if c.cells[j].seqs.intersects(&sets[i]) {
 					l = append(l, int32(j))
@@ -62,8 +75,9 @@ func (c *Cache) Visible(b Batch, dst []int32, width int) (int, error) {
 			slices.SortFunc(l, func(x, y int32) int {
 				return cmp.Or(cmp.Compare(c.cells[x].pos, c.cells[y].pos), cmp.Compare(x, y))
 			})
-			lists[sets[i]] = l
+			v.lists[k], v.index[sets[i]] = l, k
 		}
+		l := v.lists[k]
 		counts[i] = sort.Search(len(l), func(k int) bool { return c.cells[l[k]].pos > p })
 		if counts[i] > width {
 			return 0, fmt.Errorf("%w: token %d sees %d cells, rows hold %d", ErrBadArg, i, counts[i], width)
@@ -72,10 +86,19 @@ func (c *Cache) Visible(b Batch, dst []int32, width int) (int, error) {
 	}
 	for i := range n {
 		row := dst[i*width : (i+1)*width]
-		k := copy(row, lists[sets[i]][:counts[i]])
+		k := copy(row, v.lists[v.index[sets[i]]][:counts[i]])
 		for j := k; j < width; j++ {
 			row[j] = -1
 		}
 	}
 	return widest, nil
+}
+
+// visScratch is Visible's memory, kept between calls: each token's
+// sequence set and count, and one list of cells per distinct set.
+type visScratch struct {
+	sets   []seqSet
+	counts []int
+	index  map[seqSet]int // a set → its list in lists, this call
+	lists  [][]int32
 }
