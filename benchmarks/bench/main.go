@@ -64,7 +64,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 	"io"
 	"os"
 	"runtime"
@@ -74,8 +73,11 @@ import (
 	"sync"
 	"time"
 
+	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
+
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/internal/mmap"
+	"github.com/vkllm/vkllm/internal/runinfo"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/models"
@@ -133,7 +135,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tg := fs.Int("tg", 128, "tokens to decode")
 	batch := fs.String("batch", "", "batched decode sizes, e.g. 1,4,16 (none by default)")
 	threads := fs.Int("threads", runtime.NumCPU(), "threads")
-	backend := fs.String("backend", kernels.Auto, fmt.Sprintf("one of %v (auto: a real GPU through Vulkan, else cpu)", kernels.Names()))
+	backend := runinfo.BackendFlag(fs)
 	peer := fs.String("peer", "", `"llama.cpp" to run llama.cpp's llama-bench (tools/build-llama-bench.sh) on the same file`)
 	peerReps := fs.Int("peer-reps", 5, "llama-bench's repetitions (-r) of each phase")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -153,6 +155,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	sizes, err := parseSizes(*batch)
 	if *model == "" || *pp < 1 || *tg < 1 || *threads < 1 || *peerReps < 1 || err != nil {
 		fmt.Fprintln(stderr, "error: --model is required; --pp, --tg, --threads and --peer-reps must be ≥ 1; --batch is a list like 1,4,16")
+		return 2
+	}
+	if err := runinfo.CheckBackend(*backend); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
 	if *cpuprofile != "" {
