@@ -10,7 +10,7 @@
 //
 // Most callers use the LLM facade, safe for concurrent use:
 //
-//	l, err := engine.Open("path/to/model", engine.Options{MaxSeqs: 16})
+//	l, err := engine.Open(ctx, "path/to/model", engine.Options{MaxSeqs: 16})
 //	defer l.Close()
 //	res, err := l.Generate(ctx, []string{"a", "b"}, params)  // []Result, input order
 //	for d, err := range l.Stream(ctx, "prompt", params) { … } // Deltas; break or cancel aborts

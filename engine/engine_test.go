@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -28,7 +29,7 @@ var (
 func tiny(t testing.TB) (*models.Model, *tokenizer.Tokenizer) {
 	t.Helper()
 	tinyOnce.Do(func() {
-		if tinyM, tinyErr = models.Open(tinyModel); tinyErr != nil {
+		if tinyM, tinyErr = models.Open(context.Background(), tinyModel); tinyErr != nil {
 			return
 		}
 		tinyTok, tinyErr = tokenizer.FromFile(tinyModel)

@@ -240,7 +240,7 @@ func TestOptionsContextLen(t *testing.T) {
 		{Options{ContextLen: 4097}, "ContextLen 4097 exceeds what 16 sequences of the model's 256 positions can use (4096)"},
 		{Options{ContextLen: 512, MaxSeqs: 2}, ""},
 	} {
-		l, err := Open(tinyModel, c.opts)
+		l, err := Open(context.Background(), tinyModel, c.opts)
 		if c.want == "" {
 			if err != nil {
 				t.Errorf("%+v: %v", c.opts, err)

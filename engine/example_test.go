@@ -19,7 +19,7 @@ const tinyPath = "../testdata/models/qwen2-tiny"
 // Generate runs prompts as concurrent requests and returns their results
 // in input order. The zero sampler.Params is greedy decoding.
 func ExampleLLM_Generate() {
-	llm, err := engine.Open(tinyPath, engine.Options{Backend: kernels.CPURef})
+	llm, err := engine.Open(context.Background(), tinyPath, engine.Options{Backend: kernels.CPURef})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func ExampleLLM_Generate() {
 // Stream yields a request's output as it comes; breaking out of the loop,
 // or cancelling ctx, aborts the request.
 func ExampleLLM_Stream() {
-	llm, err := engine.Open(tinyPath, engine.Options{Backend: kernels.CPURef})
+	llm, err := engine.Open(context.Background(), tinyPath, engine.Options{Backend: kernels.CPURef})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func ExampleLLM_Stream() {
 // has Finished set. These are transformers' greedy tokens after this
 // prompt (testdata/models/qwen2-tiny.golden.json).
 func ExampleLLM_StreamTokens() {
-	llm, err := engine.Open(tinyPath, engine.Options{Backend: kernels.CPURef})
+	llm, err := engine.Open(context.Background(), tinyPath, engine.Options{Backend: kernels.CPURef})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func ExampleLLM_StreamTokens() {
 // new ones and the first turn's last reply token, which was drawn but never
 // run. With a chat template, SendChat takes messages instead of text.
 func ExampleSession() {
-	llm, err := engine.Open(tinyPath, engine.Options{Backend: kernels.CPURef})
+	llm, err := engine.Open(context.Background(), tinyPath, engine.Options{Backend: kernels.CPURef})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func ExampleSession() {
 // ids only. Both requests get transformers' greedy tokens
 // (testdata/models/qwen2-tiny.golden.json).
 func ExampleEngine() {
-	m, err := models.Open(tinyPath, models.WithBackendName(kernels.CPURef, kernels.Options{}))
+	m, err := models.Open(context.Background(), tinyPath, models.WithBackendName(kernels.CPURef, kernels.Options{}))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -59,6 +59,9 @@ type Options struct {
 	Device string
 	// Threads bounds the CPU backends' parallelism (0: GOMAXPROCS).
 	Threads int
+	// Progress, if set, is called as the weights load with the bytes
+	// uploaded so far and their total (see models.WithProgress).
+	Progress func(done, total int64)
 	// Model holds further options for models.Open; a models.WithBackend
 	// or WithBackendName there overrides Backend, Device and Threads.
 	Model []models.Option
@@ -161,14 +164,19 @@ func (b *mailbox) take() (outs []Output, err error, done bool) {
 }
 
 // Open opens a model folder or GGUF file with its tokenizer and starts the
-// loop. Close it when done.
-func Open(path string, opts Options) (*LLM, error) {
+// loop. Cancelling ctx stops the weight upload (the error wraps
+// ctx.Err()); once Open has returned, ctx no longer matters. Close the
+// LLM when done.
+func Open(ctx context.Context, path string, opts Options) (*LLM, error) {
 	name := opts.Backend
 	if name == "" {
 		name = kernels.Auto
 	}
-	mopts := append([]models.Option{models.WithBackendName(name, kernels.Options{Threads: opts.Threads, Device: opts.Device})}, opts.Model...)
-	m, err := models.Open(path, mopts...)
+	mopts := []models.Option{models.WithBackendName(name, kernels.Options{Threads: opts.Threads, Device: opts.Device})}
+	if opts.Progress != nil {
+		mopts = append(mopts, models.WithProgress(opts.Progress))
+	}
+	m, err := models.Open(ctx, path, append(mopts, opts.Model...)...)
 	if err != nil {
 		return nil, err
 	}

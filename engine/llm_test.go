@@ -17,7 +17,7 @@ import (
 
 func openLLM(t testing.TB, opts Options) *LLM {
 	t.Helper()
-	l, err := Open(tinyModel, opts)
+	l, err := Open(context.Background(), tinyModel, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -23,7 +24,7 @@ func BenchmarkSampling(b *testing.B) {
 	if p := os.Getenv("VKLLM_BENCH_MODEL"); p != "" {
 		path = p
 	}
-	m, err := models.Open(path)
+	m, err := models.Open(context.Background(), path)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func BenchmarkServe(b *testing.B) {
 	if os.Getenv("VKLLM_BENCH_KV") == "f16" {
 		kv = tensor.F16
 	}
-	l, err := Open(path, Options{ContextLen: 4096, MaxSeqs: nReq, NoPrefixCache: true, KVType: kv,
+	l, err := Open(context.Background(), path, Options{ContextLen: 4096, MaxSeqs: nReq, NoPrefixCache: true, KVType: kv,
 		Model: []models.Option{models.WithBackendName(backend, kernels.Options{})}})
 	if err != nil {
 		b.Fatal(err)
@@ -118,7 +118,7 @@ func BenchmarkServe(b *testing.B) {
 		})
 	}
 	b.Run(fmt.Sprintf("ceiling/n=%d", nReq), func(b *testing.B) {
-		m, err := models.Open(path, models.WithBackendName(backend, kernels.Options{}))
+		m, err := models.Open(context.Background(), path, models.WithBackendName(backend, kernels.Options{}))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -151,7 +151,7 @@ func TestWorkers(t *testing.T) {
 	if busy < 2 {
 		t.Fatalf("only %d of 3 workers did any work", busy)
 	}
-	if _, err := Open(tinyModel, Options{Workers: -1}); err == nil {
+	if _, err := Open(context.Background(), tinyModel, Options{Workers: -1}); err == nil {
 		t.Fatal("Workers -1 accepted")
 	}
 }

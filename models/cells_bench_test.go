@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ func BenchmarkDecodeCells(b *testing.B) {
 		path = p
 	}
 	for _, backend := range []string{kernels.CPU, kernels.Vulkan} {
-		m, err := Open(path, WithBackendName(backend, kernels.Options{}))
+		m, err := Open(context.Background(), path, WithBackendName(backend, kernels.Options{}))
 		if err != nil {
 			b.Logf("%s: %v", backend, err)
 			continue

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -94,7 +95,7 @@ func TestCheck(t *testing.T) {
 				t.Errorf("code %v", errcode.Of(err))
 			}
 			// Open refuses what Check refuses.
-			if m, err := Open(path); err == nil {
+			if m, err := Open(context.Background(), path); err == nil {
 				m.Close()
 				t.Errorf("Open accepted what Check refused")
 			}

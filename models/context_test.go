@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"math"
 	"path/filepath"
@@ -352,7 +353,7 @@ func TestModelCloseWithContextOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	m, err := Open(filepath.Join(testdata, "qwen2-tiny"), WithBackend(b))
+	m, err := Open(context.Background(), filepath.Join(testdata, "qwen2-tiny"), WithBackend(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestModelCloseWithContextOpen(t *testing.T) {
 func TestForwardPanic(t *testing.T) {
 	pb := &kerneltest.Faulty{Backend: cpu.New(0)}
 	t.Cleanup(func() { pb.Close() }) // after the model, after its contexts
-	m, err := Open(filepath.Join(testdata, "qwen2-tiny"), WithBackend(pb))
+	m, err := Open(context.Background(), filepath.Join(testdata, "qwen2-tiny"), WithBackend(pb))
 	if err != nil {
 		t.Fatal(err)
 	}

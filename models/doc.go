@@ -2,7 +2,7 @@
 // safetensors folders and GGUF files and runs their decoder over a
 // unified-cell KV cache.
 //
-//	m, err := models.Open("path/to/model")          // folder or .gguf
+//	m, err := models.Open(ctx, "path/to/model")        // folder or .gguf
 //	ctx, err := m.NewContext(models.ContextParams{ContextLen: 2048, MaxSeqs: 4})
 //	var b models.Batch
 //	b.Add(tok, pos, true, 0)                        // token, position, logits?, seq ids

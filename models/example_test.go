@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 
@@ -14,7 +15,7 @@ import (
 // transformers' (testdata/models/qwen2-tiny.golden.json), whose greedy
 // pick after this prompt is token 140.
 func Example() {
-	m, err := models.Open("../testdata/models/qwen2-tiny", models.WithBackendName(kernels.CPURef, kernels.Options{}))
+	m, err := models.Open(context.Background(), "../testdata/models/qwen2-tiny", models.WithBackendName(kernels.CPURef, kernels.Options{}))
 	if err != nil {
 		log.Fatal(err)
 	}

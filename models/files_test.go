@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -113,7 +114,7 @@ func TestFolderRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	sf.Close()
-	_, err = Open(dir)
+	_, err = Open(context.Background(), dir)
 	check("wrong shape", err, errcode.ModelCorrupt, new(*WeightError))
 }
 
@@ -142,5 +143,41 @@ func TestGGUFConfig(t *testing.T) {
 		}
 		hf.Close()
 		gg.Close()
+	}
+}
+
+// TestOpenProgressAndCancel: WithProgress reports every byte of the
+// weights, rising to the total; a cancelled context stops the upload
+// between two weights.
+func TestOpenProgressAndCancel(t *testing.T) {
+	path := filepath.Join(testdata, "llama-tiny-Q4_1.gguf")
+	var calls, last, total int64
+	m, err := Open(context.Background(), path, WithProgress(func(done, tot int64) {
+		if done < last || (total != 0 && tot != total) || done > tot {
+			t.Errorf("progress %d/%d after %d/%d", done, tot, last, total)
+		}
+		calls++
+		last, total = done, tot
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if calls < int64(m.Config.NumLayers) || last != total || total == 0 {
+		t.Fatalf("%d progress calls, last %d of %d", calls, last, total)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var seen int
+	_, err = Open(ctx, path, WithProgress(func(done, tot int64) {
+		if seen++; seen == 3 {
+			cancel()
+		}
+	}))
+	if !errors.Is(err, context.Canceled) || seen != 3 {
+		t.Fatalf("Open after cancel: err %v after %d weights", err, seen)
+	}
+	if _, err := Open(nil, path); !errors.Is(err, ErrBadParams) { //nolint:staticcheck // a nil context is the case under test
+		t.Fatalf("nil context: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -42,6 +43,7 @@ type options struct {
 	backend     kernels.Backend
 	backendName string
 	kopts       kernels.Options
+	progress    func(done, total int64)
 }
 
 // Option configures Open.
@@ -59,9 +61,21 @@ func WithBackendName(name string, opts kernels.Options) Option {
 	return func(o *options) { o.backendName, o.kopts = name, opts }
 }
 
+// WithProgress has Open call f after each weight is on the backend, with
+// the bytes of the file's weights uploaded so far and their total. f runs
+// on Open's goroutine; the last call has done == total.
+func WithProgress(f func(done, total int64)) Option {
+	return func(o *options) { o.progress = f }
+}
+
 // Open opens a HF model folder or a GGUF file and puts its weights on a
-// backend. See OpenFiles for the folder rules.
-func Open(path string, opts ...Option) (*Model, error) {
+// backend. See OpenFiles for the folder rules. Cancelling ctx stops the
+// upload between two weights: Open frees what it uploaded and returns an
+// error wrapping ctx.Err().
+func Open(ctx context.Context, path string, opts ...Option) (*Model, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrBadParams)
+	}
 	o := options{backendName: kernels.Auto}
 	for _, f := range opts {
 		f(&o)
@@ -78,7 +92,7 @@ func Open(path string, opts ...Option) (*Model, error) {
 		}
 		m.ownBackend = true
 	}
-	if m.w, err = loadWeights(files, m.backend); err != nil {
+	if m.w, err = loadWeights(ctx, files, m.backend, o.progress); err != nil {
 		m.Close()
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"math"
@@ -52,7 +53,7 @@ func fastTest() bool { return *testBackend == cpu.Name }
 
 func openTest(t *testing.T, path string) *Model {
 	t.Helper()
-	m, err := Open(path, WithBackendName(*testBackend, kernels.Options{}))
+	m, err := Open(context.Background(), path, WithBackendName(*testBackend, kernels.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

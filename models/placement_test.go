@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -131,7 +132,7 @@ func TestPlacement(t *testing.T) {
 	for _, path := range []string{"qwen2-tiny", "llama-tiny-Q4_0.gguf"} {
 		for _, be := range []kernels.Backend{cpuref.New(0), cpu.New(0)} {
 			t.Run(path+"/"+be.Name(), func(t *testing.T) {
-				m, err := Open(filepath.Join(testdata, path), WithBackend(be))
+				m, err := Open(context.Background(), filepath.Join(testdata, path), WithBackend(be))
 				if err != nil {
 					t.Fatal(err)
 				}

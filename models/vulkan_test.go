@@ -3,6 +3,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"math"
 	"os"
@@ -40,7 +41,7 @@ func openVulkanConfig(t *testing.T, cfg vulkan.Config) *vulkan.Backend {
 
 func openOn(t *testing.T, path string, b *vulkan.Backend) *Model {
 	t.Helper()
-	m, err := Open(path, WithBackend(b))
+	m, err := Open(context.Background(), path, WithBackend(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestVulkanF16Cache(t *testing.T) {
 	}
 	// Against the exact CPU path: the Vulkan kernels compute as the
 	// reference does, not with Q8 activations.
-	exact, err := Open(path, WithBackend(cpuref.New(0)))
+	exact, err := Open(context.Background(), path, WithBackend(cpuref.New(0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func benchContext(bm *testing.B, ctxLen int) *Context {
 		bm.Skipf("no Vulkan device: %v", err)
 	}
 	bm.Cleanup(func() { b.Close() })
-	m, err := Open(filepath.Join(testdata, "qwen2-tiny-Q8_0.gguf"), WithBackend(b))
+	m, err := Open(context.Background(), filepath.Join(testdata, "qwen2-tiny-Q8_0.gguf"), WithBackend(b))
 	if err != nil {
 		bm.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func benchContext(bm *testing.B, ctxLen int) *Context {
 // open with OOM_VRAM, and leaves no device memory behind.
 func TestVulkanOOM(t *testing.T) {
 	b := openVulkanConfig(t, vulkan.Config{Budget: 96 << 10, BlockSize: 32 << 10})
-	_, err := Open(filepath.Join(testdata, "qwen2-tiny"), WithBackend(b))
+	_, err := Open(context.Background(), filepath.Join(testdata, "qwen2-tiny"), WithBackend(b))
 	if errcode.Of(err) != errcode.OOMVRAM {
 		t.Fatalf("open with a 96 KiB budget: %v (code %q), want OOM_VRAM", err, errcode.Of(err))
 	}

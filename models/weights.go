@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -217,7 +218,9 @@ func (l *loader) ropeFreqs() ([]float32, error) {
 
 // loadWeights checks every weight the config implies and uploads it.
 // On failure everything uploaded so far is freed.
-func loadWeights(f *Files, b kernels.Backend) (w *weights, err error) {
+// It checks ctx before each weight and calls progress (if not nil) after
+// each with the bytes uploaded so far.
+func loadWeights(ctx context.Context, f *Files, b kernels.Backend, progress func(done, total int64)) (w *weights, err error) {
 	c := f.Config
 	l := &loader{f: f, b: b, out: &weights{layers: make([]layer, c.NumLayers)}}
 	defer func() {
@@ -231,7 +234,21 @@ func loadWeights(f *Files, b kernels.Backend) (w *weights, err error) {
 	if w.freqFactors, err = l.ropeFreqs(); err != nil {
 		return nil, err
 	}
-	for _, s := range weightSpecs(c, w) {
+	specs := weightSpecs(c, w)
+	var done, total int64
+	size := func(s weightSpec) int64 {
+		if t, ok := f.Weights.Tensor(l.name(s.layer, s.hf)); ok {
+			return int64(len(t.Data))
+		}
+		return 0
+	}
+	for _, s := range specs {
+		total += size(s)
+	}
+	for _, s := range specs {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("models: load cancelled: %w", err)
+		}
 		if s.cols == 0 {
 			*s.dst, err = l.vector(s.layer, s.hf, s.rows)
 		} else {
@@ -239,6 +256,10 @@ func loadWeights(f *Files, b kernels.Backend) (w *weights, err error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if progress != nil {
+			done += size(s)
+			progress(done, total)
 		}
 	}
 	if c.TieEmbedding {

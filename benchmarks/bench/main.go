@@ -60,6 +60,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"flag"
@@ -277,7 +278,7 @@ func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches [
 		timer = newOpTimer(b)
 		opt = models.WithBackend(timer)
 	}
-	m, err := models.Open(path, opt)
+	m, err := models.Open(context.Background(), path, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, intr <-chan o
 		return fail(err)
 	}
 	loadStart := time.Now()
-	l, err := engine.Open(model, engine.Options{MaxSeqs: 1, Backend: *backend})
+	l, err := engine.Open(context.Background(), model, engine.Options{MaxSeqs: 1, Backend: *backend})
 	if err != nil {
 		return fail(err)
 	}

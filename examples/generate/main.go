@@ -138,7 +138,7 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	done := spin(stderr, "loading "+c.model)
 	loadStart := time.Now()
-	l, err := engine.Open(c.model, engine.Options{MaxSeqs: 1, Backend: *c.backend})
+	l, err := engine.Open(ctx, c.model, engine.Options{MaxSeqs: 1, Backend: *c.backend})
 	done()
 	if err != nil {
 		return err

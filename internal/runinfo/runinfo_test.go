@@ -1,6 +1,7 @@
 package runinfo
 
 import (
+	"context"
 	"regexp"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestLoaded(t *testing.T) {
 		"../../testdata/models/qwen2-tiny/":          `^loaded qwen2-tiny \(qwen2, F32, \d+K params, 0\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`,
 		"../../testdata/models/llama-tiny-Q4_1.gguf": `^loaded llama-tiny \(llama, Q4_1, \d+K params, 0\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`,
 	} {
-		m, err := models.Open(path)
+		m, err := models.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}

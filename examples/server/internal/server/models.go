@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,7 +14,7 @@ import (
 // OpenModel opens a model with engine.Open and reads what the server needs
 // besides: its quantisation and its tool-call format.
 func OpenModel(path string, opts engine.Options) (*Model, error) {
-	l, err := engine.Open(path, opts)
+	l, err := engine.Open(context.Background(), path, opts)
 	if err != nil {
 		return nil, err
 	}
