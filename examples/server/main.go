@@ -30,7 +30,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
-	"github.com/vkllm/vkllm/examples/server/internal/server"
+	"github.com/vkllm/vkllm/server"
 )
 
 type modelFlags []server.Spec

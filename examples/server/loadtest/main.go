@@ -36,7 +36,7 @@ import (
 	"time"
 
 	"github.com/vkllm/vkllm/engine"
-	"github.com/vkllm/vkllm/examples/server/internal/server"
+	"github.com/vkllm/vkllm/server"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/models"
 )

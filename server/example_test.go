@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vkllm/vkllm/engine"
-	"github.com/vkllm/vkllm/examples/server/internal/server"
+	"github.com/vkllm/vkllm/server"
 	"github.com/vkllm/vkllm/kernels"
 )
 
@@ -20,7 +20,7 @@ import (
 // cut by max_tokens ("length").
 func Example() {
 	srv, err := server.New(server.Config{
-		Models: []server.Spec{{Name: "tiny", Path: "../../../../testdata/models/qwen2-tiny"}},
+		Models: []server.Spec{{Name: "tiny", Path: "../testdata/models/qwen2-tiny"}},
 		Engine: engine.Options{Backend: kernels.CPURef},
 	})
 	if err != nil {

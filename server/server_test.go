@@ -26,7 +26,7 @@ import (
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
-const tinyDir = "../../../../testdata/models/qwen2-tiny"
+const tinyDir = "../testdata/models/qwen2-tiny"
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -433,8 +433,8 @@ func TestStop(t *testing.T) {
 
 func TestModelsHealthQuant(t *testing.T) {
 	ts := newTestServer(t, Config{Models: []Spec{
-		{Name: "tiny", Path: "../../../../testdata/models/qwen2-tiny-Q4_1.gguf"},
-		{Name: "tiny", Path: "../../../../testdata/models/qwen2-tiny-F16.gguf"},
+		{Name: "tiny", Path: "../testdata/models/qwen2-tiny-Q4_1.gguf"},
+		{Name: "tiny", Path: "../testdata/models/qwen2-tiny-F16.gguf"},
 	}})
 	ts.waitLoaded()
 	code, _, b := ts.do("GET", "/health", "", "")
