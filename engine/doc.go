@@ -36,9 +36,9 @@
 //	              text deltas, stop strings and stop tokens, usage, logprobs
 //	engine.go     Engine: Add, Step, Abort, HasUnfinished
 //	stats.go      Stats: load and counters for monitoring
-//	llm.go        LLM: a model, a tokenizer and workers (a Context, an
-//	              Engine and the goroutine that owns them, each) fed from
-//	              one queue; Generate, Chat and the Stream calls
+//	llm.go        LLM: a model, a tokenizer, one Context and its Engine,
+//	              owned by one goroutine fed through an inbox; Generate,
+//	              Chat and the Stream calls
 //	session.go    Session: a conversation whose K/V stays between turns
 //
 // Sequences. A request's tokens are its prompt followed by its output;

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/kernels/kerneltest"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer/chat"
@@ -252,5 +255,36 @@ func TestOptionsContextLen(t *testing.T) {
 		if !errors.Is(err, models.ErrBadParams) || errcode.Of(err) != errcode.BadParams || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v [%s], want %q", c.opts, err, errcode.Of(err), c.want)
 		}
+	}
+}
+
+// TestForwardPanicFailsRequests: a panic in the loop's forward pass (a
+// backend bug) fails that step's requests with a *models.PanicError
+// instead of killing the process; the LLM frees their cells and serves
+// the next request.
+func TestForwardPanicFailsRequests(t *testing.T) {
+	fb := &kerneltest.Faulty{Backend: cpu.New(0)}
+	defer fb.Close()
+	l := openLLM(t, Options{ContextLen: 64, MaxSeqs: 2, Model: []models.Option{models.WithBackend(fb)}})
+	defer l.Close()
+	p := sampler.Params{MaxTokens: 4, IgnoreEOS: true}
+	want, err := l.Generate(context.Background(), []string{"the cat"}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb.Armed.Store(true)
+	_, err = l.Generate(context.Background(), []string{"the cat", "a dog"}, p)
+	var pe *models.PanicError
+	if !errors.As(err, &pe) || pe.Value != kerneltest.FaultValue {
+		t.Fatalf("got %v, want a *models.PanicError", err)
+	}
+	fb.Armed.Store(false)
+	checkNoCells(t, l)
+	got, err := l.Generate(context.Background(), []string{"the cat"}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got[0].Tokens, want[0].Tokens) {
+		t.Fatalf("after the panic: %v, before: %v", got[0].Tokens, want[0].Tokens)
 	}
 }

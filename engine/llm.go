@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -30,23 +31,19 @@ var (
 
 // Options size an LLM. Zero values take the defaults.
 type Options struct {
-	// ContextLen is the KV cells of each worker's cache, shared by its
-	// MaxSeqs sequences; default min(positions, 4096). One request holds
+	// ContextLen is the KV cells of the cache, shared by its MaxSeqs
+	// sequences; default min(positions, 4096). One request holds
 	// at most min(ContextLen, the model's positions) tokens. More cells
 	// than MaxSeqs sequences of the model's positions can fill are
 	// refused (see models.ContextParams).
 	ContextLen     int
-	MaxSeqs        int          // requests running at once per worker; default 16
+	MaxSeqs        int          // requests running at once (more wait); default 16
 	BatchSize      int          // tokens per forward pass; default 512
 	MaxBatchTokens int          // token budget per step; default BatchSize
 	KVType         tensor.DType // F32 (default) or F16
 	// MaxPending bounds the requests accepted and not finished (queued or
 	// running); one more gets ErrQueueFull. Default 1024.
 	MaxPending int
-	// Workers is the number of model contexts, each with its own cache and
-	// loop, sharing one read-only copy of the weights and fed from one
-	// queue. Default 1 (on a CPU one context already uses every core).
-	Workers int
 	// NoPrefixCache turns off the reuse of cached prompt prefixes
 	// (Config.PrefixCache, on by default here).
 	NoPrefixCache bool
@@ -79,41 +76,36 @@ type Result struct {
 // Delta is one piece of a Stream: the Output of one engine step.
 type Delta = Output
 
-// LLM serves Generate and Stream from any goroutine. Each worker is one
-// goroutine (its loop) that owns an Engine over its own Context; callers
-// queue requests in one global queue, from which a worker takes what it
-// can run, and read their outputs from a mailbox each, so a slow reader
-// never stalls a loop. A session's requests go to the worker whose cache
-// holds the session.
+// LLM serves Generate and Stream from any goroutine. One goroutine (the
+// loop) owns an Engine over the model's one Context and batches every
+// request into its steps; callers send it commands through an inbox and
+// read their outputs from a mailbox each, so a slow reader never stalls
+// the loop.
 type LLM struct {
 	model *models.Model
 	tok   *tokenizer.Tokenizer
 	chat  *chat.Config // the model's chat template and special tokens
 	opts  Options
-	// maxLen is the most tokens one request may hold (every worker's
-	// Engine.MaxLen); a longer prompt is refused before it is queued.
+	// maxLen is the most tokens one request may hold (Engine.MaxLen); a
+	// longer prompt is refused before it is queued.
 	maxLen int
 
-	workers []*worker
-	done    chan struct{} // closed when every loop has returned
+	w    *worker
+	done chan struct{} // closed when the loop has returned
 
-	mu       sync.Mutex
-	queue    []command          // adds no worker has taken yet
-	owner    map[string]*worker // unfinished requests taken by a worker
-	sessions map[string]*worker // where each session's cells live
-	pending  int                // accepted, not finished
-	dropped  uint64             // aborted while still in the queue
-	nextID   uint64
-	closed   bool
+	mu      sync.Mutex
+	pending int // accepted, not finished
+	nextID  uint64
+	closed  bool
 }
 
-// worker is one Context, its Engine and the loop that owns them.
+// worker is the Context, its Engine and what the loop that owns them
+// shares with the callers.
 type worker struct {
 	ctx   *models.Context
 	eng   *Engine               // the loop's only
-	inbox []command             // aborts, queries and session adds for this worker (l.mu)
-	taken int                   // requests taken and not finished (l.mu)
-	wake  chan struct{}         // cap 1: the inbox or the queue has something
+	inbox []command             // commands the loop has not taken yet (l.mu)
+	wake  chan struct{}         // cap 1: the inbox has something
 	stats atomic.Pointer[Stats] // published by the loop after each step
 }
 
@@ -208,49 +200,26 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	if opts.MaxPending == 0 {
 		opts.MaxPending = 1024
 	}
-	if opts.Workers == 0 {
-		opts.Workers = 1
-	}
 	if opts.MaxPending < 1 {
 		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: MaxPending %d < 1", opts.MaxPending))
 	}
-	if opts.Workers < 1 || opts.Workers > 64 {
-		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: Workers %d out of range [1, 64]", opts.Workers))
-	}
-	l := &LLM{model: m, tok: tok, opts: opts, done: make(chan struct{}),
-		owner: map[string]*worker{}, sessions: map[string]*worker{}}
-	for range opts.Workers {
-		ctx, err := m.NewContext(models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: opts.MaxSeqs,
-			BatchSize: opts.BatchSize, KVType: opts.KVType})
-		if err == nil {
-			var eng *Engine
-			eng, err = New(m, ctx, tok, Config{MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache})
-			if err == nil {
-				w := &worker{ctx: ctx, eng: eng, wake: make(chan struct{}, 1)}
-				l.maxLen = eng.MaxLen()
-				st := eng.Stats()
-				w.stats.Store(&st)
-				l.workers = append(l.workers, w)
-				continue
-			}
-			ctx.Close()
-		}
-		for _, w := range l.workers {
-			w.ctx.Close()
-		}
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: opts.MaxSeqs,
+		BatchSize: opts.BatchSize, KVType: opts.KVType})
+	if err != nil {
 		return nil, err
 	}
-	var wg sync.WaitGroup
-	for _, w := range l.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.loop(w)
-		}()
+	eng, err := New(m, ctx, tok, Config{MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache})
+	if err != nil {
+		ctx.Close()
+		return nil, err
 	}
+	w := &worker{ctx: ctx, eng: eng, wake: make(chan struct{}, 1)}
+	st := eng.Stats()
+	w.stats.Store(&st)
+	l := &LLM{model: m, tok: tok, opts: opts, maxLen: eng.MaxLen(), w: w, done: make(chan struct{})}
 	go func() {
-		wg.Wait()
-		close(l.done)
+		defer close(l.done)
+		l.loop(w)
 	}()
 	return l, nil
 }
@@ -262,8 +231,8 @@ func (l *LLM) Tokenizer() *tokenizer.Tokenizer { return l.tok }
 // It stays the LLM's: do not close it.
 func (l *LLM) Model() *models.Model { return l.model }
 
-// Close stops the loops (unfinished requests end with ErrClosed), waits
-// for them, and frees the Contexts and the model.
+// Close stops the loop (unfinished requests end with ErrClosed), waits
+// for it, and frees the Context and the model.
 func (l *LLM) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -272,18 +241,10 @@ func (l *LLM) Close() error {
 		return nil
 	}
 	l.closed = true
-	queued := l.queue
-	l.queue = nil
-	l.pending -= len(queued)
 	l.mu.Unlock()
-	for _, c := range queued {
-		c.box.put(Output{}, ErrClosed)
-	}
-	l.pokeAll()
+	l.w.poke()
 	<-l.done
-	for _, w := range l.workers {
-		w.ctx.Close()
-	}
+	l.w.ctx.Close()
 	return l.model.Close()
 }
 
@@ -294,16 +255,8 @@ func (w *worker) poke() {
 	}
 }
 
-func (l *LLM) pokeAll() {
-	for _, w := range l.workers {
-		w.poke()
-	}
-}
-
-// send queues commands: adds go to the global queue (a session's to its
-// worker), aborts to the worker that took the request (or straight out of
-// the queue), queries to every worker. Adds count against MaxPending; a
-// prompt longer than a request may hold fails them all.
+// send queues commands for the loop, in order. Adds count against
+// MaxPending; a prompt longer than a request may hold fails them all.
 func (l *LLM) send(cmds ...command) error {
 	adds := 0
 	for _, c := range cmds {
@@ -323,54 +276,9 @@ func (l *LLM) send(cmds ...command) error {
 		return fmt.Errorf("%w: %d pending, at most %d", ErrQueueFull, l.pending, l.opts.MaxPending)
 	}
 	l.pending += adds
-	for _, c := range cmds {
-		switch {
-		case c.req != nil && l.sessions[c.req.Session] != nil && c.req.Session != "":
-			w := l.sessions[c.req.Session]
-			l.take(w, c)
-			w.inbox = append(w.inbox, c)
-			w.poke()
-		case c.req != nil:
-			l.queue = append(l.queue, c)
-			l.pokeAll()
-		case c.abort != "":
-			if w := l.owner[c.abort]; w != nil {
-				w.inbox = append(w.inbox, c)
-				w.poke()
-				continue
-			}
-			for i, q := range l.queue {
-				if q.req.ID == c.abort {
-					l.queue = append(l.queue[:i], l.queue[i+1:]...)
-					l.pending--
-					l.dropped++
-					q.box.put(Output{ID: q.req.ID, Finished: true, FinishReason: "abort"}, nil)
-					break
-				}
-			}
-		case c.endSession != "":
-			if w := l.sessions[c.endSession]; w != nil {
-				delete(l.sessions, c.endSession)
-				w.inbox = append(w.inbox, c)
-				w.poke()
-			}
-		default:
-			for _, w := range l.workers {
-				w.inbox = append(w.inbox, c)
-				w.poke()
-			}
-		}
-	}
+	l.w.inbox = append(l.w.inbox, cmds...)
+	l.w.poke()
 	return nil
-}
-
-// take gives an add to w (l.mu held).
-func (l *LLM) take(w *worker, c command) {
-	w.taken++
-	l.owner[c.req.ID] = w
-	if c.req.Session != "" {
-		l.sessions[c.req.Session] = w
-	}
 }
 
 // submit tokenizes prompts and queues them, all or none.
@@ -645,36 +553,31 @@ func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, e
 	}
 }
 
-// kvUsed asks every loop for the cells in use, after every command sent
+// kvUsed asks the loop for the cells in use, after every command sent
 // before it (tests). With clear, retained sequences (cached prefixes,
 // idle sessions) are freed first.
 func (l *LLM) kvUsed(clear bool) (int, error) {
-	ch := make(chan int, len(l.workers))
+	ch := make(chan int, 1)
 	q := func(w *worker) {
 		if clear {
 			w.clear()
 		}
-		_, u := w.ctx.KVCapacity()
-		ch <- u
+		ch <- w.ctx.Used()
 	}
 	if err := l.send(command{query: q}); err != nil {
 		return 0, err
 	}
-	total := 0
-	for range l.workers {
-		select {
-		case u := <-ch:
-			total += u
-		case <-l.done:
-			return 0, ErrClosed
-		}
+	select {
+	case u := <-ch:
+		return u, nil
+	case <-l.done:
+		return 0, ErrClosed
 	}
-	return total, nil
 }
 
-// ClearCache frees every worker's retained sequences: cached prefixes and
-// idle sessions (whose next turn then recomputes its conversation). With
-// no request running, no cell is in use afterwards.
+// ClearCache frees the retained sequences: cached prefixes and idle
+// sessions (whose next turn then recomputes its conversation). With no
+// request running, no cell is in use afterwards.
 func (l *LLM) ClearCache() error {
 	_, err := l.kvUsed(true)
 	return err
@@ -687,33 +590,22 @@ func (w *worker) clear() {
 	w.stats.Store(&st)
 }
 
-// Stats is a snapshot of the workers' load and counters as of their last
-// step, summed. It never waits for a step, so a metrics scrape is cheap.
-// A request is counted from the moment it is accepted until it finishes:
-// in the queue, and after a worker took it but before that worker's next
-// snapshot (it is then in the step that adds it), as waiting.
+// Stats is a snapshot of the load and counters as of the loop's last
+// step. It never waits for a step, so a metrics scrape is cheap. A
+// request is counted from the moment it is accepted until it finishes:
+// before the loop has added it to the engine (in the inbox, or in the
+// step that adds it), as waiting.
 func (l *LLM) Stats() Stats {
-	var s Stats
+	s := *l.w.stats.Load()
+	s.Finished = maps.Clone(s.Finished)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, w := range l.workers {
-		st := *w.stats.Load()
-		s.add(st)
-		s.Waiting += max(0, w.taken-(st.Running+st.Waiting))
-	}
-	s.Waiting += len(l.queue)
-	if l.dropped > 0 {
-		if s.Finished == nil {
-			s.Finished = map[string]uint64{}
-		}
-		s.Finished["abort"] += l.dropped
-	}
+	s.Waiting += max(0, l.pending-(s.Running+s.Waiting))
+	l.mu.Unlock()
 	return s
 }
 
-// loop owns w's engine: it takes its inbox and what it can run from the
-// queue, steps while there is work, and delivers outputs; it sleeps when
-// idle and returns on Close.
+// loop owns w's engine: it takes its inbox, steps while there is work,
+// and delivers outputs; it sleeps when idle and returns on Close.
 func (l *LLM) loop(w *worker) {
 	boxes := map[string]*mailbox{}
 	finish := func(id string, o Output, err error) {
@@ -721,8 +613,6 @@ func (l *LLM) loop(w *worker) {
 			delete(boxes, id)
 			l.mu.Lock() // before the caller hears of the end, so its next call finds room
 			l.pending--
-			w.taken--
-			delete(l.owner, id)
 			l.mu.Unlock()
 			b.put(o, err)
 		}
@@ -731,12 +621,6 @@ func (l *LLM) loop(w *worker) {
 		l.mu.Lock()
 		cmds, closed := w.inbox, l.closed
 		w.inbox = nil
-		for len(l.queue) > 0 && w.taken < l.opts.MaxSeqs && !closed {
-			c := l.queue[0]
-			l.queue = l.queue[1:]
-			l.take(w, c)
-			cmds = append(cmds, c)
-		}
 		l.mu.Unlock()
 		if closed {
 			for _, c := range cmds {
@@ -777,12 +661,7 @@ func (l *LLM) loop(w *worker) {
 			q(w)
 		}
 		if !w.eng.HasUnfinished() {
-			l.mu.Lock()
-			more := len(w.inbox) > 0 || len(l.queue) > 0 && w.taken < l.opts.MaxSeqs
-			l.mu.Unlock()
-			if !more {
-				<-w.wake
-			}
+			<-w.wake // a send after the inbox was taken left a wake-up
 		}
 	}
 }

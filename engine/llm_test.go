@@ -156,8 +156,8 @@ func TestCloseWithRequestsInFlight(t *testing.T) {
 	l.Close() // twice is fine
 }
 
-// TestRandomized runs many streams and sessions from many goroutines on
-// two workers with random cancels, early breaks, aborts, stop strings and
+// TestRandomized runs many streams and sessions from many goroutines
+// with random cancels, early breaks, aborts, stop strings and
 // lengths on small caches, and checks that every request ends exactly
 // once, no goroutine is left, and no cell stays in use.
 func TestRandomized(t *testing.T) {
@@ -167,7 +167,7 @@ func TestRandomized(t *testing.T) {
 	if testing.Short() {
 		n = 120
 	}
-	l := openLLM(t, Options{ContextLen: 128, MaxSeqs: 8, MaxBatchTokens: 32, Workers: 2})
+	l := openLLM(t, Options{ContextLen: 128, MaxSeqs: 8, MaxBatchTokens: 32})
 	defer l.Close()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -266,10 +266,10 @@ func TestRandomized(t *testing.T) {
 	}
 	checkNoCells(t, l)
 	l.mu.Lock()
-	left := len(l.owner) + len(l.sessions) + len(l.queue)
+	left := l.pending
 	l.mu.Unlock()
 	if left != 0 {
-		t.Fatalf("%d requests or sessions still known", left)
+		t.Fatalf("%d requests still pending", left)
 	}
 	st := l.Stats()
 	t.Logf("ends: %v; %d cells were held by cached prefixes; stats %+v", ends, used, st)

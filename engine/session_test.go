@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"slices"
 	"testing"
@@ -109,55 +108,8 @@ func TestSessionChatTurns(t *testing.T) {
 	}
 }
 
-// TestWorkers: several workers give every request the tokens one worker
-// gives (bitwise, greedy and seeded), and their stats add up.
-func TestWorkers(t *testing.T) {
-	tiny(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	seed := uint64(5)
-	p := sampler.Params{Temperature: 0.8, Seed: &seed, MaxTokens: 12, IgnoreEOS: true}
-	var prs []string
-	for i := range 24 {
-		prs = append(prs, fmt.Sprintf("%s %d", words[i%len(words)], i))
-	}
-	one := openLLM(t, Options{ContextLen: 128, MaxSeqs: 4})
-	want, err := one.Generate(context.Background(), prs, p)
-	one.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := openLLM(t, Options{ContextLen: 128, MaxSeqs: 4, Workers: 3})
-	defer l.Close()
-	got, err := l.Generate(context.Background(), prs, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range prs {
-		if !slices.Equal(got[i].Tokens, want[i].Tokens) {
-			t.Fatalf("prompt %d: 3 workers %v, 1 worker %v", i, got[i].Tokens, want[i].Tokens)
-		}
-	}
-	checkNoCells(t, l)
-	st := l.Stats()
-	if st.KVCells != 3*128 || st.GenerationTokens != uint64(12*len(prs)) {
-		t.Fatalf("stats %+v", st)
-	}
-	busy := 0
-	for _, w := range l.workers {
-		if w.stats.Load().GenerationTokens > 0 {
-			busy++
-		}
-	}
-	if busy < 2 {
-		t.Fatalf("only %d of 3 workers did any work", busy)
-	}
-	if _, err := Open(context.Background(), tinyModel, Options{Workers: -1}); err == nil {
-		t.Fatal("Workers -1 accepted")
-	}
-}
-
-// TestStatsQueuedAbort: a request cancelled while still in the global
-// queue (no worker took it) is counted as finished with "abort".
+// TestStatsQueuedAbort: a request cancelled while it waits for a
+// sequence (the only one is taken) is counted as finished with "abort".
 func TestStatsQueuedAbort(t *testing.T) {
 	tiny(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -188,7 +140,7 @@ func TestStatsQueuedAbort(t *testing.T) {
 			}
 		}
 	}()
-	for l.Stats().Waiting == 0 { // wait until it sits in the queue
+	for l.Stats().Waiting == 0 { // wait until it waits
 		runtime.Gosched()
 	}
 	qcancel()

@@ -29,25 +29,6 @@ func (s Stats) KVUsage() float64 {
 	return float64(s.KVUsed) / float64(s.KVCells)
 }
 
-// add sums b into s (several workers).
-func (s *Stats) add(b Stats) {
-	s.Running += b.Running
-	s.Waiting += b.Waiting
-	s.KVCells += b.KVCells
-	s.KVUsed += b.KVUsed
-	s.PromptTokens += b.PromptTokens
-	s.GenerationTokens += b.GenerationTokens
-	s.Preemptions += b.Preemptions
-	s.PrefixQueries += b.PrefixQueries
-	s.PrefixHits += b.PrefixHits
-	if s.Finished == nil {
-		s.Finished = map[string]uint64{}
-	}
-	for k, v := range b.Finished {
-		s.Finished[k] += v
-	}
-}
-
 // counters are the Engine's running totals.
 type counters struct {
 	promptTokens, generationTokens, preemptions uint64

@@ -30,8 +30,8 @@ type Model struct {
 	w          *weights
 	rope       kernels.RoPE
 	// run lets one Context at a time use the backend: a kernels.Backend
-	// is used from one goroutine at a time, and the contexts of a Model
-	// (an engine's workers) share it.
+	// is used from one goroutine at a time, and every Context of the
+	// Model (NewContext may make several) shares it.
 	run sync.Mutex
 
 	mu     sync.Mutex // guards the two below
