@@ -189,19 +189,21 @@ func (ctx *Context) Params() ContextParams { return ctx.p }
 // sequence operations would skip their K re-rotation.)
 func (ctx *Context) Used() int { return ctx.cache.Used() }
 
-// validate checks a batch before anything changes: the rules of Batch
-// that kv.Cache.Prepare does not check (a (sequence, position) pair twice
-// is its to find; Decode wraps its error in ErrBadBatch).
+// validate checks what the model owns of a batch before anything
+// changes: its token and logits-flag slices match its positions, it fits
+// BatchSize, and every token is in the vocabulary and every position
+// within the model's positions. The cache owns the rest (a non-empty
+// batch, a sequence set per position, positions ≥ 0, sequence ids in
+// range, no (sequence, position) pair twice or already cached):
+// kv.Cache.Prepare checks it and Decode wraps its error in ErrBadBatch.
 func (ctx *Context) validate(b Batch) error {
-	n := len(b.Token)
+	n := len(b.Pos)
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrBadBatch, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case n == 0:
-		return bad("empty")
-	case len(b.Pos) != n || len(b.Seq) != n || len(b.Logits) != n:
-		return bad("lengths differ: %d tokens, %d positions, %d seq sets, %d logits flags", n, len(b.Pos), len(b.Seq), len(b.Logits))
+	case len(b.Token) != n || len(b.Logits) != n:
+		return bad("lengths differ: %d tokens, %d positions, %d logits flags", len(b.Token), n, len(b.Logits))
 	case n > ctx.p.BatchSize:
 		return bad("%d tokens exceed the batch size %d", n, ctx.p.BatchSize)
 	}
@@ -211,17 +213,8 @@ func (ctx *Context) validate(b Batch) error {
 		switch {
 		case b.Token[i] < 0 || b.Token[i] >= vocab:
 			return bad("token %d at index %d outside the vocabulary [0, %d)", b.Token[i], i, vocab)
-		case b.Pos[i] < 0:
-			return bad("negative position %d at index %d", b.Pos[i], i)
 		case int(b.Pos[i]) >= positions:
 			return bad("position %d at index %d beyond the model's %d positions", b.Pos[i], i, positions)
-		case len(b.Seq[i]) == 0:
-			return bad("token at index %d belongs to no sequence", i)
-		}
-		for _, s := range b.Seq[i] {
-			if s < 0 || int(s) >= ctx.p.MaxSeqs {
-				return bad("sequence id %d at index %d outside [0, %d)", s, i, ctx.p.MaxSeqs)
-			}
 		}
 	}
 	return nil
@@ -230,9 +223,10 @@ func (ctx *Context) validate(b Batch) error {
 // Decode runs one forward pass over the batch. On any error the cache is
 // as it was before the call: a full cache gives an error wrapping
 // kv.ErrNoSlot (errcode CACHE_FULL), a malformed batch one wrapping
-// ErrBadBatch (a position a sequence already has in the cache also wraps
-// kv.ErrBadArg), a closed Context ErrContextClosed, a panic in the forward
-// pass (a vkllm bug) a *PanicError. It never evicts.
+// ErrBadBatch (the cache's rules, such as a sequence id in range or a
+// position the sequence does not already hold, also wrap kv.ErrBadArg),
+// a closed Context ErrContextClosed, a panic in the forward pass (a vkllm
+// bug) a *PanicError. It never evicts.
 func (ctx *Context) Decode(b Batch) error {
 	if ctx.closed {
 		return ErrContextClosed

@@ -21,11 +21,13 @@
 // undoing the permutation (rope_freqs, llama.cpp's Llama 3 scaling
 // factors, are used when present). Safetensors and Qwen2 use NeoX RoPE.
 //
-// Context.Decode validates the batch, reserves cells (kv.Cache.Prepare),
-// writes their metadata, runs the forward, and on failure rolls the cells
-// back: an error leaves the cache exactly as it was. A panic in the
-// forward (an op whose operands break its contract: a vkllm bug, never
-// bad input, which validate refuses first) is recovered there and comes
-// back as a *PanicError, the model's lock released. The KV operations
-// (SeqRm, SeqCp, SeqKeep, SeqAdd, SeqDiv) have llama.cpp's semantics.
+// Context.Decode checks the batch against the model (tokens, positions,
+// size), reserves cells (kv.Cache.Prepare, which checks it against the
+// cache), writes their metadata, runs the forward, and on failure rolls
+// the cells back: an error leaves the cache exactly as it was. A panic in
+// the forward (an op whose operands break its contract: a vkllm bug,
+// never bad input, which those checks refuse first) is recovered there
+// and comes back as a *PanicError, the model's lock released. The KV
+// operations (SeqRm, SeqCp, SeqKeep, SeqAdd, SeqDiv) have llama.cpp's
+// semantics.
 package models
