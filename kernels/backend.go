@@ -92,8 +92,6 @@ type Backend interface {
 	// Add: dst (n, m) = a (n, m) + b, b of shape (n, m) or (m) broadcast
 	// over rows. dst may alias a.
 	Add(dst, a, b Tensor)
-	// Mul: dst = a * b elementwise, with the same broadcasting as Add.
-	Mul(dst, a, b Tensor)
 	// RMSNorm: dst (n, d) = x / sqrt(mean(x²) + eps) * w, w F32 (d).
 	// dst may alias x.
 	RMSNorm(dst, x, w Tensor, eps float32)
@@ -119,12 +117,6 @@ type Backend interface {
 	// not on which cells hold them, the other tokens of the batch, or the
 	// thread count (placement and batch invariance).
 	Attention(dst, q, k, v, vis Tensor, heads, kvHeads int, scale float32)
-	// Softmax over each row of x (n, m), in place. A row of only -Inf
-	// gives zeros.
-	Softmax(x Tensor)
-	// Argmax: dst I32 (n) = index of the largest element of each row of
-	// x (n, m); the first one on ties.
-	Argmax(dst, x Tensor)
 }
 
 // MultiMatMul is a Backend that can also run several MatMuls of one

@@ -112,9 +112,6 @@ func (t *opTimer) GetRows(dst, table, ids kernels.Tensor) {
 func (t *opTimer) Add(dst, a, b kernels.Tensor) {
 	t.timed("Add", 0, func() { t.Backend.Add(dst, a, b) })
 }
-func (t *opTimer) Mul(dst, a, b kernels.Tensor) {
-	t.timed("Mul", 0, func() { t.Backend.Mul(dst, a, b) })
-}
 func (t *opTimer) RMSNorm(dst, x, w kernels.Tensor, eps float32) {
 	t.timed("RMSNorm", 0, func() { t.Backend.RMSNorm(dst, x, w, eps) })
 }
@@ -129,12 +126,6 @@ func (t *opTimer) KVWrite(cache, src, cells kernels.Tensor) {
 }
 func (t *opTimer) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int, scale float32) {
 	t.timed("Attention", 0, func() { t.Backend.Attention(dst, q, k, v, vis, heads, kvHeads, scale) })
-}
-func (t *opTimer) Softmax(x kernels.Tensor) {
-	t.timed("Softmax", 0, func() { t.Backend.Softmax(x) })
-}
-func (t *opTimer) Argmax(dst, x kernels.Tensor) {
-	t.timed("Argmax", 0, func() { t.Backend.Argmax(dst, x) })
 }
 
 // report returns the ops timed, the most time first, as shares of total

@@ -55,8 +55,7 @@
 // Attention uses the same dot for q·k, then float64 for the softmax and
 // the weighted sum of V, visiting each token's cells in the order of its
 // list (kv.Cache.Visible: by position), so a sequence's results do not
-// depend on which cells it occupies. Softmax runs in float64 and rounds
-// once.
+// depend on which cells it occupies.
 //
 // RMSNorm, RoPE and SwiGLU round to float32 at the steps transformers
 // does (see each method), because the goldens are float32 PyTorch:

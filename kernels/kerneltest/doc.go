@@ -17,11 +17,11 @@
 // against the float64 reference, with a wide margin, and far below what a
 // wrong element (an NMSE of order 1/len) gives:
 //
-//	LimitExact   1e-12  Add, Mul, GetRows, KVWrite to F32: at most one
+//	LimitExact   1e-12  Add, GetRows, KVWrite to F32: at most one
 //	                    float32 rounding per element (NMSE ≤ 2^-48 ≈ 4e-15).
 //	LimitF16     2^-22  KVWrite to F16: one rounding to half precision,
 //	                    relative error ≤ 2^-11 per element.
-//	LimitMath    1e-10  RMSNorm, SwiGLU, Softmax: a few roundings and an
+//	LimitMath    1e-10  RMSNorm, SwiGLU: a few roundings and an
 //	                    exp or sqrt within a few ulp (a GPU's exp may be
 //	                    ~10 ulp off): NMSE ≲ 1e-12.
 //	LimitRoPE    1e-6   RoPE, KVShift: the angle pos·θᵢ is a float32, as in

@@ -219,9 +219,6 @@ func (b *Backend) binary(name, op string, dst, a, c kernels.Tensor) {
 // Add implements kernels.Backend.
 func (b *Backend) Add(dst, a, c kernels.Tensor) { b.binary("add_f32", "Add", dst, a, c) }
 
-// Mul implements kernels.Backend.
-func (b *Backend) Mul(dst, a, c kernels.Tensor) { b.binary("mul_f32", "Mul", dst, a, c) }
-
 // SwiGLU implements kernels.Backend.
 func (b *Backend) SwiGLU(dst, gate, up kernels.Tensor) {
 	const op = "SwiGLU"
@@ -395,27 +392,4 @@ func (b *Backend) scratch(n int) *Tensor {
 	}
 	b.scr = x.(*Tensor)
 	return b.scr
-}
-
-// Softmax implements kernels.Backend: one workgroup per row.
-func (b *Backend) Softmax(x kernels.Tensor) {
-	t := activation("Softmax", x)
-	if numel(t) == 0 {
-		return
-	}
-	gx, gy := grid(t.rows)
-	b.dispatch(b.reduceVariant("softmax_f32"), []part{t.parts[0]}, pcRowsOnly{N: uint32(t.rows), M: uint32(t.cols)}, gx, gy, 1)
-}
-
-// Argmax implements kernels.Backend: one workgroup per row.
-func (b *Backend) Argmax(dst, x kernels.Tensor) {
-	const op = "Argmax"
-	d, t := ints(op, dst), activation(op, x)
-	n, m := t.rows, t.cols
-	must(numel(d) == n && m > 0, "%s: dst %v, x %v: want dst (n), x (n, m>0)", op, d, t)
-	if n == 0 {
-		return
-	}
-	gx, gy := grid(n)
-	b.dispatch("argmax_f32", []part{t.parts[0], d.parts[0]}, pcRowsOnly{N: uint32(n), M: uint32(m)}, gx, gy, 1)
 }

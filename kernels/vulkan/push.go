@@ -12,7 +12,7 @@ type pcMatMul struct { // matmul.comp
 	K, M, N, RowLo, Rows, RowBytes uint32
 }
 
-type pcBinary struct { // binary.comp (add, mul, swiglu)
+type pcBinary struct { // binary.comp (add, swiglu)
 	Total, M, BN uint32
 }
 
@@ -38,8 +38,4 @@ type pcAttention struct { // attention.comp
 
 type pcCombine struct { // attention_combine.comp
 	N, Heads, HD, Segs uint32
-}
-
-type pcRowsOnly struct { // softmax.comp, argmax.comp
-	N, M uint32
 }

@@ -12,9 +12,9 @@ import (
 // block its shaders declare.
 func TestPushSizes(t *testing.T) {
 	mirror := map[string]any{
-		"get_rows_": pcRows{}, "matmul_": pcMatMul{}, "add_": pcBinary{}, "mul_": pcBinary{}, "swiglu_": pcBinary{},
+		"get_rows_": pcRows{}, "matmul_": pcMatMul{}, "add_": pcBinary{}, "swiglu_": pcBinary{},
 		"rms_norm_": pcNorm{}, "rope_": pcRoPE{}, "kv_shift_": pcRoPE{}, "kv_write_": pcKVWrite{},
-		"attention_": pcAttention{}, "attention_combine_": pcCombine{}, "softmax_": pcRowsOnly{}, "argmax_": pcRowsOnly{},
+		"attention_": pcAttention{}, "attention_combine_": pcCombine{},
 	}
 	for _, v := range shaders.Variants {
 		var pc any

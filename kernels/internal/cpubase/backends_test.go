@@ -42,7 +42,7 @@ func shapeMismatchPanics(t *testing.T, b kernels.Backend) {
 			b.Attention(mk(tensor.F32, 1, 8), mk(tensor.F32, 1, 8), mk(tensor.F32, 3, 4), mk(tensor.F32, 3, 4), mk(tensor.I32, 2, 2), 2, 1, 1)
 		}},
 		{"KVWrite", func() { b.KVWrite(mk(tensor.F32, 2, 4), mk(tensor.F32, 1, 4), mk(tensor.I32, 2)) }},
-		{"Softmax", func() { b.Softmax(mk(tensor.I32, 2)) }},
+		{"SwiGLU", func() { b.SwiGLU(mk(tensor.I32, 2), mk(tensor.I32, 2), mk(tensor.I32, 2)) }},
 	} {
 		func() {
 			defer func() {

@@ -240,99 +240,28 @@ func Grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// elementwise sets dst = op(a, b) for a (n, m) and b (n, m) or (m), the
-// latter broadcast over the rows of a. dst (n, m) may alias a.
-func elementwise(name string, dst, a, bt kernels.Tensor, mul bool) {
-	d, x, y := Activation(name, dst), Activation(name, a), Activation(name, bt)
+// Add implements kernels.Backend: dst = a + b for a (n, m) and b (n, m)
+// or (m), the latter broadcast over the rows of a. dst (n, m) may alias a.
+func (b *Base) Add(dst, a, c kernels.Tensor) {
+	const op = "Add"
+	d, x, y := Activation(op, dst), Activation(op, a), Activation(op, c)
 	if !(d.Rows == x.Rows && d.Cols == x.Cols) {
-		Failf("%s: dst %v, a %v", name, d, x)
+		Failf("%s: dst %v, a %v", op, d, x)
 	}
 	m := x.Cols
 	if !(y.Rows == x.Rows && y.Cols == m || y.Rows == 1 && y.Cols == m) {
-		Failf("%s: b %v is neither a's shape %v nor one of its rows", name, y, x)
+		Failf("%s: b %v is neither a's shape %v nor one of its rows", op, y, x)
 	}
-	// Row by row, b's row the same one when broadcast; the loops are
-	// written out (no function value per element: a decode step adds
-	// a few hundred rows).
+	// Row by row, b's row the same one when broadcast.
 	for r := range x.Rows {
 		xr, dr := x.F32[r*m:(r+1)*m], d.F32[r*m:(r+1)*m]
 		yr := y.F32[:m]
 		if y.Rows > 1 {
 			yr = y.F32[r*m : (r+1)*m]
 		}
-		if mul {
-			for i, v := range xr {
-				dr[i] = v * yr[i]
-			}
-		} else {
-			for i, v := range xr {
-				dr[i] = v + yr[i]
-			}
+		for i, v := range xr {
+			dr[i] = v + yr[i]
 		}
-	}
-}
-
-// Add implements kernels.Backend.
-func (b *Base) Add(dst, a, c kernels.Tensor) {
-	elementwise("Add", dst, a, c, false)
-}
-
-// Mul implements kernels.Backend.
-func (b *Base) Mul(dst, a, c kernels.Tensor) {
-	elementwise("Mul", dst, a, c, true)
-}
-
-// Softmax implements kernels.Backend: each row of x (n, m) becomes
-// exp(x − max) / Σ exp(x − max), with the exponentials and their sum in
-// float64. A row of only −Inf becomes zeros.
-func (b *Base) Softmax(x kernels.Tensor) {
-	t := Activation("Softmax", x)
-	m := t.Cols
-	b.Parallel(t.Rows, func(lo, hi int) {
-		e := make([]float64, m) // (m) exponentials of one row
-		for i := lo; i < hi; i++ {
-			softmaxRow(t.F32[i*m:(i+1)*m], e)
-		}
-	})
-}
-
-func softmaxRow(row []float32, e []float64) {
-	mx := math.Inf(-1)
-	for _, v := range row {
-		mx = max(mx, float64(v))
-	}
-	if math.IsInf(mx, -1) {
-		clear(row)
-		return
-	}
-	var sum float64
-	for j, v := range row {
-		e[j] = math.Exp(float64(v) - mx)
-		sum += e[j]
-	}
-	for j := range row {
-		row[j] = float32(e[j] / sum)
-	}
-}
-
-// Argmax implements kernels.Backend: the first index of each row's
-// largest value (a NaN is never chosen unless first in its row).
-func (b *Base) Argmax(dst, x kernels.Tensor) {
-	const op = "Argmax"
-	d, t := Ints(op, dst), Activation(op, x)
-	n, m := t.Rows, t.Cols
-	if !(len(d.I32) == n && m > 0) {
-		Failf("%s: dst %v, x %v: want dst (n), x (n, m>0)", op, d, t)
-	}
-	for i := range n {
-		row := t.F32[i*m : (i+1)*m]
-		best := 0
-		for j, v := range row {
-			if v > row[best] {
-				best = j
-			}
-		}
-		d.I32[i] = int32(best)
 	}
 }
 

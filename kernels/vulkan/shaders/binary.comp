@@ -1,5 +1,5 @@
 #version 450
-// Add and Mul: dst (n, m) = a OP b, b of n·m elements or one row of m
+// Add and SwiGLU: dst (n, m) = a OP b, b of n·m elements or one row of m
 // broadcast. One invocation per element.
 #include "common/base.glsl"
 
@@ -17,8 +17,6 @@ void main() {
 	float y = pc.bn == pc.total ? b[idx] : b[idx % pc.m];
 #if defined(OP_ADD)
 	dst[idx] = a[idx] + y;
-#elif defined(OP_MUL)
-	dst[idx] = a[idx] * y;
 #elif defined(OP_SWIGLU)
 	float g = a[idx];
 	float silu = g / (1.0 + exp(-g));

@@ -61,7 +61,6 @@ var Variants = func() []Variant {
 		}
 	}
 	add("add_f32", "binary.comp", "OP_ADD")
-	add("mul_f32", "binary.comp", "OP_MUL")
 	add("swiglu_f32", "binary.comp", "OP_SWIGLU")
 	add("rms_norm_f32", "rms_norm.comp")
 	add("rms_norm_f32_subgroup", "rms_norm.comp", "SUBGROUP")
@@ -79,9 +78,6 @@ var Variants = func() []Variant {
 	add("attention_split_f32_subgroup", "attention.comp", "SPLIT", "SUBGROUP")
 	add("attention_split_f16_subgroup", "attention.comp", "CACHE_F16", "SPLIT", "SUBGROUP")
 	add("attention_combine_f32", "attention_combine.comp")
-	add("softmax_f32", "softmax.comp")
-	add("softmax_f32_subgroup", "softmax.comp", "SUBGROUP")
-	add("argmax_f32", "argmax.comp")
 	return v
 }()
 
