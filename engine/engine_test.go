@@ -110,7 +110,21 @@ func prompt(r *rand.Rand, n int) []int32 {
 	return p
 }
 
-func usedCells(ctx *models.Context) int { _, u := ctx.KVCapacity(); return u }
+func usedCells(ctx *models.Context) int { return ctx.Used() }
+
+// decodeSeq decodes tokens after seq's last position in one Decode and
+// returns a copy of the last one's logits.
+func decodeSeq(ctx *models.Context, seq models.SeqID, tokens []int32) ([]float32, error) {
+	pos := ctx.SeqPosMax(seq) + 1
+	var b models.Batch
+	for i, tok := range tokens {
+		b.Add(tok, pos+int32(i), i == len(tokens)-1, seq)
+	}
+	if err := ctx.Decode(b); err != nil {
+		return nil, err
+	}
+	return slices.Clone(ctx.Logits(len(tokens) - 1)), nil
+}
 
 func greedy(maxTokens int) sampler.Params {
 	return sampler.Params{MaxTokens: maxTokens, IgnoreEOS: true}
@@ -228,14 +242,14 @@ func TestGreedyOne(t *testing.T) {
 	pr := prompt(r, 10)
 	res := runAll(t, e, [][]int32{pr}, greedy(20))
 	got := res["0"]
-	// The same tokens by hand with Prefill/DecodeToken on a fresh context.
+	// The same tokens by hand with Decode on a fresh context.
 	m, _ := tiny(t)
 	ref, err := m.NewContext(models.ContextParams{ContextLen: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ref.Close()
-	logits, err := ref.Prefill(0, pr)
+	logits, err := decodeSeq(ref, 0, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +257,7 @@ func TestGreedyOne(t *testing.T) {
 	for range 20 {
 		tok := int32(slices.Index(logits, slices.Max(logits)))
 		want = append(want, tok)
-		if logits, err = ref.DecodeToken(0, tok); err != nil {
+		if logits, err = decodeSeq(ref, 0, []int32{tok}); err != nil {
 			t.Fatal(err)
 		}
 	}

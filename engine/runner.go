@@ -39,8 +39,7 @@ func newRunner(ctx *models.Context, prefix bool, count *counters) *runner {
 
 // freeCells is the number of empty cells.
 func (r *runner) freeCells() int {
-	cells, used := r.ctx.KVCapacity()
-	return cells - used
+	return r.ctx.Params().ContextLen - r.ctx.Used()
 }
 
 // reclaim evicts one retained sequence (a cached prefix first, else the
@@ -60,7 +59,7 @@ func (r *runner) reclaim() (free int, ok bool, err error) {
 // evict frees a retained sequence and its id.
 func (r *runner) evict(v *retained) error {
 	r.pool.remove(v)
-	if err := r.ctx.Release(models.SeqID(v.seqID)); err != nil {
+	if err := r.ctx.SeqRm(models.SeqID(v.seqID), -1, -1); err != nil {
 		return fmt.Errorf("engine: release: %w", err)
 	}
 	r.free = append(r.free, models.SeqID(v.seqID))
@@ -212,7 +211,7 @@ func (r *runner) release(q *sequence) error {
 	if q.seqID < 0 {
 		return nil
 	}
-	if err := r.ctx.Release(models.SeqID(q.seqID)); err != nil {
+	if err := r.ctx.SeqRm(models.SeqID(q.seqID), -1, -1); err != nil {
 		return fmt.Errorf("engine: release: %w", err)
 	}
 	r.free = append(r.free, models.SeqID(q.seqID))

@@ -178,14 +178,14 @@ func serveCeiling(m *models.Model, prs [][]int32, nOut int, kvType tensor.DType)
 	var c ceiling
 	t0 := time.Now()
 	for s, pr := range prs {
-		if _, err := ctx.Prefill(models.SeqID(s), pr); err != nil {
+		if _, err := decodeSeq(ctx, models.SeqID(s), pr); err != nil {
 			return c, err
 		}
 	}
 	prefill := time.Since(t0).Seconds()
 	c.pp = float64(n*nPrompt) / prefill
 	// one sequence alone (id n, the first prompt again)
-	if _, err := ctx.Prefill(models.SeqID(n), prs[0]); err != nil {
+	if _, err := decodeSeq(ctx, models.SeqID(n), prs[0]); err != nil {
 		return c, err
 	}
 	var one models.Batch

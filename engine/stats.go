@@ -38,9 +38,8 @@ type counters struct {
 
 // Stats reports the engine's load and counters now.
 func (e *Engine) Stats() Stats {
-	cells, used := e.ctx.KVCapacity()
 	s := Stats{Running: len(e.sched.running), Waiting: len(e.sched.waiting),
-		KVCells: cells, KVUsed: used,
+		KVCells: e.ctx.Params().ContextLen, KVUsed: e.ctx.Used(),
 		PromptTokens: e.count.promptTokens, GenerationTokens: e.count.generationTokens,
 		Preemptions: e.count.preemptions, PrefixQueries: e.count.prefixQueries, PrefixHits: e.count.prefixHits,
 		Finished: make(map[string]uint64, len(e.count.finished))}

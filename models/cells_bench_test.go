@@ -39,11 +39,11 @@ func BenchmarkDecodeCells(b *testing.B) {
 				for i := range prompt {
 					prompt[i] = int32(3 + i*7%200)
 				}
-				if _, err := ctx.Prefill(0, prompt); err != nil {
+				if _, err := prefill(ctx, 0, prompt); err != nil {
 					b.Fatal(err)
 				}
 				for b.Loop() {
-					if _, err := ctx.DecodeToken(0, 5); err != nil { // the 64th cell
+					if _, err := decodeToken(ctx, 0, 5); err != nil { // the 64th cell
 						b.Fatal(err)
 					}
 					if err := ctx.SeqRm(0, 63, -1); err != nil { // and back to 63

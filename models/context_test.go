@@ -101,7 +101,7 @@ func batchVsAlone(t *testing.T, m *Model, cmp func(got, alone []float32, seq, po
 		}
 	}
 	next := []int32{10, 20, 30, 40}
-	rows, err := ctx.DecodeBatch([]SeqID{0, 1, 2, 3}, next)
+	rows, err := decodeBatch(ctx, []SeqID{0, 1, 2, 3}, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestSeqCpPrefix(t *testing.T) {
 	m := openTest(t, filepath.Join(testdata, "qwen2-tiny"))
 	ctx := newCtx(t, m, ContextParams{ContextLen: 64, MaxSeqs: 2, BatchSize: 64})
 	prefix := []int32{17, 200, 33, 41, 5}
-	if _, err := ctx.Prefill(0, prefix); err != nil {
+	if _, err := prefill(ctx, 0, prefix); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctx.SeqCp(0, 1, -1, -1); err != nil {
@@ -145,13 +145,13 @@ func TestSeqCpPrefix(t *testing.T) {
 func TestSeqRmRedecode(t *testing.T) {
 	m := openTest(t, filepath.Join(testdata, "llama-tiny"))
 	ctx := newCtx(t, m, ContextParams{ContextLen: 64, BatchSize: 64})
-	if _, err := ctx.Prefill(0, []int32{1, 2, 3, 4, 5, 6}); err != nil {
+	if _, err := prefill(ctx, 0, []int32{1, 2, 3, 4, 5, 6}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctx.TruncateKV(0, 3); err != nil {
+	if err := ctx.SeqRm(0, 3, -1); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ctx.Prefill(0, []int32{40, 41})
+	got, err := prefill(ctx, 0, []int32{40, 41})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestSeqAddShift(t *testing.T) {
 			m := openTest(t, filepath.Join(testdata, name))
 			ctx := newCtx(t, m, ContextParams{ContextLen: 64, BatchSize: 64})
 			p := []int32{17, 200, 33, 41, 5, 99}
-			if _, err := ctx.Prefill(0, p); err != nil {
+			if _, err := prefill(ctx, 0, p); err != nil {
 				t.Fatal(err)
 			}
 			if err := ctx.SeqAdd(0, -1, -1, 10); err != nil {
@@ -178,7 +178,7 @@ func TestSeqAddShift(t *testing.T) {
 			if ctx.SeqPosMin(0) != 10 {
 				t.Fatalf("pos min %d", ctx.SeqPosMin(0))
 			}
-			got, err := ctx.Prefill(0, []int32{7})
+			got, err := prefill(ctx, 0, []int32{7})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,11 +193,11 @@ func TestSeqAddShift(t *testing.T) {
 func TestFullCache(t *testing.T) {
 	m := openTest(t, filepath.Join(testdata, "qwen2-tiny"))
 	ctx := newCtx(t, m, ContextParams{ContextLen: 8, MaxSeqs: 2, BatchSize: 8})
-	if _, err := ctx.Prefill(0, []int32{1, 2, 3, 4, 5, 6}); err != nil {
+	if _, err := prefill(ctx, 0, []int32{1, 2, 3, 4, 5, 6}); err != nil {
 		t.Fatal(err)
 	}
 	before := ctx.SeqPosMax(0)
-	_, err := ctx.Prefill(1, []int32{7, 8, 9})
+	_, err := prefill(ctx, 1, []int32{7, 8, 9})
 	if !errors.Is(err, kv.ErrNoSlot) {
 		t.Fatalf("got %v, want kv.ErrNoSlot", err)
 	}
@@ -207,7 +207,7 @@ func TestFullCache(t *testing.T) {
 	if err := ctx.SeqRm(0, 3, -1); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ctx.Prefill(1, []int32{7, 8, 9})
+	got, err := prefill(ctx, 1, []int32{7, 8, 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestFullCache(t *testing.T) {
 func TestBadBatch(t *testing.T) {
 	m := openTest(t, filepath.Join(testdata, "qwen2-tiny")) // vocab 320, 256 positions
 	ctx := newCtx(t, m, ContextParams{ContextLen: 16, MaxSeqs: 2, BatchSize: 4})
-	if _, err := ctx.Prefill(0, []int32{1, 2}); err != nil { // seq 0 holds positions 0 and 1
+	if _, err := prefill(ctx, 0, []int32{1, 2}); err != nil { // seq 0 holds positions 0 and 1
 		t.Fatal(err)
 	}
 	one := func(tok, pos int32, seqs ...SeqID) Batch {
@@ -299,7 +299,7 @@ func TestBadBatch(t *testing.T) {
 func TestCacheFullCode(t *testing.T) {
 	m := openTest(t, filepath.Join(testdata, "qwen2-tiny"))
 	ctx := newCtx(t, m, ContextParams{ContextLen: 4, BatchSize: 8})
-	_, err := ctx.Prefill(0, []int32{1, 2, 3, 4, 5})
+	_, err := prefill(ctx, 0, []int32{1, 2, 3, 4, 5})
 	if !errors.Is(err, kv.ErrNoSlot) || errcode.Of(err) != errcode.CacheFull {
 		t.Fatalf("got %v [%s], want kv.ErrNoSlot, CACHE_FULL", err, errcode.Of(err))
 	}
@@ -370,7 +370,7 @@ func TestModelCloseWithContextOpen(t *testing.T) {
 	if !errors.Is(err, ErrContextsOpen) || !strings.Contains(err.Error(), ": 1;") {
 		t.Fatalf("Close with one Context open: %v, want ErrContextsOpen naming 1", err)
 	}
-	got, err := ctx.Prefill(0, []int32{7, 8, 9})
+	got, err := prefill(ctx, 0, []int32{7, 8, 9})
 	if err != nil {
 		t.Fatalf("Decode after the refused Close: %v", err)
 	}
@@ -383,7 +383,7 @@ func TestModelCloseWithContextOpen(t *testing.T) {
 	if err := ctx.Close(); err != nil {
 		t.Fatalf("second Context.Close: %v", err)
 	}
-	if _, err := ctx.Prefill(0, []int32{10}); !errors.Is(err, ErrContextClosed) || errcode.Of(err) != errcode.Closed {
+	if _, err := prefill(ctx, 0, []int32{10}); !errors.Is(err, ErrContextClosed) || errcode.Of(err) != errcode.Closed {
 		t.Fatalf("Decode on a closed Context: %v", err)
 	}
 	if err := ctx.SeqAdd(0, 0, -1, 1); !errors.Is(err, ErrContextClosed) {
@@ -413,11 +413,11 @@ func TestForwardPanic(t *testing.T) {
 	}
 	t.Cleanup(func() { m.Close() })
 	ctx := newCtx(t, m, ContextParams{ContextLen: 16, MaxSeqs: 2, BatchSize: 8})
-	if _, err := ctx.Prefill(0, []int32{5, 6, 7}); err != nil {
+	if _, err := prefill(ctx, 0, []int32{5, 6, 7}); err != nil {
 		t.Fatal(err)
 	}
 	pb.Armed.Store(true)
-	_, err = ctx.Prefill(1, []int32{7, 8, 9})
+	_, err = prefill(ctx, 1, []int32{7, 8, 9})
 	var pe *PanicError
 	if !errors.As(err, &pe) || pe.Value != kerneltest.FaultValue || len(pe.Stack) == 0 {
 		t.Fatalf("got %v, want a *PanicError with the panic's value and a stack", err)
@@ -428,7 +428,7 @@ func TestForwardPanic(t *testing.T) {
 	// A panic a backend raised again from a worker goroutine of its own
 	// (kernels.WorkerPanic) reports that goroutine's value and stack.
 	pb.Value = &kernels.WorkerPanic{Value: "worker boom", Stack: []byte("the worker's stack")}
-	_, err = ctx.Prefill(1, []int32{7, 8, 9})
+	_, err = prefill(ctx, 1, []int32{7, 8, 9})
 	if !errors.As(err, &pe) || pe.Value != "worker boom" || string(pe.Stack) != "the worker's stack" {
 		t.Fatalf("got %v, want a *PanicError with the worker's value and stack", err)
 	}
@@ -436,7 +436,7 @@ func TestForwardPanic(t *testing.T) {
 		t.Fatalf("cache not rolled back: used %d, seq 1 at %d", ctx.Used(), ctx.SeqPosMax(1))
 	}
 	pb.Armed.Store(false)
-	got, err := ctx.Prefill(1, []int32{7, 8, 9})
+	got, err := prefill(ctx, 1, []int32{7, 8, 9})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,7 @@ func checkParity(t *testing.T, m *Model, g *golden) {
 	}
 	defer ctx.Close()
 	for pi, p := range g.Prompts {
-		if err := ctx.Release(0); err != nil {
+		if err := ctx.SeqRm(0, -1, -1); err != nil {
 			t.Fatal(err)
 		}
 		var b Batch
@@ -202,7 +202,7 @@ func checkParity(t *testing.T, m *Model, g *golden) {
 		logits := ctx.Logits(len(p.Tokens) - 1)
 		for step, want := range p.Greedy {
 			if step > 0 {
-				if logits, err = ctx.DecodeToken(0, p.Greedy[step-1]); err != nil {
+				if logits, err = decodeToken(ctx, 0, p.Greedy[step-1]); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -54,13 +54,13 @@ func loadRealGolden(t *testing.T) *realGolden {
 func runReal(t *testing.T, m *Model, prompt []int32, ref realRecord, exact bool) {
 	t.Helper()
 	ctx := newCtx(t, m, ContextParams{ContextLen: 128, BatchSize: 64})
-	logits, err := ctx.Prefill(0, prompt)
+	logits, err := prefill(ctx, 0, prompt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for step, want := range ref.Greedy {
 		if step > 0 {
-			if logits, err = ctx.DecodeToken(0, ref.Greedy[step-1]); err != nil {
+			if logits, err = decodeToken(ctx, 0, ref.Greedy[step-1]); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,10 +1,6 @@
 package models
 
-import (
-	"fmt"
-
-	"github.com/vkllm/vkllm/kv"
-)
+import "github.com/vkllm/vkllm/kv"
 
 // The KV operations of llama.cpp, by sequence. Positions are half-open
 // ranges [p0, p1); a negative p0 means 0 and a negative p1 means "to the
@@ -52,64 +48,3 @@ func (ctx *Context) SeqDiv(seq SeqID, p0, p1 int32, d int) error {
 // -1 when it has no cells.
 func (ctx *Context) SeqPosMin(seq SeqID) int32 { return int32(ctx.cache.SeqPosMin(seq)) }
 func (ctx *Context) SeqPosMax(seq SeqID) int32 { return int32(ctx.cache.SeqPosMax(seq)) }
-
-// The calls a seed engine makes, as thin uses of Decode and the seq ops.
-
-// Prefill appends tokens to seq after its last position and returns the
-// logits of the last one (a copy). Longer inputs are split into batches.
-func (ctx *Context) Prefill(seq SeqID, tokens []int32) ([]float32, error) {
-	if len(tokens) == 0 {
-		return nil, fmt.Errorf("%w: prefill of no tokens", ErrBadBatch)
-	}
-	pos := ctx.SeqPosMax(seq) + 1
-	last := 0 // batch index of the final token in the final chunk
-	for start := 0; start < len(tokens); start += ctx.p.BatchSize {
-		end := min(start+ctx.p.BatchSize, len(tokens))
-		var b Batch
-		for i := start; i < end; i++ {
-			b.Add(tokens[i], pos+int32(i), i == len(tokens)-1, seq)
-		}
-		if err := ctx.Decode(b); err != nil {
-			if start > 0 { // keep the all-or-nothing promise across chunks
-				ctx.cache.SeqRm(seq, kv.Pos(pos), -1)
-			}
-			return nil, err
-		}
-		last = end - 1 - start
-	}
-	return append([]float32(nil), ctx.Logits(last)...), nil
-}
-
-// DecodeToken appends one token to seq and returns its logits (a copy).
-func (ctx *Context) DecodeToken(seq SeqID, token int32) ([]float32, error) {
-	return ctx.Prefill(seq, []int32{token})
-}
-
-// DecodeBatch appends one token to each of several sequences in one
-// forward pass and returns their logits in order (copies).
-func (ctx *Context) DecodeBatch(seqs []SeqID, tokens []int32) ([][]float32, error) {
-	if len(seqs) != len(tokens) {
-		return nil, fmt.Errorf("%w: %d sequences, %d tokens", ErrBadBatch, len(seqs), len(tokens))
-	}
-	var b Batch
-	for i, s := range seqs {
-		b.Add(tokens[i], ctx.SeqPosMax(s)+1, true, s)
-	}
-	if err := ctx.Decode(b); err != nil {
-		return nil, err
-	}
-	out := make([][]float32, len(seqs))
-	for i := range seqs {
-		out[i] = append([]float32(nil), ctx.Logits(i)...)
-	}
-	return out, nil
-}
-
-// Release frees every cell of seq.
-func (ctx *Context) Release(seq SeqID) error { return ctx.SeqRm(seq, -1, -1) }
-
-// TruncateKV keeps the first n positions of seq and frees the rest.
-func (ctx *Context) TruncateKV(seq SeqID, n int32) error { return ctx.SeqRm(seq, n, -1) }
-
-// KVCapacity returns the number of cells and how many are in use.
-func (ctx *Context) KVCapacity() (cells, used int) { return ctx.cache.Size(), ctx.cache.Used() }

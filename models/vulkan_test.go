@@ -106,7 +106,7 @@ func TestVulkanOneSubmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	s1 := b.Submits()
-	if _, err := ctx.DecodeToken(0, 5); err != nil {
+	if _, err := decodeToken(ctx, 0, 5); err != nil {
 		t.Fatal(err)
 	}
 	if s1-s0 != 1 || b.Submits()-s1 != 1 {
@@ -128,7 +128,7 @@ func BenchmarkVulkanDecode(bm *testing.B) {
 	pos := int32(len(prompts[0]))
 	for bm.Loop() {
 		if pos >= 500 {
-			if err := ctx.Release(0); err != nil {
+			if err := ctx.SeqRm(0, -1, -1); err != nil {
 				bm.Fatal(err)
 			}
 			pos = 0
@@ -165,7 +165,7 @@ func TestVulkanF16Cache(t *testing.T) {
 			out = append(out, append([]float32(nil), ctx.Logits(i)...))
 		}
 		for _, tok := range []int32{5, 17, 99} {
-			l, err := ctx.DecodeToken(0, tok)
+			l, err := decodeToken(ctx, 0, tok)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,7 +202,7 @@ func BenchmarkVulkanPrefill(bm *testing.B) {
 	ctx := benchContext(bm, 128)
 	const n = 64
 	prefill := func() {
-		if err := ctx.Release(0); err != nil {
+		if err := ctx.SeqRm(0, -1, -1); err != nil {
 			bm.Fatal(err)
 		}
 		var bt Batch

@@ -377,11 +377,11 @@ func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32
 	// into one buffer, as the single-sequence decode runs (see bench)
 	var step models.Batch
 	for s := range n {
-		p := make([]int32, prompt)
-		for i := range p {
-			p[i] = tok(1000*s + i)
+		var pre models.Batch // the sequence's prompt, one Decode
+		for i := range prompt {
+			pre.Add(tok(1000*s+i), int32(i), i == prompt-1, models.SeqID(s))
 		}
-		if _, err := ctx.Prefill(models.SeqID(s), p); err != nil {
+		if err := ctx.Decode(pre); err != nil {
 			return BatchResult{}, err
 		}
 		step.Add(0, 0, true, models.SeqID(s))
