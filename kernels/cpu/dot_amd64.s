@@ -203,16 +203,6 @@ axf16done:
 	VZEROUPPER
 	RET
 
-// HSUM(Y, X): X = the sum of Y's eight lanes (X8 scratch), in
-// HSUM_Y0_X0's order.
-#define HSUM(Y, X) \
-	VEXTRACTF128 $1, Y, X8 \
-	VADDPS       X8, X, X  \
-	VMOVHLPS     X, X, X8  \
-	VADDPS       X8, X, X  \
-	VMOVSHDUP    X, X8     \
-	VADDSS       X8, X, X
-
 // exp in float32, eight lanes: ggml's ggml_v_expf (AVX2), its fast path
 // only, with the input first clamped to [−87, 88] so that the exponent
 // n stays in [−126, 127] (below −87 the result is ~1e−38 instead of
@@ -792,7 +782,7 @@ q6kloop:
 	JNZ  q6kloop
 
 q6kdone:
-	HSUM(Y0, X0)
+	HSUM(Y0, X0, X8)
 	VZEROUPPER
 	MOVSS X0, ret+32(FP)
 	RET
