@@ -6,10 +6,7 @@
 // nb) in SI, DI, DX, R8, CX; aux is neg (Q8_0, Q4_0) or s_x (Q4_1, Q4_K).
 #define PK_ARGS1 \
 	MOVQ w+0(FP), SI \
-	MOVQ qx+8(FP), DI \
-	MOVQ dx+16(FP), DX \
-	MOVQ aux+24(FP), R8 \
-	MOVQ nb+32(FP), CX
+	PK_REARGS1
 
 // PK_ARGS4: the four-activation-row kernels' arguments (w, qx, xs, dx,
 // ds, aux, nb) in SI, DI, R9, DX, R10, R8, CX, with 3·xs in R13 and 3·ds

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 #include "packed_amd64.h"
 
 // The packed kernels of packed_amd64.s for CPUs with AVX2 but without
@@ -304,12 +305,6 @@ q41a81:
 #define MINS4C(di, mins) \
 	VBROADCASTSS (R8)di, Y2 \
 	VFMADD231PS  Y2, Y0, mins
-
-#define ZERO4(a, b, c, d) \
-	VXORPS a, a, a \
-	VXORPS b, b, b \
-	VXORPS c, c, c \
-	VXORPS d, d, d
 
 // func dotQ4_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int)
 //
