@@ -148,3 +148,16 @@
 	VMOVUPS d, 96(R11) \
 	VZEROUPPER \
 	RET
+
+// K4EACH(sub, lo, hi): sub(s, unpack, q) for the eight sub-blocks s of a
+// Q4_K super-block, unpack lo (low nibbles) for even s and hi for odd,
+// q the offset of the pair's nibble vectors.
+#define K4EACH(sub, lo, hi) \
+	sub(0, lo, 160) \
+	sub(1, hi, 160) \
+	sub(2, lo, 416) \
+	sub(3, hi, 416) \
+	sub(4, lo, 672) \
+	sub(5, hi, 672) \
+	sub(6, lo, 928) \
+	sub(7, hi, 928)
