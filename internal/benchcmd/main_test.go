@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 func TestOps(t *testing.T) {
 	var out, errs bytes.Buffer
 	args := []string{"--model", "../../testdata/models/qwen2-tiny-F16.gguf", "--pp", "8", "--tg", "4", "--threads", "2", "--no-bandwidth", "--ops", "--json"}
-	if rc := run(args, &out, &errs); rc != 0 {
+	if rc := Run(args, &out, &errs); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, errs.String())
 	}
 	var r Result

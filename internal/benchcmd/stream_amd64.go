@@ -1,6 +1,6 @@
 //go:build amd64 && !purego
 
-package main
+package benchcmd
 
 import "golang.org/x/sys/cpu"
 

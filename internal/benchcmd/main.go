@@ -1,7 +1,8 @@
-// Command bench measures prefill and decode speed of a model on a backend,
-// optionally side by side with llama.cpp on the same file and thread count.
+// Package benchcmd is the `vkllm bench` command: it measures prefill and
+// decode speed of a model on a backend, optionally side by side with
+// llama.cpp on the same file and thread count.
 //
-//	go run ./benchmarks/bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
+//	vkllm bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
 //	    [--threads N] [--backend auto|cpu|cpu-ref|vulkan] [--kv f32|f16] [--peer llama.cpp] [--ops] [--json | --benchfmt]
 //
 // The backend is "auto", what the library gives by default (a real GPU
@@ -57,7 +58,7 @@
 //
 // --benchfmt prints Go benchmark lines (for benchstat over repeated runs)
 // instead of the summary.
-package main
+package benchcmd
 
 import (
 	"context"
@@ -126,10 +127,11 @@ type BatchResult struct {
 	TPS   float64 `json:"tps"` // tokens (batch × steps) per second
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+// Run runs the bench command with args (without the command name) and is
+// its exit code: 0, 1 on a failed run, 2 on bad flags.
+func Run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vkllm bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "model folder or .gguf file")
 	pp := fs.Int("pp", 512, "prompt tokens to prefill")

@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package main
+package benchcmd
 
 func readAll(b []byte) uint64 { return readAllGo(b) }
 
