@@ -60,7 +60,7 @@ func roles(msgs []chat.Message) string {
 	return strings.Join(b, "|")
 }
 
-func TestScripted(t *testing.T) {
+func TestChatScripted(t *testing.T) {
 	f := &fake{}
 	var out bytes.Buffer
 	r := &repl{m: f, out: &out, intr: make(chan os.Signal)}
@@ -96,7 +96,7 @@ func TestScripted(t *testing.T) {
 
 // TestInterrupt: Ctrl-C during an answer stops it and drops the turn;
 // the REPL goes on; two Ctrl-C at the prompt leave.
-func TestInterrupt(t *testing.T) {
+func TestChatInterrupt(t *testing.T) {
 	f := &fake{started: make(chan struct{})}
 	f.block.Store(true)
 	intr := make(chan os.Signal)
@@ -147,17 +147,17 @@ func waitFor(t *testing.T, out interface{ String() string }, s string) {
 // pipe: the first at the prompt does not end it, a message is still
 // answered by the tiny model, the second consecutive one ends it with
 // status 0.
-func TestSignals(t *testing.T) {
+func TestChatSignals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	bin := filepath.Join(t.TempDir(), "chat")
+	bin := filepath.Join(t.TempDir(), "vkllm")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--max-tokens", "4", "--seed", "1")
+	cmd := exec.CommandContext(ctx, bin, "run", "--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--max-tokens", "4", "--seed", "1")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
@@ -194,14 +194,12 @@ func TestSignals(t *testing.T) {
 	}
 }
 
-// loadLine is runinfo.Loaded's line for qwen2-tiny on the fast path.
-var loadLine = regexp.MustCompile(`^loaded qwen2-tiny \(qwen2, F32, \d+K params, \d+\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`)
 
 // TestTimingLine: each answer is followed by a timing line on stderr whose
 // counts are that turn's; stdout does not get it. The load line comes first.
-func TestTimingLine(t *testing.T) {
+func TestChatTimingLine(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run([]string{"--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--max-tokens", "4", "--ignore-eos", "--seed", "1"},
+	code := runChat([]string{"--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--max-tokens", "4", "--ignore-eos", "--seed", "1"},
 		strings.NewReader("hello\nand again\n"), &out, &errb, make(chan os.Signal))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())

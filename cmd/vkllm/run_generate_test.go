@@ -13,7 +13,7 @@ import (
 
 func TestGenerateJSON(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"--model", "../../testdata/models/qwen2-tiny", "--prompt", "Hello world",
+	code := runGen(context.Background(), []string{"--model", "../../testdata/models/qwen2-tiny", "--prompt", "Hello world",
 		"--max-tokens", "5", "--top-logprobs", "3", "--ignore-eos", "--json"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -34,7 +34,7 @@ func TestGenerateJSON(t *testing.T) {
 		ids[i] = itoa(int(id))
 	}
 	var out2 bytes.Buffer
-	if code := run(context.Background(), []string{"--model", "../../testdata/models/qwen2-tiny", "--tokens", strings.Join(ids, ","),
+	if code := runGen(context.Background(), []string{"--model", "../../testdata/models/qwen2-tiny", "--tokens", strings.Join(ids, ","),
 		"--max-tokens", "5", "--ignore-eos", "--json"}, &out2, &errb); code != 0 {
 		t.Fatal(errb.String())
 	}
@@ -52,7 +52,6 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 func TestGenerateErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--tokens", "1"},
-		{"--model", "../../testdata/models/qwen2-tiny"},
 		{"--model", "../../testdata/models/qwen2-tiny", "--tokens", "1,x"},
 		{"--model", "../../testdata/models/qwen2-tiny", "--tokens", "999999"},
 		{"--model", "../../testdata/models/qwen2-tiny", "--tokens", "1", "--top-logprobs", "21"},
@@ -60,7 +59,7 @@ func TestGenerateErrors(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		// A model that loaded has its load line first; the error is last.
-		if code := run(context.Background(), args, &out, &errb); code != 1 || !strings.HasPrefix(lastLine(errb.String()), "error: ") {
+		if code := runGen(context.Background(), args, &out, &errb); code != 1 || !strings.HasPrefix(lastLine(errb.String()), "error: ") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
 		}
 	}
@@ -91,7 +90,7 @@ func TestGenerateTiming(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			args := append([]string{"--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--prompt", "Hello world"}, tc.args...)
-			if code := run(context.Background(), args, &out, &errb); code != 0 {
+			if code := runGen(context.Background(), args, &out, &errb); code != 0 {
 				t.Fatalf("exit %d: %s", code, errb.String())
 			}
 			if strings.Contains(out.String(), "tok/s") || strings.Contains(out.String(), "loaded") {
@@ -142,7 +141,7 @@ func runJSON(t *testing.T, args ...string) Result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	args = append([]string{"--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--json"}, args...)
-	if code := run(context.Background(), args, &out, &errb); code != 0 {
+	if code := runGen(context.Background(), args, &out, &errb); code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, errb.String())
 	}
 	var r Result
@@ -180,7 +179,7 @@ func TestGenerateStop(t *testing.T) {
 	want := full.Text[:strings.Index(full.Text, stop)]
 	// Streamed to stdout (not --json): the text stops before the stop string.
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"--model", "../../testdata/models/qwen2-tiny", "--prompt", "Once upon",
+	if code := runGen(context.Background(), []string{"--model", "../../testdata/models/qwen2-tiny", "--prompt", "Once upon",
 		"--max-tokens", "16", "--ignore-eos", "--stop", "never-there", "--stop", stop}, &out, &errb); code != 0 {
 		t.Fatal(errb.String())
 	}
@@ -203,7 +202,7 @@ func TestGenerateBadFlags(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		args = append([]string{"--model", "../../testdata/models/qwen2-tiny", "--prompt", "hi"}, args...)
-		if code := run(context.Background(), args, &out, &errb); code != 1 || !strings.HasPrefix(errb.String(), "error: ") || strings.Count(errb.String(), "\n") != 1 {
+		if code := runGen(context.Background(), args, &out, &errb); code != 1 || !strings.HasPrefix(errb.String(), "error: ") || strings.Count(errb.String(), "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
 		}
 	}

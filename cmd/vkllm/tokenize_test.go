@@ -38,7 +38,7 @@ func TestTokenize(t *testing.T) {
 	dir := llama2Dir(t)
 	// Ids from HF tokenizers 0.23.3: encode("Hello world", add_special_tokens=True).
 	var out, errb bytes.Buffer
-	if code := run([]string{"--model", dir, "--add-special", "--json"}, strings.NewReader("Hello world"), &out, &errb); code != 0 {
+	if code := runTokenize([]string{"--model", dir, "--add-special", "--json"}, strings.NewReader("Hello world"), &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var got struct{ IDs []int32 }
@@ -49,12 +49,12 @@ func TestTokenize(t *testing.T) {
 		t.Errorf("ids %v, want %v", got.IDs, want)
 	}
 	out.Reset()
-	if code := run([]string{"--model", dir}, strings.NewReader("Hello world"), &out, &errb); code != 0 || out.String() != "22557 1526\n" {
+	if code := runTokenize([]string{"--model", dir}, strings.NewReader("Hello world"), &out, &errb); code != 0 || out.String() != "22557 1526\n" {
 		t.Errorf("plain output %q (exit %d)", out.String(), code)
 	}
 	out.Reset()
 	errb.Reset()
-	if code := run([]string{"--model", filepath.Join(dir, "missing")}, strings.NewReader(""), &out, &errb); code != 1 || !strings.HasPrefix(errb.String(), "error: ") {
+	if code := runTokenize([]string{"--model", filepath.Join(dir, "missing")}, strings.NewReader(""), &out, &errb); code != 1 || !strings.HasPrefix(errb.String(), "error: ") {
 		t.Errorf("missing model: exit %d, stderr %q", code, errb.String())
 	}
 }
@@ -81,7 +81,7 @@ func TestTokenizeGGUF(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	// Ids from HF tokenizers for SmolLM2: digits are split one by one.
-	if code := run([]string{"--model", path, "--json"}, strings.NewReader("Hello world 123"), &out, &errb); code != 0 {
+	if code := runTokenize([]string{"--model", path, "--json"}, strings.NewReader("Hello world 123"), &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var got struct{ IDs []int32 }

@@ -1,24 +1,11 @@
-// Command inspect prints what a model folder or GGUF file holds: format,
-// architecture, configuration, tensor count by dtype, parameter count and
-// file size; then whether the model would load: every weight its
-// configuration needs present, with the shape the decoder expects and a
-// dtype it can read (models.Files.Check).
-//
-//	go run ./examples/inspect [--json] PATH
-//
-// On a file it cannot read it prints one line, "error: …", to stderr and
-// exits 1. On a model that would not load it prints the report, each
-// problem weight with its expected and actual shape ("check: FAILED"),
-// then one "error: …" line on stderr, and exits 1.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 
 	"github.com/vkllm/vkllm/errcode"
@@ -43,23 +30,22 @@ type Report struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func run(args []string, stdout, stderr io.Writer) (code int) {
-	defer func() {
-		if r := recover(); r != nil { // never show a stack trace to a user
-			fmt.Fprintf(stderr, "error: internal error: %v\n", r)
-			code = 1
-		}
-	}()
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// inspectCmd is `vkllm inspect`: what a model folder or GGUF file holds
+// (format, architecture, configuration, tensor count by dtype, parameter
+// count, file size), then whether the model would load: every weight its
+// configuration needs present, with the shape the decoder expects and a
+// dtype it can read (models.Files.Check).
+//
+// On a file it cannot read it prints one line, "error: …", to stderr and
+// exits 1. On a model that would not load it prints the report, each
+// problem weight with its expected and actual shape ("check: FAILED"),
+// then one "error: …" line on stderr, and exits 1.
+func inspectCmd(_ context.Context, e env, args []string) int {
+	stdout, stderr := e.stdout, e.stderr
+	fs := newFlags(e, "inspect")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: inspect [--json] PATH (a model folder or a .gguf file)") }
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

@@ -10,11 +10,11 @@ import (
 
 // TestChat renders a request through a model without a template (ChatML
 // fallback) and checks the prompt is printed exactly.
-func TestChat(t *testing.T) {
+func TestTokenizeChat(t *testing.T) {
 	req := filepath.Join(t.TempDir(), "req.json")
 	os.WriteFile(req, []byte(`[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi ✓"}]`), 0o644)
 	var out, errb bytes.Buffer
-	if code := run([]string{"--model", "../../testdata/models/qwen2-tiny", "--chat", req}, strings.NewReader(""), &out, &errb); code != 0 {
+	if code := runTokenize([]string{"--model", "../../testdata/models/qwen2-tiny", "--chat", req}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	want := "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi ✓<|im_end|>\n<|im_start|>assistant\n"
@@ -24,7 +24,7 @@ func TestChat(t *testing.T) {
 	os.WriteFile(req, []byte(`{"messages":[]}`), 0o644)
 	out.Reset()
 	errb.Reset()
-	if code := run([]string{"--model", "../../testdata/models/qwen2-tiny", "--chat", req}, strings.NewReader(""), &out, &errb); code != 1 || !strings.HasPrefix(errb.String(), "error: ") {
+	if code := runTokenize([]string{"--model", "../../testdata/models/qwen2-tiny", "--chat", req}, strings.NewReader(""), &out, &errb); code != 1 || !strings.HasPrefix(errb.String(), "error: ") {
 		t.Errorf("empty messages: exit %d, %q", code, errb.String())
 	}
 }

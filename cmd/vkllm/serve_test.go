@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-func TestFlags(t *testing.T) {
+func TestServeFlags(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		code int
@@ -27,7 +27,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--bogus"}, 2},
 	} {
 		var errb bytes.Buffer
-		if code := run(context.Background(), c.args, &errb); code != c.code {
+		if code := runServe(context.Background(), c.args, &errb); code != c.code {
 			t.Errorf("%v: exit %d, want %d: %s", c.args, code, c.code, errb.String())
 		} else if code == 1 && !strings.HasPrefix(errb.String(), "error: ") {
 			t.Errorf("%v: stderr %q", c.args, errb.String())
@@ -37,24 +37,24 @@ func TestFlags(t *testing.T) {
 
 // TestSIGTERMDrains builds the server, starts a long stream and sends
 // SIGTERM: the stream still ends with [DONE] and the process exits 0.
-func TestSIGTERMDrains(t *testing.T) {
+func TestServeSIGTERMDrains(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	bin := filepath.Join(t.TempDir(), "server")
+	bin := filepath.Join(t.TempDir(), "vkllm")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--model", "tiny=../../testdata/models/qwen2-tiny", "--addr", "127.0.0.1:0", "--backend", "cpu")
+	cmd := exec.CommandContext(ctx, bin, "serve", "--model", "tiny=../../testdata/models/qwen2-tiny", "--addr", "127.0.0.1:0", "--backend", "cpu")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	rd := bufio.NewReader(stderr)
 	var log strings.Builder
-	addrRe := regexp.MustCompile(`serving on (http://\S+)`)
+	addrRe := regexp.MustCompile(`serving on (http://[^\s"]+)`)
 	var base string
 	for base == "" {
 		line, err := rd.ReadString('\n')

@@ -15,7 +15,7 @@ import (
 func TestInspect(t *testing.T) {
 	for _, path := range []string{"../../testdata/models/llama-tiny-sharded", "../../testdata/models/qwen2-tiny-Q4_0.gguf"} {
 		var out, errb bytes.Buffer
-		if code := run([]string{"--json", path}, &out, &errb); code != 0 {
+		if code := runInspect([]string{"--json", path}, &out, &errb); code != 0 {
 			t.Fatalf("%s: exit %d: %s", path, code, errb.String())
 		}
 		var r Report
@@ -30,7 +30,7 @@ func TestInspect(t *testing.T) {
 			t.Errorf("%s: loads %v, problems %q", path, r.Loads, r.Problems)
 		}
 		out.Reset()
-		if code := run([]string{path}, &out, &errb); code != 0 || !strings.Contains(out.String(), "architecture:") ||
+		if code := runInspect([]string{path}, &out, &errb); code != 0 || !strings.Contains(out.String(), "architecture:") ||
 			!strings.Contains(out.String(), "\ncheck:         ok, would load") {
 			t.Errorf("text output: %q", out.String())
 		}
@@ -46,7 +46,7 @@ func TestInspectBadFiles(t *testing.T) {
 	os.WriteFile(garbage, []byte("GGUF\x03\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff"), 0o644)
 	for _, path := range []string{trunc, garbage, filepath.Join(dir, "missing"), dir} {
 		var out, errb bytes.Buffer
-		code := run([]string{path}, &out, &errb)
+		code := runInspect([]string{path}, &out, &errb)
 		msg := errb.String()
 		if code != 1 || !strings.HasPrefix(msg, "error: ") || strings.Count(msg, "\n") != 1 || strings.Contains(msg, "goroutine") {
 			t.Errorf("%s: exit %d, stderr %q", path, code, msg)
@@ -98,7 +98,7 @@ func TestInspectWouldNotLoad(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := brokenGGUF(t, tc.tensor, tc.edit)
 			var out, errb bytes.Buffer
-			code := run([]string{path}, &out, &errb)
+			code := runInspect([]string{path}, &out, &errb)
 			if code != 1 || !strings.Contains(out.String(), "\ncheck:         FAILED") || !strings.Contains(out.String(), "\n  "+tc.want+"\n") {
 				t.Errorf("exit %d, stdout %q", code, out.String())
 			}
@@ -108,7 +108,7 @@ func TestInspectWouldNotLoad(t *testing.T) {
 			}
 			out.Reset()
 			errb.Reset()
-			if code := run([]string{"--json", path}, &out, &errb); code != 1 {
+			if code := runInspect([]string{"--json", path}, &out, &errb); code != 1 {
 				t.Errorf("--json: exit %d", code)
 			}
 			var r Report
