@@ -194,8 +194,7 @@ func TestChatSignals(t *testing.T) {
 	}
 }
 
-
-// TestTimingLine: each answer is followed by a timing line on stderr whose
+// TestChatTimingLine: each answer is followed by a timing line on stderr whose
 // counts are that turn's; stdout does not get it. The load line comes first.
 func TestChatTimingLine(t *testing.T) {
 	var out, errb bytes.Buffer

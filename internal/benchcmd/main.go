@@ -127,7 +127,6 @@ type BatchResult struct {
 	TPS   float64 `json:"tps"` // tokens (batch × steps) per second
 }
 
-
 // Run runs the bench command with args (without the command name) and is
 // its exit code: 0, 1 on a failed run, 2 on bad flags.
 func Run(args []string, stdout, stderr io.Writer) int {
