@@ -503,7 +503,7 @@ func checkAPIError(t testing.TB, err error, status int, param string) *openai.Er
 func blockingOpen(release <-chan struct{}) func(Spec) (*Model, error) {
 	return func(s Spec) (*Model, error) {
 		<-release
-		return OpenModel(s.Path, tinyOptions())
+		return OpenModel(context.Background(), s.Path, tinyOptions())
 	}
 }
 
@@ -513,7 +513,7 @@ func TestErrorStatuses(t *testing.T) {
 	opts.MaxPending = 1
 	ts := newTestServer(t, Config{APIKey: "sekret", Open: func(s Spec) (*Model, error) {
 		<-release
-		return OpenModel(s.Path, opts)
+		return OpenModel(context.Background(), s.Path, opts)
 	}})
 	good := ts.client(option.WithAPIKey("sekret"))
 	ctx := context.Background()

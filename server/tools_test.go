@@ -190,7 +190,7 @@ func TestToolChoiceForced(t *testing.T) {
 
 func testToolChoiceForced(t *testing.T, format chat.Format) {
 	ts := newTestServer(t, Config{Open: func(s Spec) (*Model, error) {
-		m, err := OpenModel(s.Path, tinyOptions())
+		m, err := OpenModel(context.Background(), s.Path, tinyOptions())
 		if m != nil {
 			m.ToolFormat = format
 		}
