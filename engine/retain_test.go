@@ -19,7 +19,7 @@ func checkEmpty(t *testing.T, e *Engine, ctx *models.Context) {
 	if u := usedCells(ctx); u != 0 {
 		t.Fatalf("%d cells in use", u)
 	}
-	if n := len(e.run.free); n != ctx.Params().MaxSeqs {
+	if n := len(e.blocks.free); n != ctx.Params().MaxSeqs {
 		t.Fatalf("%d sequence ids free, want %d", n, ctx.Params().MaxSeqs)
 	}
 }
