@@ -198,3 +198,46 @@ func TestPoolVictimOrder(t *testing.T) {
 		t.Fatalf("an empty pool matched %d tokens", n)
 	}
 }
+
+// TestPrefixKeptUnderFullLoad: with as many requests running as the
+// engine allows, a retained prefix keeps its cells (its id is not a
+// running request's), and the next request with that prefix reuses it.
+func TestPrefixKeptUnderFullLoad(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 15))
+	shared := prompt(r, 2*BlockSize)
+	p := greedy(4)
+	d := append(slices.Clone(shared), prompt(r, 5)...)
+	e, ctx := fullLoadEngine(t, 2)
+	run1(t, e, Request{ID: "a", Prompt: append(slices.Clone(shared), prompt(r, 3)...), Params: p})
+	// two unrelated requests fill the running budget; "c" outlives "b"
+	for _, q := range []Request{
+		{ID: "b", Prompt: prompt(r, 10), Params: greedy(2)},
+		{ID: "c", Prompt: prompt(r, 10), Params: greedy(20)},
+		{ID: "d", Prompt: d, Params: p},
+	} {
+		if err := e.Add(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Stats(); st.Running != 2 || st.Waiting != 1 {
+		t.Fatalf("%d running, %d waiting: not a full load", st.Running, st.Waiting)
+	}
+	res := drain(t, e)
+	if got := res["d"].usage.CachedTokens; got != len(shared) {
+		t.Fatalf("the request after the full load reused %d tokens, want %d", got, len(shared))
+	}
+	fresh, _ := newEngine(t, modelsParams(256, 1), Config{})
+	if want := run1(t, fresh, Request{ID: "d", Prompt: d, Params: p}); !slices.Equal(res["d"].tokens, want.tokens) {
+		t.Fatalf("with the kept prefix %v, fresh %v", res["d"].tokens, want.tokens)
+	}
+	checkEmpty(t, e, ctx)
+}
+
+// fullLoadEngine is an engine with prefix caching running n requests at
+// once.
+func fullLoadEngine(t *testing.T, n int) (*Engine, *models.Context) {
+	return newEngine(t, modelsParams(256, 2*n), Config{MaxSeqs: n, PrefixCache: true})
+}
