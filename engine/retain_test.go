@@ -241,3 +241,38 @@ func TestPrefixKeptUnderFullLoad(t *testing.T) {
 func fullLoadEngine(t *testing.T, n int) (*Engine, *models.Context) {
 	return newEngine(t, modelsParams(256, 2*n), Config{MaxSeqs: n, PrefixCache: true})
 }
+
+// TestAdmissionPlansUncachedTokens: a request admitted with a cached
+// prefix is planned from its cached tokens on, so the step's token budget
+// goes to tokens that need computing (here the rest of the budget starts
+// another request), and the plan is what runs.
+func TestAdmissionPlansUncachedTokens(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 17))
+	shared := prompt(r, 2*BlockSize)
+	y := append(slices.Clone(shared), prompt(r, 5)...)
+	p := greedy(3)
+	e, ctx := newEngine(t, modelsParams(256, 4), Config{PrefixCache: true, MaxBatchTokens: 8})
+	run1(t, e, Request{ID: "a", Prompt: append(slices.Clone(shared), prompt(r, 2)...), Params: p})
+	for _, q := range []Request{{ID: "y", Prompt: y, Params: p}, {ID: "z", Prompt: prompt(r, 10), Params: p}} {
+		if err := e.Add(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := e.sched.next(e.blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range sc.chunks {
+		got = append(got, fmt.Sprintf("%s[%d:%d]%v", c.seq.id, c.start, c.start+c.n, c.sample))
+	}
+	if want := []string{"y[32:37]true", "z[0:3]false"}; !slices.Equal(got, want) {
+		t.Fatalf("planned %v, want %v", got, want)
+	}
+	res := drain(t, e) // plans again from where the requests stand
+	fresh, _ := newEngine(t, modelsParams(256, 1), Config{})
+	if want := run1(t, fresh, Request{ID: "y", Prompt: y, Params: p}); !slices.Equal(res["y"].tokens, want.tokens) {
+		t.Fatalf("with the cached prefix %v, fresh %v", res["y"].tokens, want.tokens)
+	}
+	checkEmpty(t, e, ctx)
+}
