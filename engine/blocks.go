@@ -22,8 +22,7 @@ type cellStore interface {
 // hit is what the cache already holds of a waiting request's tokens:
 // its first n tokens, in its session's idle sequence (taken over) or in
 // the sequence src (shared through SeqCp), a retained prefix (entry) or
-// a running request. The zero hit (n = 0, src = -1 by newHit) holds
-// nothing.
+// a running request. noHit holds nothing.
 type hit struct {
 	n       int
 	src     int32     // sequence to share the n tokens from, -1 for none

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kv"
 	"github.com/vkllm/vkllm/models"
 )
@@ -242,5 +244,30 @@ func TestBlockManagerNoID(t *testing.T) {
 	q := newSeq("b", []int32{1, 2})
 	if err := m.allocate(q, m.match(q)); !errors.Is(err, errNoSeqID) || q.seqID != -1 {
 		t.Fatalf("second allocation: %v, sequence %d", err, q.seqID)
+	}
+}
+
+// TestConfigMaxSeqs: the running budget must leave it within the
+// Context's ids; out of range is a BadParams error.
+func TestConfigMaxSeqs(t *testing.T) {
+	m, tok := tiny(t)
+	ctx, err := m.NewContext(modelsParams(64, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	for _, tc := range []struct{ maxSeqs, running, free int }{{0, 2, 4}, {1, 1, 4}, {4, 4, 4}, {5, 0, 0}, {-1, 0, 0}} {
+		e, err := New(m, ctx, tok, Config{MaxSeqs: tc.maxSeqs})
+		if tc.running == 0 {
+			if errcode.Of(err) != errcode.BadParams || !strings.Contains(err.Error(), "MaxSeqs") {
+				t.Errorf("MaxSeqs %d: %v", tc.maxSeqs, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("MaxSeqs %d: %v", tc.maxSeqs, err)
+		} else if e.sched.cfg.maxSeqs != tc.running || len(e.blocks.free) != tc.free {
+			t.Errorf("MaxSeqs %d: %d running, %d ids", tc.maxSeqs, e.sched.cfg.maxSeqs, len(e.blocks.free))
+		}
 	}
 }
