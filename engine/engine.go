@@ -38,13 +38,22 @@ type Config struct {
 	// MaxBatchTokens is the token budget of one step (prefill chunks plus
 	// decodes). Default and maximum: the Context's BatchSize.
 	MaxBatchTokens int
+	// MaxSeqs is the most requests running at once, in [1, the Context's
+	// MaxSeqs]. The Context's other sequence ids are the budget of the
+	// retained sequences (cached prefixes and idle sessions), which thus
+	// stay under full load: a retained sequence never takes a running
+	// request's id, nor the reverse. Default: half the Context's ids,
+	// rounded up (all of them for a Context of one id, which then keeps
+	// nothing).
+	MaxSeqs int
 	// EOS ends a request unless its Params.IgnoreEOS. Default: the model
 	// config's eos ids and the tokenizer's.
 	EOS []int32
 	// PrefixCache keeps the K/V of finished requests' whole blocks of
 	// BlockSize tokens and reuses them (SeqCp, no copy) for a later prompt
-	// that starts with the same tokens. Retained cells count as used but
-	// are evicted, least recently used first, before anything running is
+	// that starts with the same tokens, as it reuses the whole blocks that
+	// a running request has computed. Retained cells count as used but are
+	// evicted, least recently used first, before anything running is
 	// preempted.
 	PrefixCache bool
 }
@@ -59,6 +68,7 @@ type Engine struct {
 	maxLen int // tokens one sequence may hold: min(cells, positions)
 
 	sched   *scheduler
+	blocks  *blockManager
 	run     *runner
 	byID    map[string]*sequence // unfinished requests
 	pending []Output             // finished outside Step (aborts), reported by the next Step
@@ -79,6 +89,12 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 	if cfg.MaxBatchTokens < 1 || cfg.MaxBatchTokens > cp.BatchSize {
 		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: MaxBatchTokens %d out of range [1, %d]", cfg.MaxBatchTokens, cp.BatchSize))
 	}
+	if cfg.MaxSeqs == 0 {
+		cfg.MaxSeqs = (cp.MaxSeqs + 1) / 2
+	}
+	if cfg.MaxSeqs < 1 || cfg.MaxSeqs > cp.MaxSeqs {
+		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: MaxSeqs %d out of range [1, %d]", cfg.MaxSeqs, cp.MaxSeqs))
+	}
 	eos := cfg.EOS
 	if eos == nil {
 		eos = append(eos, m.Config.EOS...)
@@ -88,8 +104,9 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 	}
 	e := &Engine{ctx: ctx, tok: tok, eos: eos, vocab: m.Config.VocabSize,
 		maxLen: min(cp.ContextLen, m.Config.MaxPositions), byID: map[string]*sequence{}}
-	e.sched = newScheduler(schedulerConfig{maxSeqs: cp.MaxSeqs, maxTokens: cfg.MaxBatchTokens})
-	e.run = newRunner(ctx, cfg.PrefixCache, &e.count)
+	e.sched = newScheduler(schedulerConfig{maxSeqs: cfg.MaxSeqs, maxTokens: cfg.MaxBatchTokens})
+	e.blocks = newBlockManager(ctx, cfg.MaxSeqs, cp.MaxSeqs-cfg.MaxSeqs, cfg.PrefixCache, &e.count)
+	e.run = newRunner(ctx)
 	return e, nil
 }
 
@@ -175,7 +192,7 @@ func (e *Engine) HasUnfinished() bool { return len(e.byID) > 0 || len(e.pending)
 func (e *Engine) Step() ([]Output, error) {
 	outs := e.pending
 	e.pending = nil
-	sc, err := e.sched.next(e.run)
+	sc, err := e.sched.next(e.blocks)
 	if err != nil {
 		return outs, err
 	}
@@ -265,7 +282,7 @@ func (e *Engine) finish(q *sequence, to State) error {
 	}
 	e.sched.remove(q)
 	delete(e.byID, q.id)
-	return e.run.retire(q)
+	return e.blocks.deallocate(q)
 }
 
 func (e *Engine) sessionBusy(name string) bool {
@@ -286,8 +303,8 @@ func (e *Engine) EndSession(name string) error {
 			e.Abort(id)
 		}
 	}
-	if s := e.run.pool.sessions[name]; s != nil {
-		return e.run.evict(s)
+	if s := e.blocks.pool.sessions[name]; s != nil {
+		return e.blocks.evict(s)
 	}
 	return nil
 }
@@ -296,7 +313,7 @@ func (e *Engine) EndSession(name string) error {
 // sessions (which recompute their conversation on their next turn).
 func (e *Engine) ClearCache() error {
 	for {
-		_, ok, err := e.run.reclaim()
+		ok, err := e.blocks.evictLRU(nil)
 		if err != nil || !ok {
 			return err
 		}

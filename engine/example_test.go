@@ -131,7 +131,9 @@ func ExampleEngine() {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	ctx, err := m.NewContext(models.ContextParams{ContextLen: 256, MaxSeqs: 2})
+	// 4 sequence ids: by default half for running requests, half for
+	// retained ones (cached prefixes, idle sessions)
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: 256, MaxSeqs: 4})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kv"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tensor"
@@ -35,8 +36,12 @@ type Options struct {
 	// at most min(ContextLen, the model's positions) tokens. More cells
 	// than MaxSeqs sequences of the model's positions can fill are
 	// refused (see models.ContextParams).
-	ContextLen     int
-	MaxSeqs        int          // requests running at once per worker; default 16
+	ContextLen int
+	// MaxSeqs is the requests running at once per worker; default 16.
+	// Each worker's Context has as many sequence ids again (up to
+	// kv.MaxSeqs in all) for the retained sequences: cached prefixes and
+	// idle sessions (Config.MaxSeqs).
+	MaxSeqs        int
 	BatchSize      int          // tokens per forward pass; default 512
 	MaxBatchTokens int          // token budget per step; default BatchSize
 	KVType         tensor.DType // F32 (default) or F16
@@ -217,14 +222,17 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	if opts.Workers < 1 || opts.Workers > 64 {
 		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: Workers %d out of range [1, 64]", opts.Workers))
 	}
+	if err := checkContextLen(m.Config, opts); err != nil {
+		return nil, err
+	}
 	l := &LLM{model: m, tok: tok, opts: opts, done: make(chan struct{}),
 		owner: map[string]*worker{}, sessions: map[string]*worker{}}
 	for range opts.Workers {
-		ctx, err := m.NewContext(models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: opts.MaxSeqs,
+		ctx, err := m.NewContext(models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: contextSeqs(opts.MaxSeqs),
 			BatchSize: opts.BatchSize, KVType: opts.KVType})
 		if err == nil {
 			var eng *Engine
-			eng, err = New(m, ctx, tok, Config{MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache})
+			eng, err = New(m, ctx, tok, Config{MaxSeqs: opts.MaxSeqs, MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache})
 			if err == nil {
 				w := &worker{ctx: ctx, eng: eng, wake: make(chan struct{}, 1)}
 				l.maxLen = eng.MaxLen()
@@ -253,6 +261,27 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 		close(l.done)
 	}()
 	return l, nil
+}
+
+// contextSeqs is the sequence ids of a worker's Context: running requests
+// and as many again for retained sequences, up to kv.MaxSeqs.
+func contextSeqs(running int) int { return max(running, min(2*running, kv.MaxSeqs)) }
+
+// checkContextLen refuses more cells than opts.MaxSeqs running requests
+// of the model's positions can fill, as models.NewContext does for a
+// Context of that many ids (the worker's has more: the retained ones).
+func checkContextLen(c *models.Config, opts Options) error {
+	n, pos := opts.ContextLen, c.MaxPositions
+	switch {
+	case opts.MaxSeqs < 1:
+		return nil // NewContext refuses it
+	case opts.MaxSeqs == 1 && n > pos:
+		return fmt.Errorf("%w: ContextLen %d exceeds the model's %d positions", models.ErrBadParams, n, pos)
+	case n > opts.MaxSeqs*pos:
+		return fmt.Errorf("%w: ContextLen %d exceeds what %d sequences of the model's %d positions can use (%d)",
+			models.ErrBadParams, n, opts.MaxSeqs, pos, opts.MaxSeqs*pos)
+	}
+	return nil
 }
 
 // Tokenizer is the model's tokenizer.
