@@ -99,7 +99,7 @@ type LLM struct {
 	toolFormat chat.Format
 	vocabOnce  sync.Once
 	toolVocab  *sampler.Vocab // see vocab
-	opts  Options
+	opts       Options
 	// maxLen is the most tokens one request may hold (every worker's
 	// Engine.MaxLen); a longer prompt is refused before it is queued.
 	maxLen int

@@ -115,7 +115,8 @@ func (l *LLM) prepareChat(req ChatRequest, params sampler.Params) (chatTurn, err
 }
 
 // parse turns one delta's text into content and tool-call deltas; at the
-// end a reply that made its calls finishes with "tool_calls".
+// end a reply that made its calls, the last one whole, finishes with
+// "tool_calls" (a call that fills max_tokens exactly included).
 func (t *chatTurn) parse(d *Delta) {
 	if t.parser == nil {
 		return
@@ -124,7 +125,7 @@ func (t *chatTurn) parse(d *Delta) {
 	if d.Finished {
 		rest, more, truncated := t.parser.Finish()
 		content, calls = content+rest, append(calls, more...)
-		if len(t.parser.Calls()) > 0 && !truncated && d.FinishReason == "stop" {
+		if len(t.parser.Calls()) > 0 && !truncated && (d.FinishReason == "stop" || d.FinishReason == "length") {
 			d.FinishReason = "tool_calls"
 		}
 	}
