@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // The tiny test model has random weights, so its text means nothing; on
@@ -161,4 +163,33 @@ func ExampleEngine() {
 	}
 	fmt.Println(got["a"], got["b"])
 	// Output: [102 294 294] [140 140 140]
+}
+
+// A ChatRequest with tools gets the reply's calls parsed; ToolChoice
+// "required" (or a function's name) makes the reply one call even from
+// a model that never calls tools, as this random one.
+func ExampleLLM_Chat_tools() {
+	llm, err := engine.Open(context.Background(), tinyPath, engine.Options{Backend: kernels.CPURef})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer llm.Close()
+
+	weather := chat.Tool{Type: "function", Function: chat.ToolFunction{Name: "get_weather",
+		Parameters: json.RawMessage(`{"type": "object", "properties": {"city": {"type": "string"}}}`)}}
+	res, err := llm.Chat(context.Background(), engine.ChatRequest{
+		Messages:   []chat.Message{{Role: "user", Content: "Weather in Paris?"}},
+		Tools:      []chat.Tool{weather},
+		ToolChoice: engine.ToolRequired,
+	}, sampler.Params{MaxTokens: 100})
+	if err != nil {
+		log.Fatal(err)
+	}
+	call := res.ToolCalls[0]
+	var args map[string]any
+	if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.FinishReason, call.Function.Name, call.Function.Arguments)
+	// Output: tool_calls get_weather {}
 }

@@ -72,10 +72,16 @@ type Options struct {
 	Model []models.Option
 }
 
-// Result is a finished request of Generate.
+// Result is a finished request of Generate or Chat.
 type Result struct {
-	Text         string
-	Tokens       []int32
+	// Text is the reply; for a Chat that offers tools, its content: the
+	// text around the tool calls.
+	Text   string
+	Tokens []int32
+	// ToolCalls are the calls a Chat reply made (IDs are new ones).
+	// FinishReason is then "tool_calls", or "length" when the last call
+	// was cut short.
+	ToolCalls    []chat.ToolCall
 	Logprobs     []TokenLogprob
 	FinishReason string
 	Usage        Usage
@@ -94,7 +100,11 @@ type LLM struct {
 	model *models.Model
 	tok   *tokenizer.Tokenizer
 	chat  *chat.Config // the model's chat template and special tokens
-	opts  Options
+	// toolFormat is how the template has the model write tool calls.
+	toolFormat chat.Format
+	vocabOnce  sync.Once
+	toolVocab  *sampler.Vocab // see vocab
+	opts       Options
 	// maxLen is the most tokens one request may hold (every worker's
 	// Engine.MaxLen); a longer prompt is refused before it is queued.
 	maxLen int
@@ -203,6 +213,9 @@ func Open(ctx context.Context, path string, opts Options) (*LLM, error) {
 		return nil, err
 	}
 	l.chat = cc
+	if cc != nil {
+		l.toolFormat = chat.DetectToolFormat(cc.TemplateFor(true))
+	}
 	return l, nil
 }
 
@@ -484,7 +497,22 @@ func (l *LLM) collect(ctx context.Context, ids []string, boxes []*mailbox) ([]Re
 // ChatRequest is a conversation for Chat.
 type ChatRequest struct {
 	Messages []chat.Message
-	Tools    []chat.Tool
+	// Tools are the functions the model may call; the template describes
+	// them (a template that knows no tools gets none) and the reply's
+	// calls are parsed out of its text, in the template's format (see
+	// LLM.ToolFormat).
+	Tools []chat.Tool
+	// ToolChoice is ToolAuto ("" too), ToolNone (no tools offered),
+	// ToolRequired (the reply is one call of one of Tools) or the name of
+	// one of Tools (the reply is one call of it, the only tool offered).
+	// A forced call is decoded under a sampler.ToolCallConstraint, so
+	// even a model that never calls tools writes a valid one: one of the
+	// names, a JSON object for arguments.
+	ToolChoice string
+	// RawToolCalls leaves the reply's text as the model wrote it, its
+	// tool calls unparsed, for a caller that reads them itself (the
+	// OpenAI server streams them as its clients expect).
+	RawToolCalls bool
 	// Kwargs are extra template variables (enable_thinking, date_string, …).
 	Kwargs map[string]any
 }
@@ -538,7 +566,8 @@ func systemForDeveloper(msgs []chat.Message) []chat.Message {
 // when it has none), with the generation prompt, as apply_chat_template.
 // An empty conversation is refused with sampler.ErrEmptyPrompt, a message
 // whose role is not one of Roles with a *RoleError; a "developer"
-// message is rendered as "system".
+// message is rendered as "system". The tools offered are those of
+// ToolChoice (a bad one is refused with ErrToolChoice).
 func (l *LLM) RenderChat(req ChatRequest) (string, error) {
 	if len(req.Messages) == 0 {
 		return "", errcode.Wrap(errcode.EmptyPrompt, sampler.ErrEmptyPrompt)
@@ -546,6 +575,11 @@ func (l *LLM) RenderChat(req ChatRequest) (string, error) {
 	if err := CheckRoles(req.Messages); err != nil {
 		return "", err
 	}
+	tools, err := offered(req)
+	if err != nil {
+		return "", err
+	}
+	req.Tools = tools
 	req.Messages = systemForDeveloper(req.Messages)
 	cc := l.chat
 	if cc == nil {
@@ -565,26 +599,29 @@ func (l *LLM) RenderChat(req ChatRequest) (string, error) {
 // Chat renders the conversation through the chat template and generates
 // the reply. The rendered prompt is tokenized without adding special tokens
 // (the template writes its own, as apply_chat_template(tokenize=True)).
+// With tools offered, the reply's tool calls are in Result.ToolCalls
+// (see ChatRequest.ToolChoice).
 func (l *LLM) Chat(ctx context.Context, req ChatRequest, params sampler.Params) (Result, error) {
 	if ctx == nil {
 		return Result{}, ErrNilContext
 	}
-	prompt, err := l.RenderChat(req)
-	if err != nil {
-		return Result{}, err
+	var res Result
+	for d, err := range l.StreamChat(ctx, req, params) {
+		if err != nil {
+			return Result{}, err
+		}
+		res.add(d)
 	}
-	ids, boxes, err := l.submitEncoded([]string{prompt}, params, false)
-	if err != nil {
-		return Result{}, err
-	}
-	res, err := l.collect(ctx, ids, boxes)
-	if err != nil {
-		return Result{}, err
-	}
-	return res[0], nil
+	return res, nil
 }
 
 func (r *Result) add(o Output) {
+	for _, d := range o.ToolCalls {
+		if d.Index == len(r.ToolCalls) {
+			r.ToolCalls = append(r.ToolCalls, chat.ToolCall{ID: d.ID, Type: d.Type, Function: chat.FunctionCall{Name: d.Function.Name}})
+		}
+		r.ToolCalls[d.Index].Function.Arguments += d.Function.Arguments
+	}
 	r.Text += o.TextDelta
 	r.Tokens = append(r.Tokens, o.NewTokens...)
 	r.Logprobs = append(r.Logprobs, o.Logprobs...)
@@ -602,15 +639,30 @@ func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params) 
 }
 
 // StreamChat is Stream for a conversation rendered through the chat
-// template, as Chat.
+// template, as Chat. With tools offered, each Delta's TextDelta is
+// content and its ToolCalls the pieces of the calls as they are written:
+// a call's first piece carries its index, ID, type and name, the next
+// ones fragments of its arguments (chat.ToolParser); the last Delta's
+// FinishReason is "tool_calls" when the reply made calls.
 func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Params) iter.Seq2[Delta, error] {
-	return l.stream(ctx, func() ([]string, []*mailbox, error) {
-		prompt, err := l.RenderChat(req)
-		if err != nil {
-			return nil, nil, err
+	return func(yield func(Delta, error) bool) {
+		var t chatTurn
+		submit := func() ([]string, []*mailbox, error) {
+			var err error
+			if t, err = l.prepareChat(req, params); err != nil {
+				return nil, nil, err
+			}
+			return l.submitEncoded([]string{t.prompt}, t.params, false)
 		}
-		return l.submitEncoded([]string{prompt}, params, false)
-	})
+		for d, err := range l.stream(ctx, submit) {
+			if err == nil {
+				t.parse(&d)
+			}
+			if !yield(d, err) {
+				return
+			}
+		}
+	}
 }
 
 // StreamTokens is Stream for a prompt given as token ids.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
+	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // Output is what one Step reports about one request: the tokens it drew
@@ -18,6 +19,10 @@ type Output struct {
 	// and a stop string is left out.
 	TextDelta string
 	Logprobs  []TokenLogprob // one per new token when Params.Logprobs > 0
+	// ToolCalls are the pieces of tool calls this text completes, when
+	// a chat request offers tools (see LLM.StreamChat); TextDelta is
+	// then the content around the calls.
+	ToolCalls []chat.ToolCallDelta
 
 	Finished     bool
 	FinishReason string // "stop", "length" or "abort"; "" while running

@@ -72,7 +72,7 @@ type Model struct {
 	ToolFormat chat.Format
 
 	vocabOnce  sync.Once
-	vocabBytes *vocab // see vocab
+	vocabBytes *sampler.Vocab // see vocab
 }
 
 // Spec is one --model NAME=PATH.

@@ -1,4 +1,4 @@
-package server
+package sampler
 
 import (
 	"bytes"
@@ -39,14 +39,14 @@ func realTokenizer(tb testing.TB, name string) *tokenizer.Tokenizer {
 	return tok
 }
 
-// BenchmarkToolConstraint is the cost of one step's mask over Qwen3's
+// BenchmarkToolCallConstraint is the cost of one step's mask over Qwen3's
 // 151k tokens: in the prefix (most tokens fail at once), inside a JSON
 // string (most pass every byte) and near the end of max_tokens (each
 // candidate's completion is measured).
-func BenchmarkToolConstraint(b *testing.B) {
+func BenchmarkToolCallConstraint(b *testing.B) {
 	tok := realTokenizer(b, "qwen3")
 	v := vocabOf(tok)
-	g := newToolGrammar(chat.FormatQwen, tools("get_weather", "search"))
+	g := grammar(b, chat.FormatQwen, "get_weather", "search")
 	allowed := make([]bool, tok.VocabSize())
 	for _, c := range []struct {
 		name   string
@@ -58,7 +58,7 @@ func BenchmarkToolConstraint(b *testing.B) {
 		{"string-budget", "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"the", 80},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			con := newToolConstraint(&g, v, c.budget)
+			con := NewToolCallConstraint(g, v, c.budget)
 			for _, x := range []byte(c.text) {
 				if !g.step(&con.st, x) {
 					b.Fatalf("%q refused", c.text)

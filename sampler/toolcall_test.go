@@ -1,7 +1,8 @@
-package server
+package sampler
 
 import (
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -11,17 +12,47 @@ import (
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
-func tools(names ...string) []chat.Tool {
-	var out []chat.Tool
-	for _, n := range names {
-		out = append(out, chat.Tool{Type: "function", Function: chat.ToolFunction{Name: n}})
+const tinyDir = "../testdata/models/qwen2-tiny"
+
+// grammar is the grammar of a forced call in format f.
+func grammar(t testing.TB, f chat.Format, names ...string) *ToolCallGrammar {
+	t.Helper()
+	pre, mid, suf := f.CallSyntax()
+	g, err := NewToolCallGrammar(pre, mid, suf, names)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return g
+}
+
+// vocabOf is the tokenizer's vocabulary for the constraint.
+func vocabOf(tok *tokenizer.Tokenizer) *Vocab {
+	special := make([]bool, tok.VocabSize())
+	for id := range special {
+		special[id] = tok.IsSpecial(int32(id))
+	}
+	return NewVocab(tok.Pieces(), special, tok.EOS())
+}
+
+func TestNewToolCallGrammar(t *testing.T) {
+	for _, c := range []struct {
+		mid   string
+		names []string
+	}{{`", "arguments": `, nil}, {"", []string{"f"}}, {`", "arguments": `, []string{"f", ""}},
+		{`", "arguments": `, []string{`a"b`}}, {`", "arguments": `, []string{`a\b`}}, {`", "arguments": `, []string{"\xff"}}} {
+		if _, err := NewToolCallGrammar("<", c.mid, ">", c.names); !errors.Is(err, ErrToolCallGrammar) {
+			t.Errorf("mid %q names %q: error %v, want ErrToolCallGrammar", c.mid, c.names, err)
+		}
+	}
+	g, err := NewToolCallGrammar("<", `", "arguments": `, ">", []string{"b", "a", "b"})
+	if err != nil || !g.Has("a") || !g.Has("b") || g.Has("c") || len(g.names) != 2 {
+		t.Errorf("grammar %+v, %v", g, err)
+	}
 }
 
 // TestToolGrammarStep feeds whole strings to the automaton.
 func TestToolGrammarStep(t *testing.T) {
-	g := newToolGrammar(chat.FormatQwen, tools("get_weather", "get", "search"))
+	g := grammar(t, chat.FormatQwen, "get_weather", "get", "search")
 	head := "<tool_call>\n{\"name\": \"get\", \"arguments\": "
 	ok := []string{`{}`, `{"a": 1}`, `{ "a" : [1, -2.5e+3, 0, true, null, "x\"\u00e9é"], "b": {"c": []} }`,
 		"{\"a\":\n\t\"\\n\"}", `{"é":-0.0E1}`, `{"a": -123456789012345.678e-99}`}
@@ -91,13 +122,13 @@ func TestToolConstraintWalk(t *testing.T) {
 func walk(t *testing.T, tok *tokenizer.Tokenizer, f chat.Format, seed uint64, bounded bool) {
 	t.Helper()
 	v := vocabOf(tok)
-	g := newToolGrammar(f, tools("get_weather", "get", "search"))
+	g := grammar(t, f, "get_weather", "get", "search")
 	rng := rand.New(rand.NewPCG(seed, 1))
 	budget := 0
 	if bounded {
 		budget = g.completion(gstate{}) + rng.IntN(40)
 	}
-	c := newToolConstraint(&g, v, budget)
+	c := NewToolCallConstraint(g, v, budget)
 	var text strings.Builder
 	allowed := make([]bool, tok.VocabSize())
 	ended := false
@@ -157,14 +188,14 @@ func walk(t *testing.T, tok *tokenizer.Tokenizer, f chat.Format, seed uint64, bo
 // (the closing bytes it forces under a budget) finishes the call, and the
 // text so finished parses as one call of an offered tool with a JSON
 // object for arguments.
-func FuzzToolGrammar(f *testing.F) {
+func FuzzToolCallGrammar(f *testing.F) {
 	f.Add("<tool_call>\n{\"name\": \"get\", \"arguments\": {\"a\": [1, {\"b\": \"\\u00")
 	f.Add("<tool_call>\n{\"name\": \"se")
 	f.Add("<tool_call>\n{\"name\": \"search\", \"arguments\": {\"x\": -1.5e")
 	f.Add("<tool_call>\n{\"name\": \"get\", \"arguments\": {\"é\xe2\x82")
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, format := range []chat.Format{chat.FormatQwen, chat.FormatLlama3, chat.FormatMistral} {
-			g := newToolGrammar(format, tools("get_weather", "get", "search"))
+			g := grammar(t, format, "get_weather", "get", "search")
 			var s gstate
 			n := 0
 			for ; n < len(text) && s.phase != phEnd; n++ {

@@ -1,56 +1,76 @@
-package server
+package sampler
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/vkllm/vkllm/tokenizer"
-	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
-// A forced tool call (tool_choice "required" or a named function) is
-// decoded under a sampler.Constraint that lets through only the tokens
-// that keep the reply a prefix of
+// A forced tool call (OpenAI's tool_choice "required" or a named
+// function) is decoded under a ToolCallConstraint that lets through only
+// the tokens that keep the reply a prefix of
 //
 //	prefix NAME mid ARGS suffix EOS
 //
 // where NAME is one of the offered tools and ARGS a JSON object: the
 // idea of vLLM's structured-output decoding for "required" and of
 // llama.cpp's tool-call grammars, smaller: any object is let through, the
-// function's JSON Schema is not enforced. The automaton reads the bytes
-// of each candidate token; special tokens (and the end tokens) never match
-// inside the JSON. With max_tokens the constraint also keeps room to close
-// what is open (strings, objects, the suffix), so a reply that reaches
-// max_tokens still parses; when max_tokens is too small for any call, the
-// grammar alone rules and the reply ends cut ("length").
+// function's JSON Schema is not enforced. Numbers stay within float64 (at
+// most 15 integer digits, 2 exponent digits) and nesting within 16
+// levels. The automaton reads the bytes of each candidate token; special
+// tokens (and the end tokens) never match inside the name or the JSON.
+// With a token budget (max_tokens) the constraint also keeps room to
+// close what is open (strings, objects, the suffix), so a reply that
+// reaches the budget still parses; when the budget is too small for any
+// call, the grammar alone rules and the reply ends cut.
 
-// toolGrammar is the literal text around a forced call, per format.
-type toolGrammar struct {
+// ErrToolCallGrammar is returned for a ToolCallGrammar that cannot be
+// built: no tool names, an empty name or one with a '"' or '\', or an
+// empty mid.
+var ErrToolCallGrammar = errors.New("sampler: bad tool-call grammar")
+
+// ToolCallGrammar is the text of one forced call: literal prefix, mid and
+// suffix around one of the names and a JSON object. It is read-only once
+// built and may be shared by any number of constraints.
+type ToolCallGrammar struct {
 	prefix, mid, suffix string
-	names               []string // sorted
+	names               []string // sorted, unique
 }
 
-func newToolGrammar(f chat.Format, tools []chat.Tool) toolGrammar {
-	var g toolGrammar
-	switch f {
-	case chat.FormatLlama3:
-		g = toolGrammar{prefix: `{"name": "`, mid: `", "parameters": `, suffix: `}`}
-	case chat.FormatMistral:
-		g = toolGrammar{prefix: `[TOOL_CALLS][{"name": "`, mid: `", "arguments": `, suffix: `}]`}
-	default: // Hermes (Qwen, and the server's own tool prompt)
-		g = toolGrammar{prefix: "<tool_call>\n{\"name\": \"", mid: `", "arguments": `, suffix: "}\n</tool_call>"}
+// NewToolCallGrammar returns the grammar of a call written
+// prefix + name + mid + arguments + suffix, name one of names (see
+// chat.Format.CallSyntax for the formats' literals).
+func NewToolCallGrammar(prefix, mid, suffix string, names []string) (*ToolCallGrammar, error) {
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: no tool names", ErrToolCallGrammar)
 	}
-	for _, t := range tools {
-		g.names = append(g.names, t.Function.Name)
+	if mid == "" {
+		return nil, fmt.Errorf("%w: empty mid", ErrToolCallGrammar)
 	}
+	for _, n := range names {
+		if n == "" || strings.ContainsAny(n, "\"\\") || !utf8.ValidString(n) {
+			return nil, fmt.Errorf("%w: tool name %q", ErrToolCallGrammar, n)
+		}
+	}
+	g := &ToolCallGrammar{prefix: prefix, mid: mid, suffix: suffix, names: slices.Clone(names)}
 	slices.Sort(g.names)
 	g.names = slices.Compact(g.names)
-	return g
+	return g, nil
 }
 
-// vocab is a tokenizer's tokens as bytes, for the constraint.
-type vocab struct {
+// Has reports whether name is one of the grammar's tool names.
+func (g *ToolCallGrammar) Has(name string) bool {
+	_, found := slices.BinarySearch(g.names, name)
+	return found
+}
+
+// Vocab is a vocabulary as a ToolCallConstraint reads it: each token's
+// bytes, which are special, which end a reply. Build it once per
+// tokenizer (a fraction of a second for 150k tokens); it is read-only and
+// shared.
+type Vocab struct {
 	bytes   [][]byte
 	literal []bool // special tokens: only in the literal parts (prefix, mid, suffix)
 	end     []bool // the end (EOS) tokens
@@ -59,30 +79,21 @@ type vocab struct {
 	maxLen  int // longest token, in bytes
 }
 
-// vocab is the model's vocabulary for the tool constraint, built at the
-// first forced call (a fraction of a second for 150k tokens).
-func (m *Model) vocab() *vocab {
-	m.vocabOnce.Do(func() { m.vocabBytes = vocabOf(m.Gen.Tokenizer()) })
-	return m.vocabBytes
-}
-
-// vocabOf reads the bytes of every token.
-func vocabOf(tok *tokenizer.Tokenizer) *vocab {
-	n := tok.VocabSize()
-	v := &vocab{bytes: make([][]byte, n), literal: make([]bool, n), end: make([]bool, n), plain: make([]bool, n), ends: tok.EOS()}
-	for _, id := range v.ends {
-		if int(id) < n {
+// NewVocab returns the vocabulary whose token id adds pieces[id] to the
+// text (a SentencePiece word start with its space), special[id] marks
+// the special tokens (len(special) <= len(pieces)) and ends are the
+// tokens that end a reply (EOS). Ids out of range are ignored.
+func NewVocab(pieces [][]byte, special []bool, ends []int32) *Vocab {
+	n := len(pieces)
+	v := &Vocab{bytes: pieces, literal: make([]bool, n), end: make([]bool, n), plain: make([]bool, n)}
+	for _, id := range ends {
+		if id >= 0 && int(id) < n {
 			v.end[id] = true
+			v.ends = append(v.ends, id)
 		}
 	}
-	for id := range n {
-		_, b := tokenText(tok, int32(id))
-		// A SentencePiece word start decodes alone without its space.
-		if raw, ok := tok.Token(int32(id)); ok && strings.HasPrefix(raw, "▁") && (len(b) == 0 || b[0] != ' ') {
-			b = append([]byte{' '}, b...)
-		}
-		v.bytes[id] = b
-		v.literal[id] = tok.IsSpecial(int32(id))
+	copy(v.literal, special)
+	for id, b := range pieces {
 		v.maxLen = max(v.maxLen, len(b))
 		v.plain[id] = len(b) > 0 && !v.literal[id] && !v.end[id] && utf8.Valid(b)
 		for _, x := range b {
@@ -93,6 +104,9 @@ func vocabOf(tok *tokenizer.Tokenizer) *vocab {
 	}
 	return v
 }
+
+// MaxLen is the longest token, in bytes.
+func (v *Vocab) MaxLen() int { return v.maxLen }
 
 // Phases of a forced call.
 const (
@@ -156,7 +170,7 @@ func isWS(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b == '\r' 
 func isHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }
 
 // step reads byte b; false if the grammar forbids it (s is then garbage).
-func (g *toolGrammar) step(s *gstate, b byte) bool {
+func (g *ToolCallGrammar) step(s *gstate, b byte) bool {
 	switch s.phase {
 	case phPrefix, phMid, phSuffix:
 		lit := g.literal(s.phase)
@@ -198,7 +212,7 @@ func (g *toolGrammar) step(s *gstate, b byte) bool {
 	return false
 }
 
-func (g *toolGrammar) literal(phase uint8) string {
+func (g *ToolCallGrammar) literal(phase uint8) string {
 	switch phase {
 	case phPrefix:
 		return g.prefix
@@ -208,7 +222,7 @@ func (g *toolGrammar) literal(phase uint8) string {
 	return g.suffix
 }
 
-func (g *toolGrammar) stepJSON(s *gstate, b byte) bool {
+func (g *ToolCallGrammar) stepJSON(s *gstate, b byte) bool {
 	switch s.js {
 	case jValue, jArrFirst:
 		if isWS(b) {
@@ -391,7 +405,7 @@ func (s *gstate) pop() bool {
 // phEnd): close what is open, fill what must be there with the least
 // (0, "", the first name left). Following it is deterministic, so the
 // completion from s is one string and each step on it leaves the rest.
-func (g *toolGrammar) closer(s *gstate) byte {
+func (g *ToolCallGrammar) closer(s *gstate) byte {
 	switch s.phase {
 	case phPrefix, phMid, phSuffix:
 		return g.literal(s.phase)[s.pos]
@@ -440,11 +454,11 @@ func (g *toolGrammar) closer(s *gstate) byte {
 }
 
 // cannotFinish is completion's answer for a state it cannot finish from
-// (none should exist; FuzzToolGrammar and the walks check).
+// (none should exist; FuzzToolCallGrammar and the walks check).
 const cannotFinish = 1 << 30
 
 // completion is the number of bytes closer takes to finish from s.
-func (g *toolGrammar) completion(s gstate) int {
+func (g *ToolCallGrammar) completion(s gstate) int {
 	n := 0
 	for s.phase != phEnd {
 		if b := g.closer(&s); b == 0 || !g.step(&s, b) {
@@ -455,22 +469,28 @@ func (g *toolGrammar) completion(s gstate) int {
 	return n
 }
 
-// toolConstraint is the sampler.Constraint of a forced call.
-type toolConstraint struct {
-	g      *toolGrammar
-	v      *vocab
+// ToolCallConstraint is the Constraint of a forced call: after the call
+// only an end token may come. When a token it refused is drawn anyway (a
+// Sampler draws freely when no token is allowed), it constrains nothing
+// from then on. It belongs to one request.
+type ToolCallConstraint struct {
+	g      *ToolCallGrammar
+	v      *Vocab
 	st     gstate
 	budget int  // max_tokens; 0: none
 	n      int  // tokens accepted
 	off    bool // a token the grammar refused was drawn: no constraint from then on
 }
 
-func newToolConstraint(g *toolGrammar, v *vocab, maxTokens int) *toolConstraint {
-	return &toolConstraint{g: g, v: v, budget: maxTokens}
+// NewToolCallConstraint returns a constraint that makes the reply one
+// call in g over vocabulary v, finished within maxTokens tokens when
+// that is possible (0: no budget).
+func NewToolCallConstraint(g *ToolCallGrammar, v *Vocab, maxTokens int) *ToolCallConstraint {
+	return &ToolCallConstraint{g: g, v: v, budget: maxTokens}
 }
 
 // feed steps s over token id's bytes.
-func (c *toolConstraint) feed(s *gstate, id int) bool {
+func (c *ToolCallConstraint) feed(s *gstate, id int) bool {
 	b := c.v.bytes[id]
 	if len(b) == 0 || c.v.end[id] || s.phase == phEnd {
 		return false
@@ -489,7 +509,7 @@ func (c *toolConstraint) feed(s *gstate, id int) bool {
 // Allow lets through the tokens that keep the reply on the grammar and,
 // with a budget, leave enough tokens to finish it (one byte a token at
 // worst). When the budget is too small for any, the grammar alone rules.
-func (c *toolConstraint) Allow(allowed []bool) {
+func (c *ToolCallConstraint) Allow(allowed []bool) {
 	if c.off {
 		return
 	}
@@ -509,7 +529,7 @@ func (c *toolConstraint) Allow(allowed []bool) {
 
 // allow marks the tokens the grammar lets through and, with budget, that
 // leave at most left-1 bytes to finish; it reports whether there is one.
-func (c *toolConstraint) allow(allowed []bool, budget bool, left int) bool {
+func (c *ToolCallConstraint) allow(allowed []bool, budget bool, left int) bool {
 	base := c.g.completion(c.st)
 	// Inside a string, a plain token changes nothing.
 	inString := c.st.phase == phJSON && c.st.js == jString && c.st.more == 0
@@ -536,7 +556,7 @@ func (c *toolConstraint) allow(allowed []bool, budget bool, left int) bool {
 }
 
 // Accept advances past the token drawn.
-func (c *toolConstraint) Accept(id int32) {
+func (c *ToolCallConstraint) Accept(id int32) {
 	c.n++
 	if c.off || c.st.phase == phEnd && c.v.end[id] {
 		return
