@@ -32,6 +32,9 @@
 //	              the sequence ids [0, MaxSeqs) and the cells: attaches a
 //	              new request to a cached prefix (SeqCp) or its session's
 //	              sequence, retires a finished one into the pool
+//	fanout.go     a request of N choices: the prompt is prefilled once,
+//	              then each choice gets a sequence sharing its cells
+//	              (SeqCp) and draws with its own seed
 //	output.go     sampling results become Outputs: token ids, UTF-8 safe
 //	              text deltas, stop strings and stop tokens, usage, logprobs
 //	engine.go     Engine: Add, Step, Abort, HasUnfinished
@@ -47,6 +50,13 @@
 // scheduled request, tokens[numCached : numCached+n]; when that reaches
 // the end of its tokens the last one asks for logits and a token is
 // sampled. A decode is the case n = 1, a (chunk of a) prefill n > 1.
+//
+// Choices. A Request of N > 1 choices is admitted when N sequence ids
+// are free. Choice 0 prefills the prompt; in the step that computes the
+// prompt's last token every other choice gets its own sequence sharing
+// the prompt's cells and draws its first token from the same logits
+// (with Seed+i). From then on the choices are independent sequences;
+// Outputs carry their Index, each ends on its own, and Abort ends all.
 //
 // Preemption is by recompute: the victim's cells are freed, numCached
 // drops to 0 and it waits at the front of the queue; when scheduled again

@@ -13,6 +13,9 @@ type sequence struct {
 	// ---
 	seqID int32 // KV sequence id while it holds one, else -1
 	post  postState
+
+	choice int     // its index among its request's choices
+	fan    *fanout // its request's choices when there are several, else nil
 }
 
 // chunk asks the runner to process seq.tokens[start : start+n]; sample is
@@ -129,8 +132,11 @@ func (s *scheduler) next(c cellKeeper) (*schedule, error) {
 		s.waiting = append(append([]*sequence(nil), sc.preempted...), s.waiting...)
 		return sc, nil
 	}
-	for len(s.waiting) > 0 && len(s.running) < s.cfg.maxSeqs && budget > 0 {
+	for len(s.waiting) > 0 && budget > 0 {
 		q := s.waiting[0]
+		if s.held()+q.width() > s.cfg.maxSeqs {
+			break
+		}
 		n := min(len(q.tokens), budget)
 		for n > free {
 			f, ok, err := c.reclaim()

@@ -153,7 +153,7 @@ func (s *Session) turn(ctx context.Context, prompt []int32, params sampler.Param
 		s.mu.Lock()
 		s.cur = id
 		s.mu.Unlock()
-		box := newMailbox()
+		box := newMailbox(1)
 		req := &Request{ID: id, Prompt: prompt, Params: params, Session: s.name}
 		if err := s.l.send(command{req: req, box: box}); err != nil {
 			return nil, nil, err
