@@ -3,8 +3,8 @@ package engine
 // Stats is a snapshot of an engine's load and counters, for monitoring
 // (the server exports it under vLLM's metric names). Counters only grow.
 type Stats struct {
-	Running int // requests holding a sequence (prefilling or decoding)
-	Waiting int // requests queued or preempted
+	Running int // sequences running (prefilling or decoding): requests, or their choices
+	Waiting int // requests (or choices) queued or preempted
 
 	KVCells int // cells in the KV cache(s)
 	KVUsed  int // cells holding K/V, cached prefixes and idle sessions included

@@ -147,3 +147,18 @@ func TestChoicesOverMaxSeqs(t *testing.T) {
 	checkAPIError(t, err, 400, "n")
 	ts.settle()
 }
+
+// TestChoicesBadIndex: a Generator's delta of a choice the request does
+// not have is an internal error, not a panic.
+func TestChoicesBadIndex(t *testing.T) {
+	ts, f := newFakeServer(t, "It is sunny.")
+	f.shift = 2
+	c := ts.client()
+	for _, n := range []int{1, 2} {
+		_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "fake",
+			Messages: user("Weather?"), N: openai.Int(int64(n))})
+		if ae := checkAPIError(t, err, 500, ""); !strings.Contains(ae.Message, "unknown choice") {
+			t.Errorf("n=%d: %s", n, ae.Message)
+		}
+	}
+}

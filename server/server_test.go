@@ -715,6 +715,7 @@ type fakeGen struct {
 	mu    sync.Mutex
 	reqs  []engine.ChatRequest
 	ps    []sampler.Params // of each chat request (the Constraint: choice 0's)
+	shift int              // added to every delta's Index: a broken Generator
 }
 
 func (f *fakeGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
@@ -748,7 +749,7 @@ func (f *fakeGen) Stream(ctx context.Context, _ string, p sampler.Params, opts .
 					yield(engine.Delta{}, ctx.Err())
 					return
 				}
-				d := engine.Delta{Index: c, NewTokens: []int32{int32(i)}, TextDelta: w}
+				d := engine.Delta{Index: c + f.shift, NewTokens: []int32{int32(i)}, TextDelta: w}
 				if i == len(words)-1 {
 					d.Finished, d.FinishReason = true, "stop"
 					d.Usage = engine.Usage{PromptTokens: 3, CompletionTokens: len(words)}
