@@ -48,7 +48,7 @@ func main() {
 
 // streamer is what the REPL needs of a model; *engine.LLM is one.
 type streamer interface {
-	StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params) iter.Seq2[engine.Delta, error]
+	StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error]
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, intr <-chan os.Signal) int {
