@@ -36,6 +36,9 @@
 //	              block hashes, idle sessions by name; LRU order
 //	runner.go     the only place that turns a schedule into a models.Batch:
 //	              one Decode per step, logits per scheduled sequence
+//	fanout.go     a request of N choices: the prompt is prefilled once,
+//	              then each choice gets a sequence sharing its cells
+//	              (SeqCp) and draws with its own seed
 //	output.go     sampling results become Outputs: token ids, UTF-8 safe
 //	              text deltas, stop strings and stop tokens, usage, logprobs
 //	engine.go     Engine: Add, Step, Abort, HasUnfinished
@@ -51,6 +54,13 @@
 // scheduled request, tokens[numCached : numCached+n]; when that reaches
 // the end of its tokens the last one asks for logits and a token is
 // sampled. A decode is the case n = 1, a (chunk of a) prefill n > 1.
+//
+// Choices. A Request of N > 1 choices is admitted when N sequence ids
+// are free. Choice 0 prefills the prompt; in the step that computes the
+// prompt's last token every other choice gets its own sequence sharing
+// the prompt's cells and draws its first token from the same logits
+// (with Seed+i). From then on the choices are independent sequences;
+// Outputs carry their Index, each ends on its own, and Abort ends all.
 //
 // Preemption is by recompute: the victim's cells are freed, numCached
 // drops to 0 and it waits at the front of the queue; when scheduled again

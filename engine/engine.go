@@ -139,46 +139,74 @@ func (e *Engine) Add(r Request) error {
 	if err := r.Params.Validate(e.vocab); err != nil {
 		return errcode.Wrap(errcode.BadParams, err)
 	}
-	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1, session: r.Session,
-		tokens: append(make([]int32, 0, len(r.Prompt)+16), r.Prompt...)}
-	p := &q.post
-	p.params = r.Params
-	p.params.Stop = append([]string(nil), r.Params.Stop...)
-	p.sampler = sampler.New(r.Params, r.Prompt)
-	if e.tok != nil {
-		p.dec = e.tok.NewDecoder()
+	if err := checkChoices(&r, e.sched.cfg.maxSeqs); err != nil {
+		return err
 	}
-	p.maxTokens = r.Params.MaxTokens
-	if p.maxTokens == 0 {
-		p.maxTokens = max(e.maxLen-len(r.Prompt), 1)
+	n := max(r.N, 1)
+	var fan *fanout
+	if n > 1 {
+		fan = &fanout{open: n}
 	}
-	p.stopIDs = map[int32]bool{}
-	for _, id := range r.Params.StopTokenIDs {
-		p.stopIDs[id] = true
-	}
-	if !r.Params.IgnoreEOS {
-		for _, id := range e.eos {
-			p.stopIDs[id] = true
+	for i := range n {
+		q := e.newSequence(&r, choiceParams(r.Params, r.Constraints, i))
+		q.choice, q.fan = i, fan
+		if fan != nil {
+			fan.choices = append(fan.choices, q)
+		}
+		if i == 0 { // the other choices wait for its prompt (fanOut)
+			e.byID[r.ID] = q
+			e.sched.add(q)
 		}
 	}
-	e.byID[r.ID] = q
-	e.sched.add(q)
 	e.count.promptTokens += uint64(len(r.Prompt))
 	return nil
 }
 
-// Abort ends a request now: its cells are freed at once and its final
-// Output (reason "abort") comes with the next Step. It reports whether the
-// request was unfinished.
+// newSequence is a waiting sequence for one choice of r, sampled with p.
+func (e *Engine) newSequence(r *Request, p sampler.Params) *sequence {
+	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1, session: r.Session,
+		tokens: append(make([]int32, 0, len(r.Prompt)+16), r.Prompt...)}
+	post := &q.post
+	post.params = p
+	post.params.Stop = append([]string(nil), p.Stop...)
+	post.sampler = sampler.New(p, r.Prompt)
+	if e.tok != nil {
+		post.dec = e.tok.NewDecoder()
+	}
+	post.maxTokens = p.MaxTokens
+	if post.maxTokens == 0 {
+		post.maxTokens = max(e.maxLen-len(r.Prompt), 1)
+	}
+	post.stopIDs = map[int32]bool{}
+	for _, id := range p.StopTokenIDs {
+		post.stopIDs[id] = true
+	}
+	if !p.IgnoreEOS {
+		for _, id := range e.eos {
+			post.stopIDs[id] = true
+		}
+	}
+	return q
+}
+
+// Abort ends a request now, every choice of it: their cells are freed at
+// once and the final Output (reason "abort") of each unfinished choice
+// comes with the next Step. It reports whether the request was
+// unfinished.
 func (e *Engine) Abort(id string) bool {
 	q := e.byID[id]
 	if q == nil {
 		return false
 	}
-	if err := e.finish(q, FinishedAborted); err != nil {
-		return false
+	for _, c := range q.choices() {
+		if c.state.Finished() {
+			continue
+		}
+		if err := e.finish(c, FinishedAborted); err != nil {
+			return false
+		}
+		e.pending = append(e.pending, e.final(c, Output{ID: c.id, Index: c.choice}))
 	}
-	e.pending = append(e.pending, e.final(q, Output{ID: q.id}))
 	return true
 }
 
@@ -204,8 +232,15 @@ func (e *Engine) Step() ([]Output, error) {
 	if err != nil {
 		return outs, err
 	}
-	toks := e.drawAll(sc.chunks, logits)
-	for i, c := range sc.chunks {
+	for _, c := range sc.chunks {
+		e.count.computedTokens += uint64(c.n)
+	}
+	chunks, logits, err := e.fanOut(sc.chunks, logits)
+	if err != nil {
+		return outs, err
+	}
+	toks := e.drawAll(chunks, logits)
+	for i, c := range chunks {
 		q := c.seq
 		q.numCached += c.n
 		if !c.sample {
@@ -275,13 +310,16 @@ func (e *Engine) drawAll(chunks []chunk, logits [][]float32) []int32 {
 	return toks
 }
 
-// finish moves q to a final state and gives back its cells.
+// finish moves q to a final state and gives back its cells; the request
+// is over with its last choice.
 func (e *Engine) finish(q *sequence, to State) error {
 	if err := transition(q.id, &q.state, to); err != nil {
 		return err
 	}
 	e.sched.remove(q)
-	delete(e.byID, q.id)
+	if q.fan == nil || q.fan.end() {
+		delete(e.byID, q.id)
+	}
 	return e.blocks.deallocate(q)
 }
 

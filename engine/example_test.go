@@ -61,6 +61,36 @@ func ExampleLLM_Stream() {
 	// Output: 6 tokens, finish reason length
 }
 
+// WithChoices asks one Stream for several samples of one prompt: the
+// prompt is computed once, choice i draws with Seed+i, and each Delta
+// carries its choice's Index.
+func ExampleWithChoices() {
+	llm, err := engine.Open(context.Background(), tinyPath, engine.Options{Backend: kernels.CPURef})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer llm.Close()
+
+	seed := uint64(1)
+	p := sampler.Params{Temperature: 1, Seed: &seed, MaxTokens: 5, IgnoreEOS: true}
+	tokens := make([][]int32, 3)
+	for d, err := range llm.Stream(context.Background(), "Once upon a time", p, engine.WithChoices(3)) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		tokens[d.Index] = append(tokens[d.Index], d.NewTokens...)
+	}
+	fmt.Println(llm.Stats().PromptTokens, "prompt tokens queued")
+	for i, t := range tokens {
+		fmt.Println("choice", i, len(t), "tokens")
+	}
+	// Output:
+	// 14 prompt tokens queued
+	// choice 0 5 tokens
+	// choice 1 5 tokens
+	// choice 2 5 tokens
+}
+
 // StreamTokens yields a request's tokens as they are drawn; the last Delta
 // has Finished set. These are transformers' greedy tokens after this
 // prompt (testdata/models/qwen2-tiny.golden.json).

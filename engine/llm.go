@@ -144,14 +144,25 @@ type command struct {
 
 // mailbox collects one request's outputs for its caller.
 type mailbox struct {
-	mu     sync.Mutex
-	outs   []Output
-	err    error
-	done   bool          // final output or err delivered to the box
-	signal chan struct{} // cap 1
+	mu       sync.Mutex
+	outs     []Output
+	err      error
+	choices  int           // the request's (Request.N, at least 1)
+	finished int           // final outputs delivered
+	done     bool          // every choice's final output, or err, delivered to the box
+	signal   chan struct{} // cap 1
 }
 
-func newMailbox() *mailbox { return &mailbox{signal: make(chan struct{}, 1)} }
+func newMailbox(choices int) *mailbox {
+	return &mailbox{choices: max(choices, 1), signal: make(chan struct{}, 1)}
+}
+
+// last reports whether the box waits for one final output only.
+func (b *mailbox) last() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.finished+1 >= b.choices
+}
 
 func (b *mailbox) put(o Output, err error) {
 	b.mu.Lock()
@@ -161,7 +172,10 @@ func (b *mailbox) put(o Output, err error) {
 		} else {
 			b.outs = append(b.outs, o)
 		}
-		b.done = err != nil || o.Finished
+		if o.Finished {
+			b.finished++
+		}
+		b.done = err != nil || b.finished >= b.choices
 	}
 	b.mu.Unlock()
 	select {
@@ -386,7 +400,9 @@ func (l *LLM) send(cmds ...command) error {
 					l.queue = append(l.queue[:i], l.queue[i+1:]...)
 					l.pending--
 					l.dropped++
-					q.box.put(Output{ID: q.req.ID, Finished: true, FinishReason: "abort"}, nil)
+					for i := range q.box.choices {
+						q.box.put(Output{ID: q.req.ID, Index: i, Finished: true, FinishReason: "abort"}, nil)
+					}
 					break
 				}
 			}
@@ -415,14 +431,30 @@ func (l *LLM) take(w *worker, c command) {
 	}
 }
 
+// A StreamOption changes the request a Stream call queues.
+type StreamOption func(*Request)
+
+// WithChoices asks for n choices of the one prompt (Request.N): the
+// prompt is computed once, choice i draws with Seed+i, its Deltas carry
+// Index i, and the stream ends when every choice has had its final
+// Delta. constraints, when given, are one per choice
+// (Request.Constraints). n above Options.MaxSeqs is refused with
+// ErrTooManyChoices.
+func WithChoices(n int, constraints ...sampler.Constraint) StreamOption {
+	return func(r *Request) {
+		r.N = n
+		r.Constraints = constraints
+	}
+}
+
 // submit tokenizes prompts and queues them, all or none.
-func (l *LLM) submit(prompts []string, params sampler.Params) ([]string, []*mailbox, error) {
-	return l.submitEncoded(prompts, params, true)
+func (l *LLM) submit(prompts []string, params sampler.Params, opts ...StreamOption) ([]string, []*mailbox, error) {
+	return l.submitEncoded(prompts, params, true, opts...)
 }
 
 // submitEncoded is submit; addSpecial is false for rendered chat prompts,
 // which carry their own special tokens (as apply_chat_template).
-func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial bool) ([]string, []*mailbox, error) {
+func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial bool, opts ...StreamOption) ([]string, []*mailbox, error) {
 	cmds := make([]command, len(prompts))
 	ids := make([]string, len(prompts))
 	boxes := make([]*mailbox, len(prompts))
@@ -432,8 +464,12 @@ func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial 
 			return nil, nil, err
 		}
 		ids[i] = l.newID()
-		boxes[i] = newMailbox()
-		cmds[i] = command{req: &Request{ID: ids[i], Prompt: toks, Params: params}, box: boxes[i]}
+		req := &Request{ID: ids[i], Prompt: toks, Params: params}
+		for _, o := range opts {
+			o(req)
+		}
+		boxes[i] = newMailbox(req.N)
+		cmds[i] = command{req: req, box: boxes[i]}
 	}
 	if err := l.send(cmds...); err != nil {
 		return nil, nil, err
@@ -630,12 +666,14 @@ func (r *Result) add(o Output) {
 }
 
 // Stream runs one prompt and yields its outputs as they come; the last
-// has Finished set. An error (bad params, ErrPromptTooLong, ErrQueueFull,
-// ctx cancelled, ErrClosed, ErrNilContext) is yielded once and ends the
-// stream. Stopping the iteration
-// early, or cancelling ctx, aborts the request and frees its cells.
-func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params) iter.Seq2[Delta, error] {
-	return l.stream(ctx, func() ([]string, []*mailbox, error) { return l.submit([]string{prompt}, params) })
+// has Finished set (with WithChoices, each choice has a final Delta and
+// the stream ends after the last). An error (bad params,
+// ErrPromptTooLong, ErrQueueFull, ctx cancelled, ErrClosed,
+// ErrNilContext) is yielded once and ends the stream. Stopping the
+// iteration early, or cancelling ctx, aborts the request (every choice)
+// and frees its cells.
+func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
+	return l.stream(ctx, func() ([]string, []*mailbox, error) { return l.submit([]string{prompt}, params, opts...) })
 }
 
 // StreamChat is Stream for a conversation rendered through the chat
@@ -643,16 +681,18 @@ func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params) 
 // content and its ToolCalls the pieces of the calls as they are written:
 // a call's first piece carries its index, ID, type and name, the next
 // ones fragments of its arguments (chat.ToolParser); the last Delta's
-// FinishReason is "tool_calls" when the reply made calls.
-func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Params) iter.Seq2[Delta, error] {
+// FinishReason is "tool_calls" when the reply made calls. With
+// WithChoices, each choice is parsed (and, for a forced call,
+// constrained) on its own.
+func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
 	return func(yield func(Delta, error) bool) {
 		var t chatTurn
 		submit := func() ([]string, []*mailbox, error) {
 			var err error
-			if t, err = l.prepareChat(req, params); err != nil {
+			if t, err = l.prepareChat(req, params, opts); err != nil {
 				return nil, nil, err
 			}
-			return l.submitEncoded([]string{t.prompt}, t.params, false)
+			return l.submitEncoded([]string{t.prompt}, t.params, false, t.opts...)
 		}
 		for d, err := range l.stream(ctx, submit) {
 			if err == nil {
@@ -666,11 +706,14 @@ func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Pa
 }
 
 // StreamTokens is Stream for a prompt given as token ids.
-func (l *LLM) StreamTokens(ctx context.Context, prompt []int32, params sampler.Params) iter.Seq2[Delta, error] {
+func (l *LLM) StreamTokens(ctx context.Context, prompt []int32, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
 	return l.stream(ctx, func() ([]string, []*mailbox, error) {
 		id := l.newID()
-		box := newMailbox()
 		req := &Request{ID: id, Prompt: append([]int32(nil), prompt...), Params: params}
+		for _, o := range opts {
+			o(req)
+		}
+		box := newMailbox(req.N)
 		if err := l.send(command{req: req, box: box}); err != nil {
 			return nil, nil, err
 		}
@@ -698,11 +741,15 @@ func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, e
 			return
 		}
 		b := boxes[0]
+		open := b.choices // choices without their final output yet
 		for {
 			outs, err, done := b.take()
 			for _, o := range outs {
+				if o.Finished {
+					open--
+				}
 				if !yield(o, nil) {
-					if !o.Finished {
+					if open > 0 {
 						l.abort(ids...)
 					}
 					return
@@ -872,9 +919,12 @@ func (l *LLM) loop(w *worker) {
 func (l *LLM) step(w *worker, boxes map[string]*mailbox, finish func(string, Output, error)) {
 	outs, err := w.eng.Step()
 	for _, o := range outs {
-		if o.Finished {
+		b := boxes[o.ID]
+		switch {
+		case b == nil:
+		case o.Finished && b.last(): // the request's last choice
 			finish(o.ID, o, nil)
-		} else if b := boxes[o.ID]; b != nil {
+		default:
 			b.put(o, nil)
 		}
 	}

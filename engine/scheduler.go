@@ -15,6 +15,9 @@ type sequence struct {
 	// ---
 	seqID int32 // KV sequence id while it holds one (from the block manager), else -1
 	post  postState
+
+	choice int     // its index among its request's choices
+	fan    *fanout // its request's choices when there are several, else nil
 }
 
 // chunk asks the runner to process seq.tokens[start : start+n]; sample is
@@ -122,8 +125,11 @@ func (s *scheduler) next(m *blockManager) (*schedule, error) {
 		s.waiting = append(append([]*sequence(nil), sc.preempted...), s.waiting...)
 		return sc, nil
 	}
-	for len(s.waiting) > 0 && len(s.running) < s.cfg.maxSeqs && budget > 0 {
+	for len(s.waiting) > 0 && budget > 0 {
 		q := s.waiting[0]
+		if s.held()+q.width() > s.cfg.maxSeqs {
+			break
+		}
 		h := m.match(q)
 		n := min(len(q.tokens)-h.n, budget)
 		free, err := s.evictFor(m, n, h.entry, planned)

@@ -125,7 +125,7 @@ func (s *Session) SendChat(ctx context.Context, req ChatRequest, params sampler.
 		msgs := append(slices.Clone(s.messages), req.Messages...)
 		s.mu.Unlock()
 		req.Messages = msgs
-		t, err := s.l.prepareChat(req, params)
+		t, err := s.l.prepareChat(req, params, nil)
 		if err != nil {
 			yield(Delta{}, err)
 			return
@@ -155,7 +155,7 @@ func (s *Session) turn(ctx context.Context, prompt []int32, params sampler.Param
 		s.mu.Lock()
 		s.cur = id
 		s.mu.Unlock()
-		box := newMailbox()
+		box := newMailbox(1)
 		req := &Request{ID: id, Prompt: prompt, Params: params, Session: s.name}
 		if err := s.l.send(command{req: req, box: box}); err != nil {
 			return nil, nil, err

@@ -3,13 +3,17 @@ package engine
 // Stats is a snapshot of an engine's load and counters, for monitoring
 // (the server exports it under vLLM's metric names). Counters only grow.
 type Stats struct {
-	Running int // requests holding a sequence (prefilling or decoding)
-	Waiting int // requests queued or preempted
+	Running int // sequences running (prefilling or decoding): requests, or their choices
+	Waiting int // requests (or choices) queued or preempted
 
 	KVCells int // cells in the KV cache(s)
 	KVUsed  int // cells holding K/V, cached prefixes and idle sessions included
 
-	PromptTokens     uint64 // prompt tokens of the requests added
+	PromptTokens uint64 // prompt tokens of the requests added
+	// ComputedTokens counts the tokens run through the model: prompt
+	// tokens not found in the cache, recomputed ones, and each drawn
+	// token that was fed back.
+	ComputedTokens   uint64
 	GenerationTokens uint64 // tokens drawn
 	Preemptions      uint64 // requests preempted (recomputed later)
 	// PrefixQueries counts the prompt tokens looked up in the prefix
@@ -36,6 +40,7 @@ func (s *Stats) add(b Stats) {
 	s.KVCells += b.KVCells
 	s.KVUsed += b.KVUsed
 	s.PromptTokens += b.PromptTokens
+	s.ComputedTokens += b.ComputedTokens
 	s.GenerationTokens += b.GenerationTokens
 	s.Preemptions += b.Preemptions
 	s.PrefixQueries += b.PrefixQueries
@@ -51,6 +56,7 @@ func (s *Stats) add(b Stats) {
 // counters are the Engine's running totals.
 type counters struct {
 	promptTokens, generationTokens, preemptions uint64
+	computedTokens                              uint64
 	prefixQueries, prefixHits                   uint64
 	finished                                    map[string]uint64
 }
@@ -60,7 +66,7 @@ func (e *Engine) Stats() Stats {
 	cells, used := e.ctx.KVCapacity()
 	s := Stats{Running: len(e.sched.running), Waiting: len(e.sched.waiting),
 		KVCells: cells, KVUsed: used,
-		PromptTokens: e.count.promptTokens, GenerationTokens: e.count.generationTokens,
+		PromptTokens: e.count.promptTokens, ComputedTokens: e.count.computedTokens, GenerationTokens: e.count.generationTokens,
 		Preemptions: e.count.preemptions, PrefixQueries: e.count.prefixQueries, PrefixHits: e.count.prefixHits,
 		Finished: make(map[string]uint64, len(e.count.finished))}
 	for k, v := range e.count.finished {

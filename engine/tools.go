@@ -76,56 +76,75 @@ func offered(req ChatRequest) ([]chat.Tool, error) {
 
 // chatTurn is a ChatRequest made ready to run.
 type chatTurn struct {
-	prompt string
-	params sampler.Params
-	parser *chat.ToolParser // nil when no tools are offered
+	prompt  string
+	params  sampler.Params
+	opts    []StreamOption     // the caller's, and the choices' constraints of a forced call
+	parsers []*chat.ToolParser // one per choice; nil when no tools are offered
 }
 
 // prepareChat renders req and, when it offers tools, sets up the parser
-// of the reply and, for a forced call, the grammar's constraint.
-func (l *LLM) prepareChat(req ChatRequest, params sampler.Params) (chatTurn, error) {
+// of each choice's reply and, for a forced call, each choice's grammar
+// constraint (opts may ask for several choices: WithChoices).
+func (l *LLM) prepareChat(req ChatRequest, params sampler.Params, opts []StreamOption) (chatTurn, error) {
 	prompt, err := l.RenderChat(req)
 	if err != nil {
 		return chatTurn{}, err
 	}
-	t := chatTurn{prompt: prompt, params: params}
+	t := chatTurn{prompt: prompt, params: params, opts: opts}
 	tools, _ := offered(req) // RenderChat checked it
 	if len(tools) == 0 {
 		return t, nil
 	}
+	var r Request
+	for _, o := range opts {
+		o(&r)
+	}
+	n := max(r.N, 1)
 	f := l.toolFormat
 	if f == chat.FormatNone {
 		f = chat.FormatQwen
 	}
 	if !req.RawToolCalls {
-		t.parser = chat.NewToolParser(f, nil)
+		for range n {
+			t.parsers = append(t.parsers, chat.NewToolParser(f, nil))
+		}
 	}
 	if req.ToolChoice == "" || req.ToolChoice == ToolAuto {
 		return t, nil
 	}
-	if params.Constraint != nil {
-		return chatTurn{}, fmt.Errorf("%w: a forced tool call (%q) sets the sampler.Params Constraint; the request has one", ErrToolChoice, req.ToolChoice)
+	if params.Constraint != nil || r.Constraints != nil {
+		return chatTurn{}, fmt.Errorf("%w: a forced tool call (%q) sets the choices' Constraint; the request has one", ErrToolChoice, req.ToolChoice)
 	}
 	g, err := ToolCallGrammar(f, tools)
 	if err != nil {
 		return chatTurn{}, fmt.Errorf("%w: %w", ErrToolChoice, err)
 	}
-	t.params.Constraint = sampler.NewToolCallConstraint(g, l.vocab(), params.MaxTokens)
+	if n == 1 {
+		t.params.Constraint = sampler.NewToolCallConstraint(g, l.vocab(), params.MaxTokens)
+		return t, nil
+	}
+	cs := make([]sampler.Constraint, n)
+	for i := range cs {
+		cs[i] = sampler.NewToolCallConstraint(g, l.vocab(), params.MaxTokens)
+	}
+	t.opts = append(slices.Clone(opts), WithChoices(n, cs...))
 	return t, nil
 }
 
-// parse turns one delta's text into content and tool-call deltas; at the
-// end a reply that made its calls, the last one whole, finishes with
-// "tool_calls" (a call that fills max_tokens exactly included).
+// parse turns one delta's text into content and tool-call deltas with
+// the parser of the delta's choice; at the end a reply that made its
+// calls, the last one whole, finishes with "tool_calls" (a call that
+// fills max_tokens exactly included).
 func (t *chatTurn) parse(d *Delta) {
-	if t.parser == nil {
+	if d.Index < 0 || d.Index >= len(t.parsers) {
 		return
 	}
-	content, calls := t.parser.Add(d.TextDelta)
+	p := t.parsers[d.Index]
+	content, calls := p.Add(d.TextDelta)
 	if d.Finished {
-		rest, more, truncated := t.parser.Finish()
+		rest, more, truncated := p.Finish()
 		content, calls = content+rest, append(calls, more...)
-		if len(t.parser.Calls()) > 0 && !truncated && (d.FinishReason == "stop" || d.FinishReason == "length") {
+		if len(p.Calls()) > 0 && !truncated && (d.FinishReason == "stop" || d.FinishReason == "length") {
 			d.FinishReason = "tool_calls"
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -137,4 +138,37 @@ func TestChatToolChoiceErrors(t *testing.T) {
 		}
 	}
 	checkNoCells(t, l)
+}
+
+// TestChatToolsChoices: with several choices each is constrained and
+// parsed on its own, and choice i is the reply one request seeded Seed+i
+// gets.
+func TestChatToolsChoices(t *testing.T) {
+	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 4})
+	defer l.Close()
+	ctx := context.Background()
+	req := ChatRequest{Messages: []chat.Message{{Role: "user", Content: "Weather in Paris?"}},
+		Tools: toolList("get_weather", "search"), ToolChoice: ToolRequired}
+	seed := uint64(7)
+	p := sampler.Params{Temperature: 1, Seed: &seed, MaxTokens: 80}
+	got := make([]Result, 3)
+	for d, err := range l.StreamChat(ctx, req, p, WithChoices(3)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[d.Index].add(d)
+	}
+	for i := range got {
+		checkCall(t, fmt.Sprintf("choice %d", i), got[i], "get_weather", "search")
+		s := seed + uint64(i)
+		q := p
+		q.Seed = &s
+		alone, err := l.Chat(ctx, req, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i].ToolCalls[0].Function != alone.ToolCalls[0].Function || got[i].Text != alone.Text {
+			t.Errorf("choice %d: %+v, alone with seed+%d: %+v", i, got[i].ToolCalls, i, alone.ToolCalls)
+		}
+	}
 }

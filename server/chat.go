@@ -189,16 +189,6 @@ func withSystem(msgs []chat.Message, text string) []chat.Message {
 	return append([]chat.Message{{Role: "system", Content: text}}, out...)
 }
 
-// seeded gives choice i its own seed (seed+i) so n samples differ yet
-// repeat with the same seed.
-func seeded(p sampler.Params, i int) sampler.Params {
-	if p.Seed != nil && i > 0 {
-		s := *p.Seed + uint64(i)
-		p.Seed = &s
-	}
-	return p
-}
-
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if e := decodeBody(r, &req); e != nil {
@@ -215,16 +205,17 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	streams := make([]func(context.Context) iter.Seq2[engine.Delta, error], pl.n)
-	for i := range streams {
-		p := seeded(pl.params, i)
-		if pl.grammar != nil {
-			p.Constraint = sampler.NewToolCallConstraint(pl.grammar, m.vocab(), p.MaxTokens)
+	var constraints []sampler.Constraint // one per choice: a constraint has state
+	if pl.grammar != nil {
+		for range pl.n {
+			constraints = append(constraints, sampler.NewToolCallConstraint(pl.grammar, m.vocab(), pl.params.MaxTokens))
 		}
-		streams[i] = func(ctx context.Context) iter.Seq2[engine.Delta, error] { return m.Gen.StreamChat(ctx, pl.req, p) }
+	}
+	stream := func(ctx context.Context) iter.Seq2[engine.Delta, error] {
+		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n, constraints...))
 	}
 	ctx := r.Context()
-	run := startRun(ctx, streams, s.cfg.Logf)
+	run := startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, pl.n, s.cfg.Logf)
 	defer run.stop()
 	first, ok := run.started(ctx, w, "messages")
 	if !ok {

@@ -53,9 +53,11 @@ import (
 
 // Generator is what the server needs of a model; *engine.LLM is one.
 type Generator interface {
-	Stream(ctx context.Context, prompt string, p sampler.Params) iter.Seq2[engine.Delta, error]
-	StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params) iter.Seq2[engine.Delta, error]
-	StreamTokens(ctx context.Context, prompt []int32, p sampler.Params) iter.Seq2[engine.Delta, error]
+	// The Stream calls run one request; with engine.WithChoices its
+	// choices share one prefill and their Deltas carry their Index.
+	Stream(ctx context.Context, prompt string, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error]
+	StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error]
+	StreamTokens(ctx context.Context, prompt []int32, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error]
 	Stats() engine.Stats
 	Tokenizer() *tokenizer.Tokenizer
 	Close() error

@@ -191,7 +191,7 @@ func chatREPL(ctx context.Context, e env, c config) error {
 
 // streamer is what the REPL needs of a model; *engine.LLM is one.
 type streamer interface {
-	StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params) iter.Seq2[engine.Delta, error]
+	StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error]
 }
 
 func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {

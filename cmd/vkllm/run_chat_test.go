@@ -32,7 +32,7 @@ type fake struct {
 	started chan struct{}
 }
 
-func (f *fake) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params) iter.Seq2[engine.Delta, error] {
+func (f *fake) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, _ ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
 	return func(yield func(engine.Delta, error) bool) {
 		f.mu.Lock()
 		f.convs = append(f.convs, req.Messages)
