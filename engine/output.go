@@ -6,18 +6,26 @@ import (
 
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
+	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // Output is what one Step reports about one request: the tokens it drew
 // this step and the text they complete, or its end.
 type Output struct {
-	ID        string
+	ID string
+	// Index is the choice, in [0, Request.N); 0 for a one-choice request.
+	// Each choice has its own final Output.
+	Index     int
 	NewTokens []int32
 	// TextDelta is whole UTF-8 characters only; text that might be the
 	// start of a stop string is held back until it is known not to be,
 	// and a stop string is left out.
 	TextDelta string
 	Logprobs  []TokenLogprob // one per new token when Params.Logprobs > 0
+	// ToolCalls are the pieces of tool calls this text completes, when
+	// a chat request offers tools (see LLM.StreamChat); TextDelta is
+	// then the content around the calls.
+	ToolCalls []chat.ToolCallDelta
 
 	Finished     bool
 	FinishReason string // "stop", "length" or "abort"; "" while running
@@ -61,7 +69,7 @@ func (e *Engine) accept(q *sequence, logits []float32, tok int32) (Output, State
 	p.sampler.Accept(tok)
 	q.tokens = append(q.tokens, tok)
 	e.count.generationTokens++
-	out := Output{ID: q.id, NewTokens: []int32{tok}}
+	out := Output{ID: q.id, Index: q.choice, NewTokens: []int32{tok}}
 	if k := p.params.Logprobs; k > 0 {
 		out.Logprobs = []TokenLogprob{{ID: tok, Logprob: logprobOf(logits, tok), Top: sampler.TopLogprobs(logits, k)}}
 	}

@@ -19,6 +19,17 @@ type Request struct {
 	// under pressure (the next turn then recomputes). At most one request
 	// of a session may be unfinished. EndSession frees it.
 	Session string
+	// N is the number of choices: samples of the one prompt, which is
+	// computed once (0 or 1: one choice). Choice i draws with Params and
+	// Seed+i when Seed is set (each its own random seed otherwise); its
+	// Outputs carry Index i. N may not exceed the Context's MaxSeqs, and
+	// such a request is admitted only when N sequences are free. A
+	// session request has one choice.
+	N int
+	// Constraints, when set, holds one Constraint per choice and replaces
+	// Params.Constraint: a Constraint has state, so choices cannot share
+	// one. A request of N > 1 with Params.Constraint must give them.
+	Constraints []sampler.Constraint
 }
 
 // State is where a request is in its life.

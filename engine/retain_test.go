@@ -19,7 +19,7 @@ func checkEmpty(t *testing.T, e *Engine, ctx *models.Context) {
 	if u := usedCells(ctx); u != 0 {
 		t.Fatalf("%d cells in use", u)
 	}
-	if n := len(e.run.free); n != ctx.Params().MaxSeqs {
+	if n := len(e.blocks.free); n != ctx.Params().MaxSeqs {
 		t.Fatalf("%d sequence ids free, want %d", n, ctx.Params().MaxSeqs)
 	}
 }
@@ -197,4 +197,82 @@ func TestPoolVictimOrder(t *testing.T) {
 	if _, n := p.match(toks); n != 0 {
 		t.Fatalf("an empty pool matched %d tokens", n)
 	}
+}
+
+// TestPrefixKeptUnderFullLoad: with as many requests running as the
+// engine allows, a retained prefix keeps its cells (its id is not a
+// running request's), and the next request with that prefix reuses it.
+func TestPrefixKeptUnderFullLoad(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 15))
+	shared := prompt(r, 2*BlockSize)
+	p := greedy(4)
+	d := append(slices.Clone(shared), prompt(r, 5)...)
+	e, ctx := fullLoadEngine(t, 2)
+	run1(t, e, Request{ID: "a", Prompt: append(slices.Clone(shared), prompt(r, 3)...), Params: p})
+	// two unrelated requests fill the running budget; "c" outlives "b"
+	for _, q := range []Request{
+		{ID: "b", Prompt: prompt(r, 10), Params: greedy(2)},
+		{ID: "c", Prompt: prompt(r, 10), Params: greedy(20)},
+		{ID: "d", Prompt: d, Params: p},
+	} {
+		if err := e.Add(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Stats(); st.Running != 2 || st.Waiting != 1 {
+		t.Fatalf("%d running, %d waiting: not a full load", st.Running, st.Waiting)
+	}
+	res := drain(t, e)
+	if got := res["d"].usage.CachedTokens; got != len(shared) {
+		t.Fatalf("the request after the full load reused %d tokens, want %d", got, len(shared))
+	}
+	fresh, _ := newEngine(t, modelsParams(256, 1), Config{})
+	if want := run1(t, fresh, Request{ID: "d", Prompt: d, Params: p}); !slices.Equal(res["d"].tokens, want.tokens) {
+		t.Fatalf("with the kept prefix %v, fresh %v", res["d"].tokens, want.tokens)
+	}
+	checkEmpty(t, e, ctx)
+}
+
+// fullLoadEngine is an engine with prefix caching running n requests at
+// once.
+func fullLoadEngine(t *testing.T, n int) (*Engine, *models.Context) {
+	return newEngine(t, modelsParams(256, 2*n), Config{MaxSeqs: n, PrefixCache: true})
+}
+
+// TestAdmissionPlansUncachedTokens: a request admitted with a cached
+// prefix is planned from its cached tokens on, so the step's token budget
+// goes to tokens that need computing (here the rest of the budget starts
+// another request), and the plan is what runs.
+func TestAdmissionPlansUncachedTokens(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 17))
+	shared := prompt(r, 2*BlockSize)
+	y := append(slices.Clone(shared), prompt(r, 5)...)
+	p := greedy(3)
+	e, ctx := newEngine(t, modelsParams(256, 4), Config{PrefixCache: true, MaxBatchTokens: 8})
+	run1(t, e, Request{ID: "a", Prompt: append(slices.Clone(shared), prompt(r, 2)...), Params: p})
+	for _, q := range []Request{{ID: "y", Prompt: y, Params: p}, {ID: "z", Prompt: prompt(r, 10), Params: p}} {
+		if err := e.Add(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := e.sched.next(e.blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range sc.chunks {
+		got = append(got, fmt.Sprintf("%s[%d:%d]%v", c.seq.id, c.start, c.start+c.n, c.sample))
+	}
+	if want := []string{"y[32:37]true", "z[0:3]false"}; !slices.Equal(got, want) {
+		t.Fatalf("planned %v, want %v", got, want)
+	}
+	res := drain(t, e) // plans again from where the requests stand
+	fresh, _ := newEngine(t, modelsParams(256, 1), Config{})
+	if want := run1(t, fresh, Request{ID: "y", Prompt: y, Params: p}); !slices.Equal(res["y"].tokens, want.tokens) {
+		t.Fatalf("with the cached prefix %v, fresh %v", res["y"].tokens, want.tokens)
+	}
+	checkEmpty(t, e, ctx)
 }

@@ -1,7 +1,9 @@
 package engine
 
 // sequence is a request inside the engine. The scheduler reads and moves
-// the fields above the line; the rest belongs to the runner and output.
+// the fields above the line (the block manager sets numCached and
+// numReused when it admits the request); the rest belongs to the block
+// manager (seqID), the runner and output.
 type sequence struct {
 	id        string
 	state     State
@@ -11,8 +13,11 @@ type sequence struct {
 	numReused int    // of those, found in the cache (prefix or session) when it got its sequence
 	session   string // the session it belongs to, if any
 	// ---
-	seqID int32 // KV sequence id while it holds one, else -1
+	seqID int32 // KV sequence id while it holds one (from the block manager), else -1
 	post  postState
+
+	choice int     // its index among its request's choices
+	fan    *fanout // its request's choices when there are several, else nil
 }
 
 // chunk asks the runner to process seq.tokens[start : start+n]; sample is
@@ -32,11 +37,12 @@ type schedule struct {
 
 // schedulerConfig bounds a step.
 type schedulerConfig struct {
-	maxSeqs   int // running requests at once (the KV sequence ids)
+	maxSeqs   int // running requests at once (their budget of sequence ids)
 	maxTokens int // tokens in one step (the batch)
 }
 
-// scheduler keeps the queues. It only counts cells; it never touches them.
+// scheduler keeps the queues. It only counts cells; the block manager
+// changes them.
 type scheduler struct {
 	cfg     schedulerConfig
 	waiting []*sequence // front first; preempted requests go to the front
@@ -62,31 +68,22 @@ func removeSeq(qs []*sequence, q *sequence) []*sequence {
 	return qs
 }
 
-// cellKeeper is what the scheduler asks of the cache (the runner): how
-// many cells are free, to evict a retained sequence (a cached prefix or
-// an idle session), and to free a preempted request's cells. Cells may be
-// shared between sequences, so the scheduler never guesses what a release
-// frees: it asks.
-type cellKeeper interface {
-	freeCells() int
-	reclaim() (free int, ok bool, err error)
-	preempt(q *sequence) (free int, err error)
-}
-
-// next plans one step. Running requests come first, oldest first
-// (decodes and unfinished prefill chunks); a request that needs more
-// cells than are free first reclaims retained sequences, then preempts
-// the newest running request, itself included. Only if nobody was
-// preempted are waiting requests admitted, front first, while the budget,
-// the cells and the sequence ids last; their prompt may be cut into
-// chunks. The chunk of a request that gets cached tokens when it is
-// attached shrinks then (the runner's business): the plan reserves the
-// budget and cells of its whole chunk.
-func (s *scheduler) next(c cellKeeper) (*schedule, error) {
+// next plans one step with the block manager. Running requests come
+// first, oldest first (decodes and unfinished prefill chunks); a request
+// that needs more cells than are free first evicts retained sequences,
+// least recently used first, then preempts the newest running request,
+// itself included. Only if nobody was preempted are waiting requests
+// admitted, front first, while the token budget, the cells and the
+// running budget last. Admission asks the block manager what the cache
+// already holds of the request (match, nano-vllm's can_allocate) and
+// plans only the rest: its chunk starts at its cached tokens, and its
+// prompt may be cut into chunks. Allocate then gives it its sequence, so
+// the plan is final: the runner runs it as it is.
+func (s *scheduler) next(m *blockManager) (*schedule, error) {
 	sc := &schedule{}
 	budget := s.cfg.maxTokens
 	planned := 0 // cells this step's chunks will take
-	free := c.freeCells()
+	free := m.freeCells()
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		q := s.running[i]
 		n := min(len(q.tokens)-q.numCached, budget)
@@ -94,11 +91,11 @@ func (s *scheduler) next(c cellKeeper) (*schedule, error) {
 			continue
 		}
 		for free < n && len(s.running) > i {
-			f, ok, err := c.reclaim()
+			ok, err := m.evictLRU(nil)
 			if err != nil {
 				return nil, err
 			}
-			if free = f - planned; ok {
+			if free = m.freeCells() - planned; ok {
 				continue
 			}
 			victim := s.running[len(s.running)-1]
@@ -106,11 +103,10 @@ func (s *scheduler) next(c cellKeeper) (*schedule, error) {
 			if err := transition(victim.id, &victim.state, Preempted); err != nil {
 				return nil, err
 			}
-			f, err = c.preempt(victim)
-			if err != nil {
+			if err := m.preempt(victim); err != nil {
 				return nil, err
 			}
-			free = f - planned
+			free = m.freeCells() - planned
 			victim.numCached = 0
 			sc.preempted = append(sc.preempted, victim)
 		}
@@ -129,17 +125,24 @@ func (s *scheduler) next(c cellKeeper) (*schedule, error) {
 		s.waiting = append(append([]*sequence(nil), sc.preempted...), s.waiting...)
 		return sc, nil
 	}
-	for len(s.waiting) > 0 && len(s.running) < s.cfg.maxSeqs && budget > 0 {
+	for len(s.waiting) > 0 && budget > 0 {
 		q := s.waiting[0]
-		n := min(len(q.tokens), budget)
-		for n > free {
-			f, ok, err := c.reclaim()
-			if err != nil {
+		if s.held()+q.width() > s.cfg.maxSeqs {
+			break
+		}
+		h := m.match(q)
+		n := min(len(q.tokens)-h.n, budget)
+		free, err := s.evictFor(m, n, h.entry, planned)
+		if err != nil {
+			return nil, err
+		}
+		if n > free && h.entry != nil { // the hit itself is in the way: give it up
+			if err := m.evict(h.entry); err != nil {
 				return nil, err
 			}
-			if free = f - planned; !ok {
-				break
-			}
+			h = m.match(q) // a running request's blocks at most: nothing else is retained
+			n = min(len(q.tokens)-h.n, budget)
+			free = m.freeCells() - planned
 		}
 		if n > free {
 			break
@@ -147,12 +150,30 @@ func (s *scheduler) next(c cellKeeper) (*schedule, error) {
 		if err := transition(q.id, &q.state, Running); err != nil {
 			return nil, err
 		}
+		if err := m.allocate(q, h); err != nil {
+			return nil, err
+		}
 		s.waiting = s.waiting[1:]
 		s.running = append(s.running, q)
-		sc.chunks = append(sc.chunks, chunk{seq: q, start: 0, n: n, sample: n == len(q.tokens)})
+		sc.chunks = append(sc.chunks, chunk{seq: q, start: q.numCached, n: n, sample: q.numCached+n == len(q.tokens)})
 		budget -= n
 		free -= n
 		planned += n
 	}
 	return sc, nil
+}
+
+// evictFor evicts retained sequences other than keep, least recently used
+// first, until n cells are free beyond the planned ones or none is left,
+// and returns the free cells beyond the planned ones.
+func (s *scheduler) evictFor(m *blockManager, n int, keep *retained, planned int) (int, error) {
+	free := m.freeCells() - planned
+	for n > free {
+		ok, err := m.evictLRU(keep)
+		if err != nil || !ok {
+			return free, err
+		}
+		free = m.freeCells() - planned
+	}
+	return free, nil
 }

@@ -100,7 +100,7 @@ func (s *Session) Send(ctx context.Context, text string, params sampler.Params) 
 		}
 		prompt = append(prompt, in...)
 		var out []int32
-		ok := s.turn(ctx, prompt, params, yield, func(d Delta) { out = append(out, d.NewTokens...) })
+		ok := s.turn(ctx, prompt, params, nil, yield, func(d Delta) { out = append(out, d.NewTokens...) })
 		if ok {
 			s.mu.Lock()
 			s.tokens = append(prompt, out...)
@@ -112,7 +112,8 @@ func (s *Session) Send(ctx context.Context, text string, params sampler.Params) 
 // SendChat appends messages to the conversation, renders all of it with
 // the chat template (req.Tools and req.Kwargs apply to this turn) and
 // streams the assistant's reply, which joins the conversation as an
-// assistant message when it ends normally.
+// assistant message when it ends normally. Tools and ToolChoice work as in
+// StreamChat; the reply's tool calls join the message as its ToolCalls.
 func (s *Session) SendChat(ctx context.Context, req ChatRequest, params sampler.Params) iter.Seq2[Delta, error] {
 	return func(yield func(Delta, error) bool) {
 		if err := s.begin(true); err != nil {
@@ -124,36 +125,37 @@ func (s *Session) SendChat(ctx context.Context, req ChatRequest, params sampler.
 		msgs := append(slices.Clone(s.messages), req.Messages...)
 		s.mu.Unlock()
 		req.Messages = msgs
-		text, err := s.l.RenderChat(req)
+		t, err := s.l.prepareChat(req, params, nil)
 		if err != nil {
 			yield(Delta{}, err)
 			return
 		}
-		prompt, err := s.l.tok.Encode(text, false)
+		prompt, err := s.l.tok.Encode(t.prompt, false)
 		if err != nil {
 			yield(Delta{}, err)
 			return
 		}
-		var reply string
-		ok := s.turn(ctx, prompt, params, yield, func(d Delta) { reply += d.TextDelta })
+		var reply Result
+		ok := s.turn(ctx, prompt, t.params, &t, yield, func(d Delta) { reply.add(d) })
 		if ok {
 			s.mu.Lock()
-			s.messages = append(msgs, chat.Message{Role: "assistant", Content: reply})
+			s.messages = append(msgs, chat.Message{Role: "assistant", Content: reply.Text, ToolCalls: reply.ToolCalls})
 			s.mu.Unlock()
 		}
 	}
 }
 
-// turn runs one request of the session and yields its deltas; it reports
-// whether the reply ended normally (stop or length).
-func (s *Session) turn(ctx context.Context, prompt []int32, params sampler.Params,
+// turn runs one request of the session and yields its deltas (parsed by
+// ct's parser, when it has one); it reports whether the reply ended
+// normally (stop, length or tool_calls).
+func (s *Session) turn(ctx context.Context, prompt []int32, params sampler.Params, ct *chatTurn,
 	yield func(Delta, error) bool, keep func(Delta)) bool {
 	submit := func() ([]string, []*mailbox, error) {
 		id := s.l.newID()
 		s.mu.Lock()
 		s.cur = id
 		s.mu.Unlock()
-		box := newMailbox()
+		box := newMailbox(1)
 		req := &Request{ID: id, Prompt: prompt, Params: params, Session: s.name}
 		if err := s.l.send(command{req: req, box: box}); err != nil {
 			return nil, nil, err
@@ -163,8 +165,11 @@ func (s *Session) turn(ctx context.Context, prompt []int32, params sampler.Param
 	ok := false
 	for d, err := range s.l.stream(ctx, submit) {
 		if err == nil {
+			if ct != nil {
+				ct.parse(&d)
+			}
 			keep(d)
-			ok = d.Finished && (d.FinishReason == "stop" || d.FinishReason == "length")
+			ok = d.Finished && (d.FinishReason == "stop" || d.FinishReason == "length" || d.FinishReason == "tool_calls")
 		}
 		if !yield(d, err) {
 			return ok

@@ -3,13 +3,17 @@ package engine
 // Stats is a snapshot of an engine's load and counters, for monitoring
 // (the server exports it under vLLM's metric names). Counters only grow.
 type Stats struct {
-	Running int // requests holding a sequence (prefilling or decoding)
-	Waiting int // requests queued or preempted
+	Running int // sequences running (prefilling or decoding): requests, or their choices
+	Waiting int // requests (or choices) queued or preempted
 
 	KVCells int // cells in the KV cache(s)
 	KVUsed  int // cells holding K/V, cached prefixes and idle sessions included
 
-	PromptTokens     uint64 // prompt tokens of the requests added
+	PromptTokens uint64 // prompt tokens of the requests added
+	// ComputedTokens counts the tokens run through the model: prompt
+	// tokens not found in the cache, recomputed ones, and each drawn
+	// token that was fed back.
+	ComputedTokens   uint64
 	GenerationTokens uint64 // tokens drawn
 	Preemptions      uint64 // requests preempted (recomputed later)
 	// PrefixQueries counts the prompt tokens looked up in the prefix
@@ -32,6 +36,7 @@ func (s Stats) KVUsage() float64 {
 // counters are the Engine's running totals.
 type counters struct {
 	promptTokens, generationTokens, preemptions uint64
+	computedTokens                              uint64
 	prefixQueries, prefixHits                   uint64
 	finished                                    map[string]uint64
 }
@@ -40,7 +45,7 @@ type counters struct {
 func (e *Engine) Stats() Stats {
 	s := Stats{Running: len(e.sched.running), Waiting: len(e.sched.waiting),
 		KVCells: e.ctx.Params().ContextLen, KVUsed: e.ctx.Used(),
-		PromptTokens: e.count.promptTokens, GenerationTokens: e.count.generationTokens,
+		PromptTokens: e.count.promptTokens, ComputedTokens: e.count.computedTokens, GenerationTokens: e.count.generationTokens,
 		Preemptions: e.count.preemptions, PrefixQueries: e.count.prefixQueries, PrefixHits: e.count.prefixHits,
 		Finished: make(map[string]uint64, len(e.count.finished))}
 	for k, v := range e.count.finished {

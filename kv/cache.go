@@ -14,8 +14,10 @@ type (
 )
 
 // MaxSeqs is the largest nSeqMax New accepts (the width of a cell's
-// sequence bitset).
-const MaxSeqs = 256
+// sequence bitset: 64 bytes a cell). A server running 256 requests keeps
+// as many retained sequences (cached prefixes, idle sessions) on ids of
+// their own.
+const MaxSeqs = 512
 
 // ErrNoSlot: the cache has too few empty cells for a batch. Prepare wraps
 // it with the number of cells needed and free.

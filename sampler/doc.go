@@ -9,7 +9,8 @@
 // is greedy: the largest adjusted logit, the first on ties.
 //
 // A Params.Constraint masks the tokens a grammar forbids before the
-// draw (see Constraint).
+// draw (see Constraint); ToolCallConstraint is the grammar of one forced
+// tool call (a name and a JSON object in a chat format's call syntax).
 //
 // The draw is defined on the whole vocabulary sorted by scaled logit,
 // descending, ties by smaller id: softmax in float64 (normalised over the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -65,9 +64,9 @@ type chatResponse struct {
 }
 
 type chatDelta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
+	Role      string               `json:"role,omitempty"`
+	Content   *string              `json:"content,omitempty"`
+	ToolCalls []chat.ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 type chunkChoice struct {
@@ -105,7 +104,7 @@ type chatPlan struct {
 	topLogprobs int
 	tools       toolMode
 	format      chat.Format
-	grammar     *toolGrammar // tool_choice required or named: the forced call
+	grammar     *sampler.ToolCallGrammar // tool_choice required or named: the forced call
 }
 
 func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
@@ -155,14 +154,17 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 		}
 		if mode == toolsRequired {
 			extra = strings.TrimSpace(extra + "\n\n" + mustCallTool)
-			g := newToolGrammar(pl.format, offered)
-			pl.grammar = &g
+			g, err := engine.ToolCallGrammar(pl.format, offered)
+			if err != nil {
+				return nil, badParam("tools", "%v", err)
+			}
+			pl.grammar = g
 		}
 		if extra != "" {
 			msgs = withSystem(msgs, extra)
 		}
 	}
-	pl.req = engine.ChatRequest{Messages: msgs, Tools: tools}
+	pl.req = engine.ChatRequest{Messages: msgs, Tools: tools, RawToolCalls: true}
 	if len(req.TemplateKwargs) > 0 {
 		pl.req.Kwargs = map[string]any{}
 		for k, v := range req.TemplateKwargs {
@@ -187,16 +189,6 @@ func withSystem(msgs []chat.Message, text string) []chat.Message {
 	return append([]chat.Message{{Role: "system", Content: text}}, out...)
 }
 
-// seeded gives choice i its own seed (seed+i) so n samples differ yet
-// repeat with the same seed.
-func seeded(p sampler.Params, i int) sampler.Params {
-	if p.Seed != nil && i > 0 {
-		s := *p.Seed + uint64(i)
-		p.Seed = &s
-	}
-	return p
-}
-
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if e := decodeBody(r, &req); e != nil {
@@ -213,16 +205,17 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	streams := make([]func(context.Context) iter.Seq2[engine.Delta, error], pl.n)
-	for i := range streams {
-		p := seeded(pl.params, i)
-		if pl.grammar != nil {
-			p.Constraint = newToolConstraint(pl.grammar, m.vocab(), p.MaxTokens)
+	var constraints []sampler.Constraint // one per choice: a constraint has state
+	if pl.grammar != nil {
+		for range pl.n {
+			constraints = append(constraints, sampler.NewToolCallConstraint(pl.grammar, m.vocab(), pl.params.MaxTokens))
 		}
-		streams[i] = func(ctx context.Context) iter.Seq2[engine.Delta, error] { return m.Gen.StreamChat(ctx, pl.req, p) }
+	}
+	stream := func(ctx context.Context) iter.Seq2[engine.Delta, error] {
+		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n, constraints...))
 	}
 	ctx := r.Context()
-	run := startRun(ctx, streams, s.cfg.Logf)
+	run := startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, pl.n, s.cfg.Logf)
 	defer run.stop()
 	first, ok := run.started(ctx, w, "messages")
 	if !ok {
@@ -284,33 +277,35 @@ func (c *chatOut) usage() usage {
 	return u
 }
 
+// vocab is the model's vocabulary for the tool constraint, built at the
+// first forced call.
+func (m *Model) vocab() *sampler.Vocab {
+	m.vocabOnce.Do(func() { m.vocabBytes = engine.ToolVocab(m.Gen.Tokenizer()) })
+	return m.vocabBytes
+}
+
+// newCallParser is the parser of a reply's tool calls.
+func (c *chatOut) newCallParser() *chat.ToolParser {
+	return chat.NewToolParser(c.plan.format, func() string { return newID("call_") })
+}
+
 // finish is a finished choice's content, tool calls and finish reason.
 func (c *chatOut) finish(ch *choiceState) (string, []chat.ToolCall, string, *apiError) {
 	text := string(ch.text)
-	switch {
-	case c.plan.tools == toolsOff:
+	if c.plan.tools == toolsOff {
 		return text, nil, ch.reason, nil
-	case c.plan.format == chat.FormatQwen:
-		p := newCallParser()
-		content, _ := p.add(text)
-		rest, _, truncated := p.finish()
-		reason, e := c.reason(ch, p.calls, truncated)
-		return content + rest, p.calls, reason, e
 	}
-	content, calls := chat.ParseToolCalls(text, c.plan.format)
-	if len(calls) == 0 {
-		content = text
-	}
-	for i := range calls {
-		if calls[i].ID == "" {
-			calls[i].ID = newID("call_")
-		}
-		if calls[i].Type == "" {
-			calls[i].Type = "function"
-		}
-	}
-	reason, e := c.reason(ch, calls, false)
-	return content, calls, reason, e
+	p := c.newCallParser()
+	content, _ := p.Add(text)
+	rest, _, truncated := p.Finish()
+	reason, e := c.reason(ch, p.Calls(), truncated)
+	return content + rest, p.Calls(), reason, e
+}
+
+// validArgs reports whether a call's arguments are a JSON object.
+func validArgs(args string) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal([]byte(args), &obj) == nil
 }
 
 // errNoToolCall answers a forced call the reply does not hold.
@@ -330,7 +325,7 @@ func (c *chatOut) reason(ch *choiceState, calls []chat.ToolCall, truncated bool)
 			return "", errNoToolCall
 		}
 		for _, call := range calls {
-			if _, found := slices.BinarySearch(g.names, call.Function.Name); !found || !validArgs(call.Function.Arguments) {
+			if !g.Has(call.Function.Name) || !validArgs(call.Function.Arguments) {
 				return "", errNoToolCall
 			}
 		}
@@ -374,11 +369,11 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 		return chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
 			Choices: []chunkChoice{{Index: i, Delta: d, Logprobs: lp, FinishReason: reason}}}
 	}
-	var parsers []*callParser // the Hermes format: calls stream as they are written
-	if c.plan.tools != toolsOff && c.plan.format == chat.FormatQwen {
-		parsers = make([]*callParser, len(c.choices))
+	var parsers []*chat.ToolParser // tools offered: calls stream as they are written
+	if c.plan.tools != toolsOff {
+		parsers = make([]*chat.ToolParser, len(c.choices))
 		for i := range parsers {
-			parsers[i] = newCallParser()
+			parsers[i] = c.newCallParser()
 		}
 	}
 	handle := func(ev event) error {
@@ -386,28 +381,6 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 		ch.add(ev.d, time.Now(), mm, run.start)
 		if parsers != nil {
 			return c.sendCalls(out, parsers[ev.i], ev, !roleSent[ev.i], chunk)
-		}
-		if c.plan.tools != toolsOff { // other formats: calls are parsed from the whole reply
-			if !ch.finished {
-				return nil
-			}
-			content, calls, reason, e := c.finish(ch)
-			if e != nil {
-				return e
-			}
-			d := chatDelta{}
-			if content != "" || len(calls) == 0 {
-				d.Content = &content
-			}
-			for k, tc := range calls {
-				d.ToolCalls = append(d.ToolCalls, toolCallDelta{Index: k, ID: tc.ID, Type: tc.Type,
-					Function: functionDelta{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
-			}
-			var lp *chatLogprobs
-			if c.plan.logprobs {
-				lp = &chatLogprobs{Content: c.logprobs(ch.logprobs)}
-			}
-			return out.send(chunk(ev.i, d, lp, &reason))
 		}
 		text := ev.d.TextDelta
 		var lp *chatLogprobs
@@ -438,17 +411,17 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 	out.done()
 }
 
-// sendCalls streams one event of a choice in the Hermes format: content
+// sendCalls streams one event of a choice that was offered tools: content
 // and tool-call deltas as the parser finds them, and at the end the
 // finish reason (or, as an *apiError, the error of a forced call that
 // failed).
-func (c *chatOut) sendCalls(out *sse, p *callParser, ev event, first bool,
+func (c *chatOut) sendCalls(out *sse, p *chat.ToolParser, ev event, first bool,
 	chunk func(int, chatDelta, *chatLogprobs, *string) chatChunk) error {
 	ch := &c.choices[ev.i]
-	content, deltas := p.add(ev.d.TextDelta)
+	content, deltas := p.Add(ev.d.TextDelta)
 	truncated := false
 	if ch.finished {
-		rest, more, cut := p.finish()
+		rest, more, cut := p.Finish()
 		content, deltas, truncated = content+rest, append(deltas, more...), cut
 	}
 	var lp *chatLogprobs
@@ -467,7 +440,7 @@ func (c *chatOut) sendCalls(out *sse, p *callParser, ev event, first bool,
 	if !ch.finished {
 		return nil
 	}
-	reason, e := c.reason(ch, p.calls, truncated)
+	reason, e := c.reason(ch, p.Calls(), truncated)
 	if e != nil {
 		return e
 	}

@@ -125,21 +125,20 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	total := len(prompts) * n
-	streams := make([]func(context.Context) iter.Seq2[engine.Delta, error], total)
-	for i := range streams {
-		pr, pi := prompts[i/n], seeded(p, i%n)
-		streams[i] = func(ctx context.Context) iter.Seq2[engine.Delta, error] {
+	streams := make([]func(context.Context) iter.Seq2[engine.Delta, error], len(prompts)) // one per prompt, of n choices
+	for k, pr := range prompts {
+		streams[k] = func(ctx context.Context) iter.Seq2[engine.Delta, error] {
 			if pr.ids != nil {
-				return m.Gen.StreamTokens(ctx, pr.ids, pi)
+				return m.Gen.StreamTokens(ctx, pr.ids, p, engine.WithChoices(n))
 			}
 			if pr.text == "" {
 				return func(yield func(engine.Delta, error) bool) { yield(engine.Delta{}, sampler.ErrEmptyPrompt) }
 			}
-			return m.Gen.Stream(ctx, pr.text, pi)
+			return m.Gen.Stream(ctx, pr.text, p, engine.WithChoices(n))
 		}
 	}
 	ctx := r.Context()
-	run := startRun(ctx, streams, s.cfg.Logf)
+	run := startRun(ctx, streams, n, s.cfg.Logf)
 	defer run.stop()
 	first, ok := run.started(ctx, w, "prompt")
 	if !ok {

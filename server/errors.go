@@ -82,6 +82,8 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 		e := newError(http.StatusServiceUnavailable, "server_error", "model_unavailable", "the model is shutting down")
 		e.RetryAfter = 1
 		return e
+	case errors.Is(err, engine.ErrTooManyChoices):
+		return badParam("n", "%v", err)
 	case errors.Is(err, engine.ErrBadToken), errors.Is(err, engine.ErrPromptTooLong):
 		return badParam(promptParam, "%v", err)
 	case errors.As(err, &te), errors.Is(err, chat.ErrRender), errors.Is(err, chat.ErrBadKwarg), errors.As(err, &ue):

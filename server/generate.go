@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"sync"
@@ -17,10 +19,15 @@ type event struct {
 	err error
 }
 
-// run is the choices of one request in flight: one goroutine per choice
-// ranges over its engine stream and sends its deltas on events. Stop
-// cancels every stream (aborting its engine request and freeing its cells)
-// and waits for the goroutines.
+// errBadIndex is a Delta whose choice index is out of its stream's range
+// (a Generator's bug).
+var errBadIndex = errors.New("server: delta of an unknown choice")
+
+// run is the choices of one request in flight: one goroutine per engine
+// stream (a prompt and its n choices, which share one prefill) ranges
+// over it and sends its deltas on events. Stop cancels every stream
+// (aborting its engine request and freeing its cells) and waits for the
+// goroutines.
 type run struct {
 	events chan event
 	cancel context.CancelFunc
@@ -30,22 +37,36 @@ type run struct {
 	logf   func(string, ...any) // the server's, for internal errors
 }
 
-// startRun starts one stream per choice. ctx is the request's context:
-// when the client goes away, every stream is aborted.
-func startRun(ctx context.Context, streams []func(context.Context) iter.Seq2[engine.Delta, error], logf func(string, ...any)) *run {
+// startRun starts the streams, each of n choices: choice j of stream k
+// is choice k*n+j of the answer. A stream is left after its n final
+// deltas or an error. ctx is the request's context: when the client goes
+// away, every stream is aborted.
+func startRun(ctx context.Context, streams []func(context.Context) iter.Seq2[engine.Delta, error], n int, logf func(string, ...any)) *run {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &run{events: make(chan event, 16*len(streams)), cancel: cancel, start: time.Now(), n: len(streams), logf: logf}
-	for i, st := range streams {
+	total := len(streams) * n
+	r := &run{events: make(chan event, 16*total), cancel: cancel, start: time.Now(), n: total, logf: logf}
+	for k, st := range streams {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
+			open := n // choices without their final delta
 			for d, err := range st(ctx) {
+				if err == nil && (d.Index < 0 || d.Index >= n) {
+					err = fmt.Errorf("%w: index %d of %d", errBadIndex, d.Index, n)
+				}
+				ev := event{k * n, d, err}
+				if err == nil {
+					ev.i += d.Index
+				}
 				select {
-				case r.events <- event{i, d, err}:
+				case r.events <- ev:
 				case <-ctx.Done():
 					return // leaving the loop aborts the request
 				}
-				if err != nil || d.Finished {
+				if d.Finished {
+					open--
+				}
+				if err != nil || open == 0 {
 					return
 				}
 			}

@@ -2,9 +2,8 @@ package server
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -20,16 +19,10 @@ import (
 func TestForwardPanicIs500(t *testing.T) {
 	fb := &kerneltest.Faulty{Backend: cpu.New(0)}
 	t.Cleanup(func() { fb.Close() }) // after the server's cleanup
-	var mu sync.Mutex
-	var logged strings.Builder
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(&logged, format+"\n", args...)
-	}
+	logged := &logCapture{}
 	opts := tinyOptions()
 	opts.Model = []models.Option{models.WithBackend(fb)}
-	ts := newTestServer(t, Config{Logf: logf, Open: func(s Spec) (*Model, error) { return OpenModel(s.Path, opts) }})
+	ts := newTestServer(t, Config{Logger: slog.New(logged), Open: func(s Spec) (*Model, error) { return OpenModel(context.Background(), s.Path, opts) }})
 	ts.waitLoaded()
 	c := ts.client()
 	msg := openai.ChatCompletionNewParams{Model: "tiny", Messages: user("hi"), MaxTokens: openai.Int(2)}
@@ -40,9 +33,7 @@ func TestForwardPanicIs500(t *testing.T) {
 	if ae.Code != "internal_error" || !strings.Contains(ae.Message, kerneltest.FaultValue) || strings.Contains(ae.Message, "goroutine ") {
 		t.Fatalf("answer: code %q, message %q; want internal_error naming the panic, without a stack", ae.Code, ae.Message)
 	}
-	mu.Lock()
 	log := logged.String()
-	mu.Unlock()
 	if !strings.Contains(log, "internal error: ") || !strings.Contains(log, kerneltest.FaultValue) || !strings.Contains(log, "panic stack:\ngoroutine ") {
 		t.Fatalf("log lacks the error or its stack:\n%s", log)
 	}

@@ -2,10 +2,15 @@
 // /v1/chat/completions, /v1/completions, /v1/models, /health and /metrics
 // over one or more models loaded with engine.Open.
 //
+// New starts loading the models in the background and returns at once;
+// Handler is the whole server as an http.Handler, and Register mounts the
+// same routes on a caller's http.ServeMux beside its own. Every request is
+// logged through Config.Logger (log/slog) when it ends.
+//
 // Layout:
 //
 //	server.go      Server: the model registry, background loading, routing,
-//	               API key, body limit, Close
+//	               API key, body limit, request logs, Close
 //	api.go         request bodies and their validation into sampler.Params
 //	generate.go    running the n choices of a request (one engine stream
 //	               each) and turning their deltas into events
@@ -16,7 +21,8 @@
 //	completions.go POST /v1/completions
 //	sse.go         the text/event-stream writer
 //	metrics.go     Prometheus metrics under vLLM's names
-//	models.go      opening a model file, its quantisation and tool format
+//	models.go      a model as served: its quantisation and tool format,
+//	               asked of the engine.LLM
 //	errors.go      errors in OpenAI's shape and the engine's errors mapped
 //	               to HTTP statuses
 package server
@@ -25,8 +31,10 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -45,9 +53,11 @@ import (
 
 // Generator is what the server needs of a model; *engine.LLM is one.
 type Generator interface {
-	Stream(ctx context.Context, prompt string, p sampler.Params) iter.Seq2[engine.Delta, error]
-	StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params) iter.Seq2[engine.Delta, error]
-	StreamTokens(ctx context.Context, prompt []int32, p sampler.Params) iter.Seq2[engine.Delta, error]
+	// The Stream calls run one request; with engine.WithChoices its
+	// choices share one prefill and their Deltas carry their Index.
+	Stream(ctx context.Context, prompt string, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error]
+	StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error]
+	StreamTokens(ctx context.Context, prompt []int32, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error]
 	Stats() engine.Stats
 	Tokenizer() *tokenizer.Tokenizer
 	Close() error
@@ -64,7 +74,7 @@ type Model struct {
 	ToolFormat chat.Format
 
 	vocabOnce  sync.Once
-	vocabBytes *vocab // see vocab
+	vocabBytes *sampler.Vocab // see vocab
 }
 
 // Spec is one --model NAME=PATH.
@@ -72,18 +82,34 @@ type Spec struct{ Name, Path string }
 
 // Config configures a Server.
 type Config struct {
+	// Models are the model files to serve, loaded one after the other in
+	// this order.
 	Models []Spec
-	// Open loads one model (default: OpenModel with Engine).
+	// Open loads one model (default: OpenModel with Engine and Progress;
+	// Close cancels a load in progress).
 	Open func(Spec) (*Model, error)
 	// Engine are the engine.Options of the default Open.
 	Engine engine.Options
+	// Progress, when set, gets the load progress of each model of the
+	// default Open (bytes of weights uploaded out of total; see
+	// engine.Options.Progress). It replaces Engine.Progress.
+	Progress func(m Spec, done, total int64)
 	// APIKey, when set, is required as "Authorization: Bearer KEY" on /v1/.
 	APIKey string
 	// MaxBodyBytes bounds a request body (default 4 MiB); a bigger one is
 	// answered 413.
 	MaxBodyBytes int64
-	// Logf logs load errors and internal errors (answers 500; a panic in
-	// the forward pass with its stack) (default: nothing).
+	// Logger gets one Info record per request when it ends (method, path,
+	// status, bytes, duration), the models' loads (Info, or Error when one
+	// fails) and internal errors (Error: the requests answered 500, a panic
+	// in the forward pass with its stack). Default: nothing is logged.
+	Logger *slog.Logger
+}
+
+// settings is the Config with its defaults filled in.
+type settings struct {
+	Config
+	// Logf logs an internal error through Logger at level Error.
 	Logf func(format string, args ...any)
 }
 
@@ -98,9 +124,10 @@ type entry struct {
 
 // Server serves the registered models over HTTP.
 type Server struct {
-	cfg     Config
+	cfg     settings
+	log     *slog.Logger
 	entries []*entry
-	mux     *http.ServeMux
+	handler http.Handler
 	metrics *metrics
 
 	loadCtx    context.Context
@@ -111,34 +138,53 @@ type Server struct {
 	closeErr  error
 }
 
+// Errors of New.
+var (
+	ErrNoModels  = errors.New("server: no models")
+	ErrModelName = errors.New("server: a model name must be non-empty and without ':'")
+)
+
 // New registers the models and starts loading them in the background.
 // Until a model is loaded its requests get 503 and /health reports 503.
 func New(cfg Config) (*Server, error) {
 	if len(cfg.Models) == 0 {
-		return nil, fmt.Errorf("server: no models")
+		return nil, ErrNoModels
 	}
-	if cfg.Open == nil {
-		opts := cfg.Engine
-		cfg.Open = func(s Spec) (*Model, error) { return OpenModel(s.Path, opts) }
+	s := &Server{cfg: settings{Config: cfg}, log: cfg.Logger, loaded: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = 4 << 20
+	s.cfg.Logf = func(format string, args ...any) { s.log.Error(fmt.Sprintf(format, args...)) }
+	if s.cfg.MaxBodyBytes == 0 {
+		s.cfg.MaxBodyBytes = 4 << 20
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
-	s := &Server{cfg: cfg, loaded: make(chan struct{})}
 	for _, sp := range cfg.Models {
 		if sp.Name == "" || strings.Contains(sp.Name, ":") {
-			return nil, fmt.Errorf("server: model name %q must be non-empty and without ':'", sp.Name)
+			return nil, fmt.Errorf("%w: %q", ErrModelName, sp.Name)
 		}
 		s.entries = append(s.entries, &entry{spec: sp, ready: make(chan struct{})})
 	}
 	s.loadCtx, s.cancelLoad = context.WithCancel(context.Background())
+	if s.cfg.Open == nil {
+		s.cfg.Open = s.openDefault
+	}
 	s.metrics = newMetrics(s)
-	s.routes()
+	mux := http.NewServeMux()
+	s.Register(mux)
+	mux.HandleFunc("/", s.notFound)
+	s.handler = mux
 	go s.load()
 	return s, nil
+}
+
+// openDefault is Config.Open's default: OpenModel with Config.Engine,
+// cancelled by Close.
+func (s *Server) openDefault(sp Spec) (*Model, error) {
+	opts := s.cfg.Engine
+	if p := s.cfg.Progress; p != nil {
+		opts.Progress = func(done, total int64) { p(sp, done, total) }
+	}
+	return OpenModel(s.loadCtx, sp.Path, opts)
 }
 
 // load opens the models one after the other (they share the CPU).
@@ -150,11 +196,17 @@ func (s *Server) load() {
 			close(e.ready)
 			continue
 		}
+		start := time.Now()
 		m, err := s.cfg.Open(e.spec)
 		if err != nil {
-			s.cfg.Logf("model %s (%s): %v", e.spec.Name, e.spec.Path, err)
-		} else if b, ok := m.Gen.(interface{ Model() *models.Model }); ok {
-			s.cfg.Logf("model %s loaded on %s", e.spec.Name, kernels.Describe(b.Model().Backend()))
+			s.log.Error("model failed to load", "model", e.spec.Name, "path", e.spec.Path, "err", err)
+		} else {
+			attrs := []any{"model", e.spec.Name, "path", e.spec.Path, "quant", m.Quant,
+				"tool_format", m.ToolFormat, "took", time.Since(start).Round(time.Millisecond)}
+			if b, ok := m.Gen.(interface{ Model() *models.Model }); ok {
+				attrs = append(attrs, "backend", kernels.Describe(b.Model().Backend()))
+			}
+			s.log.Info("model loaded", attrs...)
 		}
 		e.m, e.err, e.at = m, err, time.Now()
 		close(e.ready)
@@ -193,23 +245,75 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-// Handler is the server's http.Handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler is the whole server as an http.Handler: the routes of Register,
+// and any other URL answered 404 in OpenAI's error shape.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Register mounts the server's routes on mux, beside the caller's own:
+// /v1/chat/completions, /v1/completions, /v1/models, /v1/ (any other
+// /v1/ URL: 404 in OpenAI's error shape), /health and /metrics. It panics,
+// as http.ServeMux does, when mux already has one of these patterns.
+func (s *Server) Register(mux *http.ServeMux) {
+	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.logged(h)) }
+	handle("/v1/chat/completions", s.api(http.MethodPost, s.handleChat))
+	handle("/v1/completions", s.api(http.MethodPost, s.handleCompletions))
+	handle("/v1/models", s.api(http.MethodGet, s.handleModels))
+	handle("/v1/", s.notFound)
+	handle("/health", s.handleHealth)
+	handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP)
+}
 
 // Registry is the Prometheus registry behind /metrics.
 func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
 
-func (s *Server) routes() {
-	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("/v1/chat/completions", s.api(http.MethodPost, s.handleChat))
-	s.mux.HandleFunc("/v1/completions", s.api(http.MethodPost, s.handleCompletions))
-	s.mux.HandleFunc("/v1/models", s.api(http.MethodGet, s.handleModels))
-	s.mux.HandleFunc("/health", s.handleHealth)
-	s.mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, newError(http.StatusNotFound, "invalid_request_error", "unknown_url", "unknown URL %s %s", r.Method, r.URL.Path))
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, newError(http.StatusNotFound, "invalid_request_error", "unknown_url", "unknown URL %s %s", r.Method, r.URL.Path))
+}
+
+// logged logs each request through the Logger when it has been answered.
+func (s *Server) logged(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.Int("status", status), slog.Int64("bytes", rec.bytes),
+				slog.Duration("took", time.Since(start)), slog.String("remote", r.RemoteAddr))
+		}()
+		h(rec, r)
 	})
 }
+
+// recorder notes the status and size of an answer. Unwrap lets
+// http.ResponseController reach the writer's Flush.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // api wraps a /v1/ handler: method, API key, body limit.
 func (s *Server) api(method string, h http.HandlerFunc) http.HandlerFunc {
@@ -407,8 +511,6 @@ type namedModel struct {
 	m    *Model
 }
 
-// Stats is the engine.Stats of the first loaded file registered under name
-// (zero when none is loaded).
 // ClearCache frees the retained K/V (cached prefixes, idle sessions) of
 // the named model, when its generator keeps any.
 func (s *Server) ClearCache(name string) error {
@@ -422,6 +524,8 @@ func (s *Server) ClearCache(name string) error {
 	return nil
 }
 
+// Stats is the engine.Stats of the first loaded file registered under name
+// (zero when none is loaded).
 func (s *Server) Stats(name string) engine.Stats {
 	for _, e := range s.entries {
 		if e.spec.Name == name && isReady(e) && e.m != nil {

@@ -503,7 +503,7 @@ func checkAPIError(t testing.TB, err error, status int, param string) *openai.Er
 func blockingOpen(release <-chan struct{}) func(Spec) (*Model, error) {
 	return func(s Spec) (*Model, error) {
 		<-release
-		return OpenModel(s.Path, tinyOptions())
+		return OpenModel(context.Background(), s.Path, tinyOptions())
 	}
 }
 
@@ -513,7 +513,7 @@ func TestErrorStatuses(t *testing.T) {
 	opts.MaxPending = 1
 	ts := newTestServer(t, Config{APIKey: "sekret", Open: func(s Spec) (*Model, error) {
 		<-release
-		return OpenModel(s.Path, opts)
+		return OpenModel(context.Background(), s.Path, opts)
 	}})
 	good := ts.client(option.WithAPIKey("sekret"))
 	ctx := context.Background()
@@ -714,39 +714,56 @@ type fakeGen struct {
 	reply string
 	mu    sync.Mutex
 	reqs  []engine.ChatRequest
-	ps    []sampler.Params // of each chat request
+	ps    []sampler.Params // of each chat request (the Constraint: choice 0's)
+	shift int              // added to every delta's Index: a broken Generator
 }
 
-func (f *fakeGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params) iter.Seq2[engine.Delta, error] {
+func (f *fakeGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
+	var r engine.Request
+	for _, o := range opts {
+		o(&r)
+	}
+	rec := p
+	if len(r.Constraints) > 0 {
+		rec.Constraint = r.Constraints[0] // choice 0's, as the engine samples it
+	}
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
-	f.ps = append(f.ps, p)
+	f.ps = append(f.ps, rec)
 	f.mu.Unlock()
-	return f.Stream(ctx, "", p)
+	return f.Stream(ctx, "", p, opts...)
 }
 
-func (f *fakeGen) Stream(ctx context.Context, _ string, p sampler.Params) iter.Seq2[engine.Delta, error] {
+// Stream replays the reply word by word for each choice (WithChoices),
+// the choices' deltas interleaved.
+func (f *fakeGen) Stream(ctx context.Context, _ string, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
+	var r engine.Request
+	for _, o := range opts {
+		o(&r)
+	}
 	return func(yield func(engine.Delta, error) bool) {
 		words := strings.SplitAfter(f.reply, " ")
 		for i, w := range words {
-			if ctx.Err() != nil {
-				yield(engine.Delta{}, ctx.Err())
-				return
-			}
-			d := engine.Delta{NewTokens: []int32{int32(i)}, TextDelta: w}
-			if i == len(words)-1 {
-				d.Finished, d.FinishReason = true, "stop"
-				d.Usage = engine.Usage{PromptTokens: 3, CompletionTokens: len(words)}
-			}
-			if !yield(d, nil) {
-				return
+			for c := range max(r.N, 1) {
+				if ctx.Err() != nil {
+					yield(engine.Delta{}, ctx.Err())
+					return
+				}
+				d := engine.Delta{Index: c + f.shift, NewTokens: []int32{int32(i)}, TextDelta: w}
+				if i == len(words)-1 {
+					d.Finished, d.FinishReason = true, "stop"
+					d.Usage = engine.Usage{PromptTokens: 3, CompletionTokens: len(words)}
+				}
+				if !yield(d, nil) {
+					return
+				}
 			}
 		}
 	}
 }
 
-func (f *fakeGen) StreamTokens(ctx context.Context, _ []int32, p sampler.Params) iter.Seq2[engine.Delta, error] {
-	return f.Stream(ctx, "", p)
+func (f *fakeGen) StreamTokens(ctx context.Context, _ []int32, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
+	return f.Stream(ctx, "", p, opts...)
 }
 func (f *fakeGen) Stats() engine.Stats             { return engine.Stats{} }
 func (f *fakeGen) Tokenizer() *tokenizer.Tokenizer { return f.tok }

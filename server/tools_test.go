@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/tokenizer"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
@@ -190,7 +191,7 @@ func TestToolChoiceForced(t *testing.T) {
 
 func testToolChoiceForced(t *testing.T, format chat.Format) {
 	ts := newTestServer(t, Config{Open: func(s Spec) (*Model, error) {
-		m, err := OpenModel(s.Path, tinyOptions())
+		m, err := OpenModel(context.Background(), s.Path, tinyOptions())
 		if m != nil {
 			m.ToolFormat = format
 		}
@@ -199,7 +200,7 @@ func testToolChoiceForced(t *testing.T, format chat.Format) {
 	ts.waitLoaded()
 	c := ts.client()
 	ctx := context.Background()
-	maxLen := vocabOf(ts.gen().Tokenizer()).maxLen
+	maxLen := engine.ToolVocab(ts.gen().Tokenizer()).MaxLen()
 	named := openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
 		Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "search"}}}
 	required := openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}

@@ -13,8 +13,8 @@ llama.cpp beside it, and writes what issue #9 asks for:
 Usage (from the repository root, after tools/make_bench_model.py and
 tools/build-llama-bench.sh, which builds the peer, llama.cpp's llama-bench):
 
-  go build -o /tmp/bench ./benchmarks/bench
-  python3 tools/bench_table.py --bench /tmp/bench \\
+  go build -o /tmp/vkllm ./cmd/vkllm
+  python3 tools/bench_table.py --bench /tmp/vkllm \\
       --dir /tmp/bench-models --runs 5 --threads 2 --out /tmp/table
 
 Runs alternate over the files (run 1 of every file, then run 2, …) so that
@@ -30,7 +30,7 @@ import sys
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bench", required=True, help="the built bench command")
+    ap.add_argument("--bench", required=True, help="the built vkllm command (run as: vkllm bench …)")
     ap.add_argument("--dir", required=True, help="folder of .gguf files")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
@@ -46,7 +46,7 @@ def main():
     with open(os.path.join(a.out, "runs.jsonl"), "w") as jl, open(os.path.join(a.out, "bench.txt"), "w") as bt:
         for i in range(a.runs):
             for f in files:
-                cmd = [a.bench, "--model", os.path.join(a.dir, f), "--pp", str(a.pp), "--tg", str(a.tg),
+                cmd = [a.bench, "bench", "--model", os.path.join(a.dir, f), "--pp", str(a.pp), "--tg", str(a.tg),
                        "--threads", str(a.threads), "--kv", a.kv, "--json"]
                 if a.peer:
                     cmd += ["--peer", a.peer]

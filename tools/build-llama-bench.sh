@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench, the peer that `go run ./benchmarks/bench
+# Builds llama.cpp's llama-bench, the peer that `go run ./cmd/vkllm bench
 # --peer llama.cpp` runs, from a pinned source: the llama.cpp tree that the
 # PyPI sdist of llama-cpp-python==$LCP_VERSION carries in vendor/llama.cpp
 # (ggml-org/llama.cpp at the commit its CHANGELOG names for that release).

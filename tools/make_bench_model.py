@@ -1,5 +1,5 @@
 """Writes random-weight benchmark models as GGUF (not committed), for
-benchmarks/bench:
+`vkllm bench` (cmd/vkllm):
 
   qwen2.5-0.5b-shape  Qwen2 (hidden 896, 24 layers, 14/2 heads, intermediate
                       4864, tied embeddings, qkv bias) with the Qwen3

@@ -1,4 +1,4 @@
-// Package runinfo formats the lines the example commands print on stderr
+// Package runinfo formats the lines vkllm's commands print on stderr
 // about a run, as llama-cli and `ollama run --verbose` do: what was
 // loaded and where, and how fast a generation went.
 package runinfo

@@ -6,17 +6,44 @@
 
 // Attention over an F32 cache, one query head at a time (AVX2 + FMA).
 
+// AH_LOAD(r0, r1, r2, r3, o, b): four accumulator registers from the
+// 32 values at o(b) (b a register); AH_STORE the reverse.
+#define AH_LOAD(r0, r1, r2, r3, o, b) \
+	VMOVUPS o(b), r0    \
+	VMOVUPS o+32(b), r1 \
+	VMOVUPS o+64(b), r2 \
+	VMOVUPS o+96(b), r3
+
+#define AH_STORE(r0, r1, r2, r3, o, b) \
+	VMOVUPS r0, o(b)    \
+	VMOVUPS r1, o+32(b) \
+	VMOVUPS r2, o+64(b) \
+	VMOVUPS r3, o+96(b)
+
+// CELL_ROW: R10 = the row of the cell whose index is at (R8): SI plus
+// the index times the row stride in bytes (R9).
+#define CELL_ROW \
+	MOVLQSX (R8), AX \
+	IMULQ   R9, AX   \
+	LEAQ    (SI)(AX*1), R10
+
+// CVT4FMA(m0, m1, m2, m3, a, b, c, d): the four 8-chunks of half floats
+// at m0…m3 converted into Y10…Y13, then a…d += each times Y8.
+#define CVT4FMA(m0, m1, m2, m3, a, b, c, d) \
+	VCVTPH2PS   m0, Y10 \
+	VCVTPH2PS   m1, Y11 \
+	VCVTPH2PS   m2, Y12 \
+	VCVTPH2PS   m3, Y13 \
+	VFMADD231PS Y10, Y8, a \
+	VFMADD231PS Y11, Y8, b \
+	VFMADD231PS Y12, Y8, c \
+	VFMADD231PS Y13, Y8, d
+
 // ACC_LOAD: 64 values of acc (DX) into Y0…Y7, and the cell loop's
 // registers: R8 idx, R11 p, BX cells (flags set for a JZ on none).
 #define ACC_LOAD \
-	VMOVUPS (DX), Y0 \
-	VMOVUPS 32(DX), Y1 \
-	VMOVUPS 64(DX), Y2 \
-	VMOVUPS 96(DX), Y3 \
-	VMOVUPS 128(DX), Y4 \
-	VMOVUPS 160(DX), Y5 \
-	VMOVUPS 192(DX), Y6 \
-	VMOVUPS 224(DX), Y7 \
+	AH_LOAD(Y0, Y1, Y2, Y3, 0, DX) \
+	AH_LOAD(Y4, Y5, Y6, Y7, 128, DX) \
 	MOVQ    idx+8(FP), R8 \
 	MOVQ    p+16(FP), R11 \
 	MOVQ    nv+24(FP), BX \
@@ -24,14 +51,8 @@
 
 // ACC_STORE: Y0…Y7 back into acc (DX).
 #define ACC_STORE \
-	VMOVUPS Y0, (DX) \
-	VMOVUPS Y1, 32(DX) \
-	VMOVUPS Y2, 64(DX) \
-	VMOVUPS Y3, 96(DX) \
-	VMOVUPS Y4, 128(DX) \
-	VMOVUPS Y5, 160(DX) \
-	VMOVUPS Y6, 192(DX) \
-	VMOVUPS Y7, 224(DX)
+	AH_STORE(Y0, Y1, Y2, Y3, 0, DX) \
+	AH_STORE(Y4, Y5, Y6, Y7, 128, DX)
 
 // SC8_ARGS(shift): the eight-cell score kernels' arguments: R14 idx, CX
 // groups, 8(SP) the row stride in bytes (stride << shift), 0(SP) the end
@@ -174,20 +195,6 @@
 	DECQ CX \
 	JNZ  loop
 
-// AH_LOAD(r0, r1, r2, r3, b): four accumulator registers from the 32
-// values at b (a register); AH_STORE the reverse.
-#define AH_LOAD(r0, r1, r2, r3, b) \
-	VMOVUPS (b), r0 \
-	VMOVUPS 32(b), r1 \
-	VMOVUPS 64(b), r2 \
-	VMOVUPS 96(b), r3
-
-#define AH_STORE(r0, r1, r2, r3, b) \
-	VMOVUPS r0, (b) \
-	VMOVUPS r1, 32(b) \
-	VMOVUPS r2, 64(b) \
-	VMOVUPS r3, 96(b)
-
 // AH_CHUNK3(o, a0, a1, a2), AH_CHUNK2(o, a0, a1): the eight values at
 // o(R10) converted into Y15 and multiplied by each head's broadcast
 // weight (Y12, Y13, Y14) into its accumulator.
@@ -228,9 +235,7 @@
 // AH_ROW: R10 = the cell's V row plus the pass's offset (SI); the row
 // 16 cells on (CX = 16 row strides) prefetched, as SH4_PREFETCH.
 #define AH_ROW \
-	MOVLQSX    (R8), AX \
-	IMULQ      R9, AX \
-	LEAQ       (SI)(AX*1), R10 \
+	CELL_ROW \
 	PREFETCHT0 (R10)(CX*1)
 
 // AH_PASS_NEXT(loop): on to the next 32 values of the rows and of the
@@ -307,9 +312,7 @@ acchunk:
 	JZ      acstore
 
 accell:
-	MOVLQSX      (R8), AX
-	IMULQ        R9, AX
-	LEAQ         (SI)(AX*1), R10
+	CELL_ROW
 	VBROADCASTSS (R11), Y8
 	VFMADD231PS  (R10), Y8, Y0
 	VFMADD231PS  32(R10), Y8, Y1
@@ -319,9 +322,7 @@ accell:
 	VFMADD231PS  160(R10), Y8, Y5
 	VFMADD231PS  192(R10), Y8, Y6
 	VFMADD231PS  224(R10), Y8, Y7
-	ADDQ         $4, R8
-	ADDQ         $4, R11
-	DECQ         BX
+	AH_NEXT
 	JNZ          accell
 
 acstore:
@@ -349,22 +350,8 @@ sh8group:
 
 sh8chunk:
 	VMOVUPS     (DI), Y8
-	VCVTPH2PS   (SI)(AX*1), Y10
-	VCVTPH2PS   (SI)(BX*1), Y11
-	VCVTPH2PS   (SI)(R8*1), Y12
-	VCVTPH2PS   (SI)(R9*1), Y13
-	VFMADD231PS Y10, Y8, Y0
-	VFMADD231PS Y11, Y8, Y1
-	VFMADD231PS Y12, Y8, Y2
-	VFMADD231PS Y13, Y8, Y3
-	VCVTPH2PS   (SI)(R10*1), Y10
-	VCVTPH2PS   (SI)(R11*1), Y11
-	VCVTPH2PS   (SI)(R12*1), Y12
-	VCVTPH2PS   (SI)(R13*1), Y13
-	VFMADD231PS Y10, Y8, Y4
-	VFMADD231PS Y11, Y8, Y5
-	VFMADD231PS Y12, Y8, Y6
-	VFMADD231PS Y13, Y8, Y7
+	CVT4FMA((SI)(AX*1), (SI)(BX*1), (SI)(R8*1), (SI)(R9*1), Y0, Y1, Y2, Y3)
+	CVT4FMA((SI)(R10*1), (SI)(R11*1), (SI)(R12*1), (SI)(R13*1), Y4, Y5, Y6, Y7)
 	ADDQ        $16, SI
 	ADDQ        $32, DI
 	CMPQ        DI, 0(SP)
@@ -391,29 +378,11 @@ ah16chunk:
 	JZ      ah16store
 
 ah16cell:
-	MOVLQSX      (R8), AX
-	IMULQ        R9, AX
-	LEAQ         (SI)(AX*1), R10
+	CELL_ROW
 	VBROADCASTSS (R11), Y8
-	VCVTPH2PS    (R10), Y10
-	VCVTPH2PS    16(R10), Y11
-	VCVTPH2PS    32(R10), Y12
-	VCVTPH2PS    48(R10), Y13
-	VFMADD231PS  Y10, Y8, Y0
-	VFMADD231PS  Y11, Y8, Y1
-	VFMADD231PS  Y12, Y8, Y2
-	VFMADD231PS  Y13, Y8, Y3
-	VCVTPH2PS    64(R10), Y10
-	VCVTPH2PS    80(R10), Y11
-	VCVTPH2PS    96(R10), Y12
-	VCVTPH2PS    112(R10), Y13
-	VFMADD231PS  Y10, Y8, Y4
-	VFMADD231PS  Y11, Y8, Y5
-	VFMADD231PS  Y12, Y8, Y6
-	VFMADD231PS  Y13, Y8, Y7
-	ADDQ         $4, R8
-	ADDQ         $4, R11
-	DECQ         BX
+	CVT4FMA((R10), 16(R10), 32(R10), 48(R10), Y0, Y1, Y2, Y3)
+	CVT4FMA(64(R10), 80(R10), 96(R10), 112(R10), Y4, Y5, Y6, Y7)
+	AH_NEXT
 	JNZ          ah16cell
 
 ah16store:
@@ -500,9 +469,9 @@ TEXT ·attnAccF16h3(SB), NOSPLIT, $0-72
 	AH_ARGS
 
 ah3pass:
-	AH_LOAD(Y0, Y1, Y2, Y3, DX)
-	AH_LOAD(Y4, Y5, Y6, Y7, R14)
-	AH_LOAD(Y8, Y9, Y10, Y11, R15)
+	AH_LOAD(Y0, Y1, Y2, Y3, 0, DX)
+	AH_LOAD(Y4, Y5, Y6, Y7, 0, R14)
+	AH_LOAD(Y8, Y9, Y10, Y11, 0, R15)
 	AH_CELLS
 	JZ ah3store
 
@@ -519,9 +488,9 @@ ah3cell:
 	JNZ ah3cell
 
 ah3store:
-	AH_STORE(Y0, Y1, Y2, Y3, DX)
-	AH_STORE(Y4, Y5, Y6, Y7, R14)
-	AH_STORE(Y8, Y9, Y10, Y11, R15)
+	AH_STORE(Y0, Y1, Y2, Y3, 0, DX)
+	AH_STORE(Y4, Y5, Y6, Y7, 0, R14)
+	AH_STORE(Y8, Y9, Y10, Y11, 0, R15)
 	AH_PASS_NEXT(ah3pass)
 	VZEROUPPER
 	RET
@@ -533,8 +502,8 @@ TEXT ·attnAccF16h2(SB), NOSPLIT, $0-72
 	AH_ARGS
 
 ah2pass:
-	AH_LOAD(Y0, Y1, Y2, Y3, DX)
-	AH_LOAD(Y4, Y5, Y6, Y7, R14)
+	AH_LOAD(Y0, Y1, Y2, Y3, 0, DX)
+	AH_LOAD(Y4, Y5, Y6, Y7, 0, R14)
 	AH_CELLS
 	JZ ah2store
 
@@ -550,8 +519,8 @@ ah2cell:
 	JNZ ah2cell
 
 ah2store:
-	AH_STORE(Y0, Y1, Y2, Y3, DX)
-	AH_STORE(Y4, Y5, Y6, Y7, R14)
+	AH_STORE(Y0, Y1, Y2, Y3, 0, DX)
+	AH_STORE(Y4, Y5, Y6, Y7, 0, R14)
 	AH_PASS_NEXT(ah2pass)
 	VZEROUPPER
 	RET
@@ -572,12 +541,7 @@ maxloop:
 	ADDQ      $32, SI
 	DECQ      CX
 	JNZ       maxloop
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS    X1, X0, X0
-	VMOVHLPS  X0, X0, X1
-	VMAXPS    X1, X0, X0
-	VMOVSHDUP X0, X1
-	VMAXSS    X1, X0, X0
+	HMAX(Y0, X0, X1)
 	VZEROUPPER
 	MOVSS     X0, ret+16(FP)
 	RET

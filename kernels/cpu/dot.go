@@ -506,6 +506,6 @@ func quantizeQ8Go(x []float32, qx []int8, dx, sx []float32) {
 }
 
 // Dot is the fast path's float32 dot product of a and b[:len(a)] (the
-// assembly where SIMD says so). benchmarks/bench's bandwidth probe reads
+// assembly where SIMD says so). `vkllm bench`'s bandwidth probe reads
 // memory with it, so that the probe streams as fast as the kernels can.
 func Dot(a, b []float32) float32 { return dotF32(a, b) }

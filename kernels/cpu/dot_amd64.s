@@ -15,148 +15,98 @@
 //	lanes l and l+4, then the two halves of that, then the two left.
 
 
+// DOT4ACC(load4, load1, wstep, loop32, loop8, done): the one-row dot
+// of the weights at SI (wstep bytes per 32 values) and the float32
+// activations at DI, n (CX) a multiple of 8: four accumulators Y0…Y3
+// take the 8-chunks of each 32 in turn (load4 leaving the four weight
+// chunks in Y4…Y7 as float32), accumulator 0 the 8-chunks past the last
+// 32 (load1 into Y4); then (a0+a1)+(a2+a3), reduced by HSUM_Y0_X0 into
+// ret.
+#define DOT4ACC(load4, load1, wstep, loop32, loop8, done) \
+	ZERO4(Y0, Y1, Y2, Y3)         \
+loop32: \
+	CMPQ        CX, $32           \
+	JLT         loop8             \
+	PREFETCHT0  2048(SI)          \
+	load4                         \
+	VFMADD231PS (DI), Y4, Y0      \
+	VFMADD231PS 32(DI), Y5, Y1    \
+	VFMADD231PS 64(DI), Y6, Y2    \
+	VFMADD231PS 96(DI), Y7, Y3    \
+	ADDQ        $wstep, SI        \
+	ADDQ        $128, DI          \
+	SUBQ        $32, CX           \
+	JMP         loop32            \
+loop8: \
+	CMPQ        CX, $8            \
+	JLT         done              \
+	load1                         \
+	VFMADD231PS (DI), Y4, Y0      \
+	ADDQ        $wstep/4, SI      \
+	ADDQ        $32, DI           \
+	SUBQ        $8, CX            \
+	JMP         loop8             \
+done: \
+	VADDPS Y1, Y0, Y0             \
+	VADDPS Y3, Y2, Y2             \
+	VADDPS Y2, Y0, Y0             \
+	HSUM_Y0_X0                    \
+	VZEROUPPER                    \
+	MOVSS  X0, ret+24(FP)         \
+	RET
+
+// The weight loads: float32 as they are, float16 converted (VCVTPH2PS),
+// bfloat16 widened and shifted into float32's top half.
+#define LOAD4_F32 \
+	VMOVUPS (SI), Y4   \
+	VMOVUPS 32(SI), Y5 \
+	VMOVUPS 64(SI), Y6 \
+	VMOVUPS 96(SI), Y7
+
+#define LOAD1_F32 VMOVUPS (SI), Y4
+
+#define LOAD4_F16 \
+	VCVTPH2PS (SI), Y4   \
+	VCVTPH2PS 16(SI), Y5 \
+	VCVTPH2PS 32(SI), Y6 \
+	VCVTPH2PS 48(SI), Y7
+
+#define LOAD1_F16 VCVTPH2PS (SI), Y4
+
+#define LOAD4_BF16 \
+	VPMOVZXWD (SI), Y4   \
+	VPMOVZXWD 16(SI), Y5 \
+	VPMOVZXWD 32(SI), Y6 \
+	VPMOVZXWD 48(SI), Y7 \
+	VPSLLD    $16, Y4, Y4 \
+	VPSLLD    $16, Y5, Y5 \
+	VPSLLD    $16, Y6, Y6 \
+	VPSLLD    $16, Y7, Y7
+
+#define LOAD1_BF16 \
+	VPMOVZXWD (SI), Y4 \
+	VPSLLD    $16, Y4, Y4
+
 // func dotF32AVX2(a, b *float32, n int) float32
 TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
-	MOVQ   a+0(FP), SI
-	MOVQ   b+8(FP), DI
-	MOVQ   n+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-f32loop32:
-	CMPQ        CX, $32
-	JLT         f32loop8
-	PREFETCHT0  2048(SI)
-	VMOVUPS     (SI), Y4
-	VMOVUPS     32(SI), Y5
-	VMOVUPS     64(SI), Y6
-	VMOVUPS     96(SI), Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $128, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
-	JMP         f32loop32
-
-f32loop8:
-	CMPQ        CX, $8
-	JLT         f32done
-	VMOVUPS     (SI), Y4
-	VFMADD231PS (DI), Y4, Y0
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JMP         f32loop8
-
-f32done:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM_Y0_X0
-	VZEROUPPER
-	MOVSS  X0, ret+24(FP)
-	RET
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	DOT4ACC(LOAD4_F32, LOAD1_F32, 128, f32loop32, f32loop8, f32done)
 
 // func dotF16AVX2(w *uint16, x *float32, n int) float32
 TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
-	MOVQ   w+0(FP), SI
-	MOVQ   x+8(FP), DI
-	MOVQ   n+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-f16loop32:
-	CMPQ        CX, $32
-	JLT         f16loop8
-	PREFETCHT0  2048(SI)
-	VCVTPH2PS   (SI), Y4
-	VCVTPH2PS   16(SI), Y5
-	VCVTPH2PS   32(SI), Y6
-	VCVTPH2PS   48(SI), Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $64, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
-	JMP         f16loop32
-
-f16loop8:
-	CMPQ        CX, $8
-	JLT         f16done
-	VCVTPH2PS   (SI), Y4
-	VFMADD231PS (DI), Y4, Y0
-	ADDQ        $16, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JMP         f16loop8
-
-f16done:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM_Y0_X0
-	VZEROUPPER
-	MOVSS  X0, ret+24(FP)
-	RET
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	DOT4ACC(LOAD4_F16, LOAD1_F16, 64, f16loop32, f16loop8, f16done)
 
 // func dotBF16AVX2(w *uint16, x *float32, n int) float32
 TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
-	MOVQ   w+0(FP), SI
-	MOVQ   x+8(FP), DI
-	MOVQ   n+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-bf16loop32:
-	CMPQ        CX, $32
-	JLT         bf16loop8
-	PREFETCHT0  2048(SI)
-	VPMOVZXWD   (SI), Y4
-	VPMOVZXWD   16(SI), Y5
-	VPMOVZXWD   32(SI), Y6
-	VPMOVZXWD   48(SI), Y7
-	VPSLLD      $16, Y4, Y4
-	VPSLLD      $16, Y5, Y5
-	VPSLLD      $16, Y6, Y6
-	VPSLLD      $16, Y7, Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $64, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
-	JMP         bf16loop32
-
-bf16loop8:
-	CMPQ        CX, $8
-	JLT         bf16done
-	VPMOVZXWD   (SI), Y4
-	VPSLLD      $16, Y4, Y4
-	VFMADD231PS (DI), Y4, Y0
-	ADDQ        $16, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JMP         bf16loop8
-
-bf16done:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM_Y0_X0
-	VZEROUPPER
-	MOVSS  X0, ret+24(FP)
-	RET
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	DOT4ACC(LOAD4_BF16, LOAD1_BF16, 64, bf16loop32, bf16loop8, bf16done)
 
 // func axpyF32AVX2(a float32, x, y *float32, n int)
 TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
@@ -203,15 +153,17 @@ axf16done:
 	VZEROUPPER
 	RET
 
-// HSUM(Y, X): X = the sum of Y's eight lanes (X8 scratch), in
-// HSUM_Y0_X0's order.
-#define HSUM(Y, X) \
-	VEXTRACTF128 $1, Y, X8 \
-	VADDPS       X8, X, X  \
-	VMOVHLPS     X, X, X8  \
-	VADDPS       X8, X, X  \
-	VMOVSHDUP    X, X8     \
-	VADDSS       X8, X, X
+// F32X8(sym, off, v): the eight float32 lanes at sym<>+off all v (its
+// bits).
+#define F32X8(sym, off, v) \
+	DATA sym<>+off(SB)/4, $v    \
+	DATA sym<>+off+4(SB)/4, $v  \
+	DATA sym<>+off+8(SB)/4, $v  \
+	DATA sym<>+off+12(SB)/4, $v \
+	DATA sym<>+off+16(SB)/4, $v \
+	DATA sym<>+off+20(SB)/4, $v \
+	DATA sym<>+off+24(SB)/4, $v \
+	DATA sym<>+off+28(SB)/4, $v
 
 // exp in float32, eight lanes: ggml's ggml_v_expf (AVX2), its fast path
 // only, with the input first clamped to [−87, 88] so that the exponent
@@ -220,102 +172,19 @@ axf16done:
 //
 // Constants, eight lanes each: r = 0x1.8p23, log2(e), ln2 high and low
 // parts, 1.0, the polynomial p0…p4, the clamp bounds.
-DATA expc<>+0(SB)/4, $0x4b400000
-DATA expc<>+4(SB)/4, $0x4b400000
-DATA expc<>+8(SB)/4, $0x4b400000
-DATA expc<>+12(SB)/4, $0x4b400000
-DATA expc<>+16(SB)/4, $0x4b400000
-DATA expc<>+20(SB)/4, $0x4b400000
-DATA expc<>+24(SB)/4, $0x4b400000
-DATA expc<>+28(SB)/4, $0x4b400000
-DATA expc<>+32(SB)/4, $0x3fb8aa3b
-DATA expc<>+36(SB)/4, $0x3fb8aa3b
-DATA expc<>+40(SB)/4, $0x3fb8aa3b
-DATA expc<>+44(SB)/4, $0x3fb8aa3b
-DATA expc<>+48(SB)/4, $0x3fb8aa3b
-DATA expc<>+52(SB)/4, $0x3fb8aa3b
-DATA expc<>+56(SB)/4, $0x3fb8aa3b
-DATA expc<>+60(SB)/4, $0x3fb8aa3b
-DATA expc<>+64(SB)/4, $0x3f317200
-DATA expc<>+68(SB)/4, $0x3f317200
-DATA expc<>+72(SB)/4, $0x3f317200
-DATA expc<>+76(SB)/4, $0x3f317200
-DATA expc<>+80(SB)/4, $0x3f317200
-DATA expc<>+84(SB)/4, $0x3f317200
-DATA expc<>+88(SB)/4, $0x3f317200
-DATA expc<>+92(SB)/4, $0x3f317200
-DATA expc<>+96(SB)/4, $0x35bfbe8e
-DATA expc<>+100(SB)/4, $0x35bfbe8e
-DATA expc<>+104(SB)/4, $0x35bfbe8e
-DATA expc<>+108(SB)/4, $0x35bfbe8e
-DATA expc<>+112(SB)/4, $0x35bfbe8e
-DATA expc<>+116(SB)/4, $0x35bfbe8e
-DATA expc<>+120(SB)/4, $0x35bfbe8e
-DATA expc<>+124(SB)/4, $0x35bfbe8e
-DATA expc<>+128(SB)/4, $0x3f800000
-DATA expc<>+132(SB)/4, $0x3f800000
-DATA expc<>+136(SB)/4, $0x3f800000
-DATA expc<>+140(SB)/4, $0x3f800000
-DATA expc<>+144(SB)/4, $0x3f800000
-DATA expc<>+148(SB)/4, $0x3f800000
-DATA expc<>+152(SB)/4, $0x3f800000
-DATA expc<>+156(SB)/4, $0x3f800000
-DATA expc<>+160(SB)/4, $0x3c072010
-DATA expc<>+164(SB)/4, $0x3c072010
-DATA expc<>+168(SB)/4, $0x3c072010
-DATA expc<>+172(SB)/4, $0x3c072010
-DATA expc<>+176(SB)/4, $0x3c072010
-DATA expc<>+180(SB)/4, $0x3c072010
-DATA expc<>+184(SB)/4, $0x3c072010
-DATA expc<>+188(SB)/4, $0x3c072010
-DATA expc<>+192(SB)/4, $0x3d2b9f17
-DATA expc<>+196(SB)/4, $0x3d2b9f17
-DATA expc<>+200(SB)/4, $0x3d2b9f17
-DATA expc<>+204(SB)/4, $0x3d2b9f17
-DATA expc<>+208(SB)/4, $0x3d2b9f17
-DATA expc<>+212(SB)/4, $0x3d2b9f17
-DATA expc<>+216(SB)/4, $0x3d2b9f17
-DATA expc<>+220(SB)/4, $0x3d2b9f17
-DATA expc<>+224(SB)/4, $0x3e2aaf33
-DATA expc<>+228(SB)/4, $0x3e2aaf33
-DATA expc<>+232(SB)/4, $0x3e2aaf33
-DATA expc<>+236(SB)/4, $0x3e2aaf33
-DATA expc<>+240(SB)/4, $0x3e2aaf33
-DATA expc<>+244(SB)/4, $0x3e2aaf33
-DATA expc<>+248(SB)/4, $0x3e2aaf33
-DATA expc<>+252(SB)/4, $0x3e2aaf33
-DATA expc<>+256(SB)/4, $0x3efffedb
-DATA expc<>+260(SB)/4, $0x3efffedb
-DATA expc<>+264(SB)/4, $0x3efffedb
-DATA expc<>+268(SB)/4, $0x3efffedb
-DATA expc<>+272(SB)/4, $0x3efffedb
-DATA expc<>+276(SB)/4, $0x3efffedb
-DATA expc<>+280(SB)/4, $0x3efffedb
-DATA expc<>+284(SB)/4, $0x3efffedb
-DATA expc<>+288(SB)/4, $0x3f7ffff6
-DATA expc<>+292(SB)/4, $0x3f7ffff6
-DATA expc<>+296(SB)/4, $0x3f7ffff6
-DATA expc<>+300(SB)/4, $0x3f7ffff6
-DATA expc<>+304(SB)/4, $0x3f7ffff6
-DATA expc<>+308(SB)/4, $0x3f7ffff6
-DATA expc<>+312(SB)/4, $0x3f7ffff6
-DATA expc<>+316(SB)/4, $0x3f7ffff6
-DATA expc<>+320(SB)/4, $0xc2ae0000
-DATA expc<>+324(SB)/4, $0xc2ae0000
-DATA expc<>+328(SB)/4, $0xc2ae0000
-DATA expc<>+332(SB)/4, $0xc2ae0000
-DATA expc<>+336(SB)/4, $0xc2ae0000
-DATA expc<>+340(SB)/4, $0xc2ae0000
-DATA expc<>+344(SB)/4, $0xc2ae0000
-DATA expc<>+348(SB)/4, $0xc2ae0000
-DATA expc<>+352(SB)/4, $0x42b00000
-DATA expc<>+356(SB)/4, $0x42b00000
-DATA expc<>+360(SB)/4, $0x42b00000
-DATA expc<>+364(SB)/4, $0x42b00000
-DATA expc<>+368(SB)/4, $0x42b00000
-DATA expc<>+372(SB)/4, $0x42b00000
-DATA expc<>+376(SB)/4, $0x42b00000
-DATA expc<>+380(SB)/4, $0x42b00000
+
+F32X8(expc, 0, 0x4b400000) // r = 0x1.8p23
+F32X8(expc, 32, 0x3fb8aa3b) // log2(e)
+F32X8(expc, 64, 0x3f317200) // ln2, high part
+F32X8(expc, 96, 0x35bfbe8e) // ln2, low part
+F32X8(expc, 128, 0x3f800000) // 1.0
+F32X8(expc, 160, 0x3c072010) // p0
+F32X8(expc, 192, 0x3d2b9f17) // p1
+F32X8(expc, 224, 0x3e2aaf33) // p2
+F32X8(expc, 256, 0x3efffedb) // p3
+F32X8(expc, 288, 0x3f7ffff6) // p4
+F32X8(expc, 320, 0xc2ae0000) // −87, the lower clamp
+F32X8(expc, 352, 0x42b00000) // 88, the upper clamp
 GLOBL expc<>(SB), RODATA|NOPTR, $384
 
 // EXP8(x, out) sets out = exp(x) for Y registers x (clobbered) and out,
@@ -428,32 +297,11 @@ siludone:
 // a time, with the same float32 steps: amax = max|x|, d = amax/127,
 // id = 1/d (0 when d = 0), q = round(x·id) halves away from zero (the
 // truncation plus ±1 where the dropped fraction is ≥ 0.5), s = d·Σq.
-DATA qabs<>+0(SB)/4, $0x7fffffff
-DATA qabs<>+4(SB)/4, $0x7fffffff
-DATA qabs<>+8(SB)/4, $0x7fffffff
-DATA qabs<>+12(SB)/4, $0x7fffffff
-DATA qabs<>+16(SB)/4, $0x7fffffff
-DATA qabs<>+20(SB)/4, $0x7fffffff
-DATA qabs<>+24(SB)/4, $0x7fffffff
-DATA qabs<>+28(SB)/4, $0x7fffffff
+F32X8(qabs, 0, 0x7fffffff)
 GLOBL qabs<>(SB), RODATA|NOPTR, $32
-DATA qhalf<>+0(SB)/4, $0x3f000000
-DATA qhalf<>+4(SB)/4, $0x3f000000
-DATA qhalf<>+8(SB)/4, $0x3f000000
-DATA qhalf<>+12(SB)/4, $0x3f000000
-DATA qhalf<>+16(SB)/4, $0x3f000000
-DATA qhalf<>+20(SB)/4, $0x3f000000
-DATA qhalf<>+24(SB)/4, $0x3f000000
-DATA qhalf<>+28(SB)/4, $0x3f000000
+F32X8(qhalf, 0, 0x3f000000)
 GLOBL qhalf<>(SB), RODATA|NOPTR, $32
-DATA qone<>+0(SB)/4, $0x3f800000
-DATA qone<>+4(SB)/4, $0x3f800000
-DATA qone<>+8(SB)/4, $0x3f800000
-DATA qone<>+12(SB)/4, $0x3f800000
-DATA qone<>+16(SB)/4, $0x3f800000
-DATA qone<>+20(SB)/4, $0x3f800000
-DATA qone<>+24(SB)/4, $0x3f800000
-DATA qone<>+28(SB)/4, $0x3f800000
+F32X8(qone, 0, 0x3f800000)
 GLOBL qone<>(SB), RODATA|NOPTR, $32
 DATA qperm<>+0(SB)/4, $0x00000000
 DATA qperm<>+4(SB)/4, $0x00000004
@@ -506,12 +354,7 @@ qloop:
 	VMAXPS       Y5, Y4, Y4
 	VMAXPS       Y7, Y6, Y6
 	VMAXPS       Y6, Y4, Y4
-	VEXTRACTF128 $1, Y4, X5
-	VMAXPS       X5, X4, X4
-	VMOVHLPS     X4, X4, X5
-	VMAXPS       X5, X4, X4
-	VMOVSHDUP    X4, X5
-	VMAXSS       X5, X4, X4      // amax
+	HMAX(Y4, X4, X5)             // amax
 	VDIVSS       q127<>(SB), X4, X4 // d
 	VMOVSS       X4, (DX)
 	VXORPS       Y6, Y6, Y6
@@ -541,12 +384,7 @@ qscaled:
 	VPACKSSWB Y2, Y0, Y0
 	VPERMD    Y0, Y14, Y0
 	VMOVDQU   Y0, (DI)
-	VEXTRACTF128 $1, Y11, X5
-	VADDPS       X5, X11, X11
-	VMOVHLPS     X11, X11, X5
-	VADDPS       X5, X11, X11
-	VMOVSHDUP    X11, X5
-	VADDSS       X5, X11, X11
+	HSUM(Y11, X11, X5)
 	VMULSS       X11, X4, X4     // s = d·Σq
 	VMOVSS       X4, (R8)
 	ADDQ    $128, SI
@@ -568,134 +406,17 @@ qdone:
 // block g): the signed 6-bit values by the sign trick and vpmaddubsw,
 // then vpmaddwd with the two int16 scales of the group (exact in int32),
 // then acc += float(Σ) · (d·d_x,g) by lanes.
-DATA q6kmask<>+0(SB)/1, $0
-DATA q6kmask<>+1(SB)/1, $0
-DATA q6kmask<>+2(SB)/1, $0
-DATA q6kmask<>+3(SB)/1, $0
-DATA q6kmask<>+4(SB)/1, $0
-DATA q6kmask<>+5(SB)/1, $0
-DATA q6kmask<>+6(SB)/1, $0
-DATA q6kmask<>+7(SB)/1, $0
-DATA q6kmask<>+8(SB)/1, $1
-DATA q6kmask<>+9(SB)/1, $1
-DATA q6kmask<>+10(SB)/1, $1
-DATA q6kmask<>+11(SB)/1, $1
-DATA q6kmask<>+12(SB)/1, $1
-DATA q6kmask<>+13(SB)/1, $1
-DATA q6kmask<>+14(SB)/1, $1
-DATA q6kmask<>+15(SB)/1, $1
-DATA q6kmask<>+16(SB)/1, $2
-DATA q6kmask<>+17(SB)/1, $2
-DATA q6kmask<>+18(SB)/1, $2
-DATA q6kmask<>+19(SB)/1, $2
-DATA q6kmask<>+20(SB)/1, $2
-DATA q6kmask<>+21(SB)/1, $2
-DATA q6kmask<>+22(SB)/1, $2
-DATA q6kmask<>+23(SB)/1, $2
-DATA q6kmask<>+24(SB)/1, $3
-DATA q6kmask<>+25(SB)/1, $3
-DATA q6kmask<>+26(SB)/1, $3
-DATA q6kmask<>+27(SB)/1, $3
-DATA q6kmask<>+28(SB)/1, $3
-DATA q6kmask<>+29(SB)/1, $3
-DATA q6kmask<>+30(SB)/1, $3
-DATA q6kmask<>+31(SB)/1, $3
-DATA q6kmask<>+32(SB)/1, $4
-DATA q6kmask<>+33(SB)/1, $4
-DATA q6kmask<>+34(SB)/1, $4
-DATA q6kmask<>+35(SB)/1, $4
-DATA q6kmask<>+36(SB)/1, $4
-DATA q6kmask<>+37(SB)/1, $4
-DATA q6kmask<>+38(SB)/1, $4
-DATA q6kmask<>+39(SB)/1, $4
-DATA q6kmask<>+40(SB)/1, $5
-DATA q6kmask<>+41(SB)/1, $5
-DATA q6kmask<>+42(SB)/1, $5
-DATA q6kmask<>+43(SB)/1, $5
-DATA q6kmask<>+44(SB)/1, $5
-DATA q6kmask<>+45(SB)/1, $5
-DATA q6kmask<>+46(SB)/1, $5
-DATA q6kmask<>+47(SB)/1, $5
-DATA q6kmask<>+48(SB)/1, $6
-DATA q6kmask<>+49(SB)/1, $6
-DATA q6kmask<>+50(SB)/1, $6
-DATA q6kmask<>+51(SB)/1, $6
-DATA q6kmask<>+52(SB)/1, $6
-DATA q6kmask<>+53(SB)/1, $6
-DATA q6kmask<>+54(SB)/1, $6
-DATA q6kmask<>+55(SB)/1, $6
-DATA q6kmask<>+56(SB)/1, $7
-DATA q6kmask<>+57(SB)/1, $7
-DATA q6kmask<>+58(SB)/1, $7
-DATA q6kmask<>+59(SB)/1, $7
-DATA q6kmask<>+60(SB)/1, $7
-DATA q6kmask<>+61(SB)/1, $7
-DATA q6kmask<>+62(SB)/1, $7
-DATA q6kmask<>+63(SB)/1, $7
-DATA q6kmask<>+64(SB)/1, $8
-DATA q6kmask<>+65(SB)/1, $8
-DATA q6kmask<>+66(SB)/1, $8
-DATA q6kmask<>+67(SB)/1, $8
-DATA q6kmask<>+68(SB)/1, $8
-DATA q6kmask<>+69(SB)/1, $8
-DATA q6kmask<>+70(SB)/1, $8
-DATA q6kmask<>+71(SB)/1, $8
-DATA q6kmask<>+72(SB)/1, $9
-DATA q6kmask<>+73(SB)/1, $9
-DATA q6kmask<>+74(SB)/1, $9
-DATA q6kmask<>+75(SB)/1, $9
-DATA q6kmask<>+76(SB)/1, $9
-DATA q6kmask<>+77(SB)/1, $9
-DATA q6kmask<>+78(SB)/1, $9
-DATA q6kmask<>+79(SB)/1, $9
-DATA q6kmask<>+80(SB)/1, $10
-DATA q6kmask<>+81(SB)/1, $10
-DATA q6kmask<>+82(SB)/1, $10
-DATA q6kmask<>+83(SB)/1, $10
-DATA q6kmask<>+84(SB)/1, $10
-DATA q6kmask<>+85(SB)/1, $10
-DATA q6kmask<>+86(SB)/1, $10
-DATA q6kmask<>+87(SB)/1, $10
-DATA q6kmask<>+88(SB)/1, $11
-DATA q6kmask<>+89(SB)/1, $11
-DATA q6kmask<>+90(SB)/1, $11
-DATA q6kmask<>+91(SB)/1, $11
-DATA q6kmask<>+92(SB)/1, $11
-DATA q6kmask<>+93(SB)/1, $11
-DATA q6kmask<>+94(SB)/1, $11
-DATA q6kmask<>+95(SB)/1, $11
-DATA q6kmask<>+96(SB)/1, $12
-DATA q6kmask<>+97(SB)/1, $12
-DATA q6kmask<>+98(SB)/1, $12
-DATA q6kmask<>+99(SB)/1, $12
-DATA q6kmask<>+100(SB)/1, $12
-DATA q6kmask<>+101(SB)/1, $12
-DATA q6kmask<>+102(SB)/1, $12
-DATA q6kmask<>+103(SB)/1, $12
-DATA q6kmask<>+104(SB)/1, $13
-DATA q6kmask<>+105(SB)/1, $13
-DATA q6kmask<>+106(SB)/1, $13
-DATA q6kmask<>+107(SB)/1, $13
-DATA q6kmask<>+108(SB)/1, $13
-DATA q6kmask<>+109(SB)/1, $13
-DATA q6kmask<>+110(SB)/1, $13
-DATA q6kmask<>+111(SB)/1, $13
-DATA q6kmask<>+112(SB)/1, $14
-DATA q6kmask<>+113(SB)/1, $14
-DATA q6kmask<>+114(SB)/1, $14
-DATA q6kmask<>+115(SB)/1, $14
-DATA q6kmask<>+116(SB)/1, $14
-DATA q6kmask<>+117(SB)/1, $14
-DATA q6kmask<>+118(SB)/1, $14
-DATA q6kmask<>+119(SB)/1, $14
-DATA q6kmask<>+120(SB)/1, $15
-DATA q6kmask<>+121(SB)/1, $15
-DATA q6kmask<>+122(SB)/1, $15
-DATA q6kmask<>+123(SB)/1, $15
-DATA q6kmask<>+124(SB)/1, $15
-DATA q6kmask<>+125(SB)/1, $15
-DATA q6kmask<>+126(SB)/1, $15
-DATA q6kmask<>+127(SB)/1, $15
+// Q6KMASK4(a, b, c, d): bytes 8g…8g+7 of q6kmask all g, for g = a…d.
+#define Q6KMASK4(a, b, c, d) \
+	DATA q6kmask<>+8*a(SB)/8, $(a*0x0101010101010101) \
+	DATA q6kmask<>+8*b(SB)/8, $(b*0x0101010101010101) \
+	DATA q6kmask<>+8*c(SB)/8, $(c*0x0101010101010101) \
+	DATA q6kmask<>+8*d(SB)/8, $(d*0x0101010101010101)
+
+Q6KMASK4(0, 1, 2, 3)
+Q6KMASK4(4, 5, 6, 7)
+Q6KMASK4(8, 9, 10, 11)
+Q6KMASK4(12, 13, 14, 15)
 GLOBL q6kmask<>(SB), RODATA|NOPTR, $128
 
 // Q6GROUP(moff, soff, xoff) for group g (moff = 16g, soff = 4g, xoff =
@@ -718,6 +439,30 @@ GLOBL q6kmask<>(SB), RODATA|NOPTR, $128
 	VCVTDQ2PS    Y4, Y4             \
 	VBROADCASTSS soff(SP), Y7       \
 	VFMADD231PS  Y7, Y4, Y0
+
+// Q6HALF(ql, qh, g): groups g…g+3 of the super-block (half of it): the
+// 64 bytes of low bits at ql(SI) (L0 in Y9, L1 in Y10: groups g and g+1
+// the low nibbles of L0 and L1, g+2 and g+3 their high ones), the 32
+// bytes of high bits at qh(SI) (Y15: bits 0…1, 2…3, 4…5, 6…7 for
+// g…g+3).
+#define Q6HALF(ql, qh, g) \
+	VMOVDQU      ql(SI), Y9        \
+	VMOVDQU      ql+32(SI), Y10    \
+	VMOVDQU      qh(SI), Y15       \
+	VPAND        Y14, Y9, Y5       \
+	VPSLLW       $4, Y15, Y6       \
+	Q6GROUP(16*g, 4*g, 32*g)       \
+	VPAND        Y14, Y10, Y5      \
+	VPSLLW       $2, Y15, Y6       \
+	Q6GROUP(16*g+16, 4*g+4, 32*g+32) \
+	VPSRLW       $4, Y9, Y5        \
+	VPAND        Y14, Y5, Y5       \
+	VMOVDQU      Y15, Y6           \
+	Q6GROUP(16*g+32, 4*g+8, 32*g+64) \
+	VPSRLW       $4, Y10, Y5       \
+	VPAND        Y14, Y5, Y5       \
+	VPSRLW       $2, Y15, Y6       \
+	Q6GROUP(16*g+48, 4*g+12, 32*g+96)
 
 TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $32-36
 	MOVQ         w+0(FP), SI
@@ -747,43 +492,8 @@ q6kloop:
 	VMOVUPS      Y8, 0(SP)
 	VMOVDQU      192(SI), X11  // the 16 scales
 
-	// first half: ql[0:64], qh[0:32], activation blocks 0…3
-	VMOVDQU      0(SI), Y9     // L0
-	VMOVDQU      32(SI), Y10   // L1
-	VMOVDQU      128(SI), Y15  // H
-	VPAND        Y14, Y9, Y5
-	VPSLLW       $4, Y15, Y6
-	Q6GROUP(0, 0, 0)
-	VPAND        Y14, Y10, Y5
-	VPSLLW       $2, Y15, Y6
-	Q6GROUP(16, 4, 32)
-	VPSRLW       $4, Y9, Y5
-	VPAND        Y14, Y5, Y5
-	VMOVDQU      Y15, Y6
-	Q6GROUP(32, 8, 64)
-	VPSRLW       $4, Y10, Y5
-	VPAND        Y14, Y5, Y5
-	VPSRLW       $2, Y15, Y6
-	Q6GROUP(48, 12, 96)
-
-	// second half: ql[64:128], qh[32:64], activation blocks 4…7
-	VMOVDQU      64(SI), Y9
-	VMOVDQU      96(SI), Y10
-	VMOVDQU      160(SI), Y15
-	VPAND        Y14, Y9, Y5
-	VPSLLW       $4, Y15, Y6
-	Q6GROUP(64, 16, 128)
-	VPAND        Y14, Y10, Y5
-	VPSLLW       $2, Y15, Y6
-	Q6GROUP(80, 20, 160)
-	VPSRLW       $4, Y9, Y5
-	VPAND        Y14, Y5, Y5
-	VMOVDQU      Y15, Y6
-	Q6GROUP(96, 24, 192)
-	VPSRLW       $4, Y10, Y5
-	VPAND        Y14, Y5, Y5
-	VPSRLW       $2, Y15, Y6
-	Q6GROUP(112, 28, 224)
+	Q6HALF(0, 128, 0)   // ql[0:64], qh[0:32], activation blocks 0…3
+	Q6HALF(64, 160, 4)  // ql[64:128], qh[32:64], activation blocks 4…7
 
 	ADDQ $210, SI
 	ADDQ $256, DI
@@ -792,7 +502,7 @@ q6kloop:
 	JNZ  q6kloop
 
 q6kdone:
-	HSUM(Y0, X0)
+	HSUM(Y0, X0, X8)
 	VZEROUPPER
 	MOVSS X0, ret+32(FP)
 	RET

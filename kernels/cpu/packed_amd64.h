@@ -6,10 +6,7 @@
 // nb) in SI, DI, DX, R8, CX; aux is neg (Q8_0, Q4_0) or s_x (Q4_1, Q4_K).
 #define PK_ARGS1 \
 	MOVQ w+0(FP), SI \
-	MOVQ qx+8(FP), DI \
-	MOVQ dx+16(FP), DX \
-	MOVQ aux+24(FP), R8 \
-	MOVQ nb+32(FP), CX
+	PK_REARGS1
 
 // PK_ARGS4: the four-activation-row kernels' arguments (w, qx, xs, dx,
 // ds, aux, nb) in SI, DI, R9, DX, R10, R8, CX, with 3·xs in R13 and 3·ds
@@ -151,3 +148,16 @@
 	VMOVUPS d, 96(R11) \
 	VZEROUPPER \
 	RET
+
+// K4EACH(sub, lo, hi): sub(s, unpack, q) for the eight sub-blocks s of a
+// Q4_K super-block, unpack lo (low nibbles) for even s and hi for odd,
+// q the offset of the pair's nibble vectors.
+#define K4EACH(sub, lo, hi) \
+	sub(0, lo, 160) \
+	sub(1, hi, 160) \
+	sub(2, lo, 416) \
+	sub(3, hi, 416) \
+	sub(4, lo, 672) \
+	sub(5, hi, 672) \
+	sub(6, lo, 928) \
+	sub(7, hi, 928)

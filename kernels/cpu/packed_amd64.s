@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 #include "packed_amd64.h"
 
 // Kernels over weights packed eight rows at a time (packed.go), AVX-512
@@ -35,14 +36,29 @@
 	VPSRLW  $4, Y3, Y4 \
 	VPSRLW  $4, Y5, Y6 \
 	VPSRLW  $4, Y7, Y8 \
-	VPAND   Y0, Y1, Y1 \
-	VPAND   Y0, Y2, Y2 \
-	VPAND   Y0, Y3, Y3 \
-	VPAND   Y0, Y4, Y4 \
-	VPAND   Y0, Y5, Y5 \
-	VPAND   Y0, Y6, Y6 \
-	VPAND   Y0, Y7, Y7 \
-	VPAND   Y0, Y8, Y8
+	MASK8
+
+// MASK8: Y1…Y8 &= Y0 (the low nibbles); SHIFT8: Y1…Y8 >>= 4 (16-bit
+// lanes: the high nibbles moved down).
+#define MASK8 \
+	VPAND Y0, Y1, Y1 \
+	VPAND Y0, Y2, Y2 \
+	VPAND Y0, Y3, Y3 \
+	VPAND Y0, Y4, Y4 \
+	VPAND Y0, Y5, Y5 \
+	VPAND Y0, Y6, Y6 \
+	VPAND Y0, Y7, Y7 \
+	VPAND Y0, Y8, Y8
+
+#define SHIFT8 \
+	VPSRLW $4, Y1, Y1 \
+	VPSRLW $4, Y2, Y2 \
+	VPSRLW $4, Y3, Y3 \
+	VPSRLW $4, Y4, Y4 \
+	VPSRLW $4, Y5, Y5 \
+	VPSRLW $4, Y6, Y6 \
+	VPSRLW $4, Y7, Y7 \
+	VPSRLW $4, Y8, Y8
 
 // DOT8(x, a, b): a += the low-half products, b += the high-half ones, of
 // the activation block at x against Y1…Y8; then a += b (exact).
@@ -68,10 +84,7 @@
 // in R14; the four rows' accumulators Y10…Y13 zeroed.
 #define X4_ARGS \
 	PK_ARGS4 \
-	VPXORD Y10, Y10, Y10 \
-	VPXORD Y11, Y11, Y11 \
-	VPXORD Y12, Y12, Y12 \
-	VPXORD Y13, Y13, Y13
+	ZEROD4(Y10, Y11, Y12, Y13)
 
 // NEG4: the four activation rows' integer sums started, a from −off·Σx
 // (neg) and b from zero: Y16/Y17, Y18/Y19, Y20/Y21, Y22/Y23.
@@ -161,23 +174,14 @@ q41p81:
 TEXT ·dotQ4_1p8x4VNNI(SB), NOSPLIT, $0-64
 	X4_ARGS
 	MASK0F
-	VPXORD Y28, Y28, Y28
-	VPXORD Y29, Y29, Y29
-	VPXORD Y30, Y30, Y30
-	VPXORD Y31, Y31, Y31
+	ZEROD4(Y28, Y29, Y30, Y31)
 
 q41p84:
 	UNPACK8(32)
 	VCVTPH2PS        (SI), Y9
 	VCVTPH2PS        16(SI), Y15
-	VPXORD           Y16, Y16, Y16
-	VPXORD           Y17, Y17, Y17
-	VPXORD           Y18, Y18, Y18
-	VPXORD           Y19, Y19, Y19
-	VPXORD           Y20, Y20, Y20
-	VPXORD           Y21, Y21, Y21
-	VPXORD           Y22, Y22, Y22
-	VPXORD           Y23, Y23, Y23
+	ZEROD4(Y16, Y17, Y18, Y19)
+	ZEROD4(Y20, Y21, Y22, Y23)
 	DOT8((DI), Y16, Y17)
 	DOT8((DI)(R9*1), Y18, Y19)
 	DOT8((DI)(R9*2), Y20, Y21)
@@ -206,16 +210,17 @@ q41p84:
 	VMOVDQU q+192(SI), Y7 \
 	VMOVDQU q+224(SI), Y8
 
-// DOTQ8(x, a, b): as DOT8 for Q8_0's layout (activation dword k against Y(k+1)).
-#define DOTQ8(x, a, b) \
-	VPDPBUSD.BCST 0 x, Y1, a \
-	VPDPBUSD.BCST 4 x, Y2, b \
-	VPDPBUSD.BCST 8 x, Y3, a \
-	VPDPBUSD.BCST 12 x, Y4, b \
-	VPDPBUSD.BCST 16 x, Y5, a \
-	VPDPBUSD.BCST 20 x, Y6, b \
-	VPDPBUSD.BCST 24 x, Y7, a \
-	VPDPBUSD.BCST 28 x, Y8, b \
+// DOTQ8(xo, x, a, b): as DOT8 for Q8_0's layout, the activation dword
+// k at xo+4k x (x a base and index: (DI), (DI)(R9*1)) against Y(k+1).
+#define DOTQ8(xo, x, a, b) \
+	VPDPBUSD.BCST xo+0 x, Y1, a \
+	VPDPBUSD.BCST xo+4 x, Y2, b \
+	VPDPBUSD.BCST xo+8 x, Y3, a \
+	VPDPBUSD.BCST xo+12 x, Y4, b \
+	VPDPBUSD.BCST xo+16 x, Y5, a \
+	VPDPBUSD.BCST xo+20 x, Y6, b \
+	VPDPBUSD.BCST xo+24 x, Y7, a \
+	VPDPBUSD.BCST xo+28 x, Y8, b \
 	VPADDD        b, a, a
 
 // func dotQ8_0p8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
@@ -230,7 +235,7 @@ q80p81:
 	VPBROADCASTD (R8), Y17
 	VPXORD       Y18, Y18, Y18
 	LOAD8(16)
-	DOTQ8((DI), Y17, Y18)
+	DOTQ8(0, (DI), Y17, Y18)
 	VCVTPH2PS    (SI), Y9
 	FMA8(Y17, (DX), Y19, Y16)
 	PK_NEXT(272, q80p81)
@@ -244,10 +249,10 @@ q80p84:
 	LOAD8(16)
 	VCVTPH2PS (SI), Y9
 	NEG4
-	DOTQ8((DI), Y16, Y17)
-	DOTQ8((DI)(R9*1), Y18, Y19)
-	DOTQ8((DI)(R9*2), Y20, Y21)
-	DOTQ8((DI)(R13*1), Y22, Y23)
+	DOTQ8(0, (DI), Y16, Y17)
+	DOTQ8(0, (DI)(R9*1), Y18, Y19)
+	DOTQ8(0, (DI)(R9*2), Y20, Y21)
+	DOTQ8(0, (DI)(R13*1), Y22, Y23)
 	FMA4
 	PK_NEXT(272, q80p84)
 	PK_STORE4(Y10, Y11, Y12, Y13)
@@ -276,42 +281,9 @@ q80p84:
 	VPAND off+224(SI), Y0, Y8
 
 #define K4HI(off) \
-	VMOVDQU off(SI), Y1 \
-	VMOVDQU off+32(SI), Y2 \
-	VMOVDQU off+64(SI), Y3 \
-	VMOVDQU off+96(SI), Y4 \
-	VMOVDQU off+128(SI), Y5 \
-	VMOVDQU off+160(SI), Y6 \
-	VMOVDQU off+192(SI), Y7 \
-	VMOVDQU off+224(SI), Y8 \
-	VPSRLW  $4, Y1, Y1 \
-	VPSRLW  $4, Y2, Y2 \
-	VPSRLW  $4, Y3, Y3 \
-	VPSRLW  $4, Y4, Y4 \
-	VPSRLW  $4, Y5, Y5 \
-	VPSRLW  $4, Y6, Y6 \
-	VPSRLW  $4, Y7, Y7 \
-	VPSRLW  $4, Y8, Y8 \
-	VPAND   Y0, Y1, Y1 \
-	VPAND   Y0, Y2, Y2 \
-	VPAND   Y0, Y3, Y3 \
-	VPAND   Y0, Y4, Y4 \
-	VPAND   Y0, Y5, Y5 \
-	VPAND   Y0, Y6, Y6 \
-	VPAND   Y0, Y7, Y7 \
-	VPAND   Y0, Y8, Y8
-
-// DOTK4(xo, xi, a, b): as DOTQ8, the activation dwords at xo+4k(DI)xi.
-#define DOTK4(xo, xi, a, b) \
-	VPDPBUSD.BCST xo+0(DI)xi, Y1, a \
-	VPDPBUSD.BCST xo+4(DI)xi, Y2, b \
-	VPDPBUSD.BCST xo+8(DI)xi, Y3, a \
-	VPDPBUSD.BCST xo+12(DI)xi, Y4, b \
-	VPDPBUSD.BCST xo+16(DI)xi, Y5, a \
-	VPDPBUSD.BCST xo+20(DI)xi, Y6, b \
-	VPDPBUSD.BCST xo+24(DI)xi, Y7, a \
-	VPDPBUSD.BCST xo+28(DI)xi, Y8, b \
-	VPADDD        b, a, a
+	LOAD8(off) \
+	SHIFT8     \
+	MASK8
 
 // K4SCALE(s): Y11 = d·sc_s, Y12 = dmin·m_s (eight rows).
 #define K4SCALE(s) \
@@ -328,7 +300,7 @@ q80p84:
 #define K4PAIR(xo, xi, do, di, a, b, acc, accm) \
 	VPXORD           a, a, a \
 	VPXORD           b, b, b \
-	DOTK4(xo, xi, a, b) \
+	DOTQ8(xo, (DI)xi, a, b) \
 	VCVTDQ2PS        a, a \
 	VMULPS.BCST      do(DX)di, Y11, Y13 \
 	VFMADD231PS      Y13, a, acc \
@@ -363,14 +335,7 @@ q4kp81:
 	PREFETCH19
 	VCVTPH2PS (SI), Y9
 	VCVTPH2PS 16(SI), Y10
-	K4SUB1(0, K4LO, 160)
-	K4SUB1(1, K4HI, 160)
-	K4SUB1(2, K4LO, 416)
-	K4SUB1(3, K4HI, 416)
-	K4SUB1(4, K4LO, 672)
-	K4SUB1(5, K4HI, 672)
-	K4SUB1(6, K4LO, 928)
-	K4SUB1(7, K4HI, 928)
+	K4EACH(K4SUB1, K4LO, K4HI)
 	PK_KNEXT(q4kp81)
 	VSUBPS  Y28, Y24, Y16
 	PK_STORE1(Y16)
@@ -380,26 +345,13 @@ TEXT ·dotQ4_Kp8x4VNNI(SB), NOSPLIT, $0-64
 	X4_ARGS
 	MASK0F
 	XORQ   BX, BX
-	VPXORD Y24, Y24, Y24
-	VPXORD Y25, Y25, Y25
-	VPXORD Y26, Y26, Y26
-	VPXORD Y27, Y27, Y27
-	VPXORD Y28, Y28, Y28
-	VPXORD Y29, Y29, Y29
-	VPXORD Y30, Y30, Y30
-	VPXORD Y31, Y31, Y31
+	ZEROD4(Y24, Y25, Y26, Y27)
+	ZEROD4(Y28, Y29, Y30, Y31)
 
 q4kp84:
 	VCVTPH2PS (SI), Y9
 	VCVTPH2PS 16(SI), Y10
-	K4SUB4(0, K4LO, 160)
-	K4SUB4(1, K4HI, 160)
-	K4SUB4(2, K4LO, 416)
-	K4SUB4(3, K4HI, 416)
-	K4SUB4(4, K4LO, 672)
-	K4SUB4(5, K4HI, 672)
-	K4SUB4(6, K4LO, 928)
-	K4SUB4(7, K4HI, 928)
+	K4EACH(K4SUB4, K4LO, K4HI)
 	PK_KNEXT(q4kp84)
 	VSUBPS Y28, Y24, Y10
 	VSUBPS Y29, Y25, Y11

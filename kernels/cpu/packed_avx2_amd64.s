@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 #include "packed_amd64.h"
 
 // The packed kernels of packed_amd64.s for CPUs with AVX2 but without
@@ -133,6 +134,19 @@ blk: \
 	VMOVUPS Y14, (R11)(R10*1) \
 	X1S4NEXT(grp, one)
 
+// X1(size, prefetch, pre, body, one, blk): at one, a group by itself,
+// X1S4's steps for one stream (Y14), block after block from blk (with
+// prefetch), then the next group, until none is left.
+#define X1(size, prefetch, pre, body, one, blk) \
+one: \
+	VXORPS Y14, Y14, Y14 \
+blk: \
+	prefetch \
+	pre \
+	body((R14*1), Y14) \
+	PK_NEXT(size, blk) \
+	PK_GSTORE1(Y14, one)
+
 // X1S4M(size, body, next, fin, grp, blk, one): the four streams for
 // kernels with two accumulators a row (Q4_1, Q4_K), kept in the frame:
 // stream i's at 64i(SP) and 64i+32(SP), body(ix, o) loading and storing
@@ -182,15 +196,7 @@ TEXT ·dotQ4_0p8x1AVX2(SB), NOSPLIT, $0-56
 	VMOVDQU ones16<>(SB), Y15
 	X1S4(144, Q40PRE, Q40S, q40a81s, q40a81sb, q40a81g)
 
-q40a81g:
-	VXORPS  Y14, Y14, Y14
-
-q40a81:
-	PREFETCH3
-	Q40PRE
-	Q40S((R14*1), Y14)
-	PK_NEXT(144, q40a81)
-	PK_GSTORE1(Y14, q40a81g)
+	X1(144, PREFETCH3, Q40PRE, Q40S, q40a81g, q40a81)
 
 // Q41S(ix, o), Q41NEXT, ADDFIN: X1S4M's body, next and fin for Q4_1
 // (out = acc + mins).
@@ -304,12 +310,6 @@ q41a81:
 #define MINS4C(di, mins) \
 	VBROADCASTSS (R8)di, Y2 \
 	VFMADD231PS  Y2, Y0, mins
-
-#define ZERO4(a, b, c, d) \
-	VXORPS a, a, a \
-	VXORPS b, b, b \
-	VXORPS c, c, c \
-	VXORPS d, d, d
 
 // func dotQ4_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int)
 //
@@ -553,14 +553,7 @@ q4ka84q:
 	ZERO4(Y10, Y11, Y12, Y13)
 
 q4ka84:
-	KSUB4(0, KLO, 160)
-	KSUB4(1, KHI, 160)
-	KSUB4(2, KLO, 416)
-	KSUB4(3, KHI, 416)
-	KSUB4(4, KLO, 672)
-	KSUB4(5, KHI, 672)
-	KSUB4(6, KLO, 928)
-	KSUB4(7, KHI, 928)
+	K4EACH(KSUB4, KLO, KHI)
 	PK_KNEXT(q4ka84)
 	VSUBPS  Y10, Y6, Y6
 	VSUBPS  Y11, Y7, Y7
@@ -624,15 +617,7 @@ TEXT ·dotQ8_0p8x1AVX2(SB), NOSPLIT, $0-56
 	VMOVDQU ones16<>(SB), Y15
 	X1S4(272, Q80PRE, Q80S, q80a81s, q80a81sb, q80a81g)
 
-q80a81g:
-	VXORPS  Y14, Y14, Y14
-
-q80a81:
-	PREFETCH5
-	Q80PRE
-	Q80S((R14*1), Y14)
-	PK_NEXT(272, q80a81)
-	PK_GSTORE1(Y14, q80a81g)
+	X1(272, PREFETCH5, Q80PRE, Q80S, q80a81g, q80a81)
 
 // Four activation rows: Y0 = w, Y1 = |w|, Y2 scratch, Y3…Y6 the rows'
 // 32-bit sums, Y7…Y10 their acc, Y13 0x80 bytes, Y15 ones.

@@ -48,6 +48,9 @@
 //     order (ggml itself requires them packed in info order; gguf-py and
 //     Write store them so).
 //
+// File types: FileTypeName and File.FileType give llama.cpp's name of
+// general.file_type ("Q4_1", "F16"), the quantisation most weights have.
+//
 // Errors: a malformed file gives *tensor.CorruptError with the byte offset
 // of the field at fault; a tensor of a ggml type vkllm does not read (an
 // unknown id, or one such as IQ2_XXS) gives *tensor.UnsupportedDTypeError

@@ -219,3 +219,18 @@ func parseCall(data []byte, preferParameters bool) (ToolCall, bool) {
 	}
 	return call, true
 }
+
+// CallSyntax is the text of one call in format f around its name and
+// arguments: a call is prefix + name + mid + arguments (a JSON object) +
+// suffix, which ParseToolCalls reads back as one call. FormatNone gets
+// the Hermes (FormatQwen) syntax, the one a server's own tool prompt asks
+// for. A forced call (sampler.ToolCallGrammar) is decoded in it.
+func (f Format) CallSyntax() (prefix, mid, suffix string) {
+	switch f {
+	case FormatLlama3:
+		return `{"name": "`, `", "parameters": `, `}`
+	case FormatMistral:
+		return mistralCall + `[{"name": "`, `", "arguments": `, `}]`
+	}
+	return qwenOpen + "\n{\"name\": \"", `", "arguments": `, "}\n" + qwenClose
+}

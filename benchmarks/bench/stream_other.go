@@ -1,7 +1,0 @@
-//go:build !amd64 || purego
-
-package main
-
-func readAll(b []byte) uint64 { return readAllGo(b) }
-
-func readAll4(b []byte) uint64 { return readAllGo(b) }

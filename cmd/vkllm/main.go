@@ -1,0 +1,137 @@
+// Command vkllm runs language models on a GPU through Vulkan, or on the
+// CPU: one tool with subcommands, as ollama and llama.cpp ship one.
+//
+//	vkllm serve --model NAME=PATH …   the OpenAI-compatible HTTP server
+//	vkllm run --model PATH --prompt TEXT   generate a completion of TEXT
+//	vkllm run --model PATH            chat with the model (interactive)
+//	vkllm pull [--dir DIR] NAME       fetch a known model into the cache
+//	vkllm bench --model PATH          prefill and decode speed
+//	vkllm inspect PATH                what a model folder or GGUF file holds
+//	vkllm tokenize --model PATH       the token ids of stdin's text
+//	vkllm help [COMMAND]              this list, or a command's flags
+//
+// `vkllm COMMAND -h` prints a command's flags. Every command prints an
+// error as one line, "error: …", on stderr and exits 1 (2 for bad flags
+// or usage). While a model loads, serve and run draw a progress bar on
+// stderr when stderr is a terminal.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
+
+	"github.com/vkllm/vkllm/internal/benchcmd"
+)
+
+// env is what a command runs with: its standard streams and the
+// interrupts it may watch.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// signals starts delivering SIGINT and SIGTERM to the channel it
+	// returns. Until a command calls it, Ctrl-C ends the process as usual.
+	signals func() <-chan os.Signal
+}
+
+// interruptible is ctx cancelled by the first SIGINT or SIGTERM.
+func (e env) interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	sig := e.signals()
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+type command struct {
+	name, args, summary string
+	run                 func(ctx context.Context, e env, args []string) int
+}
+
+// commands are vkllm's subcommands, in the order help lists them.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"serve", "--model NAME=PATH [flags]", "serve models over an OpenAI-compatible HTTP API", serve},
+		{"run", "--model PATH [--prompt TEXT | --tokens IDS] [flags]", "generate from a prompt, or chat when no prompt is given", runModel},
+		{"pull", "[--dir DIR] NAME", "fetch a known model into the cache (" + knownNames() + ")", pull},
+		{"bench", "--model PATH [flags]", "measure prefill and decode speed", func(_ context.Context, e env, args []string) int {
+			return benchcmd.Run(args, e.stdout, e.stderr)
+		}},
+		{"inspect", "[--json] PATH", "print what a model folder or GGUF file holds and whether it loads", inspectCmd},
+		{"tokenize", "--model PATH [--chat FILE] [flags] < TEXT", "print the token ids of stdin's text, or render a chat request", tokenize},
+	}
+}
+
+func main() {
+	var once sync.Once
+	ch := make(chan os.Signal, 1)
+	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signals: func() <-chan os.Signal {
+		once.Do(func() { signal.Notify(ch, os.Interrupt, syscall.SIGTERM) })
+		return ch
+	}}
+	os.Exit(vkllm(context.Background(), e, os.Args[1:]))
+}
+
+// vkllm runs the command line args (without the program name) and is its
+// exit status.
+func vkllm(ctx context.Context, e env, args []string) (code int) {
+	defer func() {
+		if r := recover(); r != nil { // never show a stack trace to a user
+			fmt.Fprintf(e.stderr, "error: internal error: %v\n", r)
+			code = 1
+		}
+	}()
+	if len(args) == 0 {
+		usage(e.stderr)
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			if c := lookup(args[1]); c != nil {
+				return c.run(ctx, e, []string{"-h"})
+			}
+			fmt.Fprintf(e.stderr, "error: unknown command %q; vkllm help lists them\n", args[1])
+			return 2
+		}
+		usage(e.stdout)
+		return 0
+	}
+	c := lookup(args[0])
+	if c == nil {
+		fmt.Fprintf(e.stderr, "error: unknown command %q\n", args[0])
+		usage(e.stderr)
+		return 2
+	}
+	return c.run(ctx, e, args[1:])
+}
+
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "vkllm runs language models on a GPU through Vulkan, or on the CPU.\n\nUsage:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  vkllm %-8s %s\n  %16s %s\n", c.name, c.args, "", c.summary)
+	}
+	fmt.Fprintln(w, "\n`vkllm help COMMAND` or `vkllm COMMAND -h` prints a command's flags.")
+}

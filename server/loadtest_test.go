@@ -1,0 +1,306 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/models"
+	"github.com/vkllm/vkllm/server"
+)
+
+// The load test's knobs; the defaults make a short run that go test
+// affords. A longer one by hand:
+//
+//	go test ./server -run TestLoad -v -load.clients 64 -load.duration 60s -load.max-tokens 64
+//	go test ./server -run TestLoad -v -load.url http://127.0.0.1:8080 -load.name smollm2
+var (
+	loadModel      = flag.String("load.model", "../testdata/models/qwen2-tiny", "model to serve in-process (folder or .gguf)")
+	loadURL        = flag.String("load.url", "", "base URL of a running server to drive instead")
+	loadName       = flag.String("load.name", "m", "model name in requests")
+	loadClients    = flag.Int("load.clients", 16, "concurrent streaming clients")
+	loadDuration   = flag.Duration("load.duration", 2*time.Second, "how long to run (at most 10m)")
+	loadCancel     = flag.Float64("load.cancel", 0.2, "probability that a client goes away mid-answer")
+	loadMaxTokens  = flag.Int("load.max-tokens", 16, "max_tokens per request")
+	loadMaxPending = flag.Int("load.max-pending", 8, "in-process: engine queue bound (429 beyond)")
+	loadMaxSeqs    = flag.Int("load.max-seqs", 4, "in-process: requests running at once")
+	loadCtx        = flag.Int("load.ctx", 1024, "in-process: KV cells, shared by the running requests")
+)
+
+// TestLoad drives the server with concurrent streaming clients for a
+// bounded time and checks that nothing is lost. Each client loops: a
+// streaming chat request with include_usage; with probability
+// -load.cancel it goes away after a random number of chunks. At the
+// deadline every client goes away (requests still running are aborted and
+// counted apart). 429 answers are expected (the queue bound,
+// -load.max-pending) and counted apart. A request is lost when its stream
+// ends without [DONE] or an error event and the client did not cancel
+// it. The test fails on any error other than 429 or a lost request, and,
+// in-process, when the engine did not finish every request it accepted or
+// keeps a KV cell in use afterwards. The report (throughput, time to first
+// token) is in the -v log.
+func TestLoad(t *testing.T) {
+	duration := min(*loadDuration, 10*time.Minute)
+	clients, maxTokens, cancelP, model := *loadClients, *loadMaxTokens, *loadCancel, *loadName
+	url := *loadURL
+	var srv *server.Server
+	if url == "" {
+		var err error
+		srv, err = server.New(server.Config{Models: []server.Spec{{Name: model, Path: *loadModel}},
+			Engine: engine.Options{MaxSeqs: *loadMaxSeqs, MaxPending: *loadMaxPending, ContextLen: *loadCtx,
+				Model: []models.Option{models.WithBackendName("cpu", kernels.Options{})}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		if err := srv.WaitLoaded(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv.Handler())
+		defer hs.Close()
+		url = hs.URL
+	}
+	before := engine.Stats{}
+	if srv != nil {
+		before = srv.Stats(model)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	var st stats
+	ctx, stop := context.WithTimeout(context.Background(), duration)
+	defer stop()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), 42))
+			for ctx.Err() == nil {
+				one(ctx, hc, url, model, maxTokens, rng, cancelP, &st)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	tr.CloseIdleConnections()
+
+	slices.Sort(st.ttft)
+	pct := func(p float64) time.Duration {
+		if len(st.ttft) == 0 {
+			return 0
+		}
+		return st.ttft[min(len(st.ttft)-1, int(p*float64(len(st.ttft))))]
+	}
+	t.Logf("clients %d, duration %s, max_tokens %d, cancel p %.2f", clients, elapsed.Round(time.Millisecond), maxTokens, cancelP)
+	t.Logf("requests: %d started, %d completed, %d cancelled by the client at random, %d dropped at the deadline, %d answered 429, %d other errors, %d lost",
+		st.started, st.completed, st.cancelled, st.cutAtDeadline, st.tooMany, st.otherErrors, st.lost)
+	t.Logf("throughput: %.1f requests/s finished (completed+cancelled), %.1f tokens/s streamed",
+		float64(st.completed+st.cancelled)/elapsed.Seconds(), float64(st.tokens)/elapsed.Seconds())
+	t.Logf("TTFT: p50 %s, p99 %s (n=%d)", pct(0.50).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), len(st.ttft))
+	for _, e := range st.errSamples {
+		t.Errorf("error sample: %s", e)
+	}
+	if st.otherErrors > 0 || st.lost > 0 {
+		t.Errorf("%d errors other than 429, %d requests lost", st.otherErrors, st.lost)
+	}
+	if st.completed == 0 {
+		t.Errorf("no request completed in %s", elapsed)
+	}
+	if srv == nil {
+		return
+	}
+	// Every request the engine accepted must finish; no cell stays in use.
+	deadline := time.Now().Add(10 * time.Second)
+	var after engine.Stats
+	for {
+		after = srv.Stats(model)
+		if after.Running == 0 && after.Waiting == 0 && after.KVUsed != 0 {
+			srv.ClearCache(model) // cached prefixes are not leaks; what stays after clearing is
+			after = srv.Stats(model)
+		}
+		if after.Running == 0 && after.Waiting == 0 && after.KVUsed == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fin := 0
+	for r, n := range after.Finished {
+		fin += int(n - before.Finished[r])
+	}
+	accepted := st.started - st.tooMany
+	t.Logf("engine: %d requests finished (%v), %d accepted by the server; running %d, waiting %d, KV cells used %d/%d, preemptions %d",
+		fin, after.Finished, accepted, after.Running, after.Waiting, after.KVUsed, after.KVCells, after.Preemptions)
+	if fin != accepted || after.KVUsed != 0 || after.Running+after.Waiting != 0 {
+		t.Errorf("requests or cells lost in the engine: %d finished of %d accepted, running %d, waiting %d, KV cells used %d",
+			fin, accepted, after.Running, after.Waiting, after.KVUsed)
+	}
+}
+
+type stats struct {
+	mu                            sync.Mutex
+	started, completed, cancelled int
+	tooMany, otherErrors, lost    int
+	cutAtDeadline                 int
+	tokens                        int
+	ttft                          []time.Duration
+	errSamples                    []string
+}
+
+// cut counts a request the client dropped because the time was up.
+func (s *stats) cut() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cutAtDeadline++
+}
+
+func (s *stats) errorf(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.otherErrors++
+	if len(s.errSamples) < 5 {
+		s.errSamples = append(s.errSamples, fmt.Sprintf(format, args...))
+	}
+}
+
+// one runs one streaming request.
+func one(ctx context.Context, hc *http.Client, url, model string, maxTokens int, rng *rand.Rand, cancelP float64, st *stats) {
+	cancelAfter := -1
+	if rng.Float64() < cancelP {
+		cancelAfter = rng.IntN(maxTokens/2 + 1)
+	}
+	words := []string{"Tell", "me", "about", "the", "sea", "and", "the", "mountains", "in", "spring", "please"}
+	body, _ := json.Marshal(map[string]any{
+		"model": model, "stream": true, "max_tokens": maxTokens, "stream_options": map[string]bool{"include_usage": true},
+		"temperature": 0.8, "seed": rng.Int64(),
+		"messages": []map[string]string{{"role": "user", "content": strings.Join(words[:1+rng.IntN(len(words))], " ")}},
+	})
+	rctx, cancel := context.WithCancel(ctx) // at the deadline every client goes away
+
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, "POST", url+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	st.mu.Lock()
+	st.started++
+	st.mu.Unlock()
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			st.cut()
+			return
+		}
+		st.errorf("request: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusTooManyRequests {
+		io.Copy(io.Discard, resp.Body)
+		st.mu.Lock()
+		st.tooMany++
+		st.mu.Unlock()
+		if resp.Header.Get("Retry-After") == "" {
+			st.errorf("429 without Retry-After")
+		}
+		wait := time.Second // as Retry-After says, with jitter
+		if v, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+			wait = time.Duration(v) * time.Second
+		}
+		select {
+		case <-time.After(wait/2 + time.Duration(rng.Int64N(int64(wait/2)+1))):
+		case <-ctx.Done():
+		}
+		return
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		st.errorf("status %d: %s", resp.StatusCode, b)
+		return
+	}
+	rd := bufio.NewReader(resp.Body)
+	chunks, tokens := 0, 0
+	var first time.Duration
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil && ctx.Err() != nil {
+			st.cut()
+			st.mu.Lock()
+			st.tokens += chunks
+			st.mu.Unlock()
+			return
+		}
+		if err != nil {
+			st.mu.Lock()
+			st.lost++
+			st.tokens += tokens
+			st.mu.Unlock()
+			if !errors.Is(err, io.EOF) {
+				st.errorf("reading the stream: %v", err)
+			}
+			return
+		}
+		data, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			st.mu.Lock()
+			st.completed++
+			st.tokens += tokens
+			st.ttft = append(st.ttft, first)
+			st.mu.Unlock()
+			return
+		}
+		var ch struct {
+			Choices []struct {
+				Delta struct{ Content *string } `json:"delta"`
+			} `json:"choices"`
+			Usage *struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+			Error *struct{ Message string } `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			st.errorf("bad chunk %q: %v", data, err)
+			return
+		}
+		if ch.Error != nil {
+			st.errorf("error event: %s", ch.Error.Message)
+			return
+		}
+		if ch.Usage != nil {
+			tokens = ch.Usage.CompletionTokens
+			continue
+		}
+		if chunks == 0 {
+			first = time.Since(start)
+		}
+		chunks++
+		if cancelAfter >= 0 && chunks > cancelAfter {
+			cancel()
+			st.mu.Lock()
+			st.cancelled++
+			st.tokens += chunks
+			st.ttft = append(st.ttft, first)
+			st.mu.Unlock()
+			return
+		}
+	}
+}
