@@ -266,6 +266,7 @@ async function send(text) {
   c.messages.push({ role: "user", content: text });
   save();
   renderList();
+  renderSettings();
   await generate(c);
 }
 

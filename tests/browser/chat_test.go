@@ -376,6 +376,12 @@ func TestChatPage(t *testing.T) {
 	}{{"desktop-light.png", 1280, 800, "light"}, {"desktop-dark.png", 1280, 800, "dark"},
 		{"phone-light.png", 390, 844, "light"}, {"phone-dark.png", 390, 844, "dark"}} {
 		p.do(chromedp.EmulateViewport(v.w, v.h), colorScheme(v.scheme))
+		p.waitJS(`document.getAnimations().length === 0`, 5*time.Second) // the sidebar slides away
+		if v.w < 720 {
+			if x := eval[float64](p, `document.getElementById("sidebar").getBoundingClientRect().right`); x > 0 {
+				t.Errorf("%s: the conversation list covers the chat (its right edge at %vpx)", v.name, x)
+			}
+		}
 		bg := eval[string](p, `getComputedStyle(document.body).backgroundColor`)
 		if dark := bg == "rgb(23, 25, 29)"; dark != (v.scheme == "dark") {
 			t.Errorf("%s: background %s", v.name, bg)
@@ -411,3 +417,75 @@ func TestChatPage(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
+
+// TestAPIKey: with --api-key the page asks for the key once, keeps it in
+// localStorage, and works with it; the API still refuses without it.
+func TestAPIKey(t *testing.T) {
+	ctx := newBrowser(t)
+	ts := startServer(t, "sekret")
+	p := page{t, ctx}
+	p.do(chromedp.Navigate(ts.base + "/"))
+	p.waitJS(`document.getElementById("key-dialog").open`, 10*time.Second)
+	p.do(chromedp.SendKeys(chromedp.CSS("#key-input"), "sekret"), press("Enter", false))
+	p.waitJS(`document.querySelectorAll("#model option").length >= 3`, 10*time.Second)
+	if k := eval[string](p, `localStorage.getItem("vkllm.apiKey")`); k != "sekret" {
+		t.Errorf("stored key %q", k)
+	}
+	p.setting("model", "script")
+	p.send("hello")
+	p.settled()
+	if got := p.messages(); len(got) != 2 || !strings.Contains(got[1], "Rendering check") {
+		t.Errorf("with the key the chat shows %q", got)
+	}
+	// After a reload the key is not asked again.
+	p.open(ts.base)
+	if eval[bool](p, `document.getElementById("key-dialog").open`) {
+		t.Error("the page asked for the key again after a reload")
+	}
+	resp, err := http.Get(ts.base + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /v1/models without the key: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestImportExport: an export imported again adds the same conversations
+// under new ids; a file that is not an export is refused with a message.
+func TestImportExport(t *testing.T) {
+	ctx := newBrowser(t)
+	ts := startServer(t, "")
+	p := page{t, ctx}
+	p.open(ts.base)
+	p.do(chromedp.Click(chromedp.CSS("#new-chat")))
+	p.setting("model", "script")
+	p.send("keep me")
+	p.settled()
+	type result struct {
+		N     int
+		IDs   int
+		Texts []string
+		Err   string
+	}
+	r := eval[result](p, `(async () => {
+		const app = await import("/web/app.js");
+		const exported = JSON.stringify({version: 1, conversations: JSON.parse(localStorage.getItem("vkllm.chat.v1")).conversations});
+		app.importJSON(exported);
+		const s = JSON.parse(localStorage.getItem("vkllm.chat.v1"));
+		let err = "";
+		try { app.importJSON('{"nothing": 1}'); } catch (e) { err = e.message; }
+		return {N: s.conversations.length, IDs: new Set(s.conversations.map(c => c.id)).size,
+			Texts: s.conversations.map(c => c.messages.map(m => m.role + ": " + m.content.slice(0, 12)).join(" | ")), Err: err};
+	})()`)
+	if r.N != 2 || r.IDs != 2 || r.Texts[0] != r.Texts[1] || !strings.HasPrefix(r.Texts[0], "user: keep me | assistant: ## Rendering") {
+		t.Errorf("after importing the export: %+v", r)
+	}
+	if r.Err != "no conversations array" {
+		t.Errorf("importing a bad file: error %q", r.Err)
+	}
+	if n := eval[int](p, `document.querySelectorAll("#conv-list li").length`); n != 2 {
+		t.Errorf("the list shows %d conversations, want 2", n)
+	}
+}
