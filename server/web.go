@@ -4,6 +4,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 )
 
 // webFiles is the chat page: index.html and the assets it loads from
@@ -38,8 +39,12 @@ func webHandler() http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
-		if r.URL.Path == "/" {
+		switch {
+		case r.URL.Path == "/":
 			http.ServeFileFS(w, r, sub, "index.html")
+			return
+		case strings.HasSuffix(r.URL.Path, "/"): // no directory listings
+			writeError(w, newError(http.StatusNotFound, "invalid_request_error", "unknown_url", "unknown URL %s %s", r.Method, r.URL.Path))
 			return
 		}
 		assets.ServeHTTP(w, r)

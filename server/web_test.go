@@ -22,6 +22,7 @@ func TestWebPage(t *testing.T) {
 		{"GET", "/web/style.css", 200, "text/css", "prefers-color-scheme: dark"},
 		{"POST", "/", 405, "application/json", "method_not_allowed"},
 		{"GET", "/web/nope.js", 404, "", ""},
+		{"GET", "/web/", 404, "application/json", "unknown_url"},
 		{"GET", "/index.htm", 404, "application/json", "unknown_url"},
 	}
 	for _, c := range cases {

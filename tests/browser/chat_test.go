@@ -153,7 +153,12 @@ func (p page) send(text string) {
 // settled waits until no answer is streaming.
 func (p page) settled() {
 	p.t.Helper()
-	p.waitJS(`!document.querySelector(".msg.streaming") && !document.getElementById("send").hidden`, 30*time.Second)
+	p.settledWithin(30 * time.Second)
+}
+
+func (p page) settledWithin(d time.Duration) {
+	p.t.Helper()
+	p.waitJS(`!document.querySelector(".msg.streaming") && !document.getElementById("send").hidden`, d)
 }
 
 // messages are the role and text of each message shown.
@@ -292,9 +297,10 @@ func TestChatPage(t *testing.T) {
 	p.send("a long answer please")
 	p.waitJS(`(document.querySelector(".msg.streaming .content")?.textContent || "").length > 0`, 10*time.Second)
 	waitRunning(t, ts.base, 1, 5*time.Second)
+	// The whole answer takes 200 passes of 25ms (5s); stopped, it ends at once.
 	p.do(press("Escape", false))
-	p.settled()
-	waitRunning(t, ts.base, 0, 3*time.Second)
+	p.settledWithin(2 * time.Second)
+	waitRunning(t, ts.base, 0, 2*time.Second)
 	if meta := eval[string](p, `[...document.querySelectorAll('#messages .msg[data-role="assistant"] .meta')].at(-1).textContent`); !strings.HasPrefix(meta, "stopped") {
 		t.Errorf("stopped answer's meta %q, want it to say stopped", meta)
 	}
