@@ -1,6 +1,6 @@
 // Package server is vkllm's OpenAI-compatible HTTP server: the handlers of
 // /v1/chat/completions, /v1/completions, /v1/models, /health and /metrics
-// over one or more models loaded with engine.Open.
+// over one or more models loaded with engine.Open, and a chat page at /.
 //
 // New starts loading the models in the background and returns at once;
 // Handler is the whole server as an http.Handler, and Register mounts the
@@ -21,6 +21,7 @@
 //	completions.go POST /v1/completions
 //	sse.go         the text/event-stream writer
 //	metrics.go     Prometheus metrics under vLLM's names
+//	web.go         the chat page (web/: HTML, CSS, JavaScript modules)
 //	models.go      a model as served: its quantisation and tool format,
 //	               asked of the engine.LLM
 //	errors.go      errors in OpenAI's shape and the engine's errors mapped
@@ -251,7 +252,8 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Register mounts the server's routes on mux, beside the caller's own:
 // /v1/chat/completions, /v1/completions, /v1/models, /v1/ (any other
-// /v1/ URL: 404 in OpenAI's error shape), /health and /metrics. It panics,
+// /v1/ URL: 404 in OpenAI's error shape), /health, /metrics, and the chat
+// page at / with its assets under /web/ (see web.go). It panics,
 // as http.ServeMux does, when mux already has one of these patterns.
 func (s *Server) Register(mux *http.ServeMux) {
 	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.logged(h)) }
@@ -261,6 +263,9 @@ func (s *Server) Register(mux *http.ServeMux) {
 	handle("/v1/", s.notFound)
 	handle("/health", s.handleHealth)
 	handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP)
+	web := webHandler()
+	handle("/{$}", web.ServeHTTP)
+	handle("/web/", web.ServeHTTP)
 }
 
 // Registry is the Prometheus registry behind /metrics.

@@ -6,7 +6,8 @@ need=()
 # Vulkan: lavapipe (a CPU Vulkan driver), the loader, the shader compiler
 # and validation layers for kernels/vulkan's tests. No libvulkan-dev: the
 # Vulkan headers are vendored in kernels/vulkan/include.
-for p in mesa-vulkan-drivers libvulkan1 glslc glslang-tools spirv-tools vulkan-validationlayers; do
+# chromium: the browser that tests/browser drives to test the chat page.
+for p in mesa-vulkan-drivers libvulkan1 glslc glslang-tools spirv-tools vulkan-validationlayers chromium; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -15,3 +16,4 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
 fi
 go mod download
+(cd tests/browser && go mod download)

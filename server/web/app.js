@@ -1,0 +1,593 @@
+// The chat page: conversations kept in localStorage, the chat itself
+// through POST /v1/chat/completions with stream: true on this origin.
+import { renderMarkdown } from "./markdown.js";
+
+const STORE = "vkllm.chat.v1"; // {conversations: [...], current: id}
+const KEY = "vkllm.apiKey";
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  list: $("conv-list"), messages: $("messages"), input: $("input"), send: $("send"), stop: $("stop"),
+  model: $("model"), title: $("conv-title"), status: $("status"), settings: $("settings"),
+  system: $("system"), temperature: $("temperature"), top_p: $("top_p"), max_tokens: $("max_tokens"),
+  seed: $("seed"), sidebar: $("sidebar"), keyDialog: $("key-dialog"), keyInput: $("key-input"),
+};
+
+let state = load();
+let models = []; // ids from /v1/models
+let active = null; // the generation in flight: {conv, msg, controller}
+
+// ---- storage ----
+
+function load() {
+  try {
+    const s = JSON.parse(localStorage.getItem(STORE));
+    if (s && Array.isArray(s.conversations)) return s;
+  } catch (_) { /* a broken store starts afresh */ }
+  return { conversations: [], current: null };
+}
+
+function save() {
+  try {
+    localStorage.setItem(STORE, JSON.stringify(state));
+  } catch (e) {
+    announce("Could not save the conversations: " + e.message);
+  }
+}
+
+function newConversation() {
+  const c = {
+    id: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random(),
+    title: "New chat", named: false, model: ui.model.value || models[0] || "",
+    system: "", temperature: null, top_p: null, max_tokens: null, seed: null,
+    messages: [], created: Date.now(),
+  };
+  state.conversations.unshift(c);
+  state.current = c.id;
+  save();
+  return c;
+}
+
+function current() {
+  return state.conversations.find((c) => c.id === state.current) || null;
+}
+
+// ---- API ----
+
+function headers() {
+  const h = { "Content-Type": "application/json" };
+  const k = localStorage.getItem(KEY);
+  if (k) h.Authorization = "Bearer " + k;
+  return h;
+}
+
+// askKey shows the API key dialog; it resolves to true when a key was saved.
+function askKey() {
+  return new Promise((resolve) => {
+    const d = ui.keyDialog;
+    ui.keyInput.value = "";
+    const done = (ok) => {
+      $("key-form").onsubmit = null;
+      $("key-cancel").onclick = null;
+      d.onclose = null;
+      if (d.open) d.close();
+      resolve(ok);
+    };
+    $("key-form").onsubmit = (e) => {
+      e.preventDefault();
+      const k = ui.keyInput.value.trim();
+      if (!k) return;
+      localStorage.setItem(KEY, k);
+      $("forget-key").hidden = false;
+      done(true);
+    };
+    $("key-cancel").onclick = () => done(false);
+    d.onclose = () => done(false);
+    d.showModal();
+    ui.keyInput.focus();
+  });
+}
+
+// api fetches path; on 401 it asks for the API key once and retries.
+async function api(path, init = {}) {
+  for (let tries = 0; ; tries++) {
+    const r = await fetch(path, { ...init, headers: headers() });
+    if (r.status !== 401 || tries > 0 || !(await askKey())) return r;
+  }
+}
+
+// errorText is the message of a failed answer: its OpenAI error body, and
+// when to retry.
+async function errorText(r) {
+  let msg = r.statusText;
+  try {
+    const body = await r.json();
+    if (body && body.error && body.error.message) msg = body.error.message;
+  } catch (_) { /* not JSON */ }
+  let s = `Error ${r.status}: ${msg}`;
+  const ra = r.headers.get("Retry-After");
+  if (ra) s += ` (retry after ${ra} s)`;
+  return s;
+}
+
+async function loadModels() {
+  let r;
+  try {
+    r = await api("/v1/models");
+  } catch (e) {
+    announce("Could not reach the server: " + e.message);
+    return;
+  }
+  if (!r.ok) {
+    announce("Could not list the models: " + (await errorText(r)));
+    return;
+  }
+  const body = await r.json();
+  models = (body.data || []).map((m) => m.id);
+  ui.model.replaceChildren(...models.map((id) => {
+    const o = document.createElement("option");
+    o.value = o.textContent = id;
+    return o;
+  }));
+  renderSettings();
+}
+
+// ---- generation ----
+
+// requestMessages is what the server sees of c: the system prompt, then
+// the user and assistant turns (error notes are the page's own).
+function requestMessages(c) {
+  const out = [];
+  if (c.system.trim()) out.push({ role: "system", content: c.system });
+  for (const m of c.messages) {
+    if (m.role === "user" || m.role === "assistant") out.push({ role: m.role, content: m.content });
+  }
+  return out;
+}
+
+async function generate(c) {
+  c.model = ui.model.value || c.model;
+  const body = { model: c.model, messages: requestMessages(c), stream: true,
+    stream_options: { include_usage: true } };
+  const msg = { role: "assistant", content: "", model: c.model };
+  c.messages.push(msg);
+  for (const k of ["temperature", "top_p", "max_tokens", "seed"]) {
+    if (c[k] !== null && c[k] !== undefined && c[k] !== "") body[k] = Number(c[k]);
+  }
+  const controller = new AbortController();
+  active = { conv: c, msg, controller };
+  setBusy(true);
+  renderMessages();
+  const t0 = performance.now();
+  let tFirst = 0;
+  let usage = null;
+  let finished = false; // [DONE] or a finish_reason arrived
+  const fail = (text) => {
+    if (!msg.content) c.messages.splice(c.messages.indexOf(msg), 1);
+    c.messages.push({ role: "error", content: text });
+  };
+  try {
+    const r = await api("/v1/chat/completions", { method: "POST", body: JSON.stringify(body), signal: controller.signal });
+    if (!r.ok) {
+      fail(await errorText(r));
+    } else {
+      const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += value;
+        let cut;
+        while ((cut = buf.indexOf("\n\n")) >= 0) {
+          const ev = buf.slice(0, cut);
+          buf = buf.slice(cut + 2);
+          for (const line of ev.split("\n")) {
+            if (!line.startsWith("data:")) continue;
+            const data = line.slice(5).trim();
+            if (data === "[DONE]") { finished = true; continue; }
+            const chunk = JSON.parse(data);
+            if (chunk.error) {
+              finished = true;
+              fail("Error: " + (chunk.error.message || "the server reported an error"));
+              continue;
+            }
+            if (chunk.usage) usage = chunk.usage;
+            for (const ch of chunk.choices || []) {
+              if (ch.delta && ch.delta.content) {
+                if (!tFirst) tFirst = performance.now();
+                msg.content += ch.delta.content;
+                paint(msg);
+              }
+              if (ch.finish_reason) { finished = true; msg.finish = ch.finish_reason; }
+            }
+          }
+        }
+      }
+      if (!finished) fail("The connection to the server was lost before the answer ended.");
+    }
+  } catch (e) {
+    if (controller.signal.aborted) {
+      msg.stopped = true;
+    } else if (msg.content || tFirst) {
+      fail("The connection to the server was lost mid-answer: " + e.message);
+    } else {
+      fail("Could not reach the server: " + e.message);
+    }
+  }
+  const tEnd = performance.now();
+  if (usage) {
+    msg.meta = {
+      completion: usage.completion_tokens, prompt: usage.prompt_tokens,
+      cached: usage.prompt_tokens_details ? usage.prompt_tokens_details.cached_tokens : 0,
+      ttft: tFirst ? tFirst - t0 : null,
+      tps: tFirst && usage.completion_tokens > 1 && tEnd > tFirst
+        ? (usage.completion_tokens - 1) / ((tEnd - tFirst) / 1000) : null,
+    };
+  } else if (tFirst) {
+    msg.meta = { ttft: tFirst - t0 };
+  }
+  active = null;
+  setBusy(false);
+  save();
+  renderMessages();
+  announce(msg.stopped ? "Stopped." : "Answer complete.");
+}
+
+function stop() {
+  if (active) active.controller.abort();
+}
+
+function setBusy(busy) {
+  ui.send.disabled = busy;
+  ui.stop.hidden = !busy;
+  ui.send.hidden = busy;
+}
+
+// paint re-renders a streaming message once per animation frame.
+let paintQueued = false;
+function paint(msg) {
+  if (paintQueued) return;
+  paintQueued = true;
+  requestAnimationFrame(() => {
+    paintQueued = false;
+    const node = ui.messages.querySelector(".msg.streaming .content");
+    if (node && active && active.msg === msg) {
+      renderMarkdown(msg.content, node);
+      ui.messages.scrollTop = ui.messages.scrollHeight;
+    }
+  });
+}
+
+async function send(text) {
+  let c = current() || newConversation();
+  if (active || !text.trim()) return;
+  if (!c.named && c.messages.length === 0) c.title = text.trim().split("\n")[0].slice(0, 48);
+  c.model = ui.model.value || c.model;
+  c.messages.push({ role: "user", content: text });
+  save();
+  renderList();
+  renderSettings();
+  await generate(c);
+}
+
+// regenerate drops the last answer (and any error note after the last
+// user message) and asks again.
+async function regenerate(c) {
+  if (active) return;
+  let i = c.messages.length;
+  while (i > 0 && c.messages[i - 1].role !== "user") i--;
+  c.messages.length = i;
+  await generate(c);
+}
+
+// editAndRegenerate replaces user message i and everything after it.
+async function editAndRegenerate(c, i, text) {
+  if (active || !text.trim()) return;
+  c.messages.length = i;
+  c.messages.push({ role: "user", content: text });
+  save();
+  await generate(c);
+}
+
+// ---- rendering ----
+
+function announce(text) {
+  ui.status.textContent = text;
+}
+
+function renderAll() {
+  renderList();
+  renderSettings();
+  renderMessages();
+}
+
+function renderList() {
+  ui.list.replaceChildren(...state.conversations.map((c) => {
+    const li = document.createElement("li");
+    li.dataset.id = c.id;
+    if (c.id === state.current) li.className = "current";
+    const open = document.createElement("button");
+    open.type = "button";
+    open.className = "conv-open";
+    open.textContent = c.title;
+    if (c.id === state.current) open.setAttribute("aria-current", "true");
+    open.onclick = () => switchTo(c.id);
+    const ren = document.createElement("button");
+    ren.type = "button";
+    ren.className = "conv-rename";
+    ren.textContent = "Rename";
+    ren.setAttribute("aria-label", "Rename " + c.title);
+    ren.onclick = () => startRename(li, c);
+    const del = document.createElement("button");
+    del.type = "button";
+    del.className = "conv-delete";
+    del.textContent = "Delete";
+    del.setAttribute("aria-label", "Delete " + c.title);
+    del.onclick = () => {
+      if (!del.classList.contains("armed")) {
+        del.classList.add("armed");
+        del.textContent = "Delete?";
+        del.setAttribute("aria-label", "Confirm: delete " + c.title);
+        return;
+      }
+      remove(c.id);
+    };
+    del.onblur = () => {
+      del.classList.remove("armed");
+      del.textContent = "Delete";
+      del.setAttribute("aria-label", "Delete " + c.title);
+    };
+    li.append(open, ren, del);
+    return li;
+  }));
+}
+
+function startRename(li, c) {
+  const input = document.createElement("input");
+  input.value = c.title;
+  input.setAttribute("aria-label", "New name for " + c.title);
+  li.replaceChildren(input);
+  input.focus();
+  input.select();
+  let done = false;
+  const finish = (keep) => {
+    if (done) return;
+    done = true;
+    if (keep && input.value.trim()) {
+      c.title = input.value.trim();
+      c.named = true;
+      save();
+    }
+    renderList();
+    renderSettings();
+  };
+  input.onkeydown = (e) => {
+    if (e.key === "Enter") { e.preventDefault(); finish(true); }
+    if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); finish(false); }
+  };
+  input.onblur = () => finish(true);
+}
+
+function switchTo(id) {
+  state.current = id;
+  save();
+  ui.sidebar.classList.remove("open");
+  $("toggle-sidebar").setAttribute("aria-expanded", "false");
+  renderAll();
+  ui.input.focus();
+}
+
+function remove(id) {
+  if (active && active.conv.id === id) stop();
+  state.conversations = state.conversations.filter((c) => c.id !== id);
+  if (state.current === id) state.current = state.conversations[0] ? state.conversations[0].id : null;
+  save();
+  renderAll();
+}
+
+function renderSettings() {
+  const c = current();
+  ui.title.textContent = c ? c.title : "vkllm";
+  document.title = c ? c.title + " · vkllm" : "vkllm chat";
+  ui.system.value = c ? c.system : "";
+  for (const k of ["temperature", "top_p", "max_tokens", "seed"]) ui[k].value = c && c[k] !== null ? c[k] : "";
+  if (c && c.model && models.includes(c.model)) ui.model.value = c.model;
+}
+
+function metaText(m) {
+  const parts = [];
+  if (m.completion !== undefined) parts.push(`${m.completion} tokens`);
+  if (m.tps) parts.push(`${m.tps.toFixed(1)} tok/s`);
+  if (m.ttft !== null && m.ttft !== undefined) parts.push(`TTFT ${Math.round(m.ttft)} ms`);
+  if (m.prompt !== undefined) parts.push(`prompt ${m.prompt} tokens, ${m.cached} cached`);
+  return parts.join(" · ");
+}
+
+function renderMessages() {
+  const c = current();
+  if (!c || c.messages.length === 0) {
+    const p = document.createElement("p");
+    p.className = "empty";
+    p.textContent = models.length ? "Ask something." : "Loading models…";
+    ui.messages.replaceChildren(p);
+    return;
+  }
+  const lastAnswer = c.messages.length - 1;
+  ui.messages.replaceChildren(...c.messages.map((m, i) => {
+    const box = document.createElement("article");
+    box.className = "msg";
+    box.dataset.role = m.role;
+    box.dataset.index = i;
+    const who = document.createElement("h2");
+    who.className = "who";
+    who.textContent = m.role === "user" ? "You" : m.role === "error" ? "Error" : "Assistant" + (m.model ? " · " + m.model : "");
+    const content = document.createElement("div");
+    content.className = "content";
+    if (m.role === "assistant") {
+      renderMarkdown(m.content, content);
+      if (active && active.msg === m) box.classList.add("streaming");
+    } else {
+      content.textContent = m.content;
+    }
+    if (m.role === "error") {
+      box.classList.add("error");
+      box.setAttribute("role", "alert");
+    }
+    box.append(who, content);
+    if (m.meta || m.stopped) {
+      const meta = document.createElement("p");
+      meta.className = "meta";
+      meta.textContent = [m.stopped ? "stopped" : "", m.meta ? metaText(m.meta) : ""].filter(Boolean).join(" · ");
+      box.append(meta);
+    }
+    if (!active) {
+      const actions = document.createElement("div");
+      actions.className = "actions";
+      if (m.role === "user") {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "edit";
+        b.textContent = "Edit";
+        b.setAttribute("aria-label", "Edit this message and regenerate from it");
+        b.onclick = () => startEdit(box, c, i);
+        actions.append(b);
+      }
+      if (i === lastAnswer && m.role !== "user") {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "regenerate";
+        b.textContent = "Regenerate";
+        b.onclick = () => regenerate(c);
+        actions.append(b);
+      }
+      if (actions.children.length) box.append(actions);
+    }
+    return box;
+  }));
+  ui.messages.scrollTop = ui.messages.scrollHeight;
+}
+
+function startEdit(box, c, i) {
+  const ta = document.createElement("textarea");
+  ta.className = "edit-box";
+  ta.value = c.messages[i].content;
+  ta.setAttribute("aria-label", "Edit message");
+  const ok = document.createElement("button");
+  ok.type = "button";
+  ok.className = "save-edit";
+  ok.textContent = "Save & regenerate";
+  const cancel = document.createElement("button");
+  cancel.type = "button";
+  cancel.textContent = "Cancel";
+  const actions = document.createElement("div");
+  actions.className = "actions";
+  actions.append(ok, cancel);
+  box.querySelector(".content").replaceWith(ta);
+  box.querySelector(".actions").replaceWith(actions);
+  ok.onclick = () => editAndRegenerate(c, i, ta.value);
+  cancel.onclick = () => renderMessages();
+  ta.onkeydown = (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); ok.click(); }
+    if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); renderMessages(); }
+  };
+  ta.focus();
+}
+
+// ---- import / export ----
+
+function exportJSON() {
+  const blob = new Blob([JSON.stringify({ version: 1, conversations: state.conversations }, null, 2)],
+    { type: "application/json" });
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = "vkllm-conversations.json";
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+// importJSON adds the conversations of an export; it returns how many.
+export function importJSON(text) {
+  const data = JSON.parse(text);
+  const list = Array.isArray(data) ? data : data && data.conversations;
+  if (!Array.isArray(list)) throw new Error("no conversations array");
+  const known = new Set(state.conversations.map((c) => c.id));
+  let n = 0;
+  for (const x of list) {
+    if (!x || !Array.isArray(x.messages)) throw new Error("a conversation without messages");
+    const msgs = x.messages.filter((m) => m && ["user", "assistant", "error"].includes(m.role))
+      .map((m) => ({ role: m.role, content: String(m.content ?? ""), model: m.model, meta: m.meta, stopped: !!m.stopped }));
+    let id = String(x.id || "");
+    if (!id || known.has(id)) id = crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + n;
+    known.add(id);
+    state.conversations.push({
+      id, title: String(x.title || "Imported chat"), named: !!x.named, model: String(x.model || ""),
+      system: String(x.system || ""), temperature: x.temperature ?? null, top_p: x.top_p ?? null,
+      max_tokens: x.max_tokens ?? null, seed: x.seed ?? null, messages: msgs, created: x.created || Date.now(),
+    });
+    n++;
+  }
+  if (!state.current && state.conversations.length) state.current = state.conversations[0].id;
+  save();
+  renderAll();
+  return n;
+}
+
+// ---- wiring ----
+
+$("composer").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const text = ui.input.value;
+  if (!text.trim() || active) return;
+  ui.input.value = "";
+  send(text);
+});
+ui.input.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    $("composer").requestSubmit();
+  }
+});
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && active) { e.preventDefault(); stop(); }
+});
+ui.stop.onclick = stop;
+$("new-chat").onclick = () => { if (!active) { newConversation(); renderAll(); ui.input.focus(); } };
+$("export").onclick = exportJSON;
+$("import").onclick = () => $("import-file").click();
+$("import-file").onchange = async (e) => {
+  const f = e.target.files[0];
+  e.target.value = "";
+  if (!f) return;
+  try {
+    announce(`Imported ${importJSON(await f.text())} conversations.`);
+  } catch (err) {
+    announce("Import failed: " + err.message);
+    alert("Import failed: " + err.message);
+  }
+};
+$("forget-key").hidden = !localStorage.getItem(KEY);
+$("forget-key").onclick = () => { localStorage.removeItem(KEY); $("forget-key").hidden = true; };
+$("toggle-sidebar").onclick = () => {
+  const open = ui.sidebar.classList.toggle("open");
+  $("toggle-sidebar").setAttribute("aria-expanded", String(open));
+};
+$("toggle-settings").onclick = () => {
+  ui.settings.hidden = !ui.settings.hidden;
+  $("toggle-settings").setAttribute("aria-expanded", String(!ui.settings.hidden));
+};
+ui.model.onchange = () => { const c = current(); if (c) { c.model = ui.model.value; save(); } };
+ui.system.onchange = () => { const c = current(); if (c) { c.system = ui.system.value; save(); } };
+for (const k of ["temperature", "top_p", "max_tokens", "seed"]) {
+  ui[k].onchange = () => {
+    const c = current();
+    if (!c) return;
+    c[k] = ui[k].value === "" || !Number.isFinite(Number(ui[k].value)) ? null : Number(ui[k].value);
+    save();
+  };
+}
+
+if (!state.current && state.conversations.length) state.current = state.conversations[0].id;
+renderAll();
+loadModels().then(() => renderMessages());
