@@ -39,6 +39,7 @@ func TestFastConformance(t *testing.T) {
 				{"Attention", kerneltest.Attention},
 				{"Softmax", kerneltest.Softmax},
 				{"Argmax", kerneltest.Argmax},
+				{"View", kerneltest.View},
 			} {
 				t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 			}

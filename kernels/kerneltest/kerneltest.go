@@ -38,6 +38,7 @@ func All(t *testing.T, b kernels.Backend) {
 		{"Attention", Attention},
 		{"Softmax", Softmax},
 		{"Argmax", Argmax},
+		{"View", View},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 	}
