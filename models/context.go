@@ -73,7 +73,7 @@ type Context struct {
 	kCache []kernels.Tensor // per layer (cells, kvHeads*headDim)
 	vCache []kernels.Tensor
 
-	scratch map[int]*scratch // by token count
+	s       *scratch // the forward pass's tensors
 
 	logits    []float32 // (len(outputIDs), vocab)
 	outputIDs []int     // batch indices with logits, in batch order
@@ -124,7 +124,7 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	}
 	m.open++
 	m.mu.Unlock()
-	ctx := &Context{m: m, p: p, cache: cache, scratch: map[int]*scratch{}}
+	ctx := &Context{m: m, p: p, cache: cache}
 	if err := ctx.allocCache(); err != nil {
 		ctx.Close()
 		return nil, err
@@ -132,11 +132,15 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	return ctx, nil
 }
 
-// allocCache makes the K and V cache tensors of every layer.
+// allocCache makes the K and V cache tensors of every layer and the
+// scratch of the forward pass: everything a Context holds on the backend.
 func (ctx *Context) allocCache() error {
 	m, c, p := ctx.m, ctx.m.Config, ctx.p
 	m.run.Lock()
 	defer m.run.Unlock()
+	if err := ctx.allocScratch(); err != nil {
+		return err
+	}
 	kvDim := c.NumKVHeads * c.HeadDim
 	for range c.NumLayers {
 		k, err := m.backend.NewTensor(p.KVType, p.ContextLen, kvDim)
@@ -174,9 +178,9 @@ func (ctx *Context) Close() error {
 		b.Free(t)
 	}
 	ctx.kCache, ctx.vCache = nil, nil
-	for n, s := range ctx.scratch {
-		s.free(b)
-		delete(ctx.scratch, n)
+	if ctx.s != nil {
+		ctx.s.free(b)
+		ctx.s = nil
 	}
 	return nil
 }
@@ -311,17 +315,11 @@ func (ctx *Context) applyShifts() error {
 	}
 	ctx.m.run.Lock()
 	defer ctx.m.run.Unlock()
-	b := ctx.m.backend
-	ct, err := b.NewTensor(tensor.I32, len(cells))
-	if err != nil {
-		return err
+	b, s := ctx.m.backend, ctx.s
+	if len(cells) > ctx.p.ContextLen { // distinct cells of the cache: cannot happen
+		return fmt.Errorf("models: %d cells to shift in a cache of %d", len(cells), ctx.p.ContextLen)
 	}
-	defer b.Free(ct)
-	dt, err := b.NewTensor(tensor.I32, len(delta))
-	if err != nil {
-		return err
-	}
-	defer b.Free(dt)
+	ct, dt := b.View(s.shiftCells, len(cells)), b.View(s.shiftDelta, len(delta))
 	if err := b.SetI32(ct, cells); err != nil {
 		return err
 	}
