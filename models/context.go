@@ -73,7 +73,7 @@ type Context struct {
 	kCache []kernels.Tensor // per layer (cells, kvHeads*headDim)
 	vCache []kernels.Tensor
 
-	s       *scratch // the forward pass's tensors
+	s *scratch // the forward pass's tensors
 
 	logits    []float32 // (len(outputIDs), vocab)
 	outputIDs []int     // batch indices with logits, in batch order
