@@ -47,6 +47,10 @@ type ContextParams struct {
 	// MaxSeqs bounds sequence ids to [0, MaxSeqs). Default 1.
 	MaxSeqs int
 	// BatchSize is the most tokens one Decode takes. Default 512.
+	// NewContext allocates the forward pass's memory for BatchSize
+	// tokens, including a BatchSize × ContextLen list of visible cells
+	// (4 bytes each), so that no Decode allocates; BatchSize ×
+	// ContextLen may not exceed 2³⁰.
 	BatchSize int
 	// KVType is the cache element type, F32 (default) or F16.
 	KVType tensor.DType
@@ -81,7 +85,7 @@ type Context struct {
 	closed    bool
 }
 
-// NewContext allocates the KV cache and output buffers. Parameters out of
+// NewContext allocates the KV cache and the forward pass's tensors. Parameters out of
 // range give an error wrapping ErrBadParams; a closed Model
 // ErrModelClosed. The Model cannot be closed until the Context is.
 func (m *Model) NewContext(p ContextParams) (*Context, error) {
@@ -110,6 +114,8 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 			ErrBadParams, p.ContextLen, p.MaxSeqs, c.MaxPositions, p.MaxSeqs*c.MaxPositions)
 	case p.BatchSize < 1 || p.BatchSize > 1<<16:
 		return nil, fmt.Errorf("%w: BatchSize %d out of range [1, %d]", ErrBadParams, p.BatchSize, 1<<16)
+	case int64(p.BatchSize)*int64(p.ContextLen) > 1<<30:
+		return nil, fmt.Errorf("%w: BatchSize %d × ContextLen %d exceeds 2^30 visible-cell entries", ErrBadParams, p.BatchSize, p.ContextLen)
 	case p.KVType != tensor.F32 && p.KVType != tensor.F16:
 		return nil, fmt.Errorf("%w: KVType %v unsupported (F32 or F16)", ErrBadParams, p.KVType)
 	}
