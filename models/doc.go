@@ -29,7 +29,9 @@
 // back as a *PanicError, the model's lock released. NewContext allocates
 // everything a Context uses on the backend (the KV cache, and the
 // activations for BatchSize tokens, whose first rows each Decode views),
-// so Decode itself allocates nothing there, and the cells each token sees
+// so Decode allocates nothing there (except once, to grow the logits
+// tensors to BatchSize rows, for a batch asking for more rows than
+// MaxSeqs), and the cells each token sees
 // are listed only as wide as the longest list of the batch: a step's cost
 // follows the cells in use, not ContextLen. The KV operations
 // (SeqRm, SeqCp, SeqKeep, SeqAdd, SeqDiv) have llama.cpp's semantics.
