@@ -68,8 +68,19 @@ type Backend interface {
 	// (The CPU backend keeps a view of t.Data instead of a copy: the
 	// caller keeps the weights' Source open while the tensor is used.)
 	Upload(t tensor.Tensor) (Tensor, error)
-	// Free releases a tensor; it may be nil.
+	// Free releases a tensor; it may be nil. Freeing a view does
+	// nothing.
 	Free(t Tensor)
+	// View returns a tensor of the given shape over the first elements of
+	// t, a tensor made by NewTensor (or a view of one), so that an op can
+	// run on the first n rows of a tensor allocated once for the largest
+	// batch: t's memory, row-major, read as the new shape (as ggml_view
+	// with offset 0). Writes through either are seen through the other;
+	// View allocates no backend memory; the view is valid while t's
+	// memory is, and not after t is freed. A shape with more elements
+	// than t, or a t that is an uploaded weight, is the caller's bug and
+	// panics as an op's bad shape does.
+	View(t Tensor, shape ...int) Tensor
 
 	// SetF32 and SetI32 copy host data into a tensor of that dtype
 	// (len(src) must equal its element count).

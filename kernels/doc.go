@@ -12,6 +12,10 @@
 // Q4_K, Q6_K, …) with shape (out, in). The KV cache of one layer is one
 // tensor of shape (cells, kvHeads*headDim), F32 or F16.
 //
+// A view (Backend.View) reads the first elements of a tensor in another
+// shape without copying: the models allocate their activations once for
+// the largest batch and run each op on a view of the batch's rows.
+//
 // # Execution
 //
 // Ops are issued in program order and may run asynchronously (the Vulkan

@@ -29,15 +29,16 @@ func BenchmarkDecodeStep(b *testing.B) {
 				step.Pos = append(step.Pos, Pos(tc.prompt))
 				step.Seq = append(step.Seq, []SeqID{SeqID(s)})
 			}
-			vis := make([]int32, tc.seqs*tc.cells)
+			var vis []int32
 			for b.Loop() {
 				slot, err := c.Prepare(step)
 				if err != nil {
 					b.Fatal(err)
 				}
 				c.Apply(slot)
-				if _, err := c.Visible(step, vis, tc.cells); err != nil {
-					b.Fatal(err)
+				var err2 error
+				if vis, _, err2 = c.Visible(step, vis); err2 != nil {
+					b.Fatal(err2)
 				}
 				c.Rollback(slot)
 			}

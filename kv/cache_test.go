@@ -251,34 +251,39 @@ func TestVisible(t *testing.T) {
 		{3, 6},             // pos 1, seq 2
 		{0, 3, 1, 6, 4, 7}, // pos 5, seqs 0 and 2: the union, by position (ties by cell)
 	}
-	check := func(width int) {
+	check := func(dst []int32) {
 		t.Helper()
-		dst := make([]int32, len(b.Pos)*width)
-		widest, err := c.Visible(b, dst, width)
+		vis, width, err := c.Visible(b, dst)
 		mustNil(t, err)
 		w := 0
-		for i, r := range rows {
+		for _, r := range rows {
 			w = max(w, len(r))
+		}
+		if width != w || len(vis) != len(b.Pos)*w {
+			t.Fatalf("width %d and %d values, want %d and %d", width, len(vis), w, len(b.Pos)*w)
+		}
+		if cap(dst) >= len(vis) && &vis[0] != &dst[:1][0] {
+			t.Errorf("rows not in dst's memory though it has room for them")
+		}
+		for i, r := range rows {
 			for j := range width {
 				want := int32(-1)
 				if j < len(r) {
 					want = r[j]
 				}
-				if dst[i*width+j] != want {
-					t.Errorf("width %d: row %d = %v, want %v then -1", width, i, dst[i*width:(i+1)*width], r)
+				if vis[i*width+j] != want {
+					t.Errorf("row %d = %v, want %v then -1", i, vis[i*width:(i+1)*width], r)
 					break
 				}
 			}
 		}
-		if widest != w {
-			t.Errorf("width %d: widest %d, want %d", width, widest, w)
-		}
 	}
-	check(8)
-	check(6)                     // exactly the widest row
+	check(nil)
+	check(make([]int32, 64))     // room to spare: the rows are its first values
+	check(make([]int32, 23))     // one short: a new slice
 	mustNil(t, c.SeqRm(1, 2, 3)) // cell 2 becomes empty: no one sees it
 	rows[1] = []int32{0, 1, 5}
-	check(8)
+	check(nil)
 
 	// Placement: a sequence whose cells are out of position order is
 	// listed by position.
@@ -287,22 +292,30 @@ func TestVisible(t *testing.T) {
 	mustApply(t, c2, batch(0, 0, 1))    // cells 3, 4 for seq 0
 	mustNil(t, c2.SeqRm(1, -1, -1))     // frees 0..2
 	mustApply(t, c2, batch(0, 2, 3, 4)) // seq 0 goes on in cells 0, 1, 2
-	dst := make([]int32, 6)
-	if _, err := c2.Visible(batch(0, 4), dst, 6); err != nil || !slices.Equal(dst, []int32{3, 4, 0, 1, 2, -1}) {
-		t.Fatalf("refilled sequence: %v %v, want [3 4 0 1 2 -1]", dst, err)
+	if vis, _, err := c2.Visible(batch(0, 4), nil); err != nil || !slices.Equal(vis, []int32{3, 4, 0, 1, 2}) {
+		t.Fatalf("refilled sequence: %v %v, want [3 4 0 1 2]", vis, err)
+	}
+	// A token that sees no cell (Visible before Apply) still gets a row.
+	if vis, width, err := c2.Visible(batch(1, 0), nil); err != nil || width != 1 || !slices.Equal(vis, []int32{-1}) {
+		t.Fatalf("token seeing nothing: %v width %d %v, want [-1] width 1", vis, width, err)
 	}
 
-	dst = make([]int32, 32)
+	dst := make([]int32, 32)
+	for i := range dst {
+		dst[i] = 42
+	}
 	for name, f := range map[string]func() error{
-		"row too short": func() error { _, err := c.Visible(b, dst, 5); return err },
-		"width < 0":     func() error { _, err := c.Visible(b, dst, -1); return err },
-		"dst short":     func() error { _, err := c.Visible(b, dst[:31], 8); return err },
-		"lengths":       func() error { _, err := c.Visible(Batch{Pos: []Pos{1}}, dst, 8); return err },
-		"seq range":     func() error { _, err := c.Visible(batch(3, 1), dst, 8); return err },
-		"seq negative":  func() error { _, err := c.Visible(batch(-1, 1), dst, 8); return err },
+		"lengths":      func() error { _, _, err := c.Visible(Batch{Pos: []Pos{1}}, dst); return err },
+		"seq range":    func() error { _, _, err := c.Visible(batch(3, 1), dst); return err },
+		"seq negative": func() error { _, _, err := c.Visible(batch(-1, 1), dst); return err },
 	} {
 		if err := f(); !errors.Is(err, ErrBadArg) {
 			t.Errorf("%s: %v, want ErrBadArg", name, err)
+		}
+	}
+	for _, v := range dst {
+		if v != 42 {
+			t.Fatalf("a failed Visible wrote dst: %v", dst)
 		}
 	}
 }

@@ -33,12 +33,12 @@
 //
 // # Writing a batch: prepare → apply → rollback
 //
-//	slot, err := c.Prepare(b)    // validate, choose cells; changes nothing
+//	slot, err := c.Prepare(b)        // validate, choose cells; changes nothing
 //	// errors.Is(err, ErrNoSlot): too few empty cells; ErrBadArg: bad batch
-//	c.Apply(slot)                // write positions and sequences
-//	c.Visible(b, vis, width)     // (len(b.Pos), width) cells each token attends to
+//	c.Apply(slot)                    // write positions and sequences
+//	vis, w, err := c.Visible(b, vis) // (len(b.Pos), w) cells each token attends to
 //	// write K/V rows to slot.Cells(), run the forward pass; if it fails:
-//	c.Rollback(slot)             // the cache is bit for bit as before Apply
+//	c.Rollback(slot)                 // the cache is bit for bit as before Apply
 //
 // Prepare rejects a malformed batch and any (sequence, position) pair that
 // is twice in the batch or already in the cache. It chooses cells first

@@ -7,32 +7,27 @@ import (
 	"sort"
 )
 
-// Visible writes, for each token i of batch b, the cells it may attend
+// Visible lists, for each token i of batch b, the cells it may attend
 // to (the mask rule: not empty, sharing a sequence with token i, position
-// ≤ b.Pos[i]) into row i of dst, (len(b.Pos), width) row-major: the cells
+// ≤ b.Pos[i]) as row i of rows, (len(b.Pos), width) row-major: the cells
 // in ascending position (ties, which only SeqCp, SeqAdd or SeqDiv can
-// make, by cell index), then -1 to the end of the row. It returns the
-// longest row's count.
+// make, by cell index), then -1 to the end of the row. width is the
+// longest row's count, at least 1, so it never exceeds UsedMax (or 1):
+// the rows follow the cells in use, not Size. rows is dst[:len(b.Pos)*width]
+// when dst has the capacity, else a new slice.
 //
 // The order is what makes attention placement-invariant: a backend sums
 // a token's cells in the order of its row, so a sequence's results do
 // not depend on which cells it occupies or what else is in the cache.
 //
 // Call it after Apply, so each token sees its own cell. Visible checks
-// that len(b.Seq) == len(b.Pos), that the sequence ids are in
-// [0, SeqMax()), that dst holds at least len(b.Pos)*width values and that
-// every row fits in width; errors wrap ErrBadArg, and dst is untouched
-// then. A token in several sequences sees the union of their cells.
-func (c *Cache) Visible(b Batch, dst []int32, width int) (int, error) {
+// that len(b.Seq) == len(b.Pos) and that the sequence ids are in
+// [0, SeqMax()); errors wrap ErrBadArg, and dst is untouched then. A
+// token in several sequences sees the union of their cells.
+func (c *Cache) Visible(b Batch, dst []int32) (rows []int32, width int, err error) {
 	n := len(b.Pos)
 	if len(b.Seq) != n {
-		return 0, fmt.Errorf("%w: %d positions and %d sequence sets", ErrBadArg, n, len(b.Seq))
-	}
-	if width < 0 {
-		return 0, fmt.Errorf("%w: visible cells in rows of %d", ErrBadArg, width)
-	}
-	if int64(len(dst)) < int64(n)*int64(width) {
-		return 0, fmt.Errorf("%w: visible cells need %d×%d values, dst has %d", ErrBadArg, n, width, len(dst))
+		return nil, 0, fmt.Errorf("%w: %d positions and %d sequence sets", ErrBadArg, n, len(b.Seq))
 	}
 	v := &c.vis
 	if cap(v.sets) < n {
@@ -43,7 +38,7 @@ func (c *Cache) Visible(b Batch, dst []int32, width int) (int, error) {
 	for i := range n {
 		for _, s := range b.Seq[i] {
 			if err := c.checkSeq(s); err != nil {
-				return 0, fmt.Errorf("%w (batch index %d)", err, i)
+				return nil, 0, fmt.Errorf("%w (batch index %d)", err, i)
 			}
 			sets[i].add(s)
 		}
@@ -58,7 +53,7 @@ func (c *Cache) Visible(b Batch, dst []int32, width int) (int, error) {
 		v.index = map[seqSet]int{}
 	}
 	clear(v.index)
-	widest := 0
+	width = 1
 	for i, p := range b.Pos {
 		k, ok := v.index[sets[i]]
 		if !ok {
@@ -79,19 +74,20 @@ func (c *Cache) Visible(b Batch, dst []int32, width int) (int, error) {
 		}
 		l := v.lists[k]
 		counts[i] = sort.Search(len(l), func(k int) bool { return c.cells[l[k]].pos > p })
-		if counts[i] > width {
-			return 0, fmt.Errorf("%w: token %d sees %d cells, rows hold %d", ErrBadArg, i, counts[i], width)
-		}
-		widest = max(widest, counts[i])
+		width = max(width, counts[i])
 	}
+	if cap(dst) < n*width {
+		dst = make([]int32, n*width)
+	}
+	rows = dst[:n*width]
 	for i := range n {
-		row := dst[i*width : (i+1)*width]
+		row := rows[i*width : (i+1)*width]
 		k := copy(row, v.lists[v.index[sets[i]]][:counts[i]])
 		for j := k; j < width; j++ {
 			row[j] = -1
 		}
 	}
-	return widest, nil
+	return rows, width, nil
 }
 
 // visScratch is Visible's memory, kept between calls: each token's

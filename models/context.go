@@ -47,6 +47,10 @@ type ContextParams struct {
 	// MaxSeqs bounds sequence ids to [0, MaxSeqs). Default 1.
 	MaxSeqs int
 	// BatchSize is the most tokens one Decode takes. Default 512.
+	// NewContext allocates the forward pass's memory for BatchSize
+	// tokens, including a BatchSize × ContextLen list of visible cells
+	// (4 bytes each), so that no Decode allocates; BatchSize ×
+	// ContextLen may not exceed 2³⁰.
 	BatchSize int
 	// KVType is the cache element type, F32 (default) or F16.
 	KVType tensor.DType
@@ -73,7 +77,7 @@ type Context struct {
 	kCache []kernels.Tensor // per layer (cells, kvHeads*headDim)
 	vCache []kernels.Tensor
 
-	scratch map[int]*scratch // by token count
+	s *scratch // the forward pass's tensors
 
 	logits    []float32 // (len(outputIDs), vocab)
 	outputIDs []int     // batch indices with logits, in batch order
@@ -81,7 +85,7 @@ type Context struct {
 	closed    bool
 }
 
-// NewContext allocates the KV cache and output buffers. Parameters out of
+// NewContext allocates the KV cache and the forward pass's tensors. Parameters out of
 // range give an error wrapping ErrBadParams; a closed Model
 // ErrModelClosed. The Model cannot be closed until the Context is.
 func (m *Model) NewContext(p ContextParams) (*Context, error) {
@@ -110,6 +114,8 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 			ErrBadParams, p.ContextLen, p.MaxSeqs, c.MaxPositions, p.MaxSeqs*c.MaxPositions)
 	case p.BatchSize < 1 || p.BatchSize > 1<<16:
 		return nil, fmt.Errorf("%w: BatchSize %d out of range [1, %d]", ErrBadParams, p.BatchSize, 1<<16)
+	case int64(p.BatchSize)*int64(p.ContextLen) > 1<<30:
+		return nil, fmt.Errorf("%w: BatchSize %d × ContextLen %d exceeds 2^30 visible-cell entries", ErrBadParams, p.BatchSize, p.ContextLen)
 	case p.KVType != tensor.F32 && p.KVType != tensor.F16:
 		return nil, fmt.Errorf("%w: KVType %v unsupported (F32 or F16)", ErrBadParams, p.KVType)
 	}
@@ -124,7 +130,7 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	}
 	m.open++
 	m.mu.Unlock()
-	ctx := &Context{m: m, p: p, cache: cache, scratch: map[int]*scratch{}}
+	ctx := &Context{m: m, p: p, cache: cache}
 	if err := ctx.allocCache(); err != nil {
 		ctx.Close()
 		return nil, err
@@ -132,11 +138,15 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	return ctx, nil
 }
 
-// allocCache makes the K and V cache tensors of every layer.
+// allocCache makes the K and V cache tensors of every layer and the
+// scratch of the forward pass: everything a Context holds on the backend.
 func (ctx *Context) allocCache() error {
 	m, c, p := ctx.m, ctx.m.Config, ctx.p
 	m.run.Lock()
 	defer m.run.Unlock()
+	if err := ctx.allocScratch(); err != nil {
+		return err
+	}
 	kvDim := c.NumKVHeads * c.HeadDim
 	for range c.NumLayers {
 		k, err := m.backend.NewTensor(p.KVType, p.ContextLen, kvDim)
@@ -174,9 +184,9 @@ func (ctx *Context) Close() error {
 		b.Free(t)
 	}
 	ctx.kCache, ctx.vCache = nil, nil
-	for n, s := range ctx.scratch {
-		s.free(b)
-		delete(ctx.scratch, n)
+	if ctx.s != nil {
+		ctx.s.free(b)
+		ctx.s = nil
 	}
 	return nil
 }
@@ -305,17 +315,11 @@ func (ctx *Context) applyShifts() error {
 	}
 	ctx.m.run.Lock()
 	defer ctx.m.run.Unlock()
-	b := ctx.m.backend
-	ct, err := b.NewTensor(tensor.I32, len(cells))
-	if err != nil {
-		return err
+	b, s := ctx.m.backend, ctx.s
+	if len(cells) > ctx.p.ContextLen { // distinct cells of the cache: cannot happen
+		return fmt.Errorf("models: %d cells to shift in a cache of %d", len(cells), ctx.p.ContextLen)
 	}
-	defer b.Free(ct)
-	dt, err := b.NewTensor(tensor.I32, len(delta))
-	if err != nil {
-		return err
-	}
-	defer b.Free(dt)
+	ct, dt := b.View(s.shiftCells, len(cells)), b.View(s.shiftDelta, len(delta))
 	if err := b.SetI32(ct, cells); err != nil {
 		return err
 	}

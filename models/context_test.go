@@ -323,6 +323,7 @@ func TestContextLen(t *testing.T) {
 		{ContextParams{ContextLen: -1}, "ContextLen -1 out of range"},
 		{ContextParams{MaxSeqs: 1000}, "MaxSeqs 1000 out of range"},
 		{ContextParams{BatchSize: -1}, "BatchSize -1 out of range"},
+		{ContextParams{ContextLen: 16640, MaxSeqs: 65, BatchSize: 1 << 16}, "BatchSize 65536 × ContextLen 16640 exceeds 2^30"},
 	}
 	for _, c := range cases {
 		ctx, err := m.NewContext(c.p)

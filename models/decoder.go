@@ -2,120 +2,112 @@ package models
 
 import (
 	"math"
+	"slices"
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kv"
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// scratch holds the activations of a forward pass over n tokens.
+// scratch holds the activations of a forward pass, allocated once for
+// BatchSize tokens when the Context is made (as llama2.c's RunState and
+// llama.cpp's worst-case reserve): a pass over n tokens runs its ops on
+// views of the first n rows, so no step allocates on the backend.
 type scratch struct {
-	n               int
-	ids, pos, cells kernels.Tensor    // I32 (n)
-	vis             kernels.Tensor    // I32 (n, cells): each token's cells, by position
-	x, h            kernels.Tensor    // (n, hidden)
-	q, attn         kernels.Tensor    // (n, heads*hd)
-	k, v            kernels.Tensor    // (n, kv*hd)
-	o, down         kernels.Tensor    // (n, hidden)
-	gate, up        kernels.Tensor    // (n, inter)
-	qkv             [3]kernels.Tensor // q, k, v (for kernels.MultiMatMul)
-	gateUp          [2]kernels.Tensor // gate, up
-	all             []kernels.Tensor  // everything above and in outs
-	outs            map[int]*outputs  // by rows of logits asked for
-	hostVis         []int32
-}
+	ids, pos, cells kernels.Tensor // I32 (BatchSize)
+	// vis holds a pass's (n, w) visibility lists in its first n·w
+	// values, w the most cells a token of the pass sees (≤ ContextLen).
+	vis      kernels.Tensor // I32 (BatchSize·ContextLen)
+	x, h     kernels.Tensor // (BatchSize, hidden)
+	q, attn  kernels.Tensor // (BatchSize, heads*hd)
+	k, v     kernels.Tensor // (BatchSize, kv*hd)
+	o, down  kernels.Tensor // (BatchSize, hidden)
+	gate, up kernels.Tensor // (BatchSize, inter)
+	// The rows logits are asked for: room for outRows of them, MaxSeqs
+	// (one per sequence, what a generating step asks) until a batch asks
+	// for more, and then BatchSize.
+	outRows int
+	sel     kernels.Tensor // I32 (outRows): batch indices
+	xs      kernels.Tensor // (outRows, hidden)
+	logits  kernels.Tensor // (outRows, vocab)
+	// SeqAdd's and SeqDiv's re-rotation: cells and deltas.
+	shiftCells, shiftDelta kernels.Tensor // I32 (ContextLen)
 
-// outputs are the tensors that turn rows of the final hidden state into
-// logits, for one number of rows asked for.
-type outputs struct {
-	sel    kernels.Tensor // I32 (rows): batch indices
-	xs     kernels.Tensor // (rows, hidden)
-	logits kernels.Tensor // (rows, vocab)
+	all     []kernels.Tensor // everything above
+	hostVis []int32          // the lists on the host, kv.Cache.Visible's memory
+	rows    []int32          // the batch indices of the rows asked for
 }
 
 func (s *scratch) free(b kernels.Backend) {
 	for _, t := range s.all {
 		b.Free(t)
 	}
-	s.all, s.outs = nil, nil
+	s.all = nil
 }
 
-// outputTensors returns (allocating once) the output tensors of a pass over
-// s.n tokens that asks for rows logits rows, so a decode step allocates
-// nothing on the backend.
-func (ctx *Context) outputTensors(s *scratch, rows int) (*outputs, error) {
-	if o, ok := s.outs[rows]; ok {
-		return o, nil
-	}
-	b, c := ctx.m.backend, ctx.m.Config
-	o := &outputs{}
-	for _, a := range []struct {
-		dst   *kernels.Tensor
-		dt    tensor.DType
-		shape []int
-	}{
-		{&o.sel, tensor.I32, []int{rows}},
-		{&o.xs, tensor.F32, []int{rows, c.HiddenSize}},
-		{&o.logits, tensor.F32, []int{rows, c.VocabSize}},
-	} {
+// tensorSpec is one tensor for allocTensors to make.
+type tensorSpec struct {
+	dst   *kernels.Tensor
+	dt    tensor.DType
+	shape []int
+}
+
+// allocTensors makes each tensor of specs, listing it in s.all (so that
+// free releases it, made or not all of them).
+func (s *scratch) allocTensors(b kernels.Backend, specs []tensorSpec) error {
+	for _, a := range specs {
 		t, err := b.NewTensor(a.dt, a.shape...)
-		if err != nil {
-			return nil, err
-		}
-		s.all = append(s.all, t) // freed with the scratch
-		*a.dst = t
-	}
-	if s.outs == nil {
-		s.outs = map[int]*outputs{}
-	}
-	s.outs[rows] = o
-	return o, nil
-}
-
-func (ctx *Context) getScratch(n int) (*scratch, error) {
-	if s, ok := ctx.scratch[n]; ok {
-		return s, nil
-	}
-	if len(ctx.scratch) >= 8 { // keep a few shapes; drop the rest
-		for k, s := range ctx.scratch {
-			s.free(ctx.m.backend)
-			delete(ctx.scratch, k)
-		}
-	}
-	c, b := ctx.m.Config, ctx.m.backend
-	s := &scratch{n: n}
-	alloc := func(dst *kernels.Tensor, dt tensor.DType, shape ...int) error {
-		t, err := b.NewTensor(dt, shape...)
 		if err != nil {
 			return err
 		}
 		s.all = append(s.all, t)
-		*dst = t
-		return nil
+		*a.dst = t
 	}
+	return nil
+}
+
+// allocScratch makes the Context's scratch tensors.
+func (ctx *Context) allocScratch() error {
+	c, b, p := ctx.m.Config, ctx.m.backend, ctx.p
+	n := p.BatchSize
 	qDim, kvDim := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
-	for _, a := range []struct {
-		dst   *kernels.Tensor
-		dt    tensor.DType
-		shape []int
-	}{
+	s := &scratch{}
+	ctx.s = s
+	if err := s.allocTensors(b, []tensorSpec{
 		{&s.ids, tensor.I32, []int{n}}, {&s.pos, tensor.I32, []int{n}}, {&s.cells, tensor.I32, []int{n}},
-		{&s.vis, tensor.I32, []int{n, ctx.p.ContextLen}},
+		{&s.vis, tensor.I32, []int{n * p.ContextLen}},
 		{&s.x, tensor.F32, []int{n, c.HiddenSize}}, {&s.h, tensor.F32, []int{n, c.HiddenSize}},
 		{&s.q, tensor.F32, []int{n, qDim}}, {&s.attn, tensor.F32, []int{n, qDim}},
 		{&s.k, tensor.F32, []int{n, kvDim}}, {&s.v, tensor.F32, []int{n, kvDim}},
 		{&s.o, tensor.F32, []int{n, c.HiddenSize}}, {&s.down, tensor.F32, []int{n, c.HiddenSize}},
 		{&s.gate, tensor.F32, []int{n, c.IntermediateSize}}, {&s.up, tensor.F32, []int{n, c.IntermediateSize}},
-	} {
-		if err := alloc(a.dst, a.dt, a.shape...); err != nil {
-			s.free(b)
-			return nil, err
-		}
+		{&s.shiftCells, tensor.I32, []int{p.ContextLen}}, {&s.shiftDelta, tensor.I32, []int{p.ContextLen}},
+	}); err != nil {
+		return err
 	}
-	s.qkv, s.gateUp = [3]kernels.Tensor{s.q, s.k, s.v}, [2]kernels.Tensor{s.gate, s.up}
-	s.hostVis = make([]int32, n*ctx.p.ContextLen)
-	ctx.scratch[n] = s
-	return s, nil
+	return ctx.allocOutputs(min(p.MaxSeqs, n))
+}
+
+// allocOutputs makes the output tensors with room for rows rows, freeing
+// any smaller ones.
+func (ctx *Context) allocOutputs(rows int) error {
+	c, b, s := ctx.m.Config, ctx.m.backend, ctx.s
+	if s.outRows > 0 {
+		for _, t := range []kernels.Tensor{s.sel, s.xs, s.logits} {
+			b.Free(t)
+		}
+		s.all = slices.DeleteFunc(s.all, func(t kernels.Tensor) bool { return t == s.sel || t == s.xs || t == s.logits })
+		s.outRows, s.sel, s.xs, s.logits = 0, nil, nil, nil
+	}
+	if err := s.allocTensors(b, []tensorSpec{
+		{&s.sel, tensor.I32, []int{rows}},
+		{&s.xs, tensor.F32, []int{rows, c.HiddenSize}},
+		{&s.logits, tensor.F32, []int{rows, c.VocabSize}},
+	}); err != nil {
+		return err
+	}
+	s.outRows = rows
+	return nil
 }
 
 // forward runs the decoder over a validated batch whose cells are applied.
@@ -128,88 +120,95 @@ func (ctx *Context) getScratch(n int) (*scratch, error) {
 //	    h = rmsnorm(x) ; x += (silu(h·Wgateᵀ) * h·Wupᵀ)·Wdownᵀ
 //	logits = rmsnorm(x)[rows asked] · lm_headᵀ
 func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
-	m, b, c := ctx.m, ctx.m.backend, ctx.m.Config
+	m, b, c, s := ctx.m, ctx.m.backend, ctx.m.Config, ctx.s
 	n := len(bt.Token)
-	s, err := ctx.getScratch(n)
+	visList, width, err := ctx.cache.Visible(kb, s.hostVis)
 	if err != nil {
 		return err
 	}
-	if err := b.SetI32(s.ids, bt.Token); err != nil {
+	s.hostVis = visList
+	// The pass's tensors: views of the first n rows of the scratch.
+	rows := func(t kernels.Tensor) kernels.Tensor { return b.View(t, n, t.Shape()[1]) }
+	ids, pos, cl := b.View(s.ids, n), b.View(s.pos, n), b.View(s.cells, n)
+	vis := b.View(s.vis, n, width) // (n, width)
+	x, h, q, attn, k, v := rows(s.x), rows(s.h), rows(s.q), rows(s.attn), rows(s.k), rows(s.v)
+	o, down, gate, up := rows(s.o), rows(s.down), rows(s.gate), rows(s.up)
+	qkv, gateUp := [3]kernels.Tensor{q, k, v}, [2]kernels.Tensor{gate, up}
+	if err := b.SetI32(ids, bt.Token); err != nil {
 		return err
 	}
-	if err := b.SetI32(s.pos, bt.Pos); err != nil {
+	if err := b.SetI32(pos, bt.Pos); err != nil {
 		return err
 	}
-	if err := b.SetI32(s.cells, cells); err != nil {
+	if err := b.SetI32(cl, cells); err != nil {
 		return err
 	}
-	if _, err := ctx.cache.Visible(kb, s.hostVis, ctx.p.ContextLen); err != nil {
-		return err
-	}
-	if err := b.SetI32(s.vis, s.hostVis); err != nil {
+	if err := b.SetI32(vis, visList); err != nil {
 		return err
 	}
 
 	eps := float32(c.RMSNormEps)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	w := m.w
-	b.GetRows(s.x, w.embed, s.ids)
+	b.GetRows(x, w.embed, ids)
 	for l := range w.layers {
 		ly := &w.layers[l]
-		b.RMSNorm(s.h, s.x, ly.attnNorm, eps)
-		kernels.MatMuls(b, s.qkv[:], s.h, ly.qkv[:])
+		b.RMSNorm(h, x, ly.attnNorm, eps)
+		kernels.MatMuls(b, qkv[:], h, ly.qkv[:])
 		if ly.qBias != nil {
-			b.Add(s.q, s.q, ly.qBias)
-			b.Add(s.k, s.k, ly.kBias)
-			b.Add(s.v, s.v, ly.vBias)
+			b.Add(q, q, ly.qBias)
+			b.Add(k, k, ly.kBias)
+			b.Add(v, v, ly.vBias)
 		}
-		b.RoPE(s.q, s.pos, m.rope)
-		b.RoPE(s.k, s.pos, m.rope)
-		b.KVWrite(ctx.kCache[l], s.k, s.cells)
-		b.KVWrite(ctx.vCache[l], s.v, s.cells)
-		b.Attention(s.attn, s.q, ctx.kCache[l], ctx.vCache[l], s.vis, c.NumHeads, c.NumKVHeads, scale)
-		b.MatMul(s.o, s.attn, ly.o)
+		b.RoPE(q, pos, m.rope)
+		b.RoPE(k, pos, m.rope)
+		b.KVWrite(ctx.kCache[l], k, cl)
+		b.KVWrite(ctx.vCache[l], v, cl)
+		b.Attention(attn, q, ctx.kCache[l], ctx.vCache[l], vis, c.NumHeads, c.NumKVHeads, scale)
+		b.MatMul(o, attn, ly.o)
 		if ly.oBias != nil {
-			b.Add(s.o, s.o, ly.oBias)
+			b.Add(o, o, ly.oBias)
 		}
-		b.Add(s.x, s.x, s.o)
+		b.Add(x, x, o)
 
-		b.RMSNorm(s.h, s.x, ly.ffnNorm, eps)
-		kernels.MatMuls(b, s.gateUp[:], s.h, ly.gateUp[:])
-		b.SwiGLU(s.gate, s.gate, s.up)
-		b.MatMul(s.down, s.gate, ly.down)
-		b.Add(s.x, s.x, s.down)
+		b.RMSNorm(h, x, ly.ffnNorm, eps)
+		kernels.MatMuls(b, gateUp[:], h, ly.gateUp[:])
+		b.SwiGLU(gate, gate, up)
+		b.MatMul(down, gate, ly.down)
+		b.Add(x, x, down)
 	}
-	b.RMSNorm(s.x, s.x, w.outNorm, eps)
+	b.RMSNorm(x, x, w.outNorm, eps)
 
 	// Logits only for the rows asked for, in batch order.
 	ctx.outputIDs = ctx.outputIDs[:0]
 	ctx.outRow = ctx.outRow[:0]
-	var rows []int32
+	s.rows = s.rows[:0]
 	for i, want := range bt.Logits {
 		if want {
-			ctx.outRow = append(ctx.outRow, len(rows))
+			ctx.outRow = append(ctx.outRow, len(s.rows))
 			ctx.outputIDs = append(ctx.outputIDs, i)
-			rows = append(rows, int32(i))
+			s.rows = append(s.rows, int32(i))
 		} else {
 			ctx.outRow = append(ctx.outRow, -1)
 		}
 	}
-	if len(rows) == 0 {
+	nr := len(s.rows)
+	if nr == 0 {
 		ctx.logits = ctx.logits[:0]
 		return b.Sync()
 	}
-	o, err := ctx.outputTensors(s, len(rows))
-	if err != nil {
+	if nr > s.outRows {
+		if err := ctx.allocOutputs(ctx.p.BatchSize); err != nil {
+			return err
+		}
+	}
+	sel, xs, lt := b.View(s.sel, nr), b.View(s.xs, nr, c.HiddenSize), b.View(s.logits, nr, c.VocabSize)
+	if err := b.SetI32(sel, s.rows); err != nil {
 		return err
 	}
-	sel, xs, lt := o.sel, o.xs, o.logits
-	if err := b.SetI32(sel, rows); err != nil {
-		return err
-	}
-	b.GetRows(xs, s.x, sel)
+	b.GetRows(xs, x, sel)
 	b.MatMul(lt, xs, w.lmHead)
-	if need := len(rows) * c.VocabSize; cap(ctx.logits) < need {
+	if need := nr * c.VocabSize; cap(ctx.logits) < need {
 		ctx.logits = make([]float32, need)
 	} else {
 		ctx.logits = ctx.logits[:need]

@@ -27,7 +27,13 @@
 // the cells back: an error leaves the cache exactly as it was. A panic in
 // the forward (an op whose operands break its contract: a vkllm bug,
 // never bad input, which those checks refuse first) is recovered there
-// and comes back as a *PanicError, the model's lock released. The KV
-// operations (SeqRm, SeqCp, SeqKeep, SeqAdd, SeqDiv) have llama.cpp's
-// semantics.
+// and comes back as a *PanicError, the model's lock released. NewContext
+// allocates everything a Context uses on the backend (the KV cache, and
+// the activations for BatchSize tokens, whose first rows each Decode
+// views), so Decode allocates nothing there (except once, to grow the
+// logits tensors to BatchSize rows, for a batch asking for more rows than
+// MaxSeqs), and the cells each token sees are listed only as wide as the
+// longest list of the batch: a step's cost follows the cells in use, not
+// ContextLen. The KV operations (SeqRm, SeqCp, SeqKeep, SeqAdd, SeqDiv)
+// have llama.cpp's semantics.
 package models

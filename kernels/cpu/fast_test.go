@@ -36,6 +36,7 @@ func TestFastConformance(t *testing.T) {
 				{"KVWrite", kerneltest.KVWrite},
 				{"KVShift", kerneltest.KVShift},
 				{"Attention", kerneltest.Attention},
+				{"View", kerneltest.View},
 			} {
 				t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 			}

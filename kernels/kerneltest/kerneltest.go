@@ -35,6 +35,7 @@ func All(t *testing.T, b kernels.Backend) {
 		{"KVWrite", KVWrite},
 		{"KVShift", KVShift},
 		{"Attention", Attention},
+		{"View", View},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 	}

@@ -50,6 +50,7 @@ type Tensor struct {
 	bytes    int64
 	parts    []part
 	freed    bool
+	parent   *Tensor // the tensor a view (View) shares memory with, else nil
 }
 
 // DType implements kernels.Tensor.
@@ -263,10 +264,33 @@ func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 	return t, nil
 }
 
-// Free implements kernels.Backend.
+// View implements kernels.Backend: a Tensor whose one part is the first
+// bytes of t's, so ops bind the same buffer over a shorter range and
+// dispatch over the view's rows.
+func (b *Backend) View(x kernels.Tensor, shape ...int) kernels.Tensor {
+	t := tensorOf("View", x)
+	must(!t.weight, "View: %v is an uploaded weight", t)
+	rows, cols, err := dims(shape)
+	must(err == nil, "View: %v", err)
+	es := int64(4)
+	if t.dt == tensor.F16 {
+		es = 2
+	}
+	bytes := int64(rows) * int64(cols) * es
+	must(bytes <= t.bytes, "View: shape %v has %d elements, %v has %d", shape, int64(rows)*int64(cols), t, numel(t))
+	p := t.parts[0]
+	p.size, p.rows = roundUp(max(bytes, 4), 4), rows
+	v := &Tensor{b: b, dt: t.dt, shape: slices.Clone(shape), rows: rows, cols: cols, rowBytes: cols * int(es), bytes: bytes, parts: []part{p}, parent: t}
+	if t.parent != nil {
+		v.parent = t.parent
+	}
+	return v
+}
+
+// Free implements kernels.Backend. Freeing a view does nothing.
 func (b *Backend) Free(x kernels.Tensor) {
 	t, ok := x.(*Tensor)
-	if !ok || t == nil || t.freed || b.closed {
+	if !ok || t == nil || t.freed || b.closed || t.parent != nil {
 		return
 	}
 	t.freed = true
@@ -279,7 +303,7 @@ func (b *Backend) Free(x kernels.Tensor) {
 // live returns x as a usable *Tensor.
 func live(x kernels.Tensor) (*Tensor, error) {
 	t, ok := x.(*Tensor)
-	if !ok || t == nil || t.freed || t.b.closed {
+	if !ok || t == nil || t.freed || t.b.closed || t.parent != nil && t.parent.freed {
 		return nil, fmt.Errorf("vulkan: not a live vulkan tensor: %T", x)
 	}
 	return t, nil

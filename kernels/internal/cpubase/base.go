@@ -51,11 +51,11 @@ func (b *Base) Close() error {
 func (b *Base) Sync() error { return nil }
 
 // Free drops the tensor's memory (for the garbage collector) and releases
-// its packed copy. Using it afterwards panics in an op and fails in
-// Set*/Get*.
+// its packed copy. Using it, or a view of it, afterwards panics in an op
+// and fails in Set*/Get*. Freeing a view does nothing.
 func (b *Base) Free(t kernels.Tensor) {
 	c, ok := t.(*Tensor)
-	if !ok || c == nil {
+	if !ok || c == nil || c.Parent != nil {
 		return
 	}
 	if c.PackedFree != nil {
@@ -83,6 +83,35 @@ func (b *Base) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, error) 
 		return nil, fmt.Errorf("cpu: new tensor: %w", &tensor.UnsupportedDTypeError{Format: "cpu", DType: dt.String()})
 	}
 	return t, nil
+}
+
+// View implements kernels.Backend: a Tensor whose slice is a prefix of
+// t's (no copy) and whose Parent is the tensor that owns the memory.
+func (b *Base) View(t kernels.Tensor, shape ...int) kernels.Tensor {
+	c := TensorOf("View", t)
+	if c.Weight {
+		Failf("View: %v is an uploaded weight", c)
+	}
+	rows, cols, n, err := Dims2(shape)
+	if err != nil {
+		Failf("View: shape %v: %v", shape, err)
+	}
+	if n > c.Rows*c.Cols {
+		Failf("View: shape %v has %d elements, %v has %d", shape, n, c, c.Rows*c.Cols)
+	}
+	v := &Tensor{DT: c.DT, Dims: slices.Clone(shape), Rows: rows, Cols: cols, Parent: c}
+	if c.Parent != nil {
+		v.Parent = c.Parent
+	}
+	switch c.DT {
+	case tensor.F32:
+		v.F32 = c.F32[:n:n]
+	case tensor.I32:
+		v.I32 = c.I32[:n:n]
+	case tensor.F16:
+		v.F16 = c.F16[:n:n]
+	}
+	return v
 }
 
 // Upload implements kernels.Backend: Weight, then Touch. The tensor keeps

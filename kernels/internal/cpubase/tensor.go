@@ -48,6 +48,8 @@ type Tensor struct {
 	Packed     []byte
 	PackedFree func() error
 	Freed      bool
+	// Parent is the tensor a view (View) shares memory with, else nil.
+	Parent *Tensor
 }
 
 // DType implements kernels.Tensor.
@@ -85,7 +87,7 @@ func Dims2(shape []int) (rows, cols, n int, err error) {
 // Live returns t as a usable *Tensor, or ErrForeign.
 func Live(t kernels.Tensor) (*Tensor, error) {
 	c, ok := t.(*Tensor)
-	if !ok || c == nil || c.Freed {
+	if !ok || c == nil || c.Freed || c.Parent != nil && c.Parent.Freed {
 		return nil, fmt.Errorf("%w: %T", ErrForeign, t)
 	}
 	return c, nil

@@ -1,0 +1,125 @@
+package models
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// countingBackend counts the calls that allocate backend memory.
+type countingBackend struct {
+	kernels.Backend
+	allocs int
+}
+
+func (c *countingBackend) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, error) {
+	c.allocs++
+	return c.Backend.NewTensor(dt, shape...)
+}
+
+func (c *countingBackend) Upload(t tensor.Tensor) (kernels.Tensor, error) {
+	c.allocs++
+	return c.Backend.Upload(t)
+}
+
+// TestDecodeAllocatesNothing: a Context allocates its backend memory when
+// it is made, for BatchSize tokens; Decode then runs batches of every
+// size from 1 to BatchSize, prefill and decode mixed, sequences growing,
+// removed and shifted, without one backend allocation. A batch asking for
+// logits of more rows than MaxSeqs grows the output tensors once.
+func TestDecodeAllocatesNothing(t *testing.T) {
+	cb := &countingBackend{Backend: cpu.New(0)}
+	t.Cleanup(func() { cb.Close() })
+	m, err := Open(context.Background(), filepath.Join(testdata, "qwen2-tiny"), WithBackend(cb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	const seqs, batchSize = 4, 24
+	ctx := newCtx(t, m, ContextParams{ContextLen: 192, MaxSeqs: seqs, BatchSize: batchSize})
+	base := cb.allocs
+
+	r := rand.New(rand.NewPCG(7, 7))
+	vocab := int32(m.Config.VocabSize)
+	next := make([]int32, seqs) // each sequence's next position
+	sizes := map[int]bool{}
+	for step := range 120 {
+		// Sequences take 1 token (decode) or a chunk (prefill), in
+		// batch order; the last token of each asks for logits.
+		var b Batch
+		room := batchSize
+		for s := range seqs {
+			if room == 0 || r.IntN(4) == 0 {
+				continue
+			}
+			k := 1
+			if r.IntN(3) == 0 {
+				k = 1 + r.IntN(room)
+			}
+			k = min(k, room)
+			for i := range k {
+				b.Add(r.Int32N(vocab), next[s]+int32(i), i == k-1, SeqID(s))
+			}
+			next[s] += int32(k)
+			room -= k
+		}
+		if b.Len() == 0 {
+			b.Add(r.Int32N(vocab), next[0], true, 0)
+			next[0]++
+		}
+		sizes[b.Len()] = true
+		if err := ctx.Decode(b); err != nil {
+			t.Fatalf("step %d (%d tokens): %v", step, b.Len(), err)
+		}
+		// Keep the cache from filling (at most 38 cells a sequence
+		// before a step): a long sequence is dropped, or shifted back
+		// after losing its head.
+		for s := range seqs {
+			switch {
+			case next[s] > 48 || next[s] > 32 && r.IntN(3) == 0:
+				if err := ctx.SeqRm(SeqID(s), -1, -1); err != nil {
+					t.Fatal(err)
+				}
+				next[s] = 0
+			case next[s] > 32:
+				if err := ctx.SeqRm(SeqID(s), 0, 10); err != nil {
+					t.Fatal(err)
+				}
+				if err := ctx.SeqAdd(SeqID(s), 10, -1, -10); err != nil {
+					t.Fatal(err)
+				}
+				next[s] -= 10
+			}
+		}
+		if cb.allocs != base {
+			t.Fatalf("step %d (%d tokens): %d backend allocations since NewContext", step, b.Len(), cb.allocs-base)
+		}
+	}
+	t.Logf("%d batch sizes", len(sizes))
+	if len(sizes) < batchSize/2 {
+		t.Fatalf("only %d batch sizes ran", len(sizes))
+	}
+
+	// Logits for every token of a batch: more rows than MaxSeqs. The
+	// output tensors (three) grow to BatchSize, once.
+	for i, n := range []int{batchSize, 7, batchSize} {
+		if err := ctx.SeqRm(-1, -1, -1); err != nil {
+			t.Fatal(err)
+		}
+		var b Batch
+		for p := range n {
+			b.Add(r.Int32N(vocab), int32(p), true, 0)
+		}
+		if err := ctx.Decode(b); err != nil {
+			t.Fatal(err)
+		}
+		if want := base + 3; cb.allocs != want {
+			t.Fatalf("batch %d of %d tokens, all with logits: %d allocations since NewContext, want 3", i, n, cb.allocs-base)
+		}
+	}
+}
