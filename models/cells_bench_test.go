@@ -12,7 +12,9 @@ import (
 
 // BenchmarkDecodeCells: one-token decode steps with 64 cells in use, in
 // a context of 512 cells and of 32768: a step's cost should follow the
-// cells in use, not ContextLen. The model is qwen2-tiny or
+// cells in use, not ContextLen. Besides tok/s it reports the process's
+// CPU time per token (cpu-µs/tok), which a busy machine disturbs far
+// less than wall time. The model is qwen2-tiny or
 // VKLLM_BENCH_MODEL, on "cpu" and, where a Vulkan device is, "vulkan":
 //
 //	VKLLM_BENCH_MODEL=~/.cache/vkllm/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
@@ -42,6 +44,7 @@ func BenchmarkDecodeCells(b *testing.B) {
 				if _, err := prefill(ctx, 0, prompt); err != nil {
 					b.Fatal(err)
 				}
+				cpu0, cpuOK := cpuTime()
 				for b.Loop() {
 					if _, err := decodeToken(ctx, 0, 5); err != nil { // the 64th cell
 						b.Fatal(err)
@@ -51,6 +54,9 @@ func BenchmarkDecodeCells(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+				if cpu1, ok := cpuTime(); ok && cpuOK {
+					b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "cpu-µs/tok")
+				}
 			})
 		}
 		m.Close()
