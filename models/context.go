@@ -123,6 +123,11 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.AllWindowed() { // no layer sees a cell that fell out of the window again
+		if err := cache.SetWindow(c.SlidingWindow); err != nil {
+			return nil, err
+		}
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -326,8 +331,10 @@ func (ctx *Context) applyShifts() error {
 	if err := b.SetI32(dt, delta); err != nil {
 		return err
 	}
-	for _, k := range ctx.kCache {
-		b.KVShift(k, ct, dt, ctx.m.rope)
+	for l, k := range ctx.kCache {
+		if ctx.m.Config.RoPE(l) { // a NoPE layer's K holds no position
+			b.KVShift(k, ct, dt, ctx.m.rope)
+		}
 	}
 	return b.Sync()
 }
