@@ -39,6 +39,9 @@ func (b *Batch) Len() int { return len(b.Token) }
 // ContextParams size a Context.
 type ContextParams struct {
 	// ContextLen is the number of KV cells (tokens over all sequences).
+	// A model whose every layer has a sliding window reuses cells that
+	// fell out of it, so a sequence may then run past ContextLen
+	// positions (kv.Cache.SetWindow).
 	// Default: min(MaxPositions, 4096). A sequence holds at most the
 	// model's MaxPositions positions (Decode refuses later ones), so more
 	// cells than MaxSeqs × MaxPositions could never be used and are
@@ -49,7 +52,8 @@ type ContextParams struct {
 	// BatchSize is the most tokens one Decode takes. Default 512.
 	// NewContext allocates the forward pass's memory for BatchSize
 	// tokens, including a BatchSize × ContextLen list of visible cells
-	// (4 bytes each), so that no Decode allocates; BatchSize ×
+	// (4 bytes each; two for a model mixing windowed and full layers),
+	// so that no Decode allocates; BatchSize ×
 	// ContextLen may not exceed 2³⁰.
 	BatchSize int
 	// KVType is the cache element type, F32 (default) or F16.
