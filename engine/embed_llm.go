@@ -41,10 +41,13 @@ type embedConfig struct {
 	err  error
 }
 
-// EmbedConfig is the model's embedding configuration: its pooling and
-// vector length. A model file that is there but malformed is an error.
+// EmbedConfig is the model's embedding configuration: its pooling, vector
+// length and the most tokens of an input. A model file that is there but malformed is an error.
 func (l *LLM) EmbedConfig() (EmbedConfig, error) {
-	l.embedCfg.once.Do(func() { l.embedCfg.c, l.embedCfg.err = readEmbedConfig(l.model) })
+	l.embedCfg.once.Do(func() {
+		l.embedCfg.c, l.embedCfg.err = readEmbedConfig(l.model)
+		l.embedCfg.c.MaxTokens = l.maxLen
+	})
 	return l.embedCfg.c, l.embedCfg.err
 }
 

@@ -29,6 +29,9 @@ type EmbedConfig struct {
 	From string
 	// Size is the vector's length: the model's hidden size.
 	Size int
+	// MaxTokens is the most tokens one input may hold (LLM.EmbedConfig
+	// sets it: the context of one request).
+	MaxTokens int
 	// Err is why the model's pooling cannot be used (ErrPooling), nil
 	// when it can; an explicit EmbedOptions.Pooling does not need it.
 	Err error
