@@ -48,9 +48,10 @@ func readEmbedConfig(m *models.Model) (EmbedConfig, error) {
 	if f.GGUF != nil {
 		arch, _ := f.GGUF.String("general.architecture")
 		key := arch + ".pooling_type"
-		if v, ok := f.GGUF.Int(key); ok {
+		// llama.cpp's enum llama_pooling_type: 0 none (a generative
+		// model: the default), 1 mean, 2 cls, 3 last, 4 rank.
+		if v, ok := f.GGUF.Int(key); ok && v != 0 {
 			c.From = key
-			// llama.cpp's enum llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank.
 			switch v {
 			case 1:
 				c.Pooling = PoolMean
