@@ -148,3 +148,17 @@ func farVecIs(a, b []float32) bool {
 	j, _ := farVec(a, b, 0)
 	return j < 0 && len(a) == len(b)
 }
+
+// TestEmbedConfigGGUF: a GGUF without <arch>.pooling_type (a generative
+// model's) pools the last token by default.
+func TestEmbedConfigGGUF(t *testing.T) {
+	l, err := Open(context.Background(), filepath.Join(filepath.Dir(tinyModel), "qwen2-tiny-F32.gguf"), Options{Backend: kernels.CPURef, MaxSeqs: 1, ContextLen: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := l.EmbedConfig()
+	if err != nil || c.Pooling != PoolLast || c.From != "" || c.Err != nil || c.Size != 64 || c.MaxTokens != 64 {
+		t.Fatalf("EmbedConfig %+v, %v; want the default last-token pooling, 64 values, 64 tokens", c, err)
+	}
+}
