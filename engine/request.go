@@ -30,6 +30,12 @@ type Request struct {
 	// Params.Constraint: a Constraint has state, so choices cannot share
 	// one. A request of N > 1 with Params.Constraint must give them.
 	Constraints []sampler.Constraint
+	// Embed, when set, makes this an embedding request: its prompt is
+	// computed (batched with the generations, in the same steps) and no
+	// token is drawn; its one final Output carries the pooled vector in
+	// Embedding, FinishReason "stop". Params are not used; N, Session
+	// and Constraints must be unset.
+	Embed *EmbedParams
 }
 
 // State is where a request is in its life.

@@ -23,6 +23,10 @@ type Batch struct {
 	Pos    []int32
 	Seq    [][]SeqID
 	Logits []bool
+	// Embed is nil or has one flag per token: Embed[i] asks for token
+	// i's final hidden state (after the final norm), read with
+	// Context.Embeddings. A token may ask for both, either or neither.
+	Embed []bool
 }
 
 // Add appends one token to the batch.
@@ -86,6 +90,8 @@ type Context struct {
 	logits    []float32 // (len(outputIDs), vocab)
 	outputIDs []int     // batch indices with logits, in batch order
 	outRow    []int     // batch index → row in logits, -1 if none
+	hidden    []float32 // (batch, hidden) final hidden states, when a token asked (embed.go)
+	embRow    []bool    // batch index → its row of hidden was asked for
 	closed    bool
 }
 
@@ -223,6 +229,8 @@ func (ctx *Context) validate(b Batch) error {
 	switch {
 	case len(b.Token) != n || len(b.Logits) != n:
 		return bad("lengths differ: %d tokens, %d positions, %d logits flags", len(b.Token), n, len(b.Logits))
+	case b.Embed != nil && len(b.Embed) != n:
+		return bad("lengths differ: %d positions, %d embedding flags", n, len(b.Embed))
 	case n > ctx.p.BatchSize:
 		return bad("%d tokens exceed the batch size %d", n, ctx.p.BatchSize)
 	}
@@ -271,7 +279,7 @@ func (ctx *Context) Decode(b Batch) error {
 	}
 	err = ctx.forwardGuarded(b, kb, slot.Cells())
 	if err != nil {
-		ctx.outputIDs, ctx.logits = nil, nil
+		ctx.outputIDs, ctx.logits, ctx.embRow = nil, nil, nil
 		if rerr := ctx.cache.Rollback(slot); rerr != nil {
 			return fmt.Errorf("models: decode: %w (and the cache could not be rolled back: %v)", err, rerr)
 		}

@@ -217,6 +217,9 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		b.Add(x, x, down)
 	}
 	b.RMSNorm(x, x, w.outNorm, eps)
+	if err := ctx.readHidden(bt, x); err != nil {
+		return err
+	}
 
 	// Logits only for the rows asked for, in batch order.
 	ctx.outputIDs = ctx.outputIDs[:0]

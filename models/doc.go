@@ -8,6 +8,8 @@
 //	b.Add(tok, pos, true, 0)                        // token, position, logits?, seq ids
 //	err = ctx.Decode(b)                             // one forward over the whole batch
 //	row := ctx.Logits(0)                            // (vocab) logits of batch index 0
+//	b.Embed = []bool{true}                          // also its final hidden state
+//	h := ctx.Embeddings(0)                          // (hidden), after the final norm
 //
 // Layout. A folder holds config.json, tokenizer.json and either one
 // *.safetensors or a *.safetensors.index.json with its shards. The config
