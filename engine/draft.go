@@ -230,13 +230,22 @@ type draftModel struct {
 // opts.DraftModel.
 func openDraft(m *models.Model, tok *tokenizer.Tokenizer, cp models.ContextParams, opts Options) (*draftModel, error) {
 	d := &draftModel{}
+	sources := 0
+	for _, set := range []bool{opts.Draft != "", opts.DraftModel != nil, opts.DraftProposer != nil} {
+		if set {
+			sources++
+		}
+	}
 	switch {
-	case opts.Draft == "ngram" && opts.DraftModel == nil:
+	case sources > 1:
+		return nil, errcode.Wrap(errcode.BadParams, errors.New("engine: more than one of Options.Draft, DraftModel and DraftProposer set"))
+	case opts.DraftProposer != nil:
+		d.spec = &Speculation{Proposer: opts.DraftProposer, Max: opts.DraftMax}
+		return d, nil
+	case opts.Draft == "ngram":
 		d.spec = &Speculation{Proposer: NGram{}, Max: opts.DraftMax}
 		return d, nil
-	case opts.DraftModel != nil && opts.Draft != "":
-		return nil, errcode.Wrap(errcode.BadParams, errors.New("engine: Options.Draft and DraftModel both set"))
-	case opts.DraftModel == nil && opts.Draft == "":
+	case sources == 0:
 		return d, nil
 	}
 	dm := opts.DraftModel

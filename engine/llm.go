@@ -72,10 +72,13 @@ type Options struct {
 	// opened on the model's backend, whose tokenizer must be the
 	// model's (ErrDraftVocab otherwise). DraftModel, when set instead,
 	// is an open draft model (it stays the caller's: close it after the
-	// LLM). DraftMax bounds the drafts per step (default 8).
-	Draft      string
-	DraftModel *models.Model
-	DraftMax   int
+	// LLM). DraftProposer, when set instead, is the draft source (a
+	// Proposer of one's own). DraftMax bounds the drafts per step
+	// (default 8).
+	Draft         string
+	DraftModel    *models.Model
+	DraftProposer Proposer
+	DraftMax      int
 }
 
 // Result is a finished request of Generate or Chat.
