@@ -29,6 +29,10 @@ type SpecResult struct {
 	Acceptance float64   `json:"acceptance"`
 	PlainRuns  []float64 `json:"plain_runs"`
 	DraftRuns  []float64 `json:"draft_runs"`
+	// The process's CPU time per generated token (prompt included), in
+	// µs, medians: a busy machine disturbs it less than wall time.
+	PlainCPUUS float64 `json:"plain_cpu_us_per_token"`
+	DraftCPUUS float64 `json:"draft_cpu_us_per_token"`
 }
 
 // specText is the text the task repeats: about 300 tokens.
@@ -88,9 +92,11 @@ func benchSpec(path, backend string, threads int, draft string, draftMax, tg, re
 	res := &SpecResult{Model: path, Backend: plain.Model().Backend().Name(), Draft: draft, DraftMax: draftMax, Reps: reps}
 	// one returns the decode rate of one run: the tokens after the first
 	// over the time from the first to the last.
+	var cpuUS float64 // the last run's
 	one := func(l *engine.LLM) (float64, error) {
 		var first, last time.Time
 		n := 0
+		c0 := cpuTime()
 		for d, err := range l.StreamChat(context.Background(), req, p) {
 			if err != nil {
 				return 0, err
@@ -107,6 +113,7 @@ func benchSpec(path, backend string, threads int, draft string, draftMax, tg, re
 		if n < 2 {
 			return 0, fmt.Errorf("the request gave %d tokens", n)
 		}
+		cpuUS = float64((cpuTime() - c0).Microseconds()) / float64(n)
 		return float64(n-1) / last.Sub(first).Seconds(), nil
 	}
 	if _, err := one(plain); err != nil { // warm up both
@@ -116,18 +123,22 @@ func benchSpec(path, backend string, threads int, draft string, draftMax, tg, re
 		return nil, err
 	}
 	before := spec.Stats()
+	var cpuA, cpuB []float64
 	for i := range reps {
 		a, err := one(plain)
 		if err != nil {
 			return nil, err
 		}
+		ca := cpuUS
 		b, err := one(spec)
 		if err != nil {
 			return nil, err
 		}
 		res.PlainRuns, res.DraftRuns = append(res.PlainRuns, a), append(res.DraftRuns, b)
-		fmt.Fprintf(progress, "rep %d: plain %.2f tok/s, %s %.2f tok/s\n", i+1, a, draft, b)
+		cpuA, cpuB = append(cpuA, ca), append(cpuB, cpuUS)
+		fmt.Fprintf(progress, "rep %d: plain %.2f tok/s (%.0f µs CPU a token), %s %.2f tok/s (%.0f µs)\n", i+1, a, ca, draft, b, cpuUS)
 	}
+	res.PlainCPUUS, res.DraftCPUUS = median(cpuA), median(cpuB)
 	st := spec.Stats()
 	if n := st.DraftTokens - before.DraftTokens; n > 0 {
 		res.Acceptance = float64(st.DraftAccepted-before.DraftAccepted) / float64(n)
@@ -151,4 +162,8 @@ func printSpec(w io.Writer, r *SpecResult) {
 		r.Model, r.Backend, r.Prompt, r.Tokens, r.Reps)
 	fmt.Fprintf(w, "plain decode %.2f tok/s, --draft %s (max %d) %.2f tok/s (medians): speedup %.2f×, %.0f%% of drafts kept\n",
 		r.PlainTPS, r.Draft, r.DraftMax, r.DraftTPS, r.Speedup, 100*r.Acceptance)
+	if r.PlainCPUUS > 0 {
+		fmt.Fprintf(w, "process CPU time a token (medians): plain %.0f µs, --draft %s %.0f µs (%.2f×)\n",
+			r.PlainCPUUS, r.Draft, r.DraftCPUUS, r.DraftCPUUS/r.PlainCPUUS)
+	}
 }
