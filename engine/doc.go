@@ -42,6 +42,13 @@
 //	              (SeqCp) and draws with its own seed
 //	output.go     sampling results become Outputs: token ids, UTF-8 safe
 //	              text deltas, stop strings and stop tokens, usage, logprobs
+//	spec.go       speculative decoding: Speculation, the Proposer
+//	              interface and NGram (prompt lookup), each request's
+//	              adaptive draft length, the verification of a step's
+//	              drafts (sampler.Verify) and the SeqRm of rejected cells
+//	draft.go      the draft model: its own Context, one sequence per
+//	              running request kept in step with the request's tokens;
+//	              Options.Draft opens it and checks its vocabulary
 //	engine.go     Engine: Add, Step, Abort, HasUnfinished
 //	stats.go      Stats: load and counters for monitoring
 //	llm.go        LLM: a model, a tokenizer, one Context and its Engine,
@@ -71,6 +78,14 @@
 // the prompt's cells and draws its first token from the same logits
 // (with Seed+i). From then on the choices are independent sequences;
 // Outputs carry their Index, each ends on its own, and Abort ends all.
+//
+// Speculation (Config.Speculation). Before a step each decoding request
+// may draft k tokens; its chunk is then its last token and the drafts
+// (k+1 tokens with logits on each) beside the other chunks, within the
+// token budget and the free cells (drafts never evict or preempt). The
+// sampler keeps the drafts it accepts and one more token; numCached
+// becomes len(tokens)-1 and the cells of the rejected drafts are removed.
+// Requests with a Constraint do not speculate.
 //
 // Preemption is by recompute: the victim's cells are freed, numCached
 // drops to 0 and it waits at the front of the queue; when scheduled again

@@ -56,6 +56,9 @@ type Config struct {
 	// evicted, least recently used first, before anything running is
 	// preempted.
 	PrefixCache bool
+	// Speculation, when set, turns on speculative decoding (see
+	// Speculation).
+	Speculation *Speculation
 }
 
 // Engine schedules requests over one Context. It is not safe for
@@ -71,6 +74,7 @@ type Engine struct {
 	sched   *scheduler
 	blocks  *blockManager
 	run     *runner
+	spec    *speculator          // nil without speculation
 	byID    map[string]*sequence // unfinished requests
 	pending []Output             // finished outside Step (aborts), reported by the next Step
 
@@ -108,6 +112,12 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 	e.sched = newScheduler(schedulerConfig{maxSeqs: cfg.MaxSeqs, maxTokens: cfg.MaxBatchTokens})
 	e.blocks = newBlockManager(ctx, cfg.MaxSeqs, cp.MaxSeqs-cfg.MaxSeqs, cfg.PrefixCache, &e.count)
 	e.run = newRunner(ctx)
+	if sp := cfg.Speculation; sp != nil {
+		var err error
+		if e.spec, err = newSpeculator(sp, e.vocab, cfg.MaxSeqs); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -231,6 +241,11 @@ func (e *Engine) HasUnfinished() bool { return len(e.byID) > 0 || len(e.pending)
 func (e *Engine) Step() ([]Output, error) {
 	outs := e.pending
 	e.pending = nil
+	if e.spec != nil {
+		if err := e.draftAll(); err != nil {
+			return outs, err
+		}
+	}
 	sc, err := e.sched.next(e.blocks)
 	if err != nil {
 		return outs, err
@@ -244,7 +259,7 @@ func (e *Engine) Step() ([]Output, error) {
 		return outs, err
 	}
 	for _, c := range sc.chunks {
-		e.count.computedTokens += uint64(c.n)
+		e.count.computedTokens += uint64(c.n + c.draft)
 	}
 	chunks, logits, outs, err := e.pool(sc.chunks, logits, outs)
 	if err != nil {
@@ -261,7 +276,15 @@ func (e *Engine) Step() ([]Output, error) {
 		if !c.sample {
 			continue
 		}
-		out, final := e.accept(q, logits[i], toks[i])
+		var out Output
+		var final State
+		if c.draft > 0 {
+			if out, final, err = e.verify(c, e.run.rows(i, c)); err != nil {
+				return outs, err
+			}
+		} else {
+			out, final = e.accept(q, logits[i], toks[i])
+		}
 		if final != Running {
 			if err := e.finish(q, final); err != nil {
 				return outs, err
@@ -286,7 +309,7 @@ func (e *Engine) drawAll(chunks []chunk, logits [][]float32) []int32 {
 	e.toks, e.todo = slices.Grow(e.toks[:0], len(chunks))[:len(chunks)], e.todo[:0]
 	toks := e.toks
 	for i, c := range chunks {
-		if c.sample {
+		if c.sample && c.draft == 0 { // verify draws the others
 			e.todo = append(e.todo, i)
 		}
 	}

@@ -67,6 +67,18 @@ type Options struct {
 	// Model holds further options for models.Open; a models.WithBackend
 	// or WithBackendName there overrides Backend, Device and Threads.
 	Model []models.Option
+	// Draft turns on speculative decoding (see Speculation): "ngram" is
+	// prompt lookup (NGram), any other value the path of a draft model,
+	// opened on the model's backend, whose tokenizer must be the
+	// model's (ErrDraftVocab otherwise). DraftModel, when set instead,
+	// is an open draft model (it stays the caller's: close it after the
+	// LLM). DraftProposer, when set instead, is the draft source (a
+	// Proposer of one's own). DraftMax bounds the drafts per step
+	// (default 8).
+	Draft         string
+	DraftModel    *models.Model
+	DraftProposer Proposer
+	DraftMax      int
 }
 
 // Result is a finished request of Generate or Chat.
@@ -120,6 +132,7 @@ type LLM struct {
 // shares with the callers.
 type worker struct {
 	ctx   *models.Context
+	draft *draftModel           // the draft model's Context (and model), if any
 	eng   *Engine               // the loop's only
 	inbox []command             // commands the loop has not taken yet (l.mu)
 	wake  chan struct{}         // cap 1: the inbox has something
@@ -245,12 +258,19 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	if err != nil {
 		return nil, err
 	}
-	eng, err := New(m, ctx, tok, Config{MaxSeqs: opts.MaxSeqs, MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache})
+	d, err := openDraft(m, tok, ctx.Params(), opts)
 	if err != nil {
 		ctx.Close()
 		return nil, err
 	}
-	w := &worker{ctx: ctx, eng: eng, wake: make(chan struct{}, 1)}
+	eng, err := New(m, ctx, tok, Config{MaxSeqs: opts.MaxSeqs, MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache,
+		Speculation: d.spec})
+	if err != nil {
+		d.close()
+		ctx.Close()
+		return nil, err
+	}
+	w := &worker{ctx: ctx, eng: eng, draft: d, wake: make(chan struct{}, 1)}
 	st := eng.Stats()
 	w.stats.Store(&st)
 	l := &LLM{model: m, tok: tok, opts: opts, maxLen: eng.MaxLen(), w: w, done: make(chan struct{})}
@@ -302,6 +322,7 @@ func (l *LLM) Close() error {
 	l.mu.Unlock()
 	l.w.poke()
 	<-l.done
+	l.w.draft.close()
 	l.w.ctx.Close()
 	return l.model.Close()
 }

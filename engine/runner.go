@@ -20,6 +20,7 @@ type runner struct {
 	batch  models.Batch // reused: (tokens) SoA
 	seqs   [][]models.SeqID
 	logits [][]float32 // per chunk of the last run; nil when it did not sample
+	last   []int       // batch index of each chunk's last token (before its drafts)
 }
 
 func newRunner(ctx *models.Context) *runner {
@@ -38,8 +39,8 @@ func newRunner(ctx *models.Context) *runner {
 func (r *runner) run(chunks []chunk) ([][]float32, error) {
 	b := &r.batch
 	b.Token, b.Pos, b.Seq, b.Logits, b.Embed = b.Token[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Embed[:0]
-	last := make([]int, len(chunks)) // batch index of each chunk's last token
-	for i, c := range chunks {
+	r.last = r.last[:0]
+	for _, c := range chunks {
 		q := c.seq
 		if q.seqID < 0 {
 			return nil, fmt.Errorf("%w: %q", errNoSequence, q.id)
@@ -48,8 +49,13 @@ func (r *runner) run(chunks []chunk) ([][]float32, error) {
 			b.Add(q.tokens[p], int32(p), c.sample && q.emb == nil && p == c.start+c.n-1, r.seqs[q.seqID]...)
 			b.Embed = append(b.Embed, c.embedRow(p))
 		}
-		last[i] = b.Len() - 1
+		r.last = append(r.last, b.Len()-1)
+		for j, t := range q.spec.draft[:c.draft] {
+			b.Add(t, int32(c.start+c.n+j), true, r.seqs[q.seqID]...)
+			b.Embed = append(b.Embed, false)
+		}
 	}
+	last := r.last
 	if b.Len() == 0 {
 		return nil, nil
 	}
@@ -65,4 +71,14 @@ func (r *runner) run(chunks []chunk) ([][]float32, error) {
 		r.logits = append(r.logits, row)
 	}
 	return r.logits, nil
+}
+
+// rows returns the logits of chunk i's last token and of each of its
+// drafts, from the last run.
+func (r *runner) rows(i int, c chunk) [][]float32 {
+	rows := make([][]float32, c.draft+1)
+	for j := range rows {
+		rows[j] = r.ctx.Logits(r.last[i] + j)
+	}
+	return rows
 }

@@ -18,17 +18,20 @@ type sequence struct {
 
 	choice int     // its index among its request's choices
 	fan    *fanout // its request's choices when there are several, else nil
-
-	emb *embedState // an embedding request's pooling (embed.go), else nil
+	spec   specState
+	emb    *embedState // an embedding request's pooling (embed.go), else nil
 }
 
 // chunk asks the runner to process seq.tokens[start : start+n]; sample is
 // true when that reaches the end of the tokens (its last token gives
-// logits and a new token is drawn).
+// logits and a new token is drawn). A decode may also score the first
+// draft of seq.spec.draft (speculation): they follow its last token,
+// with logits on each.
 type chunk struct {
 	seq      *sequence
 	start, n int
 	sample   bool
+	draft    int
 }
 
 // schedule is one step's work.
@@ -115,10 +118,14 @@ func (s *scheduler) next(m *blockManager) (*schedule, error) {
 		if len(s.running) <= i { // q preempted itself
 			break
 		}
-		sc.chunks = append(sc.chunks, chunk{seq: q, start: q.numCached, n: n, sample: q.numCached+n == len(q.tokens)})
-		budget -= n
-		free -= n
-		planned += n
+		c := chunk{seq: q, start: q.numCached, n: n, sample: q.numCached+n == len(q.tokens)}
+		if c.sample { // drafts ride along within the budget and the free cells, never evicting
+			c.draft = max(min(len(q.spec.draft), budget-n, free-n), 0)
+		}
+		sc.chunks = append(sc.chunks, c)
+		budget -= n + c.draft
+		free -= n + c.draft
+		planned += n + c.draft
 	}
 	if len(sc.preempted) > 0 { // back to the front, oldest first
 		for i, j := 0, len(sc.preempted)-1; i < j; i, j = i+1, j-1 {

@@ -20,6 +20,10 @@ type Stats struct {
 	// cache, PrefixHits those found there (vLLM's token-based counters).
 	PrefixQueries uint64
 	PrefixHits    uint64
+	// DraftTokens counts the draft tokens scored (speculative decoding),
+	// DraftAccepted those kept (vLLM's spec_decode counters).
+	DraftTokens   uint64
+	DraftAccepted uint64
 	// Finished counts finished requests by finish reason ("stop",
 	// "length", "abort").
 	Finished map[string]uint64
@@ -38,6 +42,7 @@ type counters struct {
 	promptTokens, generationTokens, preemptions uint64
 	computedTokens                              uint64
 	prefixQueries, prefixHits                   uint64
+	draftTokens, draftAccepted                  uint64
 	finished                                    map[string]uint64
 }
 
@@ -47,6 +52,7 @@ func (e *Engine) Stats() Stats {
 		KVCells: e.ctx.Params().ContextLen, KVUsed: e.ctx.Used(),
 		PromptTokens: e.count.promptTokens, ComputedTokens: e.count.computedTokens, GenerationTokens: e.count.generationTokens,
 		Preemptions: e.count.preemptions, PrefixQueries: e.count.prefixQueries, PrefixHits: e.count.prefixHits,
+		DraftTokens: e.count.draftTokens, DraftAccepted: e.count.draftAccepted,
 		Finished: make(map[string]uint64, len(e.count.finished))}
 	for k, v := range e.count.finished {
 		s.Finished[k] = v

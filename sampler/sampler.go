@@ -13,6 +13,7 @@ type Sampler struct {
 	counts  map[int32]int  // output tokens (frequency, presence)
 	scratch []float64      // (vocab) adjusted logits
 	allowed []bool         // (vocab) Constraint's mask
+	dist    []float64      // (vocab) Verify's target distribution
 	sel                    // the draw's selection buffers (draw.go)
 }
 

@@ -39,6 +39,8 @@ type config struct {
 	params                 sampler.Params
 	chat                   bool
 	system                 string
+	draft                  string // speculative decoding: "ngram" or a draft model's path
+	draftMax               int
 }
 
 // runModel is `vkllm run`. With --prompt or --tokens it generates one
@@ -95,6 +97,8 @@ func runModel(ctx context.Context, e env, args []string) int {
 	fs.IntVar(&c.topLogprobs, "top-logprobs", 0, "report the K most likely tokens per step (0-20, with --json)")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object at the end")
 	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "do not stop at an end-of-sequence token")
+	fs.StringVar(&c.draft, "draft", "", "speculative decoding: \"ngram\" (prompt lookup) or a draft model sharing the model's vocabulary")
+	fs.IntVar(&c.draftMax, "draft-max", 0, "the most draft tokens per step, [1, 64] (default 8; with --draft)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -128,7 +132,8 @@ func runModel(ctx context.Context, e env, args []string) int {
 func open(ctx context.Context, c config, stderr io.Writer) (*engine.LLM, error) {
 	b := newBar(stderr, "loading "+c.model, false)
 	start := time.Now()
-	l, err := engine.Open(ctx, c.model, engine.Options{MaxSeqs: 1, Backend: *c.backend, Progress: b.Update})
+	l, err := engine.Open(ctx, c.model, engine.Options{MaxSeqs: 1, Backend: *c.backend, Progress: b.Update,
+		Draft: c.draft, DraftMax: c.draftMax})
 	b.Done(true)
 	if err != nil {
 		return nil, err
@@ -143,6 +148,9 @@ func checkParams(c config) (sampler.Params, error) {
 	p := c.params
 	if err := runinfo.CheckBackend(*c.backend); err != nil {
 		return p, err
+	}
+	if c.draftMax != 0 && (c.draft == "" || c.draftMax < 1 || c.draftMax > 64) {
+		return p, fmt.Errorf("--draft-max must be in [1, 64], with --draft; got %d", c.draftMax)
 	}
 	p.MaxTokens, p.IgnoreEOS, p.Logprobs = c.maxTokens, c.ignoreEOS, c.topLogprobs
 	if c.seed >= 0 {
@@ -262,6 +270,9 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		_, err = fmt.Fprintln(stdout)
 	}
 	fmt.Fprintln(stderr, timing.Line(l.Model().Backend().Name()))
+	if st := l.Stats(); st.DraftTokens > 0 {
+		fmt.Fprintf(stderr, "drafts: %d of %d kept (%.0f%%)\n", st.DraftAccepted, st.DraftTokens, 100*float64(st.DraftAccepted)/float64(st.DraftTokens))
+	}
 	return err
 }
 

@@ -4,6 +4,7 @@
 //
 //	vkllm bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
 //	    [--threads N] [--backend auto|cpu|cpu-ref|vulkan] [--kv f32|f16] [--peer llama.cpp] [--ops] [--json | --benchfmt]
+//	vkllm bench --model PATH --draft ngram|miss|PATH [--draft-max 8] [--reps 5] [--tg 128] [--json]
 //
 // The backend is "auto", what the library gives by default (a real GPU
 // through Vulkan, else kernels/cpu's fast path), unless --backend names
@@ -55,6 +56,16 @@
 // at; the rest is "between ops" (the model's bookkeeping, the visible-cell lists, the
 // logits' copy). The timing costs a little, so tg tok/s is best taken
 // from a run without it.
+//
+// --draft ngram|miss|PATH measures speculative decoding instead: a greedy
+// chat request that repeats its input ("Rewrite the following text
+// exactly:" and about 300 tokens of text, tg tokens generated) runs on
+// an LLM without drafts and on one with --draft (prompt lookup, a draft
+// source whose drafts are always rejected, or a draft model), --reps
+// times each, alternated, after a warm-up run of each. It reports the
+// median decode rates (tokens after the first over the time from the
+// first to the last), their ratio (the speedup) and the fraction of
+// drafts kept; --json prints them with every run's rate.
 //
 // --benchfmt prints Go benchmark lines (for benchstat over repeated runs)
 // instead of the summary.
@@ -146,6 +157,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	kvName := fs.String("kv", "f32", "KV cache element type, f32 (the library's default) or f16 (llama.cpp's); the peer gets the same")
 	ops := fs.Bool("ops", false, "time the decode phase op by op and print where its time goes")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of prefill and decode (pprof) to this file")
+	draft := fs.String("draft", "", `speculative decoding instead: "ngram", "miss" (drafts always rejected) or a draft model's path`)
+	draftMax := fs.Int("draft-max", 8, "with --draft: the most draft tokens per step, [1, 64]")
+	reps := fs.Int("reps", 5, "with --draft: runs of each side, alternated")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -162,6 +176,23 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if err := runinfo.CheckBackend(*backend); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
+	}
+	if *draft != "" {
+		if *draftMax < 1 || *draftMax > 64 || *reps < 1 {
+			fmt.Fprintln(stderr, "error: --draft-max must be in [1, 64] and --reps ≥ 1")
+			return 2
+		}
+		r, err := benchSpec(*model, *backend, *threads, *draft, *draftMax, *tg, *reps, specText, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+			return 1
+		}
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(r)
+		} else {
+			printSpec(stdout, r)
+		}
+		return 0
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
