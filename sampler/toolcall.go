@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -77,6 +78,9 @@ type Vocab struct {
 	plain   []bool // whole UTF-8 characters, no control, '"' or '\': inside a string, a no-op
 	ends    []int32
 	maxLen  int // longest token, in bytes
+
+	schemaOnce sync.Once
+	sv         *schemaVocab // the tries of SchemaConstraint, built at first use
 }
 
 // NewVocab returns the vocabulary whose token id adds pieces[id] to the
