@@ -16,13 +16,13 @@ import (
 // one (dead states are removed), so a string on the DFA can always be
 // finished.
 type dfa struct {
-	starts []rune     // starts[i]: first code point of symbol i
-	live   []bool     // symbol i is in the alphabet
-	size   []int      // UTF-8 length of symbol i's first code point
-	next   [][]int32  // next[state][symbol]; -1: refused
-	accept []bool     // per state
-	dist   []int      // bytes of the shortest way to an accepting state
-	masks  sync.Map   // *Vocab → *patternMasks: the tokens that stay in the string, per state
+	starts []rune    // starts[i]: first code point of symbol i
+	live   []bool    // symbol i is in the alphabet
+	size   []int     // UTF-8 length of symbol i's first code point
+	next   [][]int32 // next[state][symbol]; -1: refused
+	accept []bool    // per state
+	dist   []int     // bytes of the shortest way to an accepting state
+	masks  sync.Map  // *Vocab → *patternMasks: the tokens that stay in the string, per state
 }
 
 type rrange struct{ lo, hi rune }
