@@ -286,3 +286,23 @@ func ExampleCompileSchema() {
 	// 7 true false
 	// sampler: JSON schema at #: format: keyword "format" is not supported
 }
+
+func TestSchemaCache(t *testing.T) {
+	c := NewSchemaCache(2)
+	a1, err := c.Compile([]byte(`{"type":"integer"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a2, _ := c.Compile([]byte(`{"type":"integer"}`)); a2 != a1 {
+		t.Error("a second compile of the same text did not hit")
+	}
+	c.Compile([]byte(`{"type":"string"}`))
+	c.Compile([]byte(`{"type":"integer"}`)) // a is now the most recent
+	c.Compile([]byte(`{"type":"null"}`))    // drops string
+	if a3, _ := c.Compile([]byte(`{"type":"integer"}`)); a3 != a1 || c.Len() != 2 {
+		t.Errorf("LRU order: hit %v, len %d", a3 == a1, c.Len())
+	}
+	if _, err := c.Compile([]byte(`{"not":{}}`)); !errors.Is(err, ErrSchema) || c.Len() != 2 {
+		t.Errorf("bad schema: %v, len %d", err, c.Len())
+	}
+}
