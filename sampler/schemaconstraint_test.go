@@ -5,6 +5,11 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/vkllm/vkllm/tokenizer"
+	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // scanAllow is the mask by definition: every token fed to a copy of the
@@ -111,4 +116,125 @@ func TestSchemaConstraintWalk(t *testing.T) {
 		}
 	}
 	t.Logf("%d steps compared", steps)
+}
+
+var toolSchemas = map[string]string{
+	"get_weather": `{"type":"object","properties":{"city":{"type":"string","maxLength":10},"unit":{"enum":["c","f"]},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","unit"],"additionalProperties":false}`,
+	"search":      `{"type":"object","properties":{"q":{"type":"string","pattern":"^[a-z ]+$"},"n":{"type":"array","items":{"type":"boolean"},"minItems":2}},"required":["q","n"],"additionalProperties":false}`,
+}
+
+// TestToolArgsSchemaWalk draws random forced calls whose arguments follow
+// each tool's schema ("get" has none: any object), with and without
+// max_tokens: every call must parse, name an offered tool, and carry
+// arguments its schema's reference validator accepts.
+func TestToolArgsSchemaWalk(t *testing.T) {
+	tiny, err := tokenizer.FromFile(tinyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := []*tokenizer.Tokenizer{tiny}
+	if !testing.Short() {
+		toks = append(toks, realTokenizer(t, "qwen3"))
+	}
+	names := []string{"get_weather", "get", "search"}
+	var args []*Schema
+	vals := map[string]*jsonschema.Schema{}
+	for _, n := range names {
+		if sc, ok := toolSchemas[n]; ok {
+			args = append(args, compile(t, sc))
+			vals[n] = validator(t, sc)
+		} else {
+			args = append(args, nil)
+		}
+	}
+	for ti, tok := range toks {
+		v := vocabOf(tok)
+		formats, seeds := []chat.Format{chat.FormatQwen, chat.FormatLlama3, chat.FormatMistral}, uint64(12)
+		if ti > 0 { // Qwen3's 151k tokens: fewer walks
+			formats, seeds = formats[:1], 4
+		}
+		for _, f := range formats {
+			pre, mid, suf := f.CallSyntax()
+			g, err := NewToolCallGrammarArgs(pre, mid, suf, names, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for seed := range seeds {
+				rng := rand.New(rand.NewPCG(seed, uint64(ti)))
+				c := NewToolCallConstraint(g, v, 0)
+				budget := 0
+				if seed%2 == 0 {
+					budget = c.completionOf(&gstate{}, nil) + 40 + rng.IntN(40)
+					c.budget = budget
+				}
+				allowed := make([]bool, tok.VocabSize())
+				var text []byte
+				for n := 0; n < 400 && (budget == 0 || n < budget); n++ {
+					clear(allowed)
+					c.Allow(allowed)
+					var ids []int32
+					for id, ok := range allowed {
+						if ok {
+							ids = append(ids, int32(id))
+						}
+					}
+					if len(ids) == 0 {
+						t.Fatalf("%v seed %d: nothing allowed after %q", f, seed, text)
+					}
+					id := ids[rng.IntN(len(ids))]
+					if budget == 0 && n > 60 { // head for the end
+						best := c.completionOf(&c.st, c.active())
+						cands := ids[:0:0]
+						for range 64 {
+							cands = append(cands, ids[rng.IntN(len(ids))])
+						}
+						for _, id := range ids {
+							if len(v.bytes[id]) == 1 || v.end[id] { // the closer's byte is among them
+								cands = append(cands, id)
+							}
+						}
+						for _, cand := range cands {
+							if v.end[cand] {
+								id = cand
+								break
+							}
+							s := c.st
+							a := c.active()
+							var mark, depth int
+							if a != nil {
+								mark, depth = len(a.log), a.depth
+							}
+							got, ok := c.feed(&s, a, int(cand), false)
+							if ok && c.completionOf(&s, got) < best {
+								id, best = cand, c.completionOf(&s, got)
+							}
+							if a != nil {
+								a.undo(mark, depth)
+							}
+						}
+					}
+					if v.end[id] {
+						break
+					}
+					c.Accept(id)
+					if c.off {
+						t.Fatalf("%v seed %d: token %d refused after Allow", f, seed, id)
+					}
+					text = append(text, v.bytes[id]...)
+				}
+				content, calls := chat.ParseToolCalls(string(text), f)
+				if content != "" || len(calls) != 1 {
+					t.Fatalf("%v seed %d budget %d: %q parses as %q %+v", f, seed, budget, text, content, calls)
+				}
+				call := calls[0]
+				if val := vals[call.Function.Name]; val != nil {
+					if err := validates(t, val, []byte(call.Function.Arguments)); err != nil {
+						t.Fatalf("%v seed %d: %s(%s): %v", f, seed, call.Function.Name, call.Function.Arguments, err)
+					}
+				} else if !json.Valid([]byte(call.Function.Arguments)) {
+					t.Fatalf("%v seed %d: %s(%s) not JSON", f, seed, call.Function.Name, call.Function.Arguments)
+				}
+			}
+		}
+	}
 }
