@@ -302,7 +302,7 @@ func CompileSchema(text []byte) (*Schema, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, &SchemaError{Feature: "json", Msg: err.Error()}
 	}
-	if dec.More() {
+	if len(bytes.TrimSpace(text[dec.InputOffset():])) > 0 {
 		return nil, &SchemaError{Feature: "json", Msg: "text after the schema"}
 	}
 	c := &compiler{root: doc, done: map[string]*node{}, busy: map[string]bool{}}
