@@ -457,6 +457,11 @@ type ChatRequest struct {
 	RawToolCalls bool
 	// Kwargs are extra template variables (enable_thinking, date_string, …).
 	Kwargs map[string]any
+	// ResponseFormat, when set to JSON, makes the reply one JSON
+	// document (see ResponseFormat); with tools offered under ToolAuto
+	// the reply is then the document, never a call. A forced tool call
+	// beside it is refused with ErrResponseFormat.
+	ResponseFormat *ResponseFormat
 }
 
 // Roles are the message roles Chat accepts, as OpenAI's API: "developer"

@@ -138,6 +138,9 @@ type Schema struct {
 // String is the schema's text.
 func (s *Schema) String() string { return s.text }
 
+// AllowsObject reports whether the schema lets an object through.
+func (s *Schema) AllowsObject() bool { return s.root.first['{'] }
+
 // MinLen is the length in bytes of the shortest document the schema
 // lets through.
 func (s *Schema) MinLen() int { return s.root.min }

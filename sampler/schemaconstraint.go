@@ -6,8 +6,8 @@ package sampler
 // refuses prunes its whole subtree); inside a string, the tokens that stay
 // in it come from a mask cached per vocabulary (and per pattern state),
 // and only the tokens holding a '"' are walked. With a token budget
-// (max_tokens) it keeps room to finish the document, as
-// ToolCallConstraint does; when the budget is too small for any, the
+// (max_tokens) it keeps room to finish the document and write an end
+// token, as ToolCallConstraint does; when the budget is too small for any, the
 // schema alone rules and the reply ends cut. When a token it refused is
 // drawn anyway, it constrains nothing from then on. It belongs to one
 // request.
@@ -36,7 +36,7 @@ func (c *SchemaConstraint) Allow(allowed []bool) {
 		return
 	}
 	if !c.st.done() {
-		left := c.budget - c.n
+		left := c.budget - c.n - 1 // one kept for the end token
 		if !c.allow(allowed, c.budget > 0, left) && c.budget > 0 {
 			c.allow(allowed, false, left)
 		}

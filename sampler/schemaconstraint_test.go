@@ -21,7 +21,7 @@ func scanAllow(c *SchemaConstraint, allowed []bool) {
 	}
 	pass := func(budget bool) bool {
 		some := false
-		left := c.budget - c.n
+		left := c.budget - c.n - 1
 		for id, b := range c.v.bytes {
 			if len(b) == 0 || c.v.literal[id] || c.v.end[id] || c.st.done() {
 				continue
