@@ -57,6 +57,7 @@ const (
 	MaxSchemaNest   = 16 // nesting of objects and arrays in the JSON described
 	maxProps        = 64
 	maxPatternDFA   = 256
+	maxSchemaDFA    = 4096
 	maxPatternAtoms = 512
 	maxEnumValues   = 1024
 )
@@ -320,10 +321,11 @@ func CompileSchema(text []byte) (*Schema, error) {
 }
 
 type compiler struct {
-	root  any
-	nodes int
-	done  map[string]*node // compiled $ref targets
-	busy  map[string]bool  // $refs being compiled: a cycle
+	root      any
+	nodes     int
+	dfaStates int              // of all its patterns
+	done      map[string]*node // compiled $ref targets
+	busy      map[string]bool  // $refs being compiled: a cycle
 }
 
 var annotations = map[string]bool{"title": true, "description": true, "default": true, "examples": true,
@@ -681,6 +683,9 @@ func (c *compiler) typed(m map[string]any, t string, p string, bad func(string, 
 			}
 			if n.pat, err = compilePattern(s); err != nil {
 				return nil, bad("pattern", "%v", err)
+			}
+			if c.dfaStates += len(n.pat.next); c.dfaStates > maxSchemaDFA {
+				return nil, bad("size", "the patterns need more than %d DFA states in all", maxSchemaDFA)
 			}
 		}
 		finish(n)

@@ -306,3 +306,27 @@ func TestSchemaCache(t *testing.T) {
 		t.Errorf("bad schema: %v, len %d", err, c.Len())
 	}
 }
+
+// TestCompileSchemaBounded: hostile schemas within the size limit are
+// refused or compiled quickly, their patterns' DFAs bounded in all.
+func TestCompileSchemaBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{`)
+	for i := range 60 {
+		fmt.Fprintf(&b, `"p%d":{"type":"string","pattern":"^(?:x)?%s$"},`, i, strings.Repeat("[a-c]?", 100))
+	}
+	b.WriteString(`"z":{}}}`)
+	if _, err := CompileSchema([]byte(b.String())); !errors.Is(err, ErrSchema) {
+		t.Errorf("groups: %v", err)
+	}
+	b.Reset()
+	b.WriteString(`{"type":"object","properties":{`)
+	for i := range 60 {
+		fmt.Fprintf(&b, `"p%d":{"type":"string","pattern":"^[ab]{150}$"},`, i) // 151 states each
+	}
+	b.WriteString(`"z":{}}}`)
+	var se *SchemaError
+	if _, err := CompileSchema([]byte(b.String())); !errors.As(err, &se) || se.Feature != "size" {
+		t.Errorf("many big patterns: %v", err)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -22,7 +21,6 @@ type dfa struct {
 	next   [][]int32 // next[state][symbol]; -1: refused
 	accept []bool    // per state
 	dist   []int     // bytes of the shortest way to an accepting state
-	masks  sync.Map  // *Vocab → *patternMasks: the tokens that stay in the string, per state
 }
 
 type rrange struct{ lo, hi rune }

@@ -93,7 +93,7 @@ func (c *SchemaConstraint) localMask(f *frame, allowed []bool) (int, bool) {
 	case n.kind == kString && f.st == ssIn:
 		switch {
 		case n.pat != nil:
-			copy(allowed, n.pat.mask(c.v, n, f.dfa))
+			copy(allowed, c.v.patternMask(n, f.dfa))
 		case n.maxLen >= 0 && n.maxLen-int(f.count) < c.sv.maxChars:
 			for _, id := range c.sv.byChars[:c.sv.charsEnd[n.maxLen-int(f.count)]] {
 				allowed[id] = true

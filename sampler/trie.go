@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"bytes"
+	"container/list"
 	"slices"
 	"sync"
 )
@@ -72,6 +73,7 @@ type schemaVocab struct {
 	byChars  []int32 // the free tokens by chars, ascending
 	charsEnd []int   // byChars[:charsEnd[c]] begin at most c characters
 	maxChars int
+	masks    patternMasks
 }
 
 var freeString = &node{kind: kString, maxLen: -1, min: 2}
@@ -89,6 +91,7 @@ func (v *Vocab) schema() *schemaVocab {
 			}
 		}
 		sv := &schemaVocab{all: buildTrie(v.bytes, all), quote: buildTrie(v.bytes, quote), free: make([]bool, len(v.bytes))}
+		sv.masks = patternMasks{max: max(4, maskCacheBytes/max(len(v.bytes), 1)), order: list.New(), byKey: map[maskKey]*list.Element{}}
 		chars := make([]int, len(v.bytes))
 		for _, id := range all {
 			f := frame{n: freeString, st: ssIn}
@@ -120,31 +123,60 @@ func (v *Vocab) schema() *schemaVocab {
 	return v.sv
 }
 
-// patternMasks caches, per DFA state, the tokens that stay inside a
-// pattern string from a character boundary in that state.
-type patternMasks struct {
-	mu    sync.Mutex
-	masks map[int32][]bool
+// maskCacheBytes bounds the pattern masks a Vocab keeps (one byte per
+// token each), the least recently used dropped first.
+const maskCacheBytes = 64 << 20
+
+type maskKey struct {
+	d *dfa
+	q int32
 }
 
-// mask is the tokens that stay inside string node n (a pattern string)
-// from state q; built at first use and kept with the pattern.
-func (d *dfa) mask(v *Vocab, n *node, q int32) []bool {
-	pm, _ := d.masks.LoadOrStore(v, &patternMasks{masks: map[int32][]bool{}})
-	p := pm.(*patternMasks)
+type maskEntry struct {
+	key  maskKey
+	mask []bool
+}
+
+// patternMasks caches, per pattern state, the tokens that stay inside a
+// pattern string from a character boundary in that state: an LRU of at
+// most maskCacheBytes, shared by every schema on the vocabulary.
+type patternMasks struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List // of *maskEntry, the most recent first
+	byKey map[maskKey]*list.Element
+}
+
+// patternMask is the tokens that stay inside string node n (a pattern
+// string) from its DFA state q.
+func (v *Vocab) patternMask(n *node, q int32) []bool {
+	sv := v.schema()
+	p := &sv.masks
+	k := maskKey{n.pat, q}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if m, ok := p.masks[q]; ok {
-		return m
+	if e, ok := p.byKey[k]; ok {
+		p.order.MoveToFront(e)
+		p.mu.Unlock()
+		return e.Value.(*maskEntry).mask
 	}
+	p.mu.Unlock()
 	m := make([]bool, len(v.bytes))
 	var s state
 	s.frames[0] = frame{st: rsValue}
 	s.frames[1] = frame{n: n, st: ssIn, dfa: q}
 	s.depth = 2
 	w := walker{s: &s, allowed: m, local: true}
-	w.walk(v.schema().all, 0)
-	p.masks[q] = m
+	w.walk(sv.all, 0)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.byKey[k]; ok {
+		return e.Value.(*maskEntry).mask
+	}
+	p.byKey[k] = p.order.PushFront(&maskEntry{k, m})
+	for p.order.Len() > p.max {
+		old := p.order.Remove(p.order.Back()).(*maskEntry)
+		delete(p.byKey, old.key)
+	}
 	return m
 }
 
