@@ -245,13 +245,15 @@ func ratCeil(r *big.Rat) *big.Int {
 	return q
 }
 
-func pow10(k int) int64 {
-	p := int64(1)
-	for range k {
-		p *= 10
+var pow10s = func() (t [19]int64) {
+	t[0] = 1
+	for i := 1; i < len(t); i++ {
+		t[i] = t[i-1] * 10
 	}
-	return p
-}
+	return t
+}()
+
+func pow10(k int) int64 { return pow10s[k] }
 
 // finish computes a scalar node's min and first bytes.
 func finish(n *node) {

@@ -95,9 +95,7 @@ func (c *SchemaConstraint) localMask(f *frame, allowed []bool) (int, bool) {
 		case n.pat != nil:
 			copy(allowed, c.v.patternMask(n, f.dfa))
 		case n.maxLen >= 0 && n.maxLen-int(f.count) < c.sv.maxChars:
-			for _, id := range c.sv.byChars[:c.sv.charsEnd[n.maxLen-int(f.count)]] {
-				allowed[id] = true
-			}
+			copy(allowed, c.v.lengthMask(n.maxLen-int(f.count)))
 		default:
 			copy(allowed, c.sv.free)
 		}

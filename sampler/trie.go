@@ -147,12 +147,22 @@ type patternMasks struct {
 	byKey map[maskKey]*list.Element
 }
 
-// patternMask is the tokens that stay inside string node n (a pattern
-// string) from its DFA state q.
-func (v *Vocab) patternMask(n *node, q int32) []bool {
+// lengthMask is the tokens that stay inside a string from a character
+// boundary and begin at most r characters (r < maxChars), cached in the
+// same LRU as the pattern masks.
+func (v *Vocab) lengthMask(r int) []bool {
 	sv := v.schema()
-	p := &sv.masks
-	k := maskKey{n.pat, q}
+	return sv.masks.get(maskKey{nil, int32(r)}, func() []bool {
+		m := make([]bool, len(v.bytes))
+		for _, id := range sv.byChars[:sv.charsEnd[r]] {
+			m[id] = true
+		}
+		return m
+	})
+}
+
+// get is the mask of k, built by build at the first call.
+func (p *patternMasks) get(k maskKey, build func() []bool) []bool {
 	p.mu.Lock()
 	if e, ok := p.byKey[k]; ok {
 		p.order.MoveToFront(e)
@@ -160,13 +170,7 @@ func (v *Vocab) patternMask(n *node, q int32) []bool {
 		return e.Value.(*maskEntry).mask
 	}
 	p.mu.Unlock()
-	m := make([]bool, len(v.bytes))
-	var s state
-	s.frames[0] = frame{st: rsValue}
-	s.frames[1] = frame{n: n, st: ssIn, dfa: q}
-	s.depth = 2
-	w := walker{s: &s, allowed: m, local: true}
-	w.walk(sv.all, 0)
+	m := build()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e, ok := p.byKey[k]; ok {
@@ -178,6 +182,22 @@ func (v *Vocab) patternMask(n *node, q int32) []bool {
 		delete(p.byKey, old.key)
 	}
 	return m
+}
+
+// patternMask is the tokens that stay inside string node n (a pattern
+// string) from its DFA state q.
+func (v *Vocab) patternMask(n *node, q int32) []bool {
+	sv := v.schema()
+	return sv.masks.get(maskKey{n.pat, q}, func() []bool {
+		m := make([]bool, len(v.bytes))
+		var s state
+		s.frames[0] = frame{st: rsValue}
+		s.frames[1] = frame{n: n, st: ssIn, dfa: q}
+		s.depth = 2
+		w := walker{s: &s, allowed: m, local: true}
+		w.walk(sv.all, 0)
+		return m
+	})
 }
 
 // walker tries the tokens of a trie from a state.
