@@ -449,7 +449,8 @@ type ChatRequest struct {
 	// one of Tools (the reply is one call of it, the only tool offered).
 	// A forced call is decoded under a sampler.ToolCallConstraint, so
 	// even a model that never calls tools writes a valid one: one of the
-	// names, a JSON object for arguments.
+	// names, a JSON object for arguments that follows the tool's
+	// Parameters schema (see ToolCallGrammar).
 	ToolChoice string
 	// RawToolCalls leaves the reply's text as the model wrote it, its
 	// tool calls unparsed, for a caller that reads them itself (the

@@ -17,8 +17,9 @@ import (
 //
 // where NAME is one of the offered tools and ARGS a JSON object: the
 // idea of vLLM's structured-output decoding for "required" and of
-// llama.cpp's tool-call grammars, smaller: any object is let through, the
-// function's JSON Schema is not enforced. Numbers stay within float64 (at
+// llama.cpp's tool-call grammars. Any object is let through unless the
+// grammar has the tool's schema (NewToolCallGrammarArgs): then ARGS is
+// also a document of that schema. Numbers stay within float64 (at
 // most 15 integer digits, 2 exponent digits) and nesting within 16
 // levels. The automaton reads the bytes of each candidate token; special
 // tokens (and the end tokens) never match inside the name or the JSON.
