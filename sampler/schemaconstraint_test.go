@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -235,6 +236,60 @@ func TestToolArgsSchemaWalk(t *testing.T) {
 					t.Fatalf("%v seed %d: %s(%s) not JSON", f, seed, call.Function.Name, call.Function.Arguments)
 				}
 			}
+		}
+	}
+}
+
+// TestSchemaConstraintConcurrent: constraints of one schema on one
+// vocabulary run on several goroutines (the choices of a request), the
+// vocabulary's tries and masks built and shared under them (run with
+// -race).
+func TestSchemaConstraintConcurrent(t *testing.T) {
+	tok, err := tokenizer.FromFile(tinyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := vocabOf(tok)
+	cache := NewSchemaCache(4)
+	var wg sync.WaitGroup
+	texts := make([]string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := cache.Compile([]byte(nestedSchema))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			r := rand.New(rand.NewPCG(uint64(g), 9))
+			c := NewSchemaConstraint(s, v, s.MinLen()+30)
+			allowed := make([]bool, tok.VocabSize())
+			var text []byte
+			for range s.MinLen() + 30 {
+				clear(allowed)
+				c.Allow(allowed)
+				var ids []int32
+				for id, ok := range allowed {
+					if ok {
+						ids = append(ids, int32(id))
+					}
+				}
+				id := ids[r.IntN(len(ids))]
+				if v.end[id] {
+					break
+				}
+				c.Accept(id)
+				text = append(text, v.bytes[id]...)
+			}
+			texts[g] = string(text)
+		}()
+	}
+	wg.Wait()
+	val := validator(t, nestedSchema)
+	for g, text := range texts {
+		if err := validates(t, val, []byte(text)); err != nil {
+			t.Errorf("goroutine %d: %q: %v", g, text, err)
 		}
 	}
 }
