@@ -112,7 +112,7 @@ func TestSchemaAccepts(t *testing.T) {
 		{`{"type":"array","items":{"type":"string","pattern":"\\d{2,3}"},"maxItems":2}`, []string{`[]`, `["12"]`, `["a123b","99"]`, `["1"]`, `["1","2","3"]`}},
 		{`{"type":"string","pattern":"^a.c$"}`, []string{`"abc"`, `"aéc"`, `"ac"`, `"a\nc"`}},
 		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"boolean"}}`,
-			[]string{`{"a":1,"ab":true}`, `{"a":true}`, `{"b":false,"a":2}`, `{"b":1}`}},
+			[]string{`{"a":1,"ab":true}`, `{"a":true}`, `{"b":false,"a":2}`, `{"b":1}`, `{"\u0061":true}`}},
 		{`{"anyOf":[{"type":"object","properties":{"x":{"const":1}},"required":["x"],"additionalProperties":false},{"type":"array","items":{"type":"integer"}}]}`,
 			[]string{`{"x":1}`, `[1,2]`, `{"x":2}`, `["a"]`, `{}`}},
 		{`{"type":"boolean"}`, []string{`true`, `false`, `null`, `tru`}},

@@ -454,7 +454,9 @@ func (s *state) stepObject(i int, f *frame, b byte) int {
 		f.other = len(n.names) == 0
 		return rAccept
 	case osKey:
-		r := lex(f, b, n.additional != nil)
+		// No escapes in the keys of an object with properties: "\u0061"
+		// would be property "a" to a validator, not another key.
+		r := lex(f, b, n.additional != nil && len(n.names) == 0)
 		switch r {
 		case lexReject:
 			return rReject
@@ -474,10 +476,6 @@ func (s *state) stepObject(i int, f *frame, b byte) int {
 			return rAccept
 		}
 		if f.other {
-			return rAccept
-		}
-		if b == '\\' && r == lexStart {
-			f.other = true // names hold no escapes
 			return rAccept
 		}
 		lo, hi := f.lo, f.hi
