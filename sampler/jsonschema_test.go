@@ -245,7 +245,8 @@ func TestPatternDFA(t *testing.T) {
 		{`^[^x]*$`, []string{"", "abc", "é"}, []string{"x", "axb"}},
 		{`^a?b*c+$`, []string{"c", "abbc", "bcc"}, []string{"", "ab", "aabc"}},
 		{`^.{2,3}$`, []string{"ab", "abc"}, []string{"a", "abcd"}},
-		{`^\w\s\W$`, []string{"a !"}, []string{"a a!"}},
+		{`^\w\s\W$`, []string{"a !"}, []string{"a a!", "a\u00a0!"}},
+		{`^[^\s]\S$`, []string{"ab"}, []string{"a\u00a0", "\u00a0b", " b"}},
 	}
 	for _, c := range cases {
 		d, err := compilePattern(c.pat)

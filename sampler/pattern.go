@@ -34,7 +34,10 @@ type element struct {
 var (
 	digit = []rrange{{'0', '9'}}
 	word  = []rrange{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}
-	space = []rrange{{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A},
+	// \s is the white space every engine agrees on (RE2's, within
+	// ECMA-262's); \S the complement of ECMA-262's, within RE2's.
+	space     = []rrange{{'\t', '\n'}, {'\f', '\r'}, {' ', ' '}}
+	ecmaSpace = []rrange{{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A},
 		{0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}}
 	anyRune = []rrange{{0, utf8.MaxRune}}
 	dot     = negate([]rrange{{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}})
@@ -190,7 +193,11 @@ func parseRepeat(s string) (lo, hi int, err error) {
 	return lo, hi, nil
 }
 
-func escapeClass(c rune) ([]rrange, error) {
+// escapeClass is the class of escape \c; wide asks for the widest
+// reading of \s and \S (inside a negated class, where the complement
+// must be the narrowest).
+func escapeClass(c rune, wide ...bool) ([]rrange, error) {
+	w := len(wide) > 0 && wide[0]
 	switch c {
 	case 'd':
 		return digit, nil
@@ -201,9 +208,15 @@ func escapeClass(c rune) ([]rrange, error) {
 	case 'W':
 		return negate(word), nil
 	case 's':
+		if w {
+			return ecmaSpace, nil
+		}
 		return space, nil
 	case 'S':
-		return negate(space), nil
+		if w {
+			return negate(space), nil
+		}
+		return negate(ecmaSpace), nil
 	case 'n':
 		return []rrange{{'\n', '\n'}}, nil
 	case 't':
@@ -240,7 +253,7 @@ func parseClass(rs []rune, i int) ([]rrange, int, error) {
 			if i+1 >= len(rs) {
 				return nil, 0, fmt.Errorf("%w: trailing backslash", errPattern)
 			}
-			cl, err := escapeClass(rs[i+1])
+			cl, err := escapeClass(rs[i+1], neg)
 			if err != nil {
 				return nil, 0, err
 			}
