@@ -138,8 +138,16 @@ func (s *state) step(b byte) bool {
 		if s.depth <= 1 {
 			return false
 		}
+		// The frame is stepped on a copy: a refused byte (most of a
+		// walk's) writes and logs nothing.
 		i := s.depth - 1
-		switch s.stepFrame(i, s.mut(i), b) {
+		g := s.frames[i]
+		r := s.stepFrame(i, &g, b)
+		if r == rReject {
+			return false
+		}
+		*s.mut(i) = g
+		switch r {
 		case rAccept:
 			return true
 		case rDone:
