@@ -58,6 +58,10 @@ func scanAllow(c *SchemaConstraint, allowed []bool) {
 func TestSchemaConstraintWalk(t *testing.T) {
 	tok := realTokenizer(t, "qwen3")
 	v := vocabOf(tok)
+	seeds := 3
+	if testing.Short() {
+		seeds = 1
+	}
 	schemas := []string{nestedSchema, `{"type":"object"}`,
 		`{"type":"object","properties":{"k":{"type":"string","pattern":"^[A-Fa-f0-9]{2,8}$"},"s":{"type":"string","maxLength":4},"n":{"type":"integer","minimum":-7,"maximum":300}},"required":["k","n","s"],"additionalProperties":false}`,
 		`{"type":"array","items":{"type":"string"},"maxItems":3}`,
@@ -66,7 +70,7 @@ func TestSchemaConstraintWalk(t *testing.T) {
 	for si, sc := range schemas {
 		s := compile(t, sc)
 		val := validator(t, sc)
-		for seed := range 3 {
+		for seed := range seeds {
 			r := rand.New(rand.NewPCG(uint64(si), uint64(seed)))
 			budget := s.MinLen() + 5 + 20*seed // room for the shortest document, one byte a token
 			c := NewSchemaConstraint(s, v, budget)
