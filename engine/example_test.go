@@ -197,7 +197,8 @@ func ExampleEngine() {
 
 // A ChatRequest with tools gets the reply's calls parsed; ToolChoice
 // "required" (or a function's name) makes the reply one call even from
-// a model that never calls tools, as this random one.
+// a model that never calls tools, as this random one, with arguments
+// that follow the tool's parameters schema.
 func ExampleLLM_Chat_tools() {
 	llm, err := engine.Open(context.Background(), tinyPath, engine.Options{Backend: kernels.CPURef})
 	if err != nil {
@@ -206,7 +207,8 @@ func ExampleLLM_Chat_tools() {
 	defer llm.Close()
 
 	weather := chat.Tool{Type: "function", Function: chat.ToolFunction{Name: "get_weather",
-		Parameters: json.RawMessage(`{"type": "object", "properties": {"city": {"type": "string"}}}`)}}
+		Parameters: json.RawMessage(`{"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
+			"required": ["city"], "additionalProperties": false}`)}}
 	res, err := llm.Chat(context.Background(), engine.ChatRequest{
 		Messages:   []chat.Message{{Role: "user", Content: "Weather in Paris?"}},
 		Tools:      []chat.Tool{weather},
@@ -221,5 +223,5 @@ func ExampleLLM_Chat_tools() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.FinishReason, call.Function.Name, call.Function.Arguments)
-	// Output: tool_calls get_weather {}
+	// Output: tool_calls get_weather {"city":""}
 }

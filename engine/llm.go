@@ -472,7 +472,8 @@ type ChatRequest struct {
 	// one of Tools (the reply is one call of it, the only tool offered).
 	// A forced call is decoded under a sampler.ToolCallConstraint, so
 	// even a model that never calls tools writes a valid one: one of the
-	// names, a JSON object for arguments.
+	// names, a JSON object for arguments that follows the tool's
+	// Parameters schema (see ToolCallGrammar).
 	ToolChoice string
 	// RawToolCalls leaves the reply's text as the model wrote it, its
 	// tool calls unparsed, for a caller that reads them itself (the
@@ -480,6 +481,11 @@ type ChatRequest struct {
 	RawToolCalls bool
 	// Kwargs are extra template variables (enable_thinking, date_string, …).
 	Kwargs map[string]any
+	// ResponseFormat, when set to JSON, makes the reply one JSON
+	// document (see ResponseFormat); with tools offered under ToolAuto
+	// the reply is then the document, never a call. A forced tool call
+	// beside it is refused with ErrResponseFormat.
+	ResponseFormat *ResponseFormat
 }
 
 // Roles are the message roles Chat accepts, as OpenAI's API: "developer"

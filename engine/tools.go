@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 
@@ -37,14 +38,27 @@ func ToolVocab(tok *tokenizer.Tokenizer) *sampler.Vocab {
 }
 
 // ToolCallGrammar is the grammar of a forced call of one of tools in
-// format f (FormatNone: the Hermes format).
+// format f (FormatNone: the Hermes format). A tool's arguments follow its
+// Parameters schema (none, or null: any object); a schema outside the
+// supported subset (sampler.CompileSchema) is a *ToolSchemaError.
 func ToolCallGrammar(f chat.Format, tools []chat.Tool) (*sampler.ToolCallGrammar, error) {
 	names := make([]string, len(tools))
+	args := make([]*sampler.Schema, len(tools))
 	for i, t := range tools {
 		names[i] = t.Function.Name
+		if p := bytes.TrimSpace(t.Function.Parameters); len(p) > 0 && string(p) != "null" {
+			s, err := schemas.Compile(p)
+			if err != nil {
+				return nil, &ToolSchemaError{Name: t.Function.Name, Err: err}
+			}
+			if !s.AllowsObject() {
+				return nil, &ToolSchemaError{Name: t.Function.Name, Err: &sampler.SchemaError{Feature: "type", Msg: "the arguments must be an object"}}
+			}
+			args[i] = s
+		}
 	}
 	pre, mid, suf := f.CallSyntax()
-	return sampler.NewToolCallGrammar(pre, mid, suf, names)
+	return sampler.NewToolCallGrammarArgs(pre, mid, suf, names, args)
 }
 
 // vocab is the model's ToolVocab, built at the first forced call.
@@ -91,15 +105,40 @@ func (l *LLM) prepareChat(req ChatRequest, params sampler.Params, opts []StreamO
 		return chatTurn{}, err
 	}
 	t := chatTurn{prompt: prompt, params: params, opts: opts}
-	tools, _ := offered(req) // RenderChat checked it
-	if len(tools) == 0 {
-		return t, nil
-	}
 	var r Request
 	for _, o := range opts {
 		o(&r)
 	}
 	n := max(r.N, 1)
+	forced := req.ToolChoice != "" && req.ToolChoice != ToolAuto && req.ToolChoice != ToolNone
+	if req.ResponseFormat != nil {
+		s, err := ResponseSchema(*req.ResponseFormat)
+		if err != nil {
+			return chatTurn{}, err
+		}
+		if s != nil {
+			switch {
+			case forced:
+				return chatTurn{}, fmt.Errorf("%w: %q with a forced tool call", ErrResponseFormat, req.ResponseFormat.Type)
+			case params.Constraint != nil || r.Constraints != nil:
+				return chatTurn{}, fmt.Errorf("%w: the response format sets the choices' Constraint; the request has one", ErrResponseFormat)
+			}
+			cs := make([]sampler.Constraint, n)
+			for i := range cs {
+				cs[i] = sampler.NewSchemaConstraint(s, l.vocab(), params.MaxTokens)
+			}
+			t.params.Constraint = nil
+			if n == 1 {
+				t.params.Constraint = cs[0]
+			} else {
+				t.opts = append(slices.Clone(opts), WithChoices(n, cs...))
+			}
+		}
+	}
+	tools, _ := offered(req) // RenderChat checked it
+	if len(tools) == 0 {
+		return t, nil
+	}
 	f := l.toolFormat
 	if f == chat.FormatNone {
 		f = chat.FormatQwen

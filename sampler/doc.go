@@ -10,7 +10,20 @@
 //
 // A Params.Constraint masks the tokens a grammar forbids before the
 // draw (see Constraint); ToolCallConstraint is the grammar of one forced
-// tool call (a name and a JSON object in a chat format's call syntax).
+// tool call (a name and a JSON object in a chat format's call syntax,
+// the object following the tool's schema when it has one), and
+// SchemaConstraint makes the reply one JSON document of a Schema.
+//
+// CompileSchema turns a JSON Schema (the subset in jsonschema.go; any
+// other keyword that constrains values is a *SchemaError) into a
+// pushdown automaton over the bytes of compact JSON: a stack of frames,
+// one per value being written, each with its small state, and an exact
+// shortest completion for max_tokens. A Vocab's tokens go in a byte trie
+// once; a step's mask walks it with the automaton, a refused byte pruning
+// its subtree, each byte's writes undone on the way back. Inside a string
+// the tokens that stay in it are a mask cached per vocabulary (per
+// pattern state for pattern strings, in an LRU), and only the tokens
+// holding a '"' are walked. SchemaCache keeps compiled schemas by text.
 //
 // The draw is defined on the whole vocabulary sorted by scaled logit,
 // descending, ties by smaller id: softmax in float64 (normalised over the

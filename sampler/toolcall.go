@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -16,8 +17,9 @@ import (
 //
 // where NAME is one of the offered tools and ARGS a JSON object: the
 // idea of vLLM's structured-output decoding for "required" and of
-// llama.cpp's tool-call grammars, smaller: any object is let through, the
-// function's JSON Schema is not enforced. Numbers stay within float64 (at
+// llama.cpp's tool-call grammars. Any object is let through unless the
+// grammar has the tool's schema (NewToolCallGrammarArgs): then ARGS is
+// also a document of that schema. Numbers stay within float64 (at
 // most 15 integer digits, 2 exponent digits) and nesting within 16
 // levels. The automaton reads the bytes of each candidate token; special
 // tokens (and the end tokens) never match inside the name or the JSON.
@@ -36,7 +38,8 @@ var ErrToolCallGrammar = errors.New("sampler: bad tool-call grammar")
 // built and may be shared by any number of constraints.
 type ToolCallGrammar struct {
 	prefix, mid, suffix string
-	names               []string // sorted, unique
+	names               []string  // sorted, unique
+	args                []*Schema // the arguments' schema of each name (nil: any object); nil: none
 }
 
 // NewToolCallGrammar returns the grammar of a call written
@@ -60,6 +63,34 @@ func NewToolCallGrammar(prefix, mid, suffix string, names []string) (*ToolCallGr
 	return g, nil
 }
 
+// NewToolCallGrammarArgs is NewToolCallGrammar with the arguments of
+// names[i] following args[i] (nil: any object). A schema must let an
+// object through (its first byte '{'); a *SchemaError otherwise.
+func NewToolCallGrammarArgs(prefix, mid, suffix string, names []string, args []*Schema) (*ToolCallGrammar, error) {
+	if len(args) != len(names) {
+		return nil, fmt.Errorf("%w: %d schemas for %d names", ErrToolCallGrammar, len(args), len(names))
+	}
+	g, err := NewToolCallGrammar(prefix, mid, suffix, names)
+	if err != nil {
+		return nil, err
+	}
+	g.args = make([]*Schema, len(g.names))
+	for i, s := range args {
+		if s == nil {
+			continue
+		}
+		if !s.root.first['{'] {
+			return nil, &SchemaError{Feature: "type", Msg: fmt.Sprintf("the arguments of %q must be an object", names[i])}
+		}
+		k, _ := slices.BinarySearch(g.names, names[i])
+		if g.args[k] != nil && g.args[k] != s {
+			return nil, fmt.Errorf("%w: two schemas for %q", ErrToolCallGrammar, names[i])
+		}
+		g.args[k] = s
+	}
+	return g, nil
+}
+
 // Has reports whether name is one of the grammar's tool names.
 func (g *ToolCallGrammar) Has(name string) bool {
 	_, found := slices.BinarySearch(g.names, name)
@@ -77,6 +108,9 @@ type Vocab struct {
 	plain   []bool // whole UTF-8 characters, no control, '"' or '\': inside a string, a no-op
 	ends    []int32
 	maxLen  int // longest token, in bytes
+
+	schemaOnce sync.Once
+	sv         *schemaVocab // the tries of SchemaConstraint, built at first use
 }
 
 // NewVocab returns the vocabulary whose token id adds pieces[id] to the
@@ -470,16 +504,23 @@ func (g *ToolCallGrammar) completion(s gstate) int {
 }
 
 // ToolCallConstraint is the Constraint of a forced call: after the call
-// only an end token may come. When a token it refused is drawn anyway (a
-// Sampler draws freely when no token is allowed), it constrains nothing
-// from then on. It belongs to one request.
+// only an end token may come. When the grammar has argument schemas
+// (NewToolCallGrammarArgs), the arguments of the named tool also walk its
+// schema's automaton in lockstep: a token must keep both on track, and
+// the budget counts the schema's shortest completion. When a token it
+// refused is drawn anyway (a Sampler draws freely when no token is
+// allowed), it constrains nothing from then on. It belongs to one
+// request.
 type ToolCallConstraint struct {
 	g      *ToolCallGrammar
 	v      *Vocab
 	st     gstate
-	budget int  // max_tokens; 0: none
-	n      int  // tokens accepted
-	off    bool // a token the grammar refused was drawn: no constraint from then on
+	args   state // the arguments' schema state, while argsOn
+	argsOn bool
+	tmp    state // a token's try that begins the arguments
+	budget int   // max_tokens; 0: none
+	n      int   // tokens accepted
+	off    bool  // a token the grammar refused was drawn: no constraint from then on
 }
 
 // NewToolCallConstraint returns a constraint that makes the reply one
@@ -489,21 +530,53 @@ func NewToolCallConstraint(g *ToolCallGrammar, v *Vocab, maxTokens int) *ToolCal
 	return &ToolCallConstraint{g: g, v: v, budget: maxTokens}
 }
 
-// feed steps s over token id's bytes.
-func (c *ToolCallConstraint) feed(s *gstate, id int) bool {
+// feed steps s over token id's bytes, and the arguments' schema state: a
+// (nil while no schema is on; commit says a is the constraint's own and
+// may be started). It returns the schema state in use at the end.
+func (c *ToolCallConstraint) feed(s *gstate, a *state, id int, commit bool) (*state, bool) {
 	b := c.v.bytes[id]
 	if len(b) == 0 || c.v.end[id] || s.phase == phEnd {
-		return false
+		return a, false
 	}
 	for _, x := range b {
 		if c.v.literal[id] && (s.phase == phName || s.phase == phJSON) {
-			return false
+			return a, false
 		}
+		if s.phase == phJSON && a != nil {
+			if !commit {
+				a.begin()
+			}
+			if !a.step(x) {
+				return a, false
+			}
+		}
+		was := s.phase
 		if !c.g.step(s, x) {
-			return false
+			return a, false
+		}
+		if was == phMid && s.phase == phJSON && c.g.args != nil && c.g.args[s.lo] != nil {
+			a = &c.tmp
+			if commit {
+				a = &c.args
+				c.argsOn = true
+			}
+			*a = newState(c.g.args[s.lo].root)
 		}
 	}
-	return true
+	return a, true
+}
+
+// completionOf is the bytes that finish the call from s, the arguments'
+// schema state a (nil: none on): the closer's way, through the first
+// name left and its shortest arguments.
+func (c *ToolCallConstraint) completionOf(s *gstate, a *state) int {
+	switch {
+	case s.phase == phJSON && a != nil:
+		return a.completion() + len(c.g.suffix)
+	case s.phase < phJSON && c.g.args != nil && int(s.lo) < len(c.g.args) && c.g.args[s.lo] != nil:
+		return c.g.completion(*s) - 2 + c.g.args[s.lo].MinLen()
+	}
+	return c.g.completion(*s)
 }
 
 // Allow lets through the tokens that keep the reply on the grammar and,
@@ -527,12 +600,22 @@ func (c *ToolCallConstraint) Allow(allowed []bool) {
 	}
 }
 
+// active is the arguments' schema state, nil when none is on.
+func (c *ToolCallConstraint) active() *state {
+	if c.argsOn && c.st.phase == phJSON {
+		return &c.args
+	}
+	return nil
+}
+
 // allow marks the tokens the grammar lets through and, with budget, that
 // leave at most left-1 bytes to finish; it reports whether there is one.
 func (c *ToolCallConstraint) allow(allowed []bool, budget bool, left int) bool {
-	base := c.g.completion(c.st)
-	// Inside a string, a plain token changes nothing.
-	inString := c.st.phase == phJSON && c.st.js == jString && c.st.more == 0
+	a := c.active()
+	base := c.completionOf(&c.st, a)
+	// Inside a string, a plain token changes nothing (a free string of
+	// the schema too).
+	inString := c.st.phase == phJSON && c.st.js == jString && c.st.more == 0 && (a == nil || onFreeString(a))
 	some := false
 	for id := range min(len(allowed), len(c.v.bytes)) {
 		if inString && c.v.plain[id] {
@@ -542,17 +625,35 @@ func (c *ToolCallConstraint) allow(allowed []bool, budget bool, left int) bool {
 			continue
 		}
 		s := c.st
-		if !c.feed(&s, id) {
-			continue
+		var mark, depth int
+		if a != nil {
+			mark, depth = len(a.log), a.depth
 		}
-		// A byte adds at most 4 bytes to the completion (',' in an object
-		// needs `"":0`): only tokens that could overrun are measured.
-		if budget && base+4*len(c.v.bytes[id]) > left-1 && c.g.completion(s) > left-1 {
-			continue
+		got, ok := c.feed(&s, a, id, false)
+		// A byte adds at most 4 bytes to the completion of any object
+		// (',' in an object needs `"":0`): only tokens that could overrun
+		// are measured. With argument schemas, every one is.
+		if ok && budget && (c.g.args != nil || base+4*len(c.v.bytes[id]) > left-1) && c.completionOf(&s, got) > left-1 {
+			ok = false
 		}
-		allowed[id], some = true, true
+		if a != nil {
+			a.undo(mark, depth)
+		}
+		if ok {
+			allowed[id], some = true, true
+		}
 	}
 	return some
+}
+
+// onFreeString: the top of a is a string any plain token may extend.
+func onFreeString(a *state) bool {
+	f := &a.frames[a.depth-1]
+	if f.lx != lxChar {
+		return false
+	}
+	n := f.n
+	return n.kind == kString && f.st == ssIn && n.pat == nil && n.maxLen < 0 || n.kind == kObject && f.st == osKey && f.other
 }
 
 // Accept advances past the token drawn.
@@ -561,7 +662,12 @@ func (c *ToolCallConstraint) Accept(id int32) {
 	if c.off || c.st.phase == phEnd && c.v.end[id] {
 		return
 	}
-	if int(id) >= len(c.v.bytes) || !c.feed(&c.st, int(id)) {
+	if int(id) >= len(c.v.bytes) {
+		c.off = true
+		return
+	}
+	c.args.logging = false
+	if _, ok := c.feed(&c.st, c.active(), int(id), true); !ok {
 		c.off = true
 	}
 }

@@ -150,7 +150,7 @@ func walk(t *testing.T, tok *tokenizer.Tokenizer, f chat.Format, seed uint64, bo
 			for range 64 {
 				cand := ids[rng.IntN(len(ids))]
 				s := c.st
-				if c.feed(&s, int(cand)) && g.completion(s) < best {
+				if _, ok := c.feed(&s, nil, int(cand), false); ok && g.completion(s) < best {
 					id, best = cand, g.completion(s)
 				} else if v.end[cand] {
 					id, best = cand, 0

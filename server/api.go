@@ -74,7 +74,7 @@ type chatRequest struct {
 	ToolChoice     json.RawMessage            `json:"tool_choice"`
 	Logprobs       bool                       `json:"logprobs"`
 	TopLogprobs    *int                       `json:"top_logprobs"`
-	ResponseFormat *struct{ Type string }     `json:"response_format"`
+	ResponseFormat *responseFormat            `json:"response_format"`
 	TemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 }
 
@@ -86,6 +86,40 @@ type completionRequest struct {
 	Echo     bool            `json:"echo"`
 	Suffix   *string         `json:"suffix"`
 	BestOf   *int            `json:"best_of"`
+	// ResponseFormat is the chat field's, for completions too (as vLLM).
+	ResponseFormat *responseFormat `json:"response_format"`
+}
+
+// responseFormat is OpenAI's response_format: "text", "json_object", or
+// "json_schema" with {"name", "schema", "strict"}. The schema is
+// enforced whatever strict says (never less than asked).
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
+// schema compiles the format: nil for text; a 400 naming
+// response_format (and the schema keyword at fault) otherwise.
+func (rf *responseFormat) schema() (*sampler.Schema, *apiError) {
+	if rf == nil {
+		return nil, nil
+	}
+	f := engine.ResponseFormat{Type: rf.Type}
+	if rf.Type == engine.FormatJSONSchema {
+		if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
+			return nil, badParam("response_format", "response_format json_schema needs json_schema.schema")
+		}
+		f.Schema = rf.JSONSchema.Schema
+	}
+	s, err := engine.ResponseSchema(f)
+	if err != nil {
+		return nil, badParam("response_format", "%v", err)
+	}
+	return s, nil
 }
 
 // decodeBody reads a JSON object from the request into v; r.Body is

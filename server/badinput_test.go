@@ -24,6 +24,11 @@ func TestBadInput(t *testing.T) {
 		json     = "application/json"
 	)
 	big := `{"model":"tiny","messages":[{"role":"user","content":"` + strings.Repeat("a", 5<<20) + `"}]}`
+	deepSchema := strings.Repeat(`{"type":"array","items":`, 40) + `{}` + strings.Repeat(`}`, 40)
+	bigSchema := `{"enum":[` + strings.Repeat(`"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",`, 7000) + `"b"]}`
+	rf := func(schema string) string {
+		return `{` + ok + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":` + schema + `}}}`
+	}
 	hugeBias := `{` + ok + `,"logit_bias":{` + strings.Repeat(`"1":1,`, 10) + `"999999999":1}}`
 	cases := []struct {
 		name, method, path, ctype, body string
@@ -75,6 +80,19 @@ func TestBadInput(t *testing.T) {
 		{"tool_choice required without tools", "POST", chatPath, json, `{` + ok + `,"tool_choice":"required"}`, 400, "tool_choice", false},
 		{"stream_options without stream", "POST", chatPath, json, `{` + ok + `,"stream_options":{"include_usage":true}}`, 400, "stream_options", false},
 		{"response_format json_schema", "POST", chatPath, json, `{` + ok + `,"response_format":{"type":"json_schema"}}`, 400, "response_format", false},
+		{"response_format unknown type", "POST", chatPath, json, `{` + ok + `,"response_format":{"type":"yaml"}}`, 400, "response_format", false},
+		{"response_format unsupported keyword", "POST", chatPath, json, rf(`{"type":"string","format":"email"}`), 400, "response_format", false},
+		{"response_format not", "POST", chatPath, json, rf(`{"not":{"type":"null"}}`), 400, "response_format", false},
+		{"response_format schema not a schema", "POST", chatPath, json, rf(`5`), 400, "response_format", false},
+		{"response_format bad pattern", "POST", chatPath, json, rf(`{"type":"string","pattern":"(a|b"}`), 400, "response_format", false},
+		{"response_format recursive ref", "POST", chatPath, json, rf(`{"$ref":"#"}`), 400, "response_format", false},
+		{"response_format unsatisfiable", "POST", chatPath, json, rf(`{"type":"integer","minimum":3,"maximum":2}`), 400, "response_format", false},
+		{"response_format schema too deep", "POST", chatPath, json, rf(deepSchema), 400, "response_format", false},
+		{"response_format schema too big", "POST", chatPath, json, rf(bigSchema), 400, "response_format", false},
+		{"response_format with forced tool call", "POST", chatPath, json, `{` + ok + `,"tool_choice":"required","tools":[{"type":"function","function":{"name":"f"}}],"response_format":{"type":"json_object"}}`, 400, "response_format", false},
+		{"tool parameters unsupported on a forced call", "POST", chatPath, json, `{` + ok + `,"tool_choice":"required","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"if":{}}}}}}]}`, 400, "tools[0].function.parameters", false},
+		{"tool parameters not an object schema", "POST", chatPath, json, `{` + ok + `,"tool_choice":{"type":"function","function":{"name":"g"}},"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g","parameters":{"type":"string"}}}]}`, 400, "tools[1].function.parameters", false},
+		{"completion response_format unsupported", "POST", cmplPath, json, `{"model":"tiny","prompt":"a","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"array","uniqueItems":true}}}}`, 400, "response_format", false},
 		{"stream wrong type", "POST", chatPath, json, `{` + ok + `,"stream":"yes"}`, 400, "stream", false},
 		{"body too big", "POST", chatPath, json, big, 413, "", false},
 		{"wrong content type", "POST", chatPath, "text/plain", `{` + ok + `}`, 415, "", false},

@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,6 +107,7 @@ type chatPlan struct {
 	tools       toolMode
 	format      chat.Format
 	grammar     *sampler.ToolCallGrammar // tool_choice required or named: the forced call
+	schema      *sampler.Schema          // response_format json_object or json_schema
 }
 
 func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
@@ -128,12 +131,15 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 	if req.Logprobs {
 		pl.params.Logprobs = max(pl.topLogprobs, 1)
 	}
-	if rf := req.ResponseFormat; rf != nil && rf.Type != "text" {
-		return nil, badParam("response_format", "response_format %q is not supported; only \"text\"", rf.Type)
+	if pl.schema, e = req.ResponseFormat.schema(); e != nil {
+		return nil, e
 	}
 	tools, mode, e := req.tools()
 	if e != nil {
 		return nil, e
+	}
+	if pl.schema != nil && mode == toolsRequired {
+		return nil, badParam("response_format", "response_format %q with a forced tool call (tool_choice) is not supported", req.ResponseFormat.Type)
 	}
 	pl.tools = mode
 	offered := tools
@@ -155,6 +161,11 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 		if mode == toolsRequired {
 			extra = strings.TrimSpace(extra + "\n\n" + mustCallTool)
 			g, err := engine.ToolCallGrammar(pl.format, offered)
+			var te *engine.ToolSchemaError
+			if errors.As(err, &te) {
+				i := slices.IndexFunc(req.Tools, func(t chat.Tool) bool { return t.Function.Name == te.Name })
+				return nil, badParam(fmt.Sprintf("tools[%d].function.parameters", i), "%v", err)
+			}
 			if err != nil {
 				return nil, badParam("tools", "%v", err)
 			}
@@ -206,9 +217,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var constraints []sampler.Constraint // one per choice: a constraint has state
-	if pl.grammar != nil {
-		for range pl.n {
+	for range pl.n {
+		switch {
+		case pl.grammar != nil:
 			constraints = append(constraints, sampler.NewToolCallConstraint(pl.grammar, m.vocab(), pl.params.MaxTokens))
+		case pl.schema != nil:
+			constraints = append(constraints, sampler.NewSchemaConstraint(pl.schema, m.vocab(), pl.params.MaxTokens))
 		}
 	}
 	stream := func(ctx context.Context) iter.Seq2[engine.Delta, error] {
