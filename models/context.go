@@ -17,12 +17,17 @@ type SeqID = kv.SeqID
 // Batch is one forward pass in SoA form, as llama_batch: token i is
 // Token[i] at position Pos[i], belongs to the sequences Seq[i] (usually
 // one), and Logits[i] asks for its output row. Any mix of sequences,
-// prefill and decode may share a batch.
+// prefill and decode may share a batch. Adapter, when not empty, holds
+// one LoRA adapter per token (Model.LoadAdapter; NoAdapter for the base
+// model); empty, every token runs the base model. Tokens of one
+// sequence should run the same adapter: the cache keeps what each
+// computed.
 type Batch struct {
-	Token  []int32
-	Pos    []int32
-	Seq    [][]SeqID
-	Logits []bool
+	Token   []int32
+	Pos     []int32
+	Seq     [][]SeqID
+	Logits  []bool
+	Adapter []AdapterID
 }
 
 // Add appends one token to the batch.
@@ -77,7 +82,8 @@ type Context struct {
 	kCache []kernels.Tensor // per layer (cells, kvHeads*headDim)
 	vCache []kernels.Tensor
 
-	s *scratch // the forward pass's tensors
+	s    *scratch    // the forward pass's tensors
+	lora loraScratch // the LoRA part of them, made on first use
 
 	logits    []float32 // (len(outputIDs), vocab)
 	outputIDs []int     // batch indices with logits, in batch order
@@ -188,6 +194,7 @@ func (ctx *Context) Close() error {
 		ctx.s.free(b)
 		ctx.s = nil
 	}
+	ctx.lora = loraScratch{}
 	return nil
 }
 
@@ -216,6 +223,9 @@ func (ctx *Context) validate(b Batch) error {
 		return bad("lengths differ: %d tokens, %d positions, %d logits flags", len(b.Token), n, len(b.Logits))
 	case n > ctx.p.BatchSize:
 		return bad("%d tokens exceed the batch size %d", n, ctx.p.BatchSize)
+	}
+	if err := ctx.checkAdapters(b); err != nil {
+		return err
 	}
 	vocab := int32(ctx.m.Config.VocabSize)
 	positions := ctx.m.Config.MaxPositions

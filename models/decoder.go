@@ -118,6 +118,8 @@ func (ctx *Context) allocOutputs(rows int) error {
 //	    h = rmsnorm(x) ; q,k,v = h·Wq,k,vᵀ (+bias) ; rope(q,k)
 //	    cache[cells] = k,v ; x += attention(q, cache, vis)·Woᵀ
 //	    h = rmsnorm(x) ; x += (silu(h·Wgateᵀ) * h·Wupᵀ)·Wdownᵀ
+//	(with LoRA adapters, each y = u·Wᵀ above also gets + s·(u·Aᵀ)·Bᵀ
+//	for the tokens of each adapter: applyLoRA)
 //	logits = rmsnorm(x)[rows asked] · lm_headᵀ
 func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	m, b, c, s := ctx.m, ctx.m.backend, ctx.m.Config, ctx.s
@@ -147,6 +149,11 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		return err
 	}
 
+	lora, err := ctx.loraPass(bt) // nil without adapters
+	if err != nil {
+		return err
+	}
+
 	eps := float32(c.RMSNormEps)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	w := m.w
@@ -160,6 +167,11 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 			b.Add(k, k, ly.kBias)
 			b.Add(v, v, ly.vBias)
 		}
+		if lora != nil {
+			ctx.applyLoRA(lora, l, loraQ, h, q)
+			ctx.applyLoRA(lora, l, loraK, h, k)
+			ctx.applyLoRA(lora, l, loraV, h, v)
+		}
 		b.RoPE(q, pos, m.rope)
 		b.RoPE(k, pos, m.rope)
 		b.KVWrite(ctx.kCache[l], k, cl)
@@ -169,12 +181,22 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		if ly.oBias != nil {
 			b.Add(o, o, ly.oBias)
 		}
+		if lora != nil {
+			ctx.applyLoRA(lora, l, loraO, attn, o)
+		}
 		b.Add(x, x, o)
 
 		b.RMSNorm(h, x, ly.ffnNorm, eps)
 		kernels.MatMuls(b, gateUp[:], h, ly.gateUp[:])
+		if lora != nil {
+			ctx.applyLoRA(lora, l, loraGate, h, gate)
+			ctx.applyLoRA(lora, l, loraUp, h, up)
+		}
 		b.SwiGLU(gate, gate, up)
 		b.MatMul(down, gate, ly.down)
+		if lora != nil {
+			ctx.applyLoRA(lora, l, loraDown, gate, down)
+		}
 		b.Add(x, x, down)
 	}
 	b.RMSNorm(x, x, w.outNorm, eps)
