@@ -37,7 +37,8 @@ func newRunner(ctx *models.Context) *runner {
 // was (Decode's promise).
 func (r *runner) run(chunks []chunk) ([][]float32, error) {
 	b := &r.batch
-	b.Token, b.Pos, b.Seq, b.Logits = b.Token[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0]
+	b.Token, b.Pos, b.Seq, b.Logits, b.Adapter = b.Token[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Adapter[:0]
+	lora := false
 	last := make([]int, len(chunks)) // batch index of each chunk's last token
 	for i, c := range chunks {
 		q := c.seq
@@ -46,11 +47,16 @@ func (r *runner) run(chunks []chunk) ([][]float32, error) {
 		}
 		for p := c.start; p < c.start+c.n; p++ {
 			b.Add(q.tokens[p], int32(p), c.sample && p == c.start+c.n-1, r.seqs[q.seqID]...)
+			b.Adapter = append(b.Adapter, q.adapter)
 		}
+		lora = lora || q.adapter != models.NoAdapter
 		last[i] = b.Len() - 1
 	}
 	if b.Len() == 0 {
 		return nil, nil
+	}
+	if !lora {
+		b.Adapter = b.Adapter[:0] // the base model for every token
 	}
 	if err := r.ctx.Decode(*b); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
