@@ -83,7 +83,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	m, label, e := s.lookup(req.Model)
+	m, label, adapter, e := s.resolve(req.Model)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -129,12 +129,12 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	for k, pr := range prompts {
 		streams[k] = func(ctx context.Context) iter.Seq2[engine.Delta, error] {
 			if pr.ids != nil {
-				return m.Gen.StreamTokens(ctx, pr.ids, p, engine.WithChoices(n))
+				return m.Gen.StreamTokens(ctx, pr.ids, p, engine.WithChoices(n), engine.WithAdapter(adapter))
 			}
 			if pr.text == "" {
 				return func(yield func(engine.Delta, error) bool) { yield(engine.Delta{}, sampler.ErrEmptyPrompt) }
 			}
-			return m.Gen.Stream(ctx, pr.text, p, engine.WithChoices(n))
+			return m.Gen.Stream(ctx, pr.text, p, engine.WithChoices(n), engine.WithAdapter(adapter))
 		}
 	}
 	ctx := r.Context()
