@@ -106,45 +106,53 @@ func TestLoRABatchInvariance(t *testing.T) {
 	} {
 		t.Run(c.model, func(t *testing.T) {
 			m := openTest(t, filepath.Join(testdata, c.model))
-			a, b := loadAdapter(t, m, c.a), loadAdapter(t, m, c.b)
-			ads := []AdapterID{a, b, NoAdapter, a} // per sequence of prompts
-			ctx := newCtx(t, m, ContextParams{ContextLen: 64, MaxSeqs: 4, BatchSize: 64})
-			var bt Batch
-			for s, p := range prompts {
-				for i, tok := range p {
-					bt.Add(tok, int32(i), true, SeqID(s))
-					bt.Adapter = append(bt.Adapter, ads[s])
-				}
-			}
-			if err := ctx.Decode(bt); err != nil {
-				t.Fatal(err)
-			}
-			k := 0
-			for s, p := range prompts {
-				alone := decodeWith(t, m, p, ads[s])
-				for i := range p {
-					if !bitwiseEqual(ctx.Logits(k), alone[i]) {
-						t.Fatalf("seq %d (adapter %d) pos %d: batched logits differ from alone", s, ads[s], i)
-					}
-					k++
-				}
-			}
-			next := []int32{10, 20, 30, 40}
-			bt = Batch{}
-			for s := range prompts {
-				bt.Add(next[s], int32(len(prompts[s])), true, SeqID(s))
-				bt.Adapter = append(bt.Adapter, ads[s])
-			}
-			if err := ctx.Decode(bt); err != nil {
-				t.Fatal(err)
-			}
-			for s, p := range prompts {
-				alone := decodeWith(t, m, append(append([]int32{}, p...), next[s]), ads[s])
-				if !bitwiseEqual(ctx.Logits(s), alone[len(p)]) {
-					t.Fatalf("decode step, seq %d (adapter %d): batched logits differ from alone", s, ads[s])
-				}
-			}
+			mixedAdapterBatch(t, m, loadAdapter(t, m, c.a), loadAdapter(t, m, c.b))
 		})
+	}
+}
+
+// mixedAdapterBatch prefills the four prompts in one batch, sequences 0
+// and 3 with adapter a, 1 with b, 2 with none, then decodes one token of
+// each in one batch, and checks every row of logits bitwise against the
+// sequence alone.
+func mixedAdapterBatch(t *testing.T, m *Model, a, b AdapterID) {
+	t.Helper()
+	ads := []AdapterID{a, b, NoAdapter, a} // per sequence of prompts
+	ctx := newCtx(t, m, ContextParams{ContextLen: 64, MaxSeqs: 4, BatchSize: 64})
+	var bt Batch
+	for s, p := range prompts {
+		for i, tok := range p {
+			bt.Add(tok, int32(i), true, SeqID(s))
+			bt.Adapter = append(bt.Adapter, ads[s])
+		}
+	}
+	if err := ctx.Decode(bt); err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	for s, p := range prompts {
+		alone := decodeWith(t, m, p, ads[s])
+		for i := range p {
+			if !bitwiseEqual(ctx.Logits(k), alone[i]) {
+				t.Fatalf("seq %d (adapter %d) pos %d: batched logits differ from alone", s, ads[s], i)
+			}
+			k++
+		}
+	}
+	next := []int32{10, 20, 30, 40}
+	bt = Batch{}
+	for s := range prompts {
+		bt.Add(next[s], int32(len(prompts[s])), true, SeqID(s))
+		bt.Adapter = append(bt.Adapter, ads[s])
+	}
+	if err := ctx.Decode(bt); err != nil {
+		t.Fatal(err)
+	}
+	for s, p := range prompts {
+		alone := decodeWith(t, m, append(append([]int32{}, p...), next[s]), ads[s])
+		if !bitwiseEqual(ctx.Logits(s), alone[len(p)]) {
+			t.Fatalf("decode step, seq %d (adapter %d): batched logits differ from alone", s, ads[s])
+		}
 	}
 }
 
