@@ -327,9 +327,6 @@ func readGGUFLoRA(path string, c *Config) (*loraHost, error) {
 	if alpha != 0 {
 		h.info.Scale = alpha / float64(h.info.Rank)
 	}
-	if h.info.Alpha == 0 {
-		h.info.Alpha = float64(h.info.Rank)
-	}
 	return h, nil
 }
 
