@@ -45,6 +45,7 @@ real-model-safetensors: $(GGUF)
 # goldens re-makes testdata/ from transformers (needs tools/requirements.txt).
 goldens:
 	$(PYTHON) tools/make_goldens.py testdata
+	$(PYTHON) tools/make_embedding_goldens.py testdata
 
 fmt:
 	gofmt -w .

@@ -77,6 +77,9 @@ func (m *blockManager) freeCells() int {
 // retained prefix or a running request has computed. It leaves at least
 // one token to compute (its logits are needed) and changes nothing.
 func (m *blockManager) match(q *sequence) hit {
+	if q.everyRow() { // mean pooling needs every token's hidden state
+		return noHit
+	}
 	head := q.tokens[:len(q.tokens)-1]
 	if s := m.pool.sessions[q.session]; q.session != "" && s != nil {
 		n := 0 // another adapter's K/V: q takes the sequence over, empty

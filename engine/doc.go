@@ -14,6 +14,7 @@
 //	defer l.Close()
 //	res, err := l.Generate(ctx, []string{"a", "b"}, params)  // []Result, input order
 //	for d, err := range l.Stream(ctx, "prompt", params) { … } // Deltas; break or cancel aborts
+//	vecs, err := l.Embed(ctx, []string{"a", "b"}, engine.EmbedOptions{}) // pooled, L2-normalised
 //	s := l.NewSession()                                      // K/V kept between turns
 //	for d, err := range s.SendChat(ctx, req, params) { … }
 //
@@ -47,6 +48,15 @@
 //	              owned by one goroutine fed through an inbox; Generate,
 //	              Chat and the Stream calls
 //	session.go    Session: a conversation whose K/V stays between turns
+//	embed.go      embedding requests: a prompt-only sequence whose tokens
+//	              ask Decode for their final hidden states (every token for
+//	              mean pooling, which no cached prefix may skip; the last
+//	              for last-token pooling); the step that computes its last
+//	              token pools them, finishes it and frees its cells
+//	pooling.go    the model's pooling: sentence-transformers' modules.json
+//	              and 1_Pooling/config.json, or a GGUF's pooling_type
+//	embed_llm.go  LLM.Embed and EmbedTokens: inputs checked, then queued
+//	              at most MaxSeqs at a time beside the generations
 //
 // Sequences. A request's tokens are its prompt followed by its output;
 // token i sits at position i of its own sequence id. numCached counts the

@@ -70,6 +70,7 @@ type Engine struct {
 	tok    *tokenizer.Tokenizer
 	eos    []int32
 	vocab  int
+	hidden int // the model's hidden size: an embedding's length
 	maxLen int // tokens one sequence may hold: min(cells, positions)
 
 	sched   *scheduler
@@ -108,7 +109,7 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 			eos = append(eos, tok.EOS()...)
 		}
 	}
-	e := &Engine{ctx: ctx, tok: tok, eos: eos, vocab: m.Config.VocabSize,
+	e := &Engine{ctx: ctx, tok: tok, eos: eos, vocab: m.Config.VocabSize, hidden: m.Config.HiddenSize,
 		maxLen: min(cp.ContextLen, m.Config.MaxPositions), byID: map[string]*sequence{}, adapters: cfg.Adapters}
 	for name, id := range cfg.Adapters {
 		if _, ok := m.Adapter(id); !ok || name == "" {
@@ -148,6 +149,16 @@ func (e *Engine) Add(r Request) error {
 		if t < 0 || int(t) >= e.vocab {
 			return fmt.Errorf("%w: %d at %d (vocabulary %d)", ErrBadToken, t, i, e.vocab)
 		}
+	}
+	if r.Embed != nil {
+		if err := checkEmbed(&r); err != nil {
+			return err
+		}
+		q := newEmbedSequence(&r)
+		e.byID[r.ID] = q
+		e.sched.add(q)
+		e.count.promptTokens += uint64(len(r.Prompt))
+		return nil
 	}
 	if err := r.Params.Validate(e.vocab); err != nil {
 		return errcode.Wrap(errcode.BadParams, err)
@@ -249,7 +260,11 @@ func (e *Engine) Step() ([]Output, error) {
 	for _, c := range sc.chunks {
 		e.count.computedTokens += uint64(c.n)
 	}
-	chunks, logits, err := e.fanOut(sc.chunks, logits)
+	chunks, logits, outs, err := e.pool(sc.chunks, logits, outs)
+	if err != nil {
+		return outs, err
+	}
+	chunks, logits, err = e.fanOut(chunks, logits)
 	if err != nil {
 		return outs, err
 	}

@@ -109,6 +109,8 @@ type LLM struct {
 	// longer prompt is refused before it is queued.
 	maxLen int
 
+	embedCfg embedConfig // see EmbedConfig
+
 	w    *worker
 	done chan struct{} // closed when the loop has returned
 

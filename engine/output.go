@@ -26,6 +26,9 @@ type Output struct {
 	// a chat request offers tools (see LLM.StreamChat); TextDelta is
 	// then the content around the calls.
 	ToolCalls []chat.ToolCallDelta
+	// Embedding is an embedding request's pooled vector, in its final
+	// Output (Request.Embed).
+	Embedding []float32
 
 	Finished     bool
 	FinishReason string // "stop", "length" or "abort"; "" while running

@@ -34,6 +34,12 @@ type Request struct {
 	// request runs with; "" runs the base model. Cached prefixes and
 	// sessions are reused only by requests of the same adapter.
 	Adapter string
+	// Embed, when set, makes this an embedding request: its prompt is
+	// computed (batched with the generations, in the same steps) and no
+	// token is drawn; its one final Output carries the pooled vector in
+	// Embedding, FinishReason "stop". Params are not used; N, Session
+	// and Constraints must be unset.
+	Embed *EmbedParams
 }
 
 // State is where a request is in its life.

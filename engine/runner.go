@@ -37,7 +37,7 @@ func newRunner(ctx *models.Context) *runner {
 // was (Decode's promise).
 func (r *runner) run(chunks []chunk) ([][]float32, error) {
 	b := &r.batch
-	b.Token, b.Pos, b.Seq, b.Logits, b.Adapter = b.Token[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Adapter[:0]
+	b.Token, b.Pos, b.Seq, b.Logits, b.Embed, b.Adapter = b.Token[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Embed[:0], b.Adapter[:0]
 	lora := false
 	last := make([]int, len(chunks)) // batch index of each chunk's last token
 	for i, c := range chunks {
@@ -46,7 +46,8 @@ func (r *runner) run(chunks []chunk) ([][]float32, error) {
 			return nil, fmt.Errorf("%w: %q", errNoSequence, q.id)
 		}
 		for p := c.start; p < c.start+c.n; p++ {
-			b.Add(q.tokens[p], int32(p), c.sample && p == c.start+c.n-1, r.seqs[q.seqID]...)
+			b.Add(q.tokens[p], int32(p), c.sample && q.emb == nil && p == c.start+c.n-1, r.seqs[q.seqID]...)
+			b.Embed = append(b.Embed, c.embedRow(p))
 			b.Adapter = append(b.Adapter, q.adapter)
 		}
 		lora = lora || q.adapter != models.NoAdapter

@@ -22,6 +22,8 @@ type sequence struct {
 
 	choice int     // its index among its request's choices
 	fan    *fanout // its request's choices when there are several, else nil
+
+	emb *embedState // an embedding request's pooling (embed.go), else nil
 }
 
 // chunk asks the runner to process seq.tokens[start : start+n]; sample is

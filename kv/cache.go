@@ -98,7 +98,30 @@ type Cache struct {
 	// lastGen hands out fresh names.
 	gen, lastGen uint64
 
+	// window > 0: every reader attends through a sliding window of this
+	// many positions, so Prepare may reuse cells out of it (SetWindow).
+	window Pos
+
 	vis visScratch // Visible's buffers
+}
+
+// SetWindow declares that everything reading the cache attends through a
+// sliding window of w positions (VisibleWindow with w), w 0 (the default)
+// that something sees every position. With a window, when too few cells
+// are empty Prepare also reuses cells that no token can see any more, as
+// llama.cpp's SWA cache does: a cell whose position p is at most
+// limit − w for each of its sequences, limit the smallest position the
+// batch gives that sequence or, if smaller or absent, the sequence's
+// largest position + 1. Such a cell is masked for every position from
+// limit on; only a token filling a gap below the sequence's end could
+// have seen it, and it no longer can. A negative w is an error wrapping
+// ErrBadArg.
+func (c *Cache) SetWindow(w int) error {
+	if w < 0 || w > math.MaxInt32 {
+		return fmt.Errorf("%w: window %d", ErrBadArg, w)
+	}
+	c.window = Pos(w)
+	return nil
 }
 
 // New makes an empty cache of nCells cells for sequence ids in

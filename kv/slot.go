@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Batch is the part of a forward batch the cache needs, in SoA form as
@@ -20,6 +21,10 @@ type Slot struct {
 	cells []int32  // (n) cell of each token, ascending
 	pos   []Pos    // (n)
 	seqs  []seqSet // (n)
+	// reused are the cells of s.cells that held tokens out of the
+	// window (SetWindow), and old their content, for Rollback.
+	reused []int32
+	old    []cell
 
 	prepGen    uint64 // state Prepare saw; Apply needs it
 	appliedGen uint64 // state Apply made, 0 when not applied; Rollback needs it
@@ -84,7 +89,9 @@ func (c *Cache) validate(b Batch) ([]seqSet, error) {
 // Cells are chosen first fit: the lowest empty cells in ascending order,
 // one per token in batch order; they need not be contiguous. The choice
 // depends only on the cache state and the batch size. With too few empty
-// cells Prepare returns an error wrapping ErrNoSlot.
+// cells, a cache with a window (SetWindow) adds the lowest cells out of
+// the window; with still too few Prepare returns an error wrapping
+// ErrNoSlot.
 func (c *Cache) Prepare(b Batch) (*Slot, error) {
 	sets, err := c.validate(b)
 	if err != nil {
@@ -94,8 +101,17 @@ func (c *Cache) Prepare(b Batch) (*Slot, error) {
 		return nil, err
 	}
 	n := len(b.Pos)
-	if free := len(c.cells) - c.used; free < n {
-		return nil, fmt.Errorf("%w: batch needs %d cells, %d of %d free", ErrNoSlot, n, free, len(c.cells))
+	free := len(c.cells) - c.used
+	var reused []int32
+	if free < n && c.window > 0 {
+		reused = c.outOfWindow(b.Pos, sets, n-free)
+	}
+	if free+len(reused) < n {
+		msg := ""
+		if c.window > 0 {
+			msg = fmt.Sprintf(" and %d out of the window", len(reused))
+		}
+		return nil, fmt.Errorf("%w: batch needs %d cells, %d of %d free%s", ErrNoSlot, n, free, len(c.cells), msg)
 	}
 	s := &Slot{
 		c:       c,
@@ -103,13 +119,53 @@ func (c *Cache) Prepare(b Batch) (*Slot, error) {
 		pos:     append([]Pos(nil), b.Pos...),
 		seqs:    sets,
 		prepGen: c.gen,
+		reused:  reused,
 	}
-	for i := c.head; len(s.cells) < n; i++ {
+	for i := c.head; len(s.cells) < n-len(reused); i++ {
 		if c.cells[i].seqs.empty() {
 			s.cells = append(s.cells, int32(i))
 		}
 	}
+	if len(reused) > 0 {
+		s.cells = append(s.cells, reused...)
+		slices.Sort(s.cells)
+		s.old = make([]cell, len(reused))
+		for i, ci := range reused {
+			s.old[i] = c.cells[ci]
+		}
+	}
 	return s, nil
+}
+
+// outOfWindow returns up to need of the lowest non-empty cells that no
+// token of the batch nor any later position of their sequences can see
+// through the window (the rule SetWindow states). Cells with a pending
+// shift are kept: their K rows still wait for TakeShifts' caller.
+func (c *Cache) outOfWindow(pos []Pos, sets []seqSet, need int) []int32 {
+	limit := make([]int64, c.nSeqMax) // masked at positions ≥ limit: pos ≤ limit − window
+	for s := range limit {
+		limit[s] = int64(c.seqMax[s]) + 1
+	}
+	for i, p := range pos {
+		sets[i].each(func(s SeqID) { limit[s] = min(limit[s], int64(p)) })
+	}
+	var reused []int32
+	for i := range c.cells[:c.usedMax] {
+		cl := &c.cells[i]
+		if cl.seqs.empty() || cl.shift != 0 {
+			continue
+		}
+		masked := true
+		cl.seqs.each(func(s SeqID) { masked = masked && int64(cl.pos) <= limit[s]-int64(c.window) })
+		if !masked {
+			continue
+		}
+		reused = append(reused, int32(i))
+		if len(reused) == need {
+			break
+		}
+	}
+	return reused
 }
 
 // checkNotPresent fails if some (sequence, position) pair of the batch is
@@ -166,7 +222,7 @@ func (c *Cache) Apply(s *Slot) error {
 		return fmt.Errorf("%w: the cache changed since Prepare, or the slot is applied", ErrStaleSlot)
 	}
 	for _, ci := range s.cells { // guaranteed by gen; checked before any write
-		if !c.cells[ci].seqs.empty() {
+		if !c.cells[ci].seqs.empty() && !slices.Contains(s.reused, ci) {
 			return fmt.Errorf("%w: cell %d is not empty", ErrStaleSlot, ci)
 		}
 	}
@@ -176,6 +232,9 @@ func (c *Cache) Apply(s *Slot) error {
 		c.addStats(cl)
 		c.used++
 		c.usedMax = max(c.usedMax, int(ci)+1)
+	}
+	if len(s.reused) > 0 { // the reused cells' sequences lost positions
+		c.restat()
 	}
 	for c.head < len(c.cells) && !c.cells[c.head].seqs.empty() {
 		c.head++
@@ -199,6 +258,9 @@ func (c *Cache) Rollback(s *Slot) error {
 	}
 	for _, ci := range s.cells {
 		c.cells[ci] = cell{}
+	}
+	for i, ci := range s.reused {
+		c.cells[ci] = s.old[i]
 	}
 	c.restat()
 	c.gen = s.prepGen

@@ -25,15 +25,27 @@ import (
 // [0, SeqMax()); errors wrap ErrBadArg, and dst is untouched then. A
 // token in several sequences sees the union of their cells.
 func (c *Cache) Visible(b Batch, dst []int32) (rows []int32, width int, err error) {
+	return c.VisibleWindow(b, 0, dst)
+}
+
+// VisibleWindow is Visible with a sliding window: with window > 0, token
+// i sees only the cells whose positions are also > b.Pos[i] − window
+// (transformers' and llama.cpp's sliding-window mask: the window
+// positions ending at its own). window 0 is Visible; a negative window
+// is an error wrapping ErrBadArg.
+func (c *Cache) VisibleWindow(b Batch, window int, dst []int32) (rows []int32, width int, err error) {
+	if window < 0 {
+		return nil, 0, fmt.Errorf("%w: window %d", ErrBadArg, window)
+	}
 	n := len(b.Pos)
 	if len(b.Seq) != n {
 		return nil, 0, fmt.Errorf("%w: %d positions and %d sequence sets", ErrBadArg, n, len(b.Seq))
 	}
 	v := &c.vis
 	if cap(v.sets) < n {
-		v.sets, v.counts = make([]seqSet, n), make([]int, n)
+		v.sets, v.counts, v.starts = make([]seqSet, n), make([]int, n), make([]int, n)
 	}
-	sets, counts := v.sets[:n], v.counts[:n]
+	sets, counts, starts := v.sets[:n], v.counts[:n], v.starts[:n]
 	clear(sets)
 	for i := range n {
 		for _, s := range b.Seq[i] {
@@ -74,7 +86,12 @@ func (c *Cache) Visible(b Batch, dst []int32) (rows []int32, width int, err erro
 		}
 		l := v.lists[k]
 		counts[i] = sort.Search(len(l), func(k int) bool { return c.cells[l[k]].pos > p })
-		width = max(width, counts[i])
+		starts[i] = 0
+		if window > 0 {
+			lo := int64(p) - int64(window) // cells at positions > lo
+			starts[i] = sort.Search(counts[i], func(k int) bool { return int64(c.cells[l[k]].pos) > lo })
+		}
+		width = max(width, counts[i]-starts[i])
 	}
 	if cap(dst) < n*width {
 		dst = make([]int32, n*width)
@@ -82,7 +99,7 @@ func (c *Cache) Visible(b Batch, dst []int32) (rows []int32, width int, err erro
 	rows = dst[:n*width]
 	for i := range n {
 		row := rows[i*width : (i+1)*width]
-		k := copy(row, v.lists[v.index[sets[i]]][:counts[i]])
+		k := copy(row, v.lists[v.index[sets[i]]][starts[i]:counts[i]])
 		for j := k; j < width; j++ {
 			row[j] = -1
 		}
@@ -91,10 +108,12 @@ func (c *Cache) Visible(b Batch, dst []int32) (rows []int32, width int, err erro
 }
 
 // visScratch is Visible's memory, kept between calls: each token's
-// sequence set and count, and one list of cells per distinct set.
+// sequence set, count and first cell in its window, and one list of
+// cells per distinct set.
 type visScratch struct {
 	sets   []seqSet
 	counts []int
+	starts []int
 	index  map[seqSet]int // a set → its list in lists, this call
 	lists  [][]int32
 }

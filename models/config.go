@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // RoPEScaling is a model's rope_scaling (HF) or rope.scaling.* (GGUF).
@@ -17,9 +18,10 @@ type RoPEScaling struct {
 }
 
 // Config is the decoder configuration of a Llama-family model (Llama,
-// Qwen2), parsed from config.json or from GGUF metadata.
+// Mistral, Qwen2, Qwen3, SmolLM3), parsed from config.json or from GGUF
+// metadata.
 type Config struct {
-	Arch             string `json:"arch"` // registry name: "llama", "qwen2"
+	Arch             string `json:"arch"` // registry name: "llama", "qwen2", …
 	VocabSize        int    `json:"vocab_size"`
 	HiddenSize       int    `json:"hidden_size"`
 	IntermediateSize int    `json:"intermediate_size"`
@@ -35,11 +37,24 @@ type Config struct {
 	TieEmbedding bool         `json:"tie_word_embeddings"`
 	// AttentionBias: q, k, v (and for Llama's attention_bias also o)
 	// projections carry biases. Qwen2 always has q/k/v biases.
-	AttentionBias bool    `json:"attention_bias"`
-	OutputBias    bool    `json:"o_proj_bias"`
-	BOS           []int32 `json:"bos_token_id"`
-	EOS           []int32 `json:"eos_token_id"`
-	TorchDType    string  `json:"torch_dtype,omitempty"`
+	AttentionBias bool `json:"attention_bias"`
+	OutputBias    bool `json:"o_proj_bias"`
+	// QKNorm: q and k are RMS-normalised per head (weights of HeadDim)
+	// before RoPE (Qwen3).
+	QKNorm bool `json:"qk_norm,omitempty"`
+	// SlidingWindow is the attention window of the layers SWALayers
+	// marks: a token at position p sees the cells at positions in
+	// (p − SlidingWindow, p]. 0 when no layer has a window.
+	SlidingWindow int `json:"sliding_window,omitempty"`
+	// SWALayers[l] says layer l attends through the window; nil when no
+	// layer does.
+	SWALayers []bool `json:"swa_layers,omitempty"`
+	// NoRoPELayers[l] says layer l skips RoPE on q and k (SmolLM3's
+	// no_rope_layers entries 0); nil when every layer rotates.
+	NoRoPELayers []bool  `json:"no_rope_layers,omitempty"`
+	BOS          []int32 `json:"bos_token_id"`
+	EOS          []int32 `json:"eos_token_id"`
+	TorchDType   string  `json:"torch_dtype,omitempty"`
 }
 
 // hfRaw is config.json with every field we read kept raw, so that a wrong
@@ -98,9 +113,7 @@ func ParseConfig(data []byte, path string) (*Config, error) {
 	if p.bool("mlp_bias", false) {
 		p.fail("mlp_bias", "MLP biases are not supported", true)
 	}
-	if p.bool("use_sliding_window", false) {
-		p.fail("use_sliding_window", "sliding-window attention is not supported", true)
-	}
+	c.QKNorm = arch.QKNorm
 	if act := p.str("hidden_act", "silu"); act != "silu" {
 		p.fail("hidden_act", fmt.Sprintf("activation %q is not supported (only silu)", act), true)
 	}
@@ -117,6 +130,11 @@ func ParseConfig(data []byte, path string) (*Config, error) {
 			}
 		}
 	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	c.SlidingWindow, c.SWALayers = p.slidingWindow(arch, c.NumLayers)
+	c.NoRoPELayers = p.noRoPELayers(c.NumLayers)
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -179,6 +197,15 @@ func (c *Config) Validate() error {
 		if id < 0 || int(id) >= c.VocabSize {
 			return bad("bos_token_id/eos_token_id", "token id %d outside the vocabulary of %d", id, c.VocabSize)
 		}
+	}
+	if len(c.SWALayers) != 0 && len(c.SWALayers) != c.NumLayers {
+		return bad("layer_types", "%d entries for %d layers", len(c.SWALayers), c.NumLayers)
+	}
+	if slices.Contains(c.SWALayers, true) != (c.SlidingWindow > 0) {
+		return bad("sliding_window", "a window of %d with %d windowed layers", c.SlidingWindow, countTrue(c.SWALayers))
+	}
+	if len(c.NoRoPELayers) != 0 && len(c.NoRoPELayers) != c.NumLayers {
+		return bad("no_rope_layers", "%d entries for %d layers", len(c.NoRoPELayers), c.NumLayers)
 	}
 	if s := c.RoPEScaling; s != nil {
 		switch s.Type {
@@ -366,4 +393,114 @@ func clip(m json.RawMessage) string {
 		return string(m[:40]) + "…"
 	}
 	return string(m)
+}
+
+// Windowed reports whether layer l attends through the sliding window.
+func (c *Config) Windowed(l int) bool { return l < len(c.SWALayers) && c.SWALayers[l] }
+
+// RoPE reports whether layer l rotates q and k.
+func (c *Config) RoPE(l int) bool { return l >= len(c.NoRoPELayers) || !c.NoRoPELayers[l] }
+
+// AllWindowed reports whether every layer attends through the window, so
+// that cells which fell out of it are never seen again (the KV cache may
+// reuse them).
+func (c *Config) AllWindowed() bool {
+	return c.SlidingWindow > 0 && !slices.Contains(c.SWALayers, false)
+}
+
+func countTrue(v []bool) int {
+	n := 0
+	for _, b := range v {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// slidingWindow reads which layers attend through a window, and its
+// size, by the architecture's rule (WindowRule). A window of at least
+// max_position_embeddings still counts as one (it changes nothing).
+func (p *fieldParser) slidingWindow(a *Arch, layers int) (int, []bool) {
+	if a.Window == NoWindow || layers <= 0 || layers > 4096 {
+		return 0, nil
+	}
+	window := p.int("sliding_window", 0)
+	if a.Window == WindowAllLayers {
+		if window <= 0 || p.err != nil {
+			return 0, nil
+		}
+		swa := make([]bool, layers)
+		for l := range swa {
+			swa[l] = true
+		}
+		return window, swa
+	}
+	use := p.bool("use_sliding_window", false)
+	types := p.strings("layer_types")
+	if !use || p.err != nil {
+		return 0, nil // transformers sets sliding_window to None: no layer has one
+	}
+	swa := make([]bool, layers)
+	if types != nil {
+		if len(types) != layers {
+			p.fail("layer_types", fmt.Sprintf("%d entries for %d layers", len(types), layers), false)
+			return 0, nil
+		}
+		for l, t := range types {
+			switch t {
+			case "full_attention":
+			case "sliding_attention":
+				swa[l] = true
+			default:
+				p.fail("layer_types", fmt.Sprintf("layer %d: attention type %q is not supported (full_attention, sliding_attention)", l, t), true)
+				return 0, nil
+			}
+		}
+	} else {
+		for l := max(0, p.int("max_window_layers", layers)); l < layers; l++ {
+			swa[l] = true
+		}
+	}
+	if !slices.Contains(swa, true) {
+		return 0, nil
+	}
+	if window <= 0 {
+		p.fail("sliding_window", fmt.Sprintf("use_sliding_window needs a window > 0, got %d", window), false)
+		return 0, nil
+	}
+	return window, swa
+}
+
+// noRoPELayers reads SmolLM3's no_rope_layers: one entry per layer, 1 for
+// a layer with RoPE, 0 for one without. nil when absent or all 1.
+func (p *fieldParser) noRoPELayers(layers int) []bool {
+	m, ok := p.get("no_rope_layers")
+	if !ok || p.err != nil {
+		return nil
+	}
+	var v []int
+	if err := json.Unmarshal(m, &v); err != nil {
+		p.fail("no_rope_layers", fmt.Sprintf("want a list of 0 and 1, got %s", clip(m)), false)
+		return nil
+	}
+	if len(v) != layers {
+		p.fail("no_rope_layers", fmt.Sprintf("%d entries for %d layers", len(v), layers), false)
+		return nil
+	}
+	out := make([]bool, layers)
+	for l, x := range v {
+		switch x {
+		case 0:
+			out[l] = true
+		case 1:
+		default:
+			p.fail("no_rope_layers", fmt.Sprintf("layer %d: want 0 or 1, got %d", l, x), false)
+			return nil
+		}
+	}
+	if !slices.Contains(out, true) {
+		return nil
+	}
+	return out
 }

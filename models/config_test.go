@@ -2,6 +2,7 @@ package models
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,7 +71,11 @@ func TestParseConfigErrors(t *testing.T) {
 		field          string
 	}{
 		{"arch", `["Qwen2ForCausalLM"], "model_type": "qwen2"`, `["GPTNeoXForCausalLM"], "model_type": "gpt_neox"`, errcode.ArchUnsupported, ""},
-		{"sliding", `"use_sliding_window": false`, `"use_sliding_window": true`, errcode.LoadFailed, "use_sliding_window"},
+		{"layer type", `"use_sliding_window": false`, `"use_sliding_window": true, "layer_types": ["chunked_attention"` + strings.Repeat(`, "full_attention"`, 23) + `]`, errcode.LoadFailed, "layer_types"},
+		{"layer types count", `"use_sliding_window": false`, `"use_sliding_window": true, "layer_types": ["full_attention"]`, errcode.ModelCorrupt, "layer_types"},
+		{"window missing", `"use_sliding_window": false, "sliding_window": 32768`, `"use_sliding_window": true, "sliding_window": null, "max_window_layers": 4`, errcode.ModelCorrupt, "sliding_window"},
+		{"no_rope count", `"use_sliding_window": false`, `"no_rope_layers": [1, 0]`, errcode.ModelCorrupt, "no_rope_layers"},
+		{"no_rope value", `"use_sliding_window": false`, `"no_rope_layers": [2` + strings.Repeat(`, 1`, 23) + `]`, errcode.ModelCorrupt, "no_rope_layers"},
 		{"rope type", `"rope_theta": 1000000.0,`, `"rope_scaling": {"type": "yarn", "factor": 4},`, errcode.LoadFailed, "rope_scaling.type"},
 		{"string size", `"hidden_size": 896`, `"hidden_size": "896"`, errcode.ModelCorrupt, "hidden_size"},
 		{"fraction", `"hidden_size": 896`, `"hidden_size": 896.5`, errcode.ModelCorrupt, "hidden_size"},
@@ -105,9 +110,69 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
+// TestParseConfigFamilies checks what sets Qwen3, the sliding-window
+// configurations and SmolLM3's NoPE layers apart, read as transformers
+// reads them.
+func TestParseConfigFamilies(t *testing.T) {
+	swaQwen2 := strings.Replace(qwen2Config, `"use_sliding_window": false, "sliding_window": 32768`,
+		`"use_sliding_window": true, "sliding_window": 4096, "max_window_layers": 21`, 1)
+	windowed := func(from, n int) []bool {
+		v := make([]bool, n)
+		for l := from; l < n; l++ {
+			v[l] = true
+		}
+		return v
+	}
+	cases := []struct {
+		name, src    string
+		arch         string
+		qkNorm       bool
+		window       int
+		swa, noRoPE  []bool
+		allWindowed  bool
+		headDim, kvH int
+	}{
+		{"qwen2 window off", qwen2Config, "qwen2", false, 0, nil, nil, false, 64, 2},
+		{"qwen2 max_window_layers", swaQwen2, "qwen2", false, 4096, windowed(21, 24), nil, false, 64, 2},
+		{"qwen2 layer_types", strings.Replace(swaQwen2, `"max_window_layers": 21`,
+			`"layer_types": [`+strings.Repeat(`"sliding_attention", `, 23)+`"full_attention"]`, 1),
+			"qwen2", false, 4096, append(windowed(0, 23), false), nil, false, 64, 2},
+		{"qwen2 layer_types unused", strings.Replace(qwen2Config, `"use_sliding_window": false`,
+			`"use_sliding_window": false, "layer_types": [`+strings.Repeat(`"sliding_attention", `, 23)+`"full_attention"]`, 1),
+			"qwen2", false, 0, nil, nil, false, 64, 2},
+		{"qwen3", strings.NewReplacer(`Qwen2ForCausalLM`, `Qwen3ForCausalLM`, `"qwen2"`, `"qwen3"`,
+			`"num_key_value_heads": 2`, `"num_key_value_heads": 2, "head_dim": 128`).Replace(qwen2Config),
+			"qwen3", true, 0, nil, nil, false, 128, 2},
+		{"mistral", strings.NewReplacer(`LlamaForCausalLM`, `MistralForCausalLM`, `"llama"`, `"mistral"`,
+			`"attention_bias": false`, `"sliding_window": 4096, "use_sliding_window": false`).Replace(llamaConfig),
+			"mistral", false, 4096, windowed(0, 16), nil, true, 64, 8},
+		{"mistral no window", strings.NewReplacer(`LlamaForCausalLM`, `MistralForCausalLM`, `"llama"`, `"mistral"`,
+			`"attention_bias": false`, `"sliding_window": null`).Replace(llamaConfig),
+			"mistral", false, 0, nil, nil, false, 64, 8},
+		{"llama ignores windows", strings.Replace(llamaConfig, `"attention_bias": false`, `"sliding_window": 4096, "use_sliding_window": true`, 1),
+			"llama", false, 0, nil, nil, false, 64, 8},
+		{"smollm3", strings.NewReplacer(`LlamaForCausalLM`, `SmolLM3ForCausalLM`, `"llama"`, `"smollm3"`,
+			`"num_hidden_layers": 16`, `"num_hidden_layers": 4, "no_rope_layers": [1, 1, 1, 0]`).Replace(llamaConfig),
+			"smollm3", false, 0, nil, []bool{false, false, false, true}, false, 64, 8},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(c.src), "config.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Arch != c.arch || cfg.QKNorm != c.qkNorm || cfg.SlidingWindow != c.window || !slices.Equal(cfg.SWALayers, c.swa) ||
+				!slices.Equal(cfg.NoRoPELayers, c.noRoPE) || cfg.AllWindowed() != c.allWindowed || cfg.HeadDim != c.headDim || cfg.NumKVHeads != c.kvH {
+				t.Errorf("got arch %s qknorm %v window %d swa %v nope %v all %v hd %d kv %d", cfg.Arch, cfg.QKNorm, cfg.SlidingWindow,
+					cfg.SWALayers, cfg.NoRoPELayers, cfg.AllWindowed(), cfg.HeadDim, cfg.NumKVHeads)
+			}
+		})
+	}
+}
+
 func TestUnsupportedArchMessage(t *testing.T) {
 	_, err := ParseConfig([]byte(`{"architectures": ["MambaForCausalLM"]}`), "")
-	want := `model architecture "MambaForCausalLM" is not supported; supported: [llama qwen2]`
+	want := `model architecture "MambaForCausalLM" is not supported; supported: [llama mistral qwen2 qwen3 smollm3]`
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}

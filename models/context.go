@@ -23,10 +23,14 @@ type SeqID = kv.SeqID
 // sequence should run the same adapter: the cache keeps what each
 // computed.
 type Batch struct {
-	Token   []int32
-	Pos     []int32
-	Seq     [][]SeqID
-	Logits  []bool
+	Token  []int32
+	Pos    []int32
+	Seq    [][]SeqID
+	Logits []bool
+	// Embed is nil or has one flag per token: Embed[i] asks for token
+	// i's final hidden state (after the final norm), read with
+	// Context.Embeddings. A token may ask for both, either or neither.
+	Embed   []bool
 	Adapter []AdapterID
 }
 
@@ -44,6 +48,9 @@ func (b *Batch) Len() int { return len(b.Token) }
 // ContextParams size a Context.
 type ContextParams struct {
 	// ContextLen is the number of KV cells (tokens over all sequences).
+	// A model whose every layer has a sliding window reuses cells that
+	// fell out of it, so a sequence may then run past ContextLen
+	// positions (kv.Cache.SetWindow).
 	// Default: min(MaxPositions, 4096). A sequence holds at most the
 	// model's MaxPositions positions (Decode refuses later ones), so more
 	// cells than MaxSeqs × MaxPositions could never be used and are
@@ -54,7 +61,8 @@ type ContextParams struct {
 	// BatchSize is the most tokens one Decode takes. Default 512.
 	// NewContext allocates the forward pass's memory for BatchSize
 	// tokens, including a BatchSize × ContextLen list of visible cells
-	// (4 bytes each), so that no Decode allocates; BatchSize ×
+	// (4 bytes each; two for a model mixing windowed and full layers),
+	// so that no Decode allocates; BatchSize ×
 	// ContextLen may not exceed 2³⁰.
 	BatchSize int
 	// KVType is the cache element type, F32 (default) or F16.
@@ -88,6 +96,8 @@ type Context struct {
 	logits    []float32 // (len(outputIDs), vocab)
 	outputIDs []int     // batch indices with logits, in batch order
 	outRow    []int     // batch index → row in logits, -1 if none
+	hidden    []float32 // (batch, hidden) final hidden states, when a token asked (embed.go)
+	embRow    []bool    // batch index → its row of hidden was asked for
 	closed    bool
 }
 
@@ -128,6 +138,11 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	cache, err := kv.New(p.ContextLen, p.MaxSeqs)
 	if err != nil {
 		return nil, err
+	}
+	if c.AllWindowed() { // no layer sees a cell that fell out of the window again
+		if err := cache.SetWindow(c.SlidingWindow); err != nil {
+			return nil, err
+		}
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -221,6 +236,8 @@ func (ctx *Context) validate(b Batch) error {
 	switch {
 	case len(b.Token) != n || len(b.Logits) != n:
 		return bad("lengths differ: %d tokens, %d positions, %d logits flags", len(b.Token), n, len(b.Logits))
+	case b.Embed != nil && len(b.Embed) != n:
+		return bad("lengths differ: %d positions, %d embedding flags", n, len(b.Embed))
 	case n > ctx.p.BatchSize:
 		return bad("%d tokens exceed the batch size %d", n, ctx.p.BatchSize)
 	}
@@ -272,7 +289,7 @@ func (ctx *Context) Decode(b Batch) error {
 	}
 	err = ctx.forwardGuarded(b, kb, slot.Cells())
 	if err != nil {
-		ctx.outputIDs, ctx.logits = nil, nil
+		ctx.outputIDs, ctx.logits, ctx.embRow = nil, nil, nil
 		if rerr := ctx.cache.Rollback(slot); rerr != nil {
 			return fmt.Errorf("models: decode: %w (and the cache could not be rolled back: %v)", err, rerr)
 		}
@@ -336,8 +353,10 @@ func (ctx *Context) applyShifts() error {
 	if err := b.SetI32(dt, delta); err != nil {
 		return err
 	}
-	for _, k := range ctx.kCache {
-		b.KVShift(k, ct, dt, ctx.m.rope)
+	for l, k := range ctx.kCache {
+		if ctx.m.Config.RoPE(l) { // a NoPE layer's K holds no position
+			b.KVShift(k, ct, dt, ctx.m.rope)
+		}
 	}
 	return b.Sync()
 }

@@ -17,7 +17,10 @@ type scratch struct {
 	ids, pos, cells kernels.Tensor // I32 (BatchSize)
 	// vis holds a pass's (n, w) visibility lists in its first n·w
 	// values, w the most cells a token of the pass sees (≤ ContextLen).
-	vis      kernels.Tensor // I32 (BatchSize·ContextLen)
+	vis kernels.Tensor // I32 (BatchSize·ContextLen)
+	// visSWA holds the windowed lists of a model whose layers mix
+	// windowed and full attention (nil otherwise: one list serves all).
+	visSWA   kernels.Tensor // I32 (BatchSize·ContextLen)
 	x, h     kernels.Tensor // (BatchSize, hidden)
 	q, attn  kernels.Tensor // (BatchSize, heads*hd)
 	k, v     kernels.Tensor // (BatchSize, kv*hd)
@@ -35,6 +38,7 @@ type scratch struct {
 
 	all     []kernels.Tensor // everything above
 	hostVis []int32          // the lists on the host, kv.Cache.Visible's memory
+	hostSWA []int32          // the windowed lists on the host (visSWA)
 	rows    []int32          // the batch indices of the rows asked for
 }
 
@@ -85,6 +89,11 @@ func (ctx *Context) allocScratch() error {
 	}); err != nil {
 		return err
 	}
+	if c.SlidingWindow > 0 && !c.AllWindowed() {
+		if err := s.allocTensors(b, []tensorSpec{{&s.visSWA, tensor.I32, []int{n * p.ContextLen}}}); err != nil {
+			return err
+		}
+	}
 	return ctx.allocOutputs(min(p.MaxSeqs, n))
 }
 
@@ -115,8 +124,9 @@ func (ctx *Context) allocOutputs(rows int) error {
 //
 //	x = embed[tokens]
 //	for each layer:
-//	    h = rmsnorm(x) ; q,k,v = h·Wq,k,vᵀ (+bias) ; rope(q,k)
-//	    cache[cells] = k,v ; x += attention(q, cache, vis)·Woᵀ
+//	    h = rmsnorm(x) ; q,k,v = h·Wq,k,vᵀ (+bias)
+//	    q,k = rmsnorm per head (Qwen3) ; rope(q,k) (not in NoPE layers)
+//	    cache[cells] = k,v ; x += attention(q, cache, vis or its window)·Woᵀ
 //	    h = rmsnorm(x) ; x += (silu(h·Wgateᵀ) * h·Wupᵀ)·Wdownᵀ
 //	(with LoRA adapters, each y = u·Wᵀ above also gets + s·(u·Aᵀ)·Bᵀ
 //	for the tokens of each adapter: applyLoRA)
@@ -124,7 +134,13 @@ func (ctx *Context) allocOutputs(rows int) error {
 func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	m, b, c, s := ctx.m, ctx.m.backend, ctx.m.Config, ctx.s
 	n := len(bt.Token)
-	visList, width, err := ctx.cache.Visible(kb, s.hostVis)
+	// Every layer sees the full lists, or the windowed ones, or (mixed)
+	// each layer its kind.
+	window := 0
+	if c.AllWindowed() {
+		window = c.SlidingWindow
+	}
+	visList, width, err := ctx.cache.VisibleWindow(kb, window, s.hostVis)
 	if err != nil {
 		return err
 	}
@@ -147,6 +163,18 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	}
 	if err := b.SetI32(vis, visList); err != nil {
 		return err
+	}
+	visSWA := vis
+	if s.visSWA != nil {
+		list, w, err := ctx.cache.VisibleWindow(kb, c.SlidingWindow, s.hostSWA)
+		if err != nil {
+			return err
+		}
+		s.hostSWA = list
+		visSWA = b.View(s.visSWA, n, w) // (n, w)
+		if err := b.SetI32(visSWA, list); err != nil {
+			return err
+		}
 	}
 
 	lora, err := ctx.loraPass(bt) // nil without adapters
@@ -172,11 +200,22 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 			ctx.applyLoRA(lora, l, loraK, h, k)
 			ctx.applyLoRA(lora, l, loraV, h, v)
 		}
-		b.RoPE(q, pos, m.rope)
-		b.RoPE(k, pos, m.rope)
+		if ly.qNorm != nil { // each head's row of HeadDim on its own
+			qh, kh := b.View(s.q, n*c.NumHeads, c.HeadDim), b.View(s.k, n*c.NumKVHeads, c.HeadDim)
+			b.RMSNorm(qh, qh, ly.qNorm, eps)
+			b.RMSNorm(kh, kh, ly.kNorm, eps)
+		}
+		if c.RoPE(l) {
+			b.RoPE(q, pos, m.rope)
+			b.RoPE(k, pos, m.rope)
+		}
 		b.KVWrite(ctx.kCache[l], k, cl)
 		b.KVWrite(ctx.vCache[l], v, cl)
-		b.Attention(attn, q, ctx.kCache[l], ctx.vCache[l], vis, c.NumHeads, c.NumKVHeads, scale)
+		lv := vis
+		if c.Windowed(l) {
+			lv = visSWA
+		}
+		b.Attention(attn, q, ctx.kCache[l], ctx.vCache[l], lv, c.NumHeads, c.NumKVHeads, scale)
 		b.MatMul(o, attn, ly.o)
 		if ly.oBias != nil {
 			b.Add(o, o, ly.oBias)
@@ -200,6 +239,9 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		b.Add(x, x, down)
 	}
 	b.RMSNorm(x, x, w.outNorm, eps)
+	if err := ctx.readHidden(bt, x); err != nil {
+		return err
+	}
 
 	// Logits only for the rows asked for, in batch order.
 	ctx.outputIDs = ctx.outputIDs[:0]

@@ -1,5 +1,5 @@
-// Package models opens Llama-family models (Llama, Qwen2) from HF
-// safetensors folders and GGUF files and runs their decoder over a
+// Package models opens Llama-family models (Llama, Mistral, Qwen2, Qwen3,
+// SmolLM3) from HF safetensors folders and GGUF files and runs their decoder over a
 // unified-cell KV cache.
 //
 //	m, err := models.Open(ctx, "path/to/model")        // folder or .gguf
@@ -8,6 +8,8 @@
 //	b.Add(tok, pos, true, 0)                        // token, position, logits?, seq ids
 //	err = ctx.Decode(b)                             // one forward over the whole batch
 //	row := ctx.Logits(0)                            // (vocab) logits of batch index 0
+//	b.Embed = []bool{true}                          // also its final hidden state
+//	h := ctx.Embeddings(0)                          // (hidden), after the final norm
 //
 // Layout. A folder holds config.json, tokenizer.json and either one
 // *.safetensors or a *.safetensors.index.json with its shards. The config
@@ -20,6 +22,33 @@
 // "normal" RoPE layout; vkllm runs them with kernels.RoPENormal instead of
 // undoing the permutation (rope_freqs, llama.cpp's Llama 3 scaling
 // factors, are used when present). Safetensors and Qwen2 use NeoX RoPE.
+//
+// Per-family graph differences are flags of the one decoder (Config):
+// QKNorm (Qwen3: each head's q and k rows RMS-normalised before RoPE),
+// SWALayers with SlidingWindow (a windowed layer's tokens see only the
+// cells at positions in (p − window, p], kv.Cache.VisibleWindow; with
+// every layer windowed the cache reuses cells that fell out of the
+// window, kv.Cache.SetWindow; a model mixing windowed and full layers
+// keeps every cell, its full layers see them) and NoRoPELayers (SmolLM3:
+// those layers skip RoPE, and SeqAdd/SeqDiv do not re-rotate their K).
+//
+// Adding a family (the recipe the ones above followed):
+//   - config: an Arch entry in its own file (<family>.go: names, flags;
+//     a new flag where the graph differs) and, where config.json or the
+//     GGUF metadata describe something new, its parsing in config.go and
+//     gguf_config.go, refused with a *ConfigError naming the field when
+//     unsupported — before any weight is read;
+//   - weights: its extra tensors in weightSpecs, and their GGUF names in
+//     ggufNames (what llama.cpp's converter writes);
+//   - graph: the flag's few lines in decoder.go's forward; a forward of
+//     its own file where the graph really differs (another MLP, another
+//     norm placement);
+//   - goldens: a tiny random model made by transformers and its goldens
+//     (tools/make_family_goldens.py), GGUF copies written by llama.cpp's
+//     convert_hf_to_gguf.py, entries in parityCases (which the CPU, fast
+//     path and Vulkan parity tests all run), and a line in
+//     cmd/vkllm's familyModels;
+//   - the chat template, if new: tools/make_chat_goldens.py.
 //
 // Context.Decode checks the batch against the model (tokens, positions,
 // size), reserves cells (kv.Cache.Prepare, which checks it against the

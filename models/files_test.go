@@ -79,7 +79,7 @@ func TestFolderRules(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte("garbage"), 0o644)
 	_, err = OpenFiles(dir)
 	check("unsupported arch", err, errcode.ArchUnsupported, new(*UnsupportedArchError))
-	if err.Error() != `model architecture "GPT2LMHeadModel" is not supported; supported: [llama qwen2]` {
+	if err.Error() != `model architecture "GPT2LMHeadModel" is not supported; supported: [llama mistral qwen2 qwen3 smollm3]` {
 		t.Errorf("message: %v", err)
 	}
 

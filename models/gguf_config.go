@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/vkllm/vkllm/tensor/gguf"
 )
@@ -52,6 +53,17 @@ func ConfigFromGGUF(g *gguf.File) (*Config, error) {
 	}
 	if _, ok := g.Tensor("output.weight"); !ok {
 		c.TieEmbedding = true
+	}
+	c.QKNorm = arch.QKNorm
+	c.SlidingWindow, c.SWALayers = p.slidingWindow(c.NumLayers)
+	if arch.GGUFNoRoPEStep > 0 && c.NumLayers > 0 && c.NumLayers <= 4096 {
+		c.NoRoPELayers = make([]bool, c.NumLayers)
+		for l := range c.NoRoPELayers {
+			c.NoRoPELayers[l] = (l+1)%arch.GGUFNoRoPEStep == 0
+		}
+		if !slices.Contains(c.NoRoPELayers, true) {
+			c.NoRoPELayers = nil
+		}
 	}
 	_, c.AttentionBias = g.Tensor("blk.0.attn_q.bias")
 	_, c.OutputBias = g.Tensor("blk.0.attn_output.bias")
@@ -111,4 +123,30 @@ func (p *ggufParser) float(key string, def float64) float64 {
 		return 0
 	}
 	return v
+}
+
+// slidingWindow reads llama.cpp's attention.sliding_window and
+// attention.sliding_window_pattern (one bool per layer, true: windowed).
+// A window without a pattern is refused: which layers it applies to is
+// the architecture's code in llama.cpp, not the file's.
+func (p *ggufParser) slidingWindow(layers int) (int, []bool) {
+	window := p.int("attention.sliding_window", 0)
+	if window == 0 || p.err != nil {
+		return 0, nil
+	}
+	v, _ := p.g.Get(p.prefix + "attention.sliding_window_pattern")
+	a, _ := v.V.(gguf.Array)
+	pattern, ok := a.V.([]bool)
+	if !ok {
+		p.fail("attention.sliding_window_pattern", "a sliding window needs a per-layer pattern (an array of bools)", true)
+		return 0, nil
+	}
+	if len(pattern) != layers {
+		p.fail("attention.sliding_window_pattern", fmt.Sprintf("%d entries for %d layers", len(pattern), layers), false)
+		return 0, nil
+	}
+	if !slices.Contains(pattern, true) {
+		return 0, nil
+	}
+	return window, slices.Clone(pattern)
 }

@@ -78,6 +78,14 @@ var parityCases = []struct{ path, golden string }{
 	{"llama-tiny-Q8_0.gguf", "llama-tiny-Q8_0"},
 	{"llama-tiny-Q4_0.gguf", "llama-tiny-Q4_0"},
 	{"llama-tiny-Q4_1.gguf", "llama-tiny-Q4_1"},
+	{"qwen3-tiny", "qwen3-tiny"},
+	{"qwen3-tiny-F32.gguf", "qwen3-tiny-F32"},
+	{"qwen3-tiny-F16.gguf", "qwen3-tiny-F16"},
+	{"mistral-tiny", "mistral-tiny"},
+	{"qwen2-swa-tiny", "qwen2-swa-tiny"},
+	{"smollm3-tiny", "smollm3-tiny"},
+	{"smollm3-tiny-F32.gguf", "smollm3-tiny-F32"},
+	{"smollm3-tiny-F16.gguf", "smollm3-tiny-F16"},
 }
 
 // TestParity runs every golden prompt through Decode and checks:

@@ -20,7 +20,33 @@ type Arch struct {
 	// of this architecture for its "normal" RoPE layout, so a GGUF of it
 	// runs with kernels.RoPENormal; from safetensors it runs with NeoX.
 	GGUFPermutedQK bool
+	// QKNorm: q and k are RMS-normalised per head before RoPE (Qwen3).
+	QKNorm bool
+	// Window says how config.json's sliding_window applies (as the
+	// architecture's transformers code reads it).
+	Window WindowRule
+	// GGUFNoRoPEStep: in a GGUF file of this architecture, every layer l
+	// with (l+1) % GGUFNoRoPEStep == 0 skips RoPE (llama.cpp's
+	// n_no_rope_layer_step, which its converter does not write); 0: none.
+	GGUFNoRoPEStep int
 }
+
+// WindowRule is how an architecture's config.json describes sliding
+// windows.
+type WindowRule int
+
+const (
+	// NoWindow: the architecture has none; sliding_window is ignored
+	// (Llama).
+	NoWindow WindowRule = iota
+	// WindowAllLayers: every layer attends through sliding_window when
+	// it is set (Mistral; layer_types is ignored).
+	WindowAllLayers
+	// WindowIfUsed: only with use_sliding_window true, the layers
+	// layer_types marks "sliding_attention", or without layer_types
+	// those from max_window_layers on (Qwen2, Qwen3, SmolLM3).
+	WindowIfUsed
+)
 
 var archs = map[string]*Arch{}
 

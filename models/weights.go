@@ -17,6 +17,7 @@ type layer struct {
 	o            kernels.Tensor    // (hidden, heads*hd)
 	qBias, kBias kernels.Tensor    // (heads*hd), (kv*hd) F32
 	vBias, oBias kernels.Tensor    // (kv*hd), (hidden) F32
+	qNorm, kNorm kernels.Tensor    // (hd) F32, per-head q/k RMSNorm (Qwen3); nil when none
 	ffnNorm      kernels.Tensor    // (hidden) F32
 	gateUp       [2]kernels.Tensor // gate, up: (inter, hidden) each
 	down         kernels.Tensor    // (hidden, inter)
@@ -47,6 +48,8 @@ var ggufNames = map[string]string{
 	"self_attn.k_proj.bias":           "attn_k.bias",
 	"self_attn.v_proj.bias":           "attn_v.bias",
 	"self_attn.o_proj.bias":           "attn_output.bias",
+	"self_attn.q_norm.weight":         "attn_q_norm.weight",
+	"self_attn.k_norm.weight":         "attn_k_norm.weight",
 	"post_attention_layernorm.weight": "ffn_norm.weight",
 	"mlp.gate_proj.weight":            "ffn_gate.weight",
 	"mlp.up_proj.weight":              "ffn_up.weight",
@@ -190,6 +193,11 @@ func weightSpecs(c *Config, w *weights) []weightSpec {
 		}
 		if c.OutputBias {
 			specs = append(specs, weightSpec{&ly.oBias, i, "self_attn.o_proj.bias", c.HiddenSize, 0})
+		}
+		if c.QKNorm {
+			specs = append(specs,
+				weightSpec{&ly.qNorm, i, "self_attn.q_norm.weight", c.HeadDim, 0},
+				weightSpec{&ly.kNorm, i, "self_attn.k_norm.weight", c.HeadDim, 0})
 		}
 		specs = append(specs,
 			weightSpec{&ly.ffnNorm, i, "post_attention_layernorm.weight", c.HiddenSize, 0},

@@ -19,6 +19,7 @@ func TestBadInput(t *testing.T) {
 	const (
 		chatPath = "/v1/chat/completions"
 		cmplPath = "/v1/completions"
+		embPath  = "/v1/embeddings"
 		ok       = `"model":"tiny","messages":[{"role":"user","content":"hi"}]`
 		json     = "application/json"
 	)
@@ -95,6 +96,27 @@ func TestBadInput(t *testing.T) {
 		{"chat temperature 5 streamed", "POST", chatPath, json, `{` + ok + `,"stream":true,"temperature":5}`, 400, "temperature", false},
 		{"completion prompt mixed types", "POST", cmplPath, json, `{"model":"tiny","prompt":["a",1]}`, 400, "prompt", false},
 		{"deeply nested", "POST", chatPath, json, `{"model":"tiny","messages":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`, 400, "", false},
+		{"embedding without input", "POST", embPath, json, `{"model":"tiny"}`, 400, "input", false},
+		{"embedding empty string", "POST", embPath, json, `{"model":"tiny","input":""}`, 400, "input", false},
+		{"embedding empty array", "POST", embPath, json, `{"model":"tiny","input":[]}`, 400, "input", false},
+		{"embedding empty string in array", "POST", embPath, json, `{"model":"tiny","input":["a",""]}`, 400, "input", false},
+		{"embedding empty id list", "POST", embPath, json, `{"model":"tiny","input":[[5],[]]}`, 400, "input", false},
+		{"embedding input wrong type", "POST", embPath, json, `{"model":"tiny","input":{"a":1}}`, 400, "input", false},
+		{"embedding input mixed types", "POST", embPath, json, `{"model":"tiny","input":["a",1]}`, 400, "input", false},
+		{"embedding token outside vocab", "POST", embPath, json, `{"model":"tiny","input":[999999]}`, 400, "input", false},
+		{"embedding negative token", "POST", embPath, json, `{"model":"tiny","input":[[5],[-1]]}`, 400, "input", false},
+		{"embedding token beyond int32", "POST", embPath, json, `{"model":"tiny","input":[99999999999]}`, 400, "input", false},
+		{"embedding fractional token", "POST", embPath, json, `{"model":"tiny","input":[1.5]}`, 400, "input", false},
+		{"embedding too many inputs", "POST", embPath, json, `{"model":"tiny","input":[` + strings.Repeat(`"a",`, MaxEmbeddingInputs) + `"a"]}`, 400, "input", false},
+		{"embedding too many id lists", "POST", embPath, json, `{"model":"tiny","input":[` + strings.Repeat(`[1],`, 500000) + `[1]]}`, 400, "input", false},
+		{"embedding ids beyond the context", "POST", embPath, json, `{"model":"tiny","input":[` + strings.Repeat(`5,`, 1000000) + `5]}`, 400, "input", false},
+		{"embedding text too long", "POST", embPath, json, `{"model":"tiny","input":"` + strings.Repeat("word ", 1500) + `"}`, 400, "input", false},
+		{"embedding dimensions", "POST", embPath, json, `{"model":"tiny","input":"a","dimensions":32}`, 400, "dimensions", false},
+		{"embedding dimensions zero", "POST", embPath, json, `{"model":"tiny","input":"a","dimensions":0}`, 400, "dimensions", false},
+		{"embedding dimensions wrong type", "POST", embPath, json, `{"model":"tiny","input":"a","dimensions":"64"}`, 400, "dimensions", false},
+		{"embedding encoding_format", "POST", embPath, json, `{"model":"tiny","input":"a","encoding_format":"int8"}`, 400, "encoding_format", false},
+		{"embedding unknown model", "POST", embPath, json, `{"model":"gpt-9","input":"a"}`, 404, "model", false},
+		{"GET on embeddings", "GET", embPath, "", ``, 405, "", false},
 	}
 	if len(cases) < 30 {
 		t.Fatalf("only %d cases", len(cases))

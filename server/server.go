@@ -264,6 +264,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.logged(h)) }
 	handle("/v1/chat/completions", s.api(http.MethodPost, s.handleChat))
 	handle("/v1/completions", s.api(http.MethodPost, s.handleCompletions))
+	handle("/v1/embeddings", s.api(http.MethodPost, s.handleEmbeddings))
 	handle("/v1/models", s.api(http.MethodGet, s.handleModels))
 	handle("/v1/", s.notFound)
 	handle("/health", s.handleHealth)

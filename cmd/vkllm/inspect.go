@@ -133,6 +133,15 @@ func printText(w io.Writer, r *Report) {
 		fmt.Fprintf(w, ", rope scaling %s ×%g", s.Type, s.Factor)
 	}
 	fmt.Fprintf(w, "\n  tied embeddings %v, attention bias %v, bos %v, eos %v\n", c.TieEmbedding, c.AttentionBias, c.BOS, c.EOS)
+	if c.QKNorm {
+		fmt.Fprintln(w, "  q/k norm per head")
+	}
+	if c.SlidingWindow > 0 {
+		fmt.Fprintf(w, "  sliding window %d on layers %v\n", c.SlidingWindow, layerList(c.SWALayers))
+	}
+	if len(c.NoRoPELayers) > 0 {
+		fmt.Fprintf(w, "  no RoPE on layers %v\n", layerList(c.NoRoPELayers))
+	}
 	if r.Loads {
 		fmt.Fprintln(w, "check:         ok, would load: every weight the config needs is there, shape and dtype as expected")
 		return
@@ -146,6 +155,17 @@ func printText(w io.Writer, r *Report) {
 		}
 		fmt.Fprintf(w, "  %s\n", p)
 	}
+}
+
+// layerList lists the layers a per-layer flag marks.
+func layerList(marked []bool) []int {
+	var out []int
+	for l, m := range marked {
+		if m {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func humanBytes(n int64) string {
