@@ -82,16 +82,23 @@ func (m *blockManager) match(q *sequence) hit {
 	}
 	head := q.tokens[:len(q.tokens)-1]
 	if s := m.pool.sessions[q.session]; q.session != "" && s != nil {
-		return hit{n: commonPrefix(s.tokens, head), src: s.seqID, entry: s, session: true}
+		n := 0 // another adapter's K/V: q takes the sequence over, empty
+		if s.adapter == q.adapter {
+			n = commonPrefix(s.tokens, head)
+		}
+		return hit{n: n, src: s.seqID, entry: s, session: true}
 	}
 	if !m.prefix {
 		return noHit
 	}
 	h := noHit
-	if e, n := m.pool.match(q.tokens); e != nil {
+	if e, n := m.pool.match(q.adapter, q.tokens); e != nil {
 		h = hit{n: n, src: e.seqID, entry: e}
 	}
 	for id, r := range m.running {
+		if r.adapter != q.adapter {
+			continue
+		}
 		n := commonPrefix(r.tokens[:r.numCached], head) / BlockSize * BlockSize
 		if n > h.n || n == h.n && n > 0 && h.entry == nil && id < h.src { // the lowest id on a tie: the same plan every run
 			h = hit{n: n, src: id}
@@ -156,7 +163,7 @@ func (m *blockManager) deallocate(q *sequence) error {
 		if ok, err := m.makeRoom(false); !ok || err != nil {
 			return errors.Join(err, m.release(q))
 		}
-		m.pool.addSession(q.session, q.seqID, append([]int32(nil), toks...))
+		m.pool.addSession(q.session, q.seqID, q.adapter, append([]int32(nil), toks...))
 	case m.prefix && len(toks) >= BlockSize:
 		if ok, err := m.makeRoom(true); !ok || err != nil {
 			return errors.Join(err, m.release(q))
@@ -165,7 +172,7 @@ func (m *blockManager) deallocate(q *sequence) error {
 		if err := m.cells.SeqRm(models.SeqID(q.seqID), int32(n), -1); err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
-		m.pool.addPrefix(q.seqID, append([]int32(nil), toks[:n]...))
+		m.pool.addPrefix(q.seqID, q.adapter, append([]int32(nil), toks[:n]...))
 	default:
 		return m.release(q)
 	}

@@ -22,6 +22,8 @@ var (
 	ErrBadToken    = errcode.New(errcode.BadParams, "engine: prompt token outside the vocabulary")
 	ErrNoTokenizer = errcode.New(errcode.BadParams, "engine: stop strings need a tokenizer")
 	ErrSessionBusy = errcode.New(errcode.BadParams, "engine: the session already has an unfinished request")
+	// ErrUnknownAdapter: Request.Adapter names no adapter of the engine.
+	ErrUnknownAdapter = errcode.New(errcode.BadParams, "engine: unknown LoRA adapter")
 	// ErrPromptTooLong: the prompt has more tokens than one request may
 	// hold (MaxLen). It is wrapped with both numbers.
 	ErrPromptTooLong = errcode.New(errcode.PromptTooLong, "engine: prompt too long")
@@ -59,6 +61,9 @@ type Config struct {
 	// Speculation, when set, turns on speculative decoding (see
 	// Speculation).
 	Speculation *Speculation
+	// Adapters names the LoRA adapters loaded on the model
+	// (models.Model.LoadAdapter) that a Request may ask for.
+	Adapters map[string]models.AdapterID
 }
 
 // Engine schedules requests over one Context. It is not safe for
@@ -78,7 +83,8 @@ type Engine struct {
 	byID    map[string]*sequence // unfinished requests
 	pending []Output             // finished outside Step (aborts), reported by the next Step
 
-	count counters // totals for Stats
+	count    counters // totals for Stats
+	adapters map[string]models.AdapterID
 
 	toks []int32 // drawAll's tokens and the chunks that draw, reused
 	todo []int
@@ -108,7 +114,12 @@ func New(m *models.Model, ctx *models.Context, tok *tokenizer.Tokenizer, cfg Con
 		}
 	}
 	e := &Engine{ctx: ctx, tok: tok, eos: eos, vocab: m.Config.VocabSize, hidden: m.Config.HiddenSize,
-		maxLen: min(cp.ContextLen, m.Config.MaxPositions), byID: map[string]*sequence{}}
+		maxLen: min(cp.ContextLen, m.Config.MaxPositions), byID: map[string]*sequence{}, adapters: cfg.Adapters}
+	for name, id := range cfg.Adapters {
+		if _, ok := m.Adapter(id); !ok || name == "" {
+			return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: adapter %q: %d is not loaded on the model", name, id))
+		}
+	}
 	e.sched = newScheduler(schedulerConfig{maxSeqs: cfg.MaxSeqs, maxTokens: cfg.MaxBatchTokens})
 	e.blocks = newBlockManager(ctx, cfg.MaxSeqs, cp.MaxSeqs-cfg.MaxSeqs, cfg.PrefixCache, &e.count)
 	e.run = newRunner(ctx)
@@ -141,6 +152,8 @@ func (e *Engine) Add(r Request) error {
 		return ErrNoTokenizer
 	case r.Session != "" && e.sessionBusy(r.Session):
 		return fmt.Errorf("%w: %q", ErrSessionBusy, r.Session)
+	case r.Adapter != "" && e.adapters[r.Adapter] == models.NoAdapter:
+		return fmt.Errorf("%w: %q", ErrUnknownAdapter, r.Adapter)
 	}
 	for i, t := range r.Prompt {
 		if t < 0 || int(t) >= e.vocab {
@@ -186,6 +199,7 @@ func (e *Engine) Add(r Request) error {
 // newSequence is a waiting sequence for one choice of r, sampled with p.
 func (e *Engine) newSequence(r *Request, p sampler.Params) *sequence {
 	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1, session: r.Session,
+		adapter: e.adapters[r.Adapter], adapterName: r.Adapter,
 		tokens: append(make([]int32, 0, len(r.Prompt)+16), r.Prompt...)}
 	post := &q.post
 	post.params = p

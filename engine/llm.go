@@ -64,6 +64,10 @@ type Options struct {
 	// Progress, if set, is called as the weights load with the bytes
 	// uploaded so far and their total (see models.WithProgress).
 	Progress func(done, total int64)
+	// Adapters are LoRA adapters to load, by name: a PEFT folder or a
+	// llama.cpp GGUF LoRA file each (models.Model.LoadAdapter). A
+	// request names one with WithAdapter.
+	Adapters map[string]string
 	// Model holds further options for models.Open; a models.WithBackend
 	// or WithBackendName there overrides Backend, Device and Threads.
 	Model []models.Option
@@ -258,13 +262,18 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	if err != nil {
 		return nil, err
 	}
+	adapters, err := loadAdapters(m, opts.Adapters)
+	if err != nil {
+		ctx.Close()
+		return nil, err
+	}
 	d, err := openDraft(m, tok, ctx.Params(), opts)
 	if err != nil {
 		ctx.Close()
 		return nil, err
 	}
 	eng, err := New(m, ctx, tok, Config{MaxSeqs: opts.MaxSeqs, MaxBatchTokens: opts.MaxBatchTokens, PrefixCache: !opts.NoPrefixCache,
-		Speculation: d.spec})
+		Speculation: d.spec, Adapters: adapters})
 	if err != nil {
 		d.close()
 		ctx.Close()
@@ -279,6 +288,32 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 		l.loop(w)
 	}()
 	return l, nil
+}
+
+// loadAdapters loads each named adapter on m, in name order.
+func loadAdapters(m *models.Model, paths map[string]string) (map[string]models.AdapterID, error) {
+	ids := map[string]models.AdapterID{}
+	for _, name := range slices.Sorted(maps.Keys(paths)) {
+		if name == "" {
+			return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: adapter %s has an empty name", paths[name]))
+		}
+		id, err := m.LoadAdapter(paths[name])
+		if err != nil {
+			return nil, fmt.Errorf("engine: adapter %q: %w", name, err)
+		}
+		ids[name] = id
+	}
+	return ids, nil
+}
+
+// Adapters names the LoRA adapters the LLM loaded (Options.Adapters),
+// sorted.
+func (l *LLM) Adapters() []string { return slices.Sorted(maps.Keys(l.opts.Adapters)) }
+
+// WithAdapter runs the request with the LoRA adapter of that name
+// (Options.Adapters); an unknown name fails it with ErrUnknownAdapter.
+func WithAdapter(name string) StreamOption {
+	return func(r *Request) { r.Adapter = name }
 }
 
 // contextSeqs is the sequence ids of the LLM's Context: running requests

@@ -30,6 +30,10 @@ type Request struct {
 	// Params.Constraint: a Constraint has state, so choices cannot share
 	// one. A request of N > 1 with Params.Constraint must give them.
 	Constraints []sampler.Constraint
+	// Adapter, when set, names the LoRA adapter (Config.Adapters) the
+	// request runs with; "" runs the base model. Cached prefixes and
+	// sessions are reused only by requests of the same adapter.
+	Adapter string
 	// Embed, when set, makes this an embedding request: its prompt is
 	// computed (batched with the generations, in the same steps) and no
 	// token is drawn; its one final Output carries the pooled vector in

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"hash/maphash"
+
+	"github.com/vkllm/vkllm/models"
 )
 
 // BlockSize is the granularity of the prefix cache: a cached prompt is
@@ -15,8 +17,9 @@ const BlockSize = 16
 type retained struct {
 	seqID   int32
 	tokens  []int32
-	session string   // "" for a prefix-cache entry
-	hashes  []uint64 // chain hash of each whole block (prefix entries)
+	session string           // "" for a prefix-cache entry
+	adapter models.AdapterID // the LoRA adapter its K/V were computed with
+	hashes  []uint64         // chain hash of each whole block (prefix entries)
 	lastUse uint64
 }
 
@@ -36,15 +39,18 @@ func newPool() *pool {
 		blocks: map[uint64]*retained{}, sessions: map[string]*retained{}}
 }
 
-// blockHashes chains a hash over each whole block of toks: hash i covers
-// toks[:(i+1)*BlockSize], so equal hashes mean equal prefixes (up to
-// 64-bit collisions, which match() rules out by comparing tokens).
-func (p *pool) blockHashes(toks []int32) []uint64 {
+// blockHashes chains a hash over the adapter and each whole block of
+// toks: hash i covers the adapter and toks[:(i+1)*BlockSize], so equal
+// hashes mean equal prefixes computed with the same adapter (up to 64-bit
+// collisions, which match() rules out by comparing both).
+func (p *pool) blockHashes(adapter models.AdapterID, toks []int32) []uint64 {
 	n := len(toks) / BlockSize
 	hs := make([]uint64, n)
 	var h maphash.Hash
 	h.SetSeed(p.seed)
 	var buf [4 * BlockSize]byte
+	buf[0], buf[1], buf[2], buf[3] = byte(adapter), byte(adapter>>8), byte(adapter>>16), byte(adapter>>24)
+	h.Write(buf[:4])
 	for b := range n {
 		for i, t := range toks[b*BlockSize : (b+1)*BlockSize] {
 			buf[4*i], buf[4*i+1], buf[4*i+2], buf[4*i+3] = byte(t), byte(t>>8), byte(t>>16), byte(t>>24)
@@ -55,18 +61,19 @@ func (p *pool) blockHashes(toks []int32) []uint64 {
 	return hs
 }
 
-// match finds the prefix entry sharing the most whole leading blocks with
-// toks, leaving at least one token of toks to compute (its logits are
-// needed). It returns the entry and the number of tokens it covers.
-func (p *pool) match(toks []int32) (*retained, int) {
+// match finds the prefix entry of adapter sharing the most whole leading
+// blocks with toks, leaving at least one token of toks to compute (its
+// logits are needed). It returns the entry and the number of tokens it
+// covers.
+func (p *pool) match(adapter models.AdapterID, toks []int32) (*retained, int) {
 	limit := (len(toks) - 1) / BlockSize
 	if limit <= 0 || len(p.blocks) == 0 {
 		return nil, 0
 	}
-	hs := p.blockHashes(toks[:limit*BlockSize])
+	hs := p.blockHashes(adapter, toks[:limit*BlockSize])
 	for b := limit - 1; b >= 0; b-- { // longest first
 		r := p.blocks[hs[b]]
-		if r == nil || len(r.hashes) <= b || r.hashes[b] != hs[b] {
+		if r == nil || r.adapter != adapter || len(r.hashes) <= b || r.hashes[b] != hs[b] {
 			continue
 		}
 		n := (b + 1) * BlockSize
@@ -90,9 +97,10 @@ func equalTokens(a, b []int32) bool {
 	return true
 }
 
-// addPrefix retains seq as a prefix entry for toks (its K/V).
-func (p *pool) addPrefix(seq int32, toks []int32) {
-	r := &retained{seqID: seq, tokens: toks, hashes: p.blockHashes(toks)}
+// addPrefix retains seq as a prefix entry for toks (its K/V, computed
+// with adapter).
+func (p *pool) addPrefix(seq int32, adapter models.AdapterID, toks []int32) {
+	r := &retained{seqID: seq, tokens: toks, adapter: adapter, hashes: p.blockHashes(adapter, toks)}
 	p.touch(r)
 	p.entries[seq] = r
 	for _, h := range r.hashes {
@@ -100,9 +108,10 @@ func (p *pool) addPrefix(seq int32, toks []int32) {
 	}
 }
 
-// addSession retains seq as the idle state of session name.
-func (p *pool) addSession(name string, seq int32, toks []int32) {
-	r := &retained{seqID: seq, tokens: toks, session: name}
+// addSession retains seq as the idle state of session name (its K/V,
+// computed with adapter).
+func (p *pool) addSession(name string, seq int32, adapter models.AdapterID, toks []int32) {
+	r := &retained{seqID: seq, tokens: toks, session: name, adapter: adapter}
 	p.touch(r)
 	p.entries[seq] = r
 	p.sessions[name] = r

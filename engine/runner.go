@@ -38,8 +38,9 @@ func newRunner(ctx *models.Context) *runner {
 // was (Decode's promise).
 func (r *runner) run(chunks []chunk) ([][]float32, error) {
 	b := &r.batch
-	b.Token, b.Pos, b.Seq, b.Logits, b.Embed = b.Token[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Embed[:0]
+	b.Token, b.Pos, b.Seq, b.Logits, b.Embed, b.Adapter = b.Token[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Embed[:0], b.Adapter[:0]
 	r.last = r.last[:0]
+	lora := false
 	for _, c := range chunks {
 		q := c.seq
 		if q.seqID < 0 {
@@ -48,16 +49,22 @@ func (r *runner) run(chunks []chunk) ([][]float32, error) {
 		for p := c.start; p < c.start+c.n; p++ {
 			b.Add(q.tokens[p], int32(p), c.sample && q.emb == nil && p == c.start+c.n-1, r.seqs[q.seqID]...)
 			b.Embed = append(b.Embed, c.embedRow(p))
+			b.Adapter = append(b.Adapter, q.adapter)
 		}
 		r.last = append(r.last, b.Len()-1)
 		for j, t := range q.spec.draft[:c.draft] {
 			b.Add(t, int32(c.start+c.n+j), true, r.seqs[q.seqID]...)
 			b.Embed = append(b.Embed, false)
+			b.Adapter = append(b.Adapter, q.adapter)
 		}
+		lora = lora || q.adapter != models.NoAdapter
 	}
 	last := r.last
 	if b.Len() == 0 {
 		return nil, nil
+	}
+	if !lora {
+		b.Adapter = b.Adapter[:0] // the base model for every token
 	}
 	if err := r.ctx.Decode(*b); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

@@ -1,17 +1,21 @@
 package engine
 
+import "github.com/vkllm/vkllm/models"
+
 // sequence is a request inside the engine. The scheduler reads and moves
 // the fields above the line (the block manager sets numCached and
 // numReused when it admits the request); the rest belongs to the block
 // manager (seqID), the runner and output.
 type sequence struct {
-	id        string
-	state     State
-	tokens    []int32 // prompt then output
-	numPrompt int
-	numCached int    // leading tokens whose K/V are in the cache
-	numReused int    // of those, found in the cache (prefix or session) when it got its sequence
-	session   string // the session it belongs to, if any
+	id          string
+	state       State
+	tokens      []int32 // prompt then output
+	numPrompt   int
+	numCached   int              // leading tokens whose K/V are in the cache
+	numReused   int              // of those, found in the cache (prefix or session) when it got its sequence
+	session     string           // the session it belongs to, if any
+	adapter     models.AdapterID // its LoRA adapter (NoAdapter: the base model)
+	adapterName string           // its name, "" for none
 	// ---
 	seqID int32 // KV sequence id while it holds one (from the block manager), else -1
 	post  postState

@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // Stats is a snapshot of an engine's load and counters, for monitoring
 // (the server exports it under vLLM's metric names). Counters only grow.
 type Stats struct {
@@ -27,6 +29,9 @@ type Stats struct {
 	// Finished counts finished requests by finish reason ("stop",
 	// "length", "abort").
 	Finished map[string]uint64
+	// RunningAdapters and WaitingAdapters name the LoRA adapters of the
+	// running and of the waiting sequences, each once, sorted.
+	RunningAdapters, WaitingAdapters []string
 }
 
 // KVUsage is the fraction of KV cells in use, in [0, 1].
@@ -57,5 +62,18 @@ func (e *Engine) Stats() Stats {
 	for k, v := range e.count.finished {
 		s.Finished[k] = v
 	}
+	s.RunningAdapters, s.WaitingAdapters = adapterNames(e.sched.running), adapterNames(e.sched.waiting)
 	return s
+}
+
+// adapterNames lists the adapters of qs, each once, sorted; nil for none.
+func adapterNames(qs []*sequence) []string {
+	var names []string
+	for _, q := range qs {
+		if q.adapterName != "" && !slices.Contains(names, q.adapterName) {
+			names = append(names, q.adapterName)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

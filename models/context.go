@@ -17,7 +17,11 @@ type SeqID = kv.SeqID
 // Batch is one forward pass in SoA form, as llama_batch: token i is
 // Token[i] at position Pos[i], belongs to the sequences Seq[i] (usually
 // one), and Logits[i] asks for its output row. Any mix of sequences,
-// prefill and decode may share a batch.
+// prefill and decode may share a batch. Adapter, when not empty, holds
+// one LoRA adapter per token (Model.LoadAdapter; NoAdapter for the base
+// model); empty, every token runs the base model. Tokens of one
+// sequence should run the same adapter: the cache keeps what each
+// computed.
 type Batch struct {
 	Token  []int32
 	Pos    []int32
@@ -26,7 +30,8 @@ type Batch struct {
 	// Embed is nil or has one flag per token: Embed[i] asks for token
 	// i's final hidden state (after the final norm), read with
 	// Context.Embeddings. A token may ask for both, either or neither.
-	Embed []bool
+	Embed   []bool
+	Adapter []AdapterID
 }
 
 // Add appends one token to the batch.
@@ -85,7 +90,8 @@ type Context struct {
 	kCache []kernels.Tensor // per layer (cells, kvHeads*headDim)
 	vCache []kernels.Tensor
 
-	s *scratch // the forward pass's tensors
+	s    *scratch    // the forward pass's tensors
+	lora loraScratch // the LoRA part of them, made on first use
 
 	logits    []float32 // (len(outputIDs), vocab)
 	outputIDs []int     // batch indices with logits, in batch order
@@ -203,6 +209,7 @@ func (ctx *Context) Close() error {
 		ctx.s.free(b)
 		ctx.s = nil
 	}
+	ctx.lora = loraScratch{}
 	return nil
 }
 
@@ -233,6 +240,9 @@ func (ctx *Context) validate(b Batch) error {
 		return bad("lengths differ: %d positions, %d embedding flags", n, len(b.Embed))
 	case n > ctx.p.BatchSize:
 		return bad("%d tokens exceed the batch size %d", n, ctx.p.BatchSize)
+	}
+	if err := ctx.checkAdapters(b); err != nil {
+		return err
 	}
 	vocab := int32(ctx.m.Config.VocabSize)
 	positions := ctx.m.Config.MaxPositions

@@ -128,6 +128,8 @@ func (ctx *Context) allocOutputs(rows int) error {
 //	    q,k = rmsnorm per head (Qwen3) ; rope(q,k) (not in NoPE layers)
 //	    cache[cells] = k,v ; x += attention(q, cache, vis or its window)·Woᵀ
 //	    h = rmsnorm(x) ; x += (silu(h·Wgateᵀ) * h·Wupᵀ)·Wdownᵀ
+//	(with LoRA adapters, each y = u·Wᵀ above also gets + s·(u·Aᵀ)·Bᵀ
+//	for the tokens of each adapter: applyLoRA)
 //	logits = rmsnorm(x)[rows asked] · lm_headᵀ
 func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	m, b, c, s := ctx.m, ctx.m.backend, ctx.m.Config, ctx.s
@@ -175,6 +177,11 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		}
 	}
 
+	lora, err := ctx.loraPass(bt) // nil without adapters
+	if err != nil {
+		return err
+	}
+
 	eps := float32(c.RMSNormEps)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	w := m.w
@@ -187,6 +194,11 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 			b.Add(q, q, ly.qBias)
 			b.Add(k, k, ly.kBias)
 			b.Add(v, v, ly.vBias)
+		}
+		if lora != nil {
+			ctx.applyLoRA(lora, l, loraQ, h, q)
+			ctx.applyLoRA(lora, l, loraK, h, k)
+			ctx.applyLoRA(lora, l, loraV, h, v)
 		}
 		if ly.qNorm != nil { // each head's row of HeadDim on its own
 			qh, kh := b.View(s.q, n*c.NumHeads, c.HeadDim), b.View(s.k, n*c.NumKVHeads, c.HeadDim)
@@ -208,12 +220,22 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		if ly.oBias != nil {
 			b.Add(o, o, ly.oBias)
 		}
+		if lora != nil {
+			ctx.applyLoRA(lora, l, loraO, attn, o)
+		}
 		b.Add(x, x, o)
 
 		b.RMSNorm(h, x, ly.ffnNorm, eps)
 		kernels.MatMuls(b, gateUp[:], h, ly.gateUp[:])
+		if lora != nil {
+			ctx.applyLoRA(lora, l, loraGate, h, gate)
+			ctx.applyLoRA(lora, l, loraUp, h, up)
+		}
 		b.SwiGLU(gate, gate, up)
 		b.MatMul(down, gate, ly.down)
+		if lora != nil {
+			ctx.applyLoRA(lora, l, loraDown, gate, down)
+		}
 		b.Add(x, x, down)
 	}
 	b.RMSNorm(x, x, w.outNorm, eps)

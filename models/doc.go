@@ -65,4 +65,15 @@
 // longest list of the batch: a step's cost follows the cells in use, not
 // ContextLen. The KV operations (SeqRm, SeqCp, SeqKeep, SeqAdd, SeqDiv)
 // have llama.cpp's semantics.
+//
+// LoRA. Model.LoadAdapter reads a PEFT adapter folder or a llama.cpp GGUF
+// LoRA file (lora.go) and keeps A (rank, in) and scale·B (out, rank) in
+// F32 on the backend, unmerged, whatever the base weights' dtype. A
+// Batch names an adapter per token; the forward groups the tokens by
+// adapter and adds each group's B(A x) to the output of each adapted
+// weight (gathering the group's rows, and writing them back, when it is
+// not the whole batch), with row-wise ops only, so tokens of different
+// adapters share a batch and each gets bitwise what it gets alone. The
+// scratch for it is made on the first pass that uses an adapter (and
+// grown for a larger rank, or more adapters in one batch).
 package models

@@ -34,9 +34,10 @@ type Model struct {
 	// Model (NewContext may make several) shares it.
 	run sync.Mutex
 
-	mu     sync.Mutex // guards the two below
-	open   int        // Contexts made and not closed
-	closed bool
+	mu       sync.Mutex // guards the three below
+	open     int        // Contexts made and not closed
+	closed   bool
+	adapters []*adapter // LoRA adapters: AdapterID i is adapters[i-1]
 }
 
 type options struct {
@@ -146,6 +147,12 @@ func (m *Model) Close() error {
 		m.w.free(m.backend)
 		m.w = nil
 	}
+	for _, ad := range m.adapters {
+		if m.backend != nil {
+			ad.free(m.backend)
+		}
+	}
+	m.adapters = nil
 	var err error
 	if m.ownBackend && m.backend != nil {
 		err = m.backend.Close()

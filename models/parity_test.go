@@ -188,6 +188,13 @@ func argmax(row []float32) int32 {
 // every position, then 32 greedy steps along the reference's tokens.
 func checkParity(t *testing.T, m *Model, g *golden) {
 	t.Helper()
+	checkParityAdapter(t, m, g, NoAdapter)
+}
+
+// checkParityAdapter is checkParity with every token run through the
+// LoRA adapter ad.
+func checkParityAdapter(t *testing.T, m *Model, g *golden, ad AdapterID) {
+	t.Helper()
 	ctx, err := m.NewContext(ContextParams{ContextLen: 128, BatchSize: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +207,7 @@ func checkParity(t *testing.T, m *Model, g *golden) {
 		var b Batch
 		for i, tok := range p.Tokens {
 			b.Add(tok, int32(i), true, 0)
+			b.Adapter = append(b.Adapter, ad)
 		}
 		if err := ctx.Decode(b); err != nil {
 			t.Fatal(err)
@@ -210,9 +218,13 @@ func checkParity(t *testing.T, m *Model, g *golden) {
 		logits := ctx.Logits(len(p.Tokens) - 1)
 		for step, want := range p.Greedy {
 			if step > 0 {
-				if logits, err = decodeToken(ctx, 0, p.Greedy[step-1]); err != nil {
+				pos := int32(len(p.Tokens) + step - 1)
+				next := Batch{Adapter: []AdapterID{ad}}
+				next.Add(p.Greedy[step-1], pos, true, 0)
+				if err := ctx.Decode(next); err != nil {
 					t.Fatal(err)
 				}
+				logits = ctx.Logits(0)
 			}
 			checkStep(t, logits, want, p.Top5[step], p.Margin[step], pi, step)
 			if g.DType == "F32" && argmax(logits) != want {

@@ -206,7 +206,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	m, label, e := s.lookup(req.Model)
+	m, label, adapter, e := s.resolve(req.Model)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -226,7 +226,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	stream := func(ctx context.Context) iter.Seq2[engine.Delta, error] {
-		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n, constraints...))
+		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n, constraints...), engine.WithAdapter(adapter))
 	}
 	ctx := r.Context()
 	run := startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, pl.n, s.cfg.Logf)

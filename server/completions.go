@@ -83,7 +83,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	m, label, e := s.lookup(req.Model)
+	m, label, adapter, e := s.resolve(req.Model)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -139,12 +139,12 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			if pr.ids != nil {
-				return m.Gen.StreamTokens(ctx, pr.ids, p, engine.WithChoices(n, constraints...))
+				return m.Gen.StreamTokens(ctx, pr.ids, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter))
 			}
 			if pr.text == "" {
 				return func(yield func(engine.Delta, error) bool) { yield(engine.Delta{}, sampler.ErrEmptyPrompt) }
 			}
-			return m.Gen.Stream(ctx, pr.text, p, engine.WithChoices(n, constraints...))
+			return m.Gen.Stream(ctx, pr.text, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter))
 		}
 	}
 	ctx := r.Context()

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -71,13 +74,20 @@ var (
 	descPQueries = prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", []string{"model_name"}, nil)
 	descPHits    = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", []string{"model_name"}, nil)
 	descSuccess  = prometheus.NewDesc("vllm:request_success_total", "Count of finished requests by finish reason.", []string{"model_name", "finished_reason"}, nil)
+	// descLoRA is vLLM's LoRA gauge, which the Kubernetes inference
+	// gateway reads: its value is the time of the sample (Unix seconds),
+	// its labels the adapters of the running and of the waiting requests
+	// (comma-separated names) and the most adapters one batch may run
+	// (every loaded one, here). Only models with adapters have it.
+	descLoRA = prometheus.NewDesc("vllm:lora_requests_info", "Running stats on lora requests.",
+		[]string{"model_name", "running_lora_adapters", "waiting_lora_adapters", "max_lora"}, nil)
 )
 
 // statsCollector exports every loaded model's engine.Stats.
 type statsCollector struct{ s *Server }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descPrompt, descGen, descPreempt, descPQueries, descPHits, descSuccess} {
+	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descPrompt, descGen, descPreempt, descPQueries, descPHits, descSuccess, descLoRA} {
 		ch <- d
 	}
 }
@@ -106,6 +116,11 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 			if reason != "stop" && reason != "length" && reason != "abort" {
 				ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.CounterValue, float64(v), nm.name, reason)
 			}
+		}
+		if n := len(nm.m.Adapters); n > 0 {
+			now := float64(time.Now().UnixNano()) / 1e9
+			ch <- prometheus.MustNewConstMetric(descLoRA, prometheus.GaugeValue, now, nm.name,
+				strings.Join(st.RunningAdapters, ","), strings.Join(st.WaitingAdapters, ","), strconv.Itoa(n))
 		}
 	}
 }

@@ -24,7 +24,7 @@ func OpenModel(ctx context.Context, path string, opts engine.Options) (*Model, e
 // file type, else the one written at the end of path's name, and its tool
 // format is the one of its chat template. The Model owns l from then on.
 func NewModel(l *engine.LLM, path string) *Model {
-	m := &Model{Gen: l, Quant: l.FileType()}
+	m := &Model{Gen: l, Quant: l.FileType(), Adapters: l.Adapters()}
 	if m.Quant == "" {
 		m.Quant = quantFromName(path)
 	}

@@ -37,6 +37,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,10 @@ type Model struct {
 	// template); FormatNone means the template knows no tools and the
 	// server describes them itself in the Hermes format and parses that.
 	ToolFormat chat.Format
+	// Adapters name the model's LoRA adapters (engine.Options.Adapters):
+	// a request for "NAME:ADAPTER" runs with engine.WithAdapter(ADAPTER),
+	// and /v1/models lists it.
+	Adapters []string
 
 	vocabOnce  sync.Once
 	vocabBytes *sampler.Vocab // see vocab
@@ -344,6 +349,22 @@ func (s *Server) api(method string, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// resolve finds the model and LoRA adapter of a request: "NAME:ADAPTER"
+// names an adapter of a loaded model NAME (the first file registered
+// under it that has one of that name); anything else is lookup's, with
+// no adapter.
+func (s *Server) resolve(name string) (m *Model, label, adapter string, e *apiError) {
+	if base, a, ok := strings.Cut(name, ":"); ok {
+		for _, x := range s.entries {
+			if x.spec.Name == base && isReady(x) && x.m != nil && slices.Contains(x.m.Adapters, a) {
+				return x.m, s.label(x), a, nil
+			}
+		}
+	}
+	m, label, e = s.lookup(name)
+	return m, label, "", e
+}
+
 // lookup finds the model of a request: "NAME" (the first file registered
 // under it) or "NAME:QUANT" (the file of that quantisation).
 func (s *Server) lookup(name string) (*Model, string, *apiError) {
@@ -460,6 +481,9 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		add(e.spec.Name, e.at)
 		if e.m.Quant != "" {
 			add(e.spec.Name+":"+e.m.Quant, e.at)
+		}
+		for _, a := range e.m.Adapters {
+			add(e.spec.Name+":"+a, e.at)
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list})

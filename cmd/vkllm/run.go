@@ -41,6 +41,18 @@ type config struct {
 	system                 string
 	draft                  string // speculative decoding: "ngram" or a draft model's path
 	draftMax               int
+	lora                   string // a LoRA adapter to run with, "" for none
+}
+
+// cliAdapter is the name run gives its --lora adapter.
+const cliAdapter = "lora"
+
+// adapterOpts are the stream options that run c's adapter, if any.
+func (c config) adapterOpts() []engine.StreamOption {
+	if c.lora == "" {
+		return nil
+	}
+	return []engine.StreamOption{engine.WithAdapter(cliAdapter)}
 }
 
 // runModel is `vkllm run`. With --prompt or --tokens it generates one
@@ -76,6 +88,7 @@ func runModel(ctx context.Context, e env, args []string) int {
 	p := &c.params
 	fs := newFlags(e, "run")
 	fs.StringVar(&c.model, "model", "", "model folder or .gguf file")
+	fs.StringVar(&c.lora, "lora", "", "run with this LoRA adapter: a PEFT folder (adapter_config.json, adapter_model.safetensors) or a llama.cpp GGUF LoRA file")
 	fs.StringVar(&c.prompt, "prompt", "", "prompt text to complete")
 	fs.StringVar(&c.tokens, "tokens", "", "prompt as comma-separated token ids")
 	fs.BoolVar(&c.chat, "chat", false, "chat interactively (the default without --prompt and --tokens)")
@@ -132,8 +145,11 @@ func runModel(ctx context.Context, e env, args []string) int {
 func open(ctx context.Context, c config, stderr io.Writer) (*engine.LLM, error) {
 	b := newBar(stderr, "loading "+c.model, false)
 	start := time.Now()
-	l, err := engine.Open(ctx, c.model, engine.Options{MaxSeqs: 1, Backend: *c.backend, Progress: b.Update,
-		Draft: c.draft, DraftMax: c.draftMax})
+	opts := engine.Options{MaxSeqs: 1, Backend: *c.backend, Progress: b.Update, Draft: c.draft, DraftMax: c.draftMax}
+	if c.lora != "" {
+		opts.Adapters = map[string]string{cliAdapter: c.lora}
+	}
+	l, err := engine.Open(ctx, c.model, opts)
 	b.Done(true)
 	if err != nil {
 		return nil, err
@@ -191,7 +207,7 @@ func chatREPL(ctx context.Context, e env, c config) error {
 		return err
 	}
 	defer l.Close()
-	r := &repl{m: l, params: p, system: c.system, out: e.stdout, intr: intr,
+	r := &repl{m: l, params: p, opts: c.adapterOpts(), system: c.system, out: e.stdout, intr: intr,
 		stats: e.stderr, backend: l.Model().Backend().Name()}
 	r.loop(e.stdin)
 	return nil
@@ -243,7 +259,7 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	res := Result{PromptTokens: prompt, Tokens: []int32{}, TopLogprobs: [][]sampler.Logprob{}}
 	var text strings.Builder
 	timing := runinfo.Start()
-	for d, err := range l.StreamTokens(ctx, prompt, p) {
+	for d, err := range l.StreamTokens(ctx, prompt, p, c.adapterOpts()...) {
 		if err != nil {
 			return err
 		}
@@ -296,6 +312,7 @@ func parseIDs(s string) ([]int32, error) {
 type repl struct {
 	m       streamer
 	params  sampler.Params
+	opts    []engine.StreamOption // per answer: the adapter, if any
 	system  string
 	history []chat.Message // user and assistant turns
 	out     io.Writer
@@ -385,7 +402,7 @@ func (r *repl) answer(text string) {
 	msgs := append(r.messages(), chat.Message{Role: "user", Content: text})
 	var reply strings.Builder
 	timing := runinfo.Start()
-	for d, err := range r.m.StreamChat(ctx, engine.ChatRequest{Messages: msgs}, r.params) {
+	for d, err := range r.m.StreamChat(ctx, engine.ChatRequest{Messages: msgs}, r.params, r.opts...) {
 		if err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintln(r.out, "\n(answer stopped)")

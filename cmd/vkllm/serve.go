@@ -31,6 +31,25 @@ func (m *modelFlags) Set(v string) error {
 	return nil
 }
 
+// loraFlags are the --lora NAME=PATH of serve.
+type loraFlags map[string]string
+
+func (l *loraFlags) String() string { return fmt.Sprint(map[string]string(*l)) }
+func (l *loraFlags) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok || name == "" || path == "" || strings.Contains(name, ":") {
+		return errors.New("want NAME=PATH (NAME without ':')")
+	}
+	if _, dup := (*l)[name]; dup {
+		return fmt.Errorf("adapter %q given twice", name)
+	}
+	if *l == nil {
+		*l = loraFlags{}
+	}
+	(*l)[name] = path
+	return nil
+}
+
 // serve is `vkllm serve`: the server package on a listener.
 //
 // Endpoints: POST /v1/chat/completions, POST /v1/completions, GET
@@ -42,6 +61,7 @@ func (m *modelFlags) Set(v string) error {
 func serve(ctx context.Context, e env, args []string) int {
 	var (
 		specs   modelFlags
+		loras   loraFlags
 		addr    string
 		apiKey  string
 		maxSeqs int
@@ -52,6 +72,7 @@ func serve(ctx context.Context, e env, args []string) int {
 	)
 	fs := newFlags(e, "serve")
 	fs.Var(&specs, "model", "NAME=PATH of a model folder or .gguf file (repeatable; several files under one NAME are told apart as NAME:QUANT)")
+	fs.Var(&loras, "lora", "NAME=PATH of a LoRA adapter (a PEFT folder or a llama.cpp GGUF LoRA file) for every model; request it as model \"MODEL:NAME\" (repeatable)")
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&apiKey, "api-key", os.Getenv("VKLLM_API_KEY"), "require Authorization: Bearer KEY on /v1/ (default $VKLLM_API_KEY)")
 	backendName := runinfo.BackendFlag(fs)
@@ -82,7 +103,7 @@ func serve(ctx context.Context, e env, args []string) int {
 	srv, err := server.New(server.Config{
 		Models: specs,
 		Engine: engine.Options{ContextLen: ctxLen, MaxSeqs: maxSeqs, MaxPending: pending,
-			Backend: *backendName},
+			Backend: *backendName, Adapters: loras},
 		Progress: bars.update,
 		APIKey:   apiKey,
 		Logger:   reqLogger,
