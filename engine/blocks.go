@@ -15,6 +15,7 @@ var errNoSeqID = errors.New("engine: no free sequence id")
 // cut and free cells. It never touches K/V storage.
 type cellStore interface {
 	KVCapacity() (cells, used int)
+	KVUsedBy(seqs []models.SeqID) int
 	SeqCp(src, dst models.SeqID, p0, p1 int32) error
 	SeqRm(seq models.SeqID, p0, p1 int32) error
 }
@@ -69,6 +70,21 @@ func newBlockManager(cells cellStore, maxRunning, maxRetained int, prefix bool, 
 func (m *blockManager) freeCells() int {
 	cells, used := m.cells.KVCapacity()
 	return cells - used
+}
+
+// retainedOnly is the number of cells that only retained sequences
+// hold: what evicting every one of them would free. The others hold K/V
+// of a running request.
+func (m *blockManager) retainedOnly() int {
+	if len(m.pool.entries) == 0 {
+		return 0
+	}
+	ids := make([]models.SeqID, 0, len(m.running))
+	for id := range m.running {
+		ids = append(ids, models.SeqID(id))
+	}
+	_, used := m.cells.KVCapacity()
+	return used - m.cells.KVUsedBy(ids)
 }
 
 // match finds what the cache holds of q's tokens, which holds no

@@ -16,6 +16,13 @@ import (
 type fakeCells struct{ c *kv.Cache }
 
 func (f fakeCells) KVCapacity() (int, int) { return f.c.Size(), f.c.Used() }
+func (f fakeCells) KVUsedBy(seqs []models.SeqID) int {
+	ids := make([]kv.SeqID, len(seqs))
+	for i, s := range seqs {
+		ids[i] = kv.SeqID(s)
+	}
+	return f.c.UsedBy(ids)
+}
 func (f fakeCells) SeqCp(src, dst models.SeqID, p0, p1 int32) error {
 	return f.c.SeqCp(src, dst, kv.Pos(p0), kv.Pos(p1))
 }

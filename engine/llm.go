@@ -879,26 +879,28 @@ func (l *LLM) loop(w *worker) {
 			return
 		}
 		var queries []func(*worker)
-		for _, c := range cmds {
-			switch {
-			case c.req != nil:
-				boxes[c.req.ID] = c.box
-				if err := w.eng.Add(*c.req); err != nil {
-					finish(c.req.ID, Output{}, err)
+		l.guard(w, boxes, finish, func() {
+			for _, c := range cmds {
+				switch {
+				case c.req != nil:
+					boxes[c.req.ID] = c.box
+					if err := w.eng.Add(*c.req); err != nil {
+						finish(c.req.ID, Output{}, err)
+					}
+				case c.query != nil:
+					queries = append(queries, c.query)
+				case c.endSession != "":
+					if err := w.eng.EndSession(c.endSession); err != nil {
+						l.fail(w, boxes, finish, err)
+					}
+				default:
+					w.eng.Abort(c.abort)
 				}
-			case c.query != nil:
-				queries = append(queries, c.query)
-			case c.endSession != "":
-				if err := w.eng.EndSession(c.endSession); err != nil {
-					l.fail(w, boxes, finish, err)
-				}
-			default:
-				w.eng.Abort(c.abort)
 			}
-		}
-		if w.eng.HasUnfinished() {
-			l.step(w, boxes, finish)
-		}
+			if w.eng.HasUnfinished() {
+				l.step(w, boxes, finish)
+			}
+		})
 		st := w.eng.Stats()
 		w.stats.Store(&st)
 		for _, q := range queries { // after the step that reported the aborts before them (and its stats)
@@ -913,6 +915,19 @@ func (l *LLM) loop(w *worker) {
 			}
 		}
 	}
+}
+
+// guard runs the loop's work on w's engine; a panic there (sampling, a
+// Constraint, stop strings, detokenising) fails w's requests with a
+// *PanicError and frees their cells, as a failed step does, and the loop
+// goes on.
+func (l *LLM) guard(w *worker, boxes map[string]*mailbox, finish func(string, Output, error), work func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.fail(w, boxes, finish, recovered(v))
+		}
+	}()
+	work()
 }
 
 // step runs one engine step and delivers its outputs.

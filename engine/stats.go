@@ -8,6 +8,10 @@ type Stats struct {
 
 	KVCells int // cells in the KV cache(s)
 	KVUsed  int // cells holding K/V, cached prefixes and idle sessions included
+	// KVRetained counts the cells of KVUsed that only retained sequences
+	// (cached prefixes, idle sessions) hold: evicting them would free
+	// them, so they are not in use in KVUsage's sense.
+	KVRetained int
 
 	PromptTokens uint64 // prompt tokens of the requests added
 	// ComputedTokens counts the tokens run through the model: prompt
@@ -25,12 +29,23 @@ type Stats struct {
 	Finished map[string]uint64
 }
 
-// KVUsage is the fraction of KV cells in use, in [0, 1].
+// KVUsage is the fraction of KV cells that cannot be reused without
+// eviction (those of running requests), in [0, 1], as vLLM's
+// kv_cache_usage_perc: an idle engine reports 0 however much it keeps.
 func (s Stats) KVUsage() float64 {
 	if s.KVCells == 0 {
 		return 0
 	}
-	return float64(s.KVUsed) / float64(s.KVCells)
+	return float64(s.KVUsed-s.KVRetained) / float64(s.KVCells)
+}
+
+// KVRetainedUsage is the fraction of KV cells that only retained
+// sequences hold (cached prefixes, idle sessions), in [0, 1].
+func (s Stats) KVRetainedUsage() float64 {
+	if s.KVCells == 0 {
+		return 0
+	}
+	return float64(s.KVRetained) / float64(s.KVCells)
 }
 
 // add sums b into s (several workers).
@@ -39,6 +54,7 @@ func (s *Stats) add(b Stats) {
 	s.Waiting += b.Waiting
 	s.KVCells += b.KVCells
 	s.KVUsed += b.KVUsed
+	s.KVRetained += b.KVRetained
 	s.PromptTokens += b.PromptTokens
 	s.ComputedTokens += b.ComputedTokens
 	s.GenerationTokens += b.GenerationTokens
@@ -65,7 +81,7 @@ type counters struct {
 func (e *Engine) Stats() Stats {
 	cells, used := e.ctx.KVCapacity()
 	s := Stats{Running: len(e.sched.running), Waiting: len(e.sched.waiting),
-		KVCells: cells, KVUsed: used,
+		KVCells: cells, KVUsed: used, KVRetained: e.blocks.retainedOnly(),
 		PromptTokens: e.count.promptTokens, ComputedTokens: e.count.computedTokens, GenerationTokens: e.count.generationTokens,
 		Preemptions: e.count.preemptions, PrefixQueries: e.count.prefixQueries, PrefixHits: e.count.prefixHits,
 		Finished: make(map[string]uint64, len(e.count.finished))}

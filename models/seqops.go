@@ -111,5 +111,8 @@ func (ctx *Context) Release(seq SeqID) error { return ctx.SeqRm(seq, -1, -1) }
 // TruncateKV keeps the first n positions of seq and frees the rest.
 func (ctx *Context) TruncateKV(seq SeqID, n int32) error { return ctx.SeqRm(seq, n, -1) }
 
+// KVUsedBy returns how many cells hold at least one of seqs.
+func (ctx *Context) KVUsedBy(seqs []SeqID) int { return ctx.cache.UsedBy(seqs) }
+
 // KVCapacity returns the number of cells and how many are in use.
 func (ctx *Context) KVCapacity() (cells, used int) { return ctx.cache.Size(), ctx.cache.Used() }
