@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,6 +112,8 @@ type LLM struct {
 
 	workers []*worker
 	done    chan struct{} // closed when every loop has returned
+	// encodeSlots bounds the prompts tokenised at once (GOMAXPROCS).
+	encodeSlots chan struct{}
 
 	mu       sync.Mutex
 	queue    []command          // adds no worker has taken yet
@@ -252,7 +255,7 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	if err := checkContextLen(m.Config, opts); err != nil {
 		return nil, err
 	}
-	l := &LLM{model: m, tok: tok, opts: opts, done: make(chan struct{}),
+	l := &LLM{model: m, tok: tok, opts: opts, done: make(chan struct{}), encodeSlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
 		owner: map[string]*worker{}, sessions: map[string]*worker{}}
 	for range opts.Workers {
 		ctx, err := m.NewContext(models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: contextSeqs(opts.MaxSeqs),
@@ -449,17 +452,21 @@ func WithChoices(n int, constraints ...sampler.Constraint) StreamOption {
 
 // submit tokenizes prompts and queues them, all or none.
 func (l *LLM) submit(prompts []string, params sampler.Params, opts ...StreamOption) ([]string, []*mailbox, error) {
-	return l.submitEncoded(prompts, params, true, opts...)
+	return l.submitEncoded(prompts, params, true, nil, opts...)
 }
 
 // submitEncoded is submit; addSpecial is false for rendered chat prompts,
-// which carry their own special tokens (as apply_chat_template).
-func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial bool, opts ...StreamOption) ([]string, []*mailbox, error) {
+// which carry their own special tokens (as apply_chat_template), and lit
+// are the literal ranges of a single prompt.
+func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial bool, lit []tokenizer.Range, opts ...StreamOption) ([]string, []*mailbox, error) {
+	if err := l.admit(len(prompts)); err != nil {
+		return nil, nil, err
+	}
 	cmds := make([]command, len(prompts))
 	ids := make([]string, len(prompts))
 	boxes := make([]*mailbox, len(prompts))
 	for i, p := range prompts {
-		toks, err := l.tok.Encode(p, addSpecial)
+		toks, err := l.encode(p, addSpecial, lit)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -551,6 +558,12 @@ type ChatRequest struct {
 	RawToolCalls bool
 	// Kwargs are extra template variables (enable_thinking, date_string, …).
 	Kwargs map[string]any
+	// LiteralContent tokenises the messages' text as plain text:
+	// special-token text in it ("<|im_end|>") stays text instead of
+	// becoming the control token. Off by default, as Hugging Face's
+	// apply_chat_template and llama.cpp (which parse it), so a user's
+	// message can then close its turn and open a system one.
+	LiteralContent bool
 }
 
 // Roles are the message roles Chat accepts, as OpenAI's API: "developer"
@@ -688,11 +701,14 @@ func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Pa
 	return func(yield func(Delta, error) bool) {
 		var t chatTurn
 		submit := func() ([]string, []*mailbox, error) {
-			var err error
-			if t, err = l.prepareChat(req, params, opts); err != nil {
+			err := l.admit(1)
+			if err == nil {
+				t, err = l.prepareChat(req, params, opts)
+			}
+			if err != nil {
 				return nil, nil, err
 			}
-			return l.submitEncoded([]string{t.prompt}, t.params, false, t.opts...)
+			return l.submitEncoded([]string{t.prompt}, t.params, false, t.literal, t.opts...)
 		}
 		for d, err := range l.stream(ctx, submit) {
 			if err == nil {

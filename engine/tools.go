@@ -77,6 +77,7 @@ func offered(req ChatRequest) ([]chat.Tool, error) {
 // chatTurn is a ChatRequest made ready to run.
 type chatTurn struct {
 	prompt  string
+	literal []tokenizer.Range // of prompt, to tokenise as text (ChatRequest.LiteralContent)
 	params  sampler.Params
 	opts    []StreamOption     // the caller's, and the choices' constraints of a forced call
 	parsers []*chat.ToolParser // one per choice; nil when no tools are offered
@@ -86,11 +87,19 @@ type chatTurn struct {
 // of each choice's reply and, for a forced call, each choice's grammar
 // constraint (opts may ask for several choices: WithChoices).
 func (l *LLM) prepareChat(req ChatRequest, params sampler.Params, opts []StreamOption) (chatTurn, error) {
+	if err := l.checkBytes(chatBytes(req)); err != nil {
+		return chatTurn{}, err
+	}
 	prompt, err := l.RenderChat(req)
 	if err != nil {
 		return chatTurn{}, err
 	}
 	t := chatTurn{prompt: prompt, params: params, opts: opts}
+	if req.LiteralContent {
+		if t.literal, err = l.literalRanges(prompt, systemForDeveloper(req.Messages)); err != nil {
+			return chatTurn{}, err
+		}
+	}
 	tools, _ := offered(req) // RenderChat checked it
 	if len(tools) == 0 {
 		return t, nil
