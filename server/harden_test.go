@@ -75,6 +75,7 @@ func TestSlowClients(t *testing.T) {
 	ts := newTestServer(t, Config{MaxBodyReads: 4, BodyTimeout: bodyTimeout, WriteTimeout: 500 * time.Millisecond})
 	ts.waitLoaded()
 	addr := ts.hs.Listener.Addr().String()
+	start := runtime.NumGoroutine()
 
 	t.Run("stalled bodies", func(t *testing.T) {
 		// 40 clients send all but the last byte of a 4 MiB body and stall.
@@ -103,7 +104,7 @@ func TestSlowClients(t *testing.T) {
 
 	t.Run("trickled bodies", func(t *testing.T) {
 		// 20 clients send a body one byte every 100 ms.
-		base := runtime.NumGoroutine()
+		base := settleGoroutines(start, 5*time.Second) // the stalled bodies' connections closed
 		var wg sync.WaitGroup
 		for range 20 {
 			c := rawPost(t, addr, "/v1/chat/completions", 1000)
@@ -131,7 +132,7 @@ func TestSlowClients(t *testing.T) {
 		small.Listener = smallBuffers{small.Listener}
 		small.Start()
 		defer small.Close()
-		base := runtime.NumGoroutine()
+		base := settleGoroutines(start+1, 5*time.Second) // + small's accept loop
 		// Small socket buffers stand for a client that reads nothing: the
 		// server's writes fill them and block.
 		var conns []net.Conn
