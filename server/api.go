@@ -117,14 +117,19 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 	wait := time.NewTimer(time.Until(deadline))
 	defer wait.Stop()
 	select {
-	case s.bodySlots <- struct{}{}:
+	case s.bodySlots <- struct{}{}: // a free slot first, whatever else is ready
 		defer func() { <-s.bodySlots }()
-	case <-wait.C:
-		e := newError(http.StatusServiceUnavailable, "server_error", "server_busy", "too many request bodies are being read; retry shortly")
-		e.RetryAfter = 1
-		return nil, e
-	case <-r.Context().Done():
-		return nil, clientGone
+	default:
+		select {
+		case s.bodySlots <- struct{}{}:
+			defer func() { <-s.bodySlots }()
+		case <-wait.C:
+			e := newError(http.StatusServiceUnavailable, "server_error", "server_busy", "too many request bodies are being read; retry shortly")
+			e.RetryAfter = 1
+			return nil, e
+		case <-r.Context().Done():
+			return nil, clientGone
+		}
 	}
 	rc := http.NewResponseController(w)
 	if rc.SetReadDeadline(deadline) != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -148,12 +149,25 @@ func TestSlowClients(t *testing.T) {
 			body := `{"model":"tiny","messages":[{"role":"user","content":"talk"}],"max_tokens":900,"ignore_eos":true,"stream":true,"logprobs":true,"top_logprobs":20}`
 			fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		}
-		time.Sleep(300 * time.Millisecond) // the streams begin
+		for _, c := range conns { // the streams began
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			head := make([]byte, 12)
+			if _, err := io.ReadFull(c, head); err != nil || string(head) != "HTTP/1.1 200" {
+				t.Fatalf("answer %q (%v), want a 200 stream", head, err)
+			}
+		}
 		n := settleGoroutines(base+2, 10*time.Second)
 		t.Logf("goroutines: %d before, %d with 4 stalled stream readers", base, n)
 		if n > base+2 {
 			buf := make([]byte, 1<<20)
 			t.Errorf("%d goroutines with 4 streams nobody reads, %d before: their handlers are stuck writing\n%s", n, base, buf[:runtime.Stack(buf, true)])
+		}
+		for i, c := range conns { // what is left to read ends without [DONE]: the server dropped the stream
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			rest, _ := io.ReadAll(c)
+			if strings.Contains(string(rest), "data: [DONE]") {
+				t.Errorf("stream %d was written to its end (%d bytes) for a client that did not read", i, len(rest))
+			}
 		}
 	})
 	ts.settle()

@@ -85,11 +85,22 @@ func TestServeStops(t *testing.T) {
 		intr := make(chan os.Signal, 1)
 		base, log, done := startServe(t, intr, "--drain", "1m", "--backend", "cpu-ref")
 		longStream(t, base)
+		for range 40 { // work for far longer than the 5 s allowed below: 10 rounds of 4 × 250 tokens
+			go func() {
+				if resp, err := http.Post(base+"/v1/completions", "application/json",
+					strings.NewReader(`{"model":"tiny","prompt":"x","max_tokens":250,"ignore_eos":true}`)); err == nil {
+					resp.Body.Close()
+				}
+			}()
+		}
+		start := time.Now()
+		time.Sleep(300 * time.Millisecond)
 		intr <- syscall.SIGTERM
 		time.Sleep(200 * time.Millisecond)
 		intr <- syscall.SIGTERM
 		select {
 		case <-done:
+			t.Logf("stopped %s after the work began", time.Since(start))
 		case <-time.After(5 * time.Second):
 			t.Fatalf("still running 5 s after the second signal\n%s", log.String())
 		}
