@@ -61,7 +61,7 @@ func longStream(t *testing.T, base string) *bufio.Reader {
 func TestServeStops(t *testing.T) {
 	t.Run("drain deadline", func(t *testing.T) {
 		intr := make(chan os.Signal, 1)
-		base, log, done := startServe(t, intr, "--drain", "300ms", "--backend", "cpu-ref")
+		base, log, done := startServe(t, intr, "--drain", "1ms", "--backend", "cpu-ref") // 250 tokens take far longer than 1 ms
 		rd := longStream(t, base)
 		intr <- syscall.SIGTERM
 		var last []string
