@@ -53,9 +53,10 @@ func (l *loraFlags) Set(v string) error {
 // serve is `vkllm serve`: the server package on a listener.
 //
 // Endpoints: POST /v1/chat/completions, POST /v1/completions, GET
-// /v1/models, GET /health (503 until every model is loaded), GET /metrics
-// (Prometheus, vLLM's metric names). Models load in the background after
-// the listener is up. SIGINT or SIGTERM stops accepting connections, lets
+// /v1/models, GET /health (503 until every model is loaded), GET /ready
+// (503 while loading and once draining), GET /metrics (Prometheus, vLLM's
+// metric names). Models load in the background after the listener is up.
+// SIGINT or SIGTERM turns /ready to 503, stops accepting connections, lets
 // running requests finish (at most --drain), then closes the models. The
 // log (slog's text format) goes to stderr, one record per request.
 func serve(ctx context.Context, e env, args []string) int {
@@ -134,6 +135,7 @@ func serve(ctx context.Context, e env, args []string) int {
 		return fail(err)
 	case <-ctx.Done():
 	}
+	srv.Drain() // /ready answers 503 from here on; running requests go on
 	logger.Info("shutting down: draining requests", "at_most", drain)
 	sctx, scancel := context.WithTimeout(context.Background(), drain)
 	defer scancel()
