@@ -16,6 +16,7 @@ var errNoSeqID = errors.New("engine: no free sequence id")
 type cellStore interface {
 	Params() models.ContextParams // ContextLen: the cells
 	Used() int
+	KVUsedBy(seqs []models.SeqID) int
 	SeqCp(src, dst models.SeqID, p0, p1 int32) error
 	SeqRm(seq models.SeqID, p0, p1 int32) error
 }
@@ -69,6 +70,20 @@ func newBlockManager(cells cellStore, maxRunning, maxRetained int, prefix bool, 
 // freeCells is the number of empty cells.
 func (m *blockManager) freeCells() int {
 	return m.cells.Params().ContextLen - m.cells.Used()
+}
+
+// retainedOnly is the number of cells that only retained sequences
+// hold: what evicting every one of them would free. The others hold K/V
+// of a running request.
+func (m *blockManager) retainedOnly() int {
+	if len(m.pool.entries) == 0 {
+		return 0
+	}
+	ids := make([]models.SeqID, 0, len(m.running))
+	for id := range m.running {
+		ids = append(ids, models.SeqID(id))
+	}
+	return m.cells.Used() - m.cells.KVUsedBy(ids)
 }
 
 // match finds what the cache holds of q's tokens, which holds no

@@ -19,6 +19,13 @@ func (f fakeCells) Params() models.ContextParams {
 	return models.ContextParams{ContextLen: f.c.Size(), MaxSeqs: f.c.SeqMax()}
 }
 func (f fakeCells) Used() int { return f.c.Used() }
+func (f fakeCells) KVUsedBy(seqs []models.SeqID) int {
+	ids := make([]kv.SeqID, len(seqs))
+	for i, s := range seqs {
+		ids[i] = kv.SeqID(s)
+	}
+	return f.c.UsedBy(ids)
+}
 func (f fakeCells) SeqCp(src, dst models.SeqID, p0, p1 int32) error {
 	return f.c.SeqCp(src, dst, kv.Pos(p0), kv.Pos(p1))
 }

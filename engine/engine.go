@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -342,7 +343,8 @@ func (e *Engine) drawAll(chunks []chunk, logits [][]float32) []int32 {
 		wg.Go(func() {
 			defer func() {
 				if v := recover(); v != nil {
-					failed.CompareAndSwap(nil, &v)
+					var p any = &drawPanic{value: v, stack: debug.Stack()}
+					failed.CompareAndSwap(nil, &p)
 				}
 			}()
 			for {

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"maps"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,6 +123,8 @@ type LLM struct {
 	maxLen int
 
 	embedCfg embedConfig // see EmbedConfig
+	// encodeSlots bounds the prompts tokenised at once (GOMAXPROCS).
+	encodeSlots chan struct{}
 
 	w    *worker
 	done chan struct{} // closed when the loop has returned
@@ -282,7 +285,8 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	w := &worker{ctx: ctx, eng: eng, draft: d, wake: make(chan struct{}, 1)}
 	st := eng.Stats()
 	w.stats.Store(&st)
-	l := &LLM{model: m, tok: tok, opts: opts, maxLen: eng.MaxLen(), w: w, done: make(chan struct{})}
+	l := &LLM{model: m, tok: tok, opts: opts, maxLen: eng.MaxLen(), w: w, done: make(chan struct{}),
+		encodeSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	go func() {
 		defer close(l.done)
 		l.loop(w)
@@ -413,17 +417,21 @@ func WithChoices(n int, constraints ...sampler.Constraint) StreamOption {
 
 // submit tokenizes prompts and queues them, all or none.
 func (l *LLM) submit(prompts []string, params sampler.Params, opts ...StreamOption) ([]string, []*mailbox, error) {
-	return l.submitEncoded(prompts, params, true, opts...)
+	return l.submitEncoded(prompts, params, true, nil, opts...)
 }
 
 // submitEncoded is submit; addSpecial is false for rendered chat prompts,
-// which carry their own special tokens (as apply_chat_template).
-func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial bool, opts ...StreamOption) ([]string, []*mailbox, error) {
+// which carry their own special tokens (as apply_chat_template), and lit
+// are the literal ranges of a single prompt.
+func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial bool, lit []tokenizer.Range, opts ...StreamOption) ([]string, []*mailbox, error) {
+	if err := l.admit(len(prompts)); err != nil {
+		return nil, nil, err
+	}
 	cmds := make([]command, len(prompts))
 	ids := make([]string, len(prompts))
 	boxes := make([]*mailbox, len(prompts))
 	for i, p := range prompts {
-		toks, err := l.tok.Encode(p, addSpecial)
+		toks, err := l.encode(p, addSpecial, lit)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -521,6 +529,12 @@ type ChatRequest struct {
 	// the reply is then the document, never a call. A forced tool call
 	// beside it is refused with ErrResponseFormat.
 	ResponseFormat *ResponseFormat
+	// LiteralContent tokenises the messages' text as plain text:
+	// special-token text in it ("<|im_end|>") stays text instead of
+	// becoming the control token. Off by default, as Hugging Face's
+	// apply_chat_template and llama.cpp (which parse it), so a user's
+	// message can then close its turn and open a system one.
+	LiteralContent bool
 }
 
 // Roles are the message roles Chat accepts, as OpenAI's API: "developer"
@@ -658,11 +672,14 @@ func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Pa
 	return func(yield func(Delta, error) bool) {
 		var t chatTurn
 		submit := func() ([]string, []*mailbox, error) {
-			var err error
-			if t, err = l.prepareChat(req, params, opts); err != nil {
+			err := l.admit(1)
+			if err == nil {
+				t, err = l.prepareChat(req, params, opts)
+			}
+			if err != nil {
 				return nil, nil, err
 			}
-			return l.submitEncoded([]string{t.prompt}, t.params, false, t.opts...)
+			return l.submitEncoded([]string{t.prompt}, t.params, false, t.literal, t.opts...)
 		}
 		for d, err := range l.stream(ctx, submit) {
 			if err == nil {
@@ -825,26 +842,28 @@ func (l *LLM) loop(w *worker) {
 			return
 		}
 		var queries []func(*worker)
-		for _, c := range cmds {
-			switch {
-			case c.req != nil:
-				boxes[c.req.ID] = c.box
-				if err := w.eng.Add(*c.req); err != nil {
-					finish(c.req.ID, Output{}, err)
+		l.guard(w, boxes, finish, func() {
+			for _, c := range cmds {
+				switch {
+				case c.req != nil:
+					boxes[c.req.ID] = c.box
+					if err := w.eng.Add(*c.req); err != nil {
+						finish(c.req.ID, Output{}, err)
+					}
+				case c.query != nil:
+					queries = append(queries, c.query)
+				case c.endSession != "":
+					if err := w.eng.EndSession(c.endSession); err != nil {
+						l.fail(w, boxes, finish, err)
+					}
+				default:
+					w.eng.Abort(c.abort)
 				}
-			case c.query != nil:
-				queries = append(queries, c.query)
-			case c.endSession != "":
-				if err := w.eng.EndSession(c.endSession); err != nil {
-					l.fail(w, boxes, finish, err)
-				}
-			default:
-				w.eng.Abort(c.abort)
 			}
-		}
-		if w.eng.HasUnfinished() {
-			l.step(w, boxes, finish)
-		}
+			if w.eng.HasUnfinished() {
+				l.step(w, boxes, finish)
+			}
+		})
 		st := w.eng.Stats()
 		w.stats.Store(&st)
 		for _, q := range queries { // after the step that reported the aborts before them (and its stats)
@@ -854,6 +873,19 @@ func (l *LLM) loop(w *worker) {
 			<-w.wake // a send after the inbox was taken left a wake-up
 		}
 	}
+}
+
+// guard runs the loop's work on w's engine; a panic there (sampling, a
+// Constraint, stop strings, detokenising) fails w's requests with a
+// *PanicError and frees their cells, as a failed step does, and the loop
+// goes on.
+func (l *LLM) guard(w *worker, boxes map[string]*mailbox, finish func(string, Output, error), work func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.fail(w, boxes, finish, recovered(v))
+		}
+	}()
+	work()
 }
 
 // step runs one engine step and delivers its outputs.

@@ -93,7 +93,7 @@ func (s *Session) Send(ctx context.Context, text string, params sampler.Params) 
 		first := len(s.tokens) == 0
 		prompt := slices.Clone(s.tokens)
 		s.mu.Unlock()
-		in, err := s.l.tok.Encode(text, first)
+		in, err := s.l.encode(text, first, nil)
 		if err != nil {
 			yield(Delta{}, err)
 			return
@@ -130,7 +130,7 @@ func (s *Session) SendChat(ctx context.Context, req ChatRequest, params sampler.
 			yield(Delta{}, err)
 			return
 		}
-		prompt, err := s.l.tok.Encode(t.prompt, false)
+		prompt, err := s.l.encode(t.prompt, false, t.literal)
 		if err != nil {
 			yield(Delta{}, err)
 			return

@@ -10,6 +10,10 @@ type Stats struct {
 
 	KVCells int // cells in the KV cache(s)
 	KVUsed  int // cells holding K/V, cached prefixes and idle sessions included
+	// KVRetained counts the cells of KVUsed that only retained sequences
+	// (cached prefixes, idle sessions) hold: evicting them would free
+	// them, so they are not in use in KVUsage's sense.
+	KVRetained int
 
 	PromptTokens uint64 // prompt tokens of the requests added
 	// ComputedTokens counts the tokens run through the model: prompt
@@ -34,12 +38,23 @@ type Stats struct {
 	RunningAdapters, WaitingAdapters []string
 }
 
-// KVUsage is the fraction of KV cells in use, in [0, 1].
+// KVUsage is the fraction of KV cells that cannot be reused without
+// eviction (those of running requests), in [0, 1], as vLLM's
+// kv_cache_usage_perc: an idle engine reports 0 however much it keeps.
 func (s Stats) KVUsage() float64 {
 	if s.KVCells == 0 {
 		return 0
 	}
-	return float64(s.KVUsed) / float64(s.KVCells)
+	return float64(s.KVUsed-s.KVRetained) / float64(s.KVCells)
+}
+
+// KVRetainedUsage is the fraction of KV cells that only retained
+// sequences hold (cached prefixes, idle sessions), in [0, 1].
+func (s Stats) KVRetainedUsage() float64 {
+	if s.KVCells == 0 {
+		return 0
+	}
+	return float64(s.KVRetained) / float64(s.KVCells)
 }
 
 // counters are the Engine's running totals.
@@ -54,7 +69,7 @@ type counters struct {
 // Stats reports the engine's load and counters now.
 func (e *Engine) Stats() Stats {
 	s := Stats{Running: len(e.sched.running), Waiting: len(e.sched.waiting),
-		KVCells: e.ctx.Params().ContextLen, KVUsed: e.ctx.Used(),
+		KVCells: e.ctx.Params().ContextLen, KVUsed: e.ctx.Used(), KVRetained: e.blocks.retainedOnly(),
 		PromptTokens: e.count.promptTokens, ComputedTokens: e.count.computedTokens, GenerationTokens: e.count.generationTokens,
 		Preemptions: e.count.preemptions, PrefixQueries: e.count.prefixQueries, PrefixHits: e.count.prefixHits,
 		DraftTokens: e.count.draftTokens, DraftAccepted: e.count.draftAccepted,

@@ -91,6 +91,7 @@ func offered(req ChatRequest) ([]chat.Tool, error) {
 // chatTurn is a ChatRequest made ready to run.
 type chatTurn struct {
 	prompt  string
+	literal []tokenizer.Range // of prompt, to tokenise as text (ChatRequest.LiteralContent)
 	params  sampler.Params
 	opts    []StreamOption     // the caller's, and the choices' constraints of a forced call
 	parsers []*chat.ToolParser // one per choice; nil when no tools are offered
@@ -100,11 +101,19 @@ type chatTurn struct {
 // of each choice's reply and, for a forced call, each choice's grammar
 // constraint (opts may ask for several choices: WithChoices).
 func (l *LLM) prepareChat(req ChatRequest, params sampler.Params, opts []StreamOption) (chatTurn, error) {
+	if err := l.checkBytes(chatBytes(req)); err != nil {
+		return chatTurn{}, err
+	}
 	prompt, err := l.RenderChat(req)
 	if err != nil {
 		return chatTurn{}, err
 	}
 	t := chatTurn{prompt: prompt, params: params, opts: opts}
+	if req.LiteralContent {
+		if t.literal, err = l.literalRanges(prompt, systemForDeveloper(req.Messages)); err != nil {
+			return chatTurn{}, err
+		}
+	}
 	var r Request
 	for _, o := range opts {
 		o(&r)

@@ -183,6 +183,28 @@ func (c *Cache) SeqCount(i int) int {
 	return c.cells[i].seqs.count()
 }
 
+// UsedBy returns how many cells hold at least one of seqs (ids outside
+// [0, SeqMax) are ignored). It scans the cells: for monitoring, once a
+// step.
+func (c *Cache) UsedBy(seqs []SeqID) int {
+	var set seqSet
+	for _, s := range seqs {
+		if s >= 0 && int(s) < c.nSeqMax {
+			set.add(s)
+		}
+	}
+	if set.empty() {
+		return 0
+	}
+	n := 0
+	for i := range c.cells[:c.usedMax] {
+		if c.cells[i].seqs.intersects(&set) {
+			n++
+		}
+	}
+	return n
+}
+
 // Clear empties every cell and forgets pending shifts.
 func (c *Cache) Clear() {
 	if c.used == 0 {

@@ -48,3 +48,6 @@ func (ctx *Context) SeqDiv(seq SeqID, p0, p1 int32, d int) error {
 // -1 when it has no cells.
 func (ctx *Context) SeqPosMin(seq SeqID) int32 { return int32(ctx.cache.SeqPosMin(seq)) }
 func (ctx *Context) SeqPosMax(seq SeqID) int32 { return int32(ctx.cache.SeqPosMax(seq)) }
+
+// KVUsedBy returns how many cells hold at least one of seqs.
+func (ctx *Context) KVUsedBy(seqs []SeqID) int { return ctx.cache.UsedBy(seqs) }

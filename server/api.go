@@ -1,16 +1,20 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"mime"
+	"net"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/sampler"
@@ -76,6 +80,8 @@ type chatRequest struct {
 	TopLogprobs    *int                       `json:"top_logprobs"`
 	ResponseFormat *responseFormat            `json:"response_format"`
 	TemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
+	// LiteralContent overrides Config.LiteralContent for this request.
+	LiteralContent *bool `json:"literal_content"`
 }
 
 // completionRequest is the body of POST /v1/completions.
@@ -122,26 +128,104 @@ func (rf *responseFormat) schema() (*sampler.Schema, *apiError) {
 	return s, nil
 }
 
-// decodeBody reads a JSON object from the request into v; r.Body is
-// already bounded by http.MaxBytesReader.
-func decodeBody(r *http.Request, v any) *apiError {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return newError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
-				"Content-Type must be application/json, got %q", ct)
+// readBody reads the body of a POST for its handler, after the api
+// wrapper has checked its Content-Length against the limit: at most
+// MaxBodyReads bodies are read at once (a request waits for its turn),
+// and each must have arrived BodyTimeout after the request did. The read
+// deadline is set around the read only and cleared after it, so it never
+// cuts the stream that follows.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, e *apiError) {
+	defer func() {
+		if e != nil {
+			dropBody(w)
+		}
+	}()
+	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		return nil, e
+	}
+	deadline := time.Now().Add(s.cfg.BodyTimeout)
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
+	select {
+	case s.bodySlots <- struct{}{}: // a free slot first, whatever else is ready
+		defer func() { <-s.bodySlots }()
+	default:
+		select {
+		case s.bodySlots <- struct{}{}:
+			defer func() { <-s.bodySlots }()
+		case <-wait.C:
+			e := newError(http.StatusServiceUnavailable, "server_error", "server_busy", "too many request bodies are being read; retry shortly")
+			e.RetryAfter = 1
+			return nil, e
+		case <-r.Context().Done():
+			return nil, clientGone
 		}
 	}
-	data, err := io.ReadAll(r.Body)
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(deadline) != nil {
+		rc = nil // not a network connection (a test recorder)
+	}
+	data, err := readAll(r)
+	if err == nil && rc != nil {
+		rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-				"the request body is larger than %d bytes", mbe.Limit)
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
+			return nil, tooLarge(mbe.Limit)
+		case errors.As(err, &ne) && ne.Timeout():
+			return nil, newError(http.StatusRequestTimeout, "invalid_request_error", "request_timeout",
+				"the request body did not arrive within %s", s.cfg.BodyTimeout)
 		}
-		return newError(http.StatusBadRequest, "invalid_request_error", "invalid_body", "reading the body: %v", err)
+		return nil, newError(http.StatusBadRequest, "invalid_request_error", "invalid_body", "reading the body: %v", err)
 	}
-	if len(strings.TrimSpace(string(data))) == 0 {
+	return data, nil
+}
+
+// dropBody has the connection closed after the answer, without reading
+// what is left of the request's body: net/http would otherwise read up to
+// 256 KiB more of it, with no deadline, to reuse the connection.
+func dropBody(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
+// checkContentType refuses any type but application/json, a missing one
+// included.
+func checkContentType(ct string) *apiError {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return newError(http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+			"Content-Type must be application/json, got %q", ct)
+	}
+	return nil
+}
+
+// readAll reads the whole body, into one buffer of its Content-Length
+// when the client gave one (the api wrapper has refused a length above
+// the limit), so a body costs its size and no more.
+func readAll(r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 {
+		data := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, data); err != nil {
+			return nil, err
+		}
+		return data, nil
+	}
+	return io.ReadAll(r.Body)
+}
+
+func tooLarge(limit int64) *apiError {
+	return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+		"the request body is larger than %d bytes", limit)
+}
+
+// decodeBody decodes a request body, a JSON object, into v; its errors
+// name JSON types and fields, never Go types.
+func decodeBody(data []byte, v any) *apiError {
+	if len(bytes.TrimSpace(data)) == 0 {
 		return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is empty; send a JSON object")
 	}
 	if err := json.Unmarshal(data, v); err != nil {
@@ -156,15 +240,52 @@ func decodeBody(r *http.Request, v any) *apiError {
 			if field == "" {
 				return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "the body must be a JSON object")
 			}
-			e := badParam(field, "%s: expected %s, got JSON %s", field, te.Type, te.Value)
+			e := badParam(field, "%s: expected %s, got JSON %s", field, jsonKind(te.Type), te.Value)
 			e.Code = strp("invalid_type")
 			return e
 		case errors.As(err, &se):
-			return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "malformed JSON at byte %d: %v", se.Offset, err)
+			return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "malformed JSON at byte %d", se.Offset)
 		}
-		return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "malformed request: %v", err)
+		return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "malformed request: %s", jsonMessage(err))
 	}
 	return nil
+}
+
+// jsonKind names the JSON a Go type decodes from: "an object", "a
+// string", … (a client knows no Go type names).
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another type"
+}
+
+// goTypeName matches what encoding/json's messages say of Go types:
+// "Go value of type chat.messageJSON", "struct { Type string }",
+// "Go struct field chatRequest.messages of type …".
+var goTypeName = regexp.MustCompile(`(Go (value|struct field) \S+( of type)?|of type) (struct \{[^}]*\}|[\w.\[\]*]+)`)
+
+// jsonMessage is err's message with the Go type names taken out.
+func jsonMessage(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	return goTypeName.ReplaceAllString(msg, "value")
 }
 
 // params turns the shared fields into sampler.Params and the choice count.

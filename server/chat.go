@@ -175,7 +175,10 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 			msgs = withSystem(msgs, extra)
 		}
 	}
-	pl.req = engine.ChatRequest{Messages: msgs, Tools: tools, RawToolCalls: true}
+	pl.req = engine.ChatRequest{Messages: msgs, Tools: tools, RawToolCalls: true, LiteralContent: s.cfg.LiteralContent}
+	if req.LiteralContent != nil {
+		pl.req.LiteralContent = *req.LiteralContent
+	}
 	if len(req.TemplateKwargs) > 0 {
 		pl.req.Kwargs = map[string]any{}
 		for k, v := range req.TemplateKwargs {
@@ -200,9 +203,9 @@ func withSystem(msgs []chat.Message, text string) []chat.Message {
 	return append([]chat.Message{{Role: "system", Content: text}}, out...)
 }
 
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req chatRequest
-	if e := decodeBody(r, &req); e != nil {
+	if e := decodeBody(body, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -229,7 +232,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n, constraints...), engine.WithAdapter(adapter))
 	}
 	ctx := r.Context()
-	run := startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, pl.n, s.cfg.Logf)
+	run := s.startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, pl.n)
 	defer run.stop()
 	first, ok := run.started(ctx, w, "messages")
 	if !ok {
@@ -373,7 +376,7 @@ func (c *chatOut) entry(id int32, lp float64) topLogprob {
 
 // stream sends the answer as chat.completion.chunk events.
 func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, first []event, mm *modelMetrics, includeUsage bool) {
-	out := newSSE(w)
+	out := newSSE(w, run.timeout)
 	roleSent := make([]bool, len(c.choices))
 	chunk := func(i int, d chatDelta, lp *chatLogprobs, reason *string) chatChunk {
 		if !roleSent[i] {

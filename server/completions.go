@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"math"
 	"net/http"
 	"time"
 
@@ -77,9 +78,18 @@ func parsePrompts(raw json.RawMessage) ([]prompt, *apiError) {
 	return nil, badParam("prompt", "prompt must be a non-empty string, array of strings, array of token ids or array of arrays of token ids")
 }
 
-func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+// maxPending is the requests m's generator queues at once (each prompt
+// of a completion is one), unbounded when it does not say.
+func maxPending(m *Model) int {
+	if g, ok := m.Gen.(interface{ MaxPending() int }); ok {
+		return g.MaxPending()
+	}
+	return math.MaxInt
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req completionRequest
-	if e := decodeBody(r, &req); e != nil {
+	if e := decodeBody(body, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -101,6 +111,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(prompts) > MaxPrompts || len(prompts)*n > MaxN:
 		e = badParam("prompt", "at most %d choices (prompts × n) per request, got %d × %d", MaxN, len(prompts), n)
+	case len(prompts) > maxPending(m):
+		e = badParam("prompt", "%d prompts are more than the %d requests the server queues at once", len(prompts), maxPending(m))
 	case req.Echo:
 		e = badParam("echo", "echo is not supported")
 	case req.Suffix != nil && *req.Suffix != "":
@@ -148,7 +160,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx := r.Context()
-	run := startRun(ctx, streams, n, s.cfg.Logf)
+	run := s.startRun(ctx, streams, n)
 	defer run.stop()
 	first, ok := run.started(ctx, w, "prompt")
 	if !ok {
@@ -189,7 +201,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return out
 	}
 	if req.Stream {
-		out := newSSE(w)
+		out := newSSE(w, run.timeout)
 		offsets := make([]int, total)
 		handle := func(ev event) error {
 			ch := &choices[ev.i]

@@ -160,9 +160,9 @@ func embeddingError(err error, logf func(string, ...any)) *apiError {
 	return engineError(err, "input", logf)
 }
 
-func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req embeddingRequest
-	if e := decodeBody(r, &req); e != nil {
+	if e := decodeBody(body, &req); e != nil {
 		writeError(w, e)
 		return
 	}

@@ -93,13 +93,17 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 	return newError(http.StatusInternalServerError, "server_error", "internal_error", "%v", err)
 }
 
-// logInternal logs err, and the stack of a panic in the forward pass it
-// carries (models.PanicError: the panicking goroutine's, a backend
-// worker's included).
+// logInternal logs err, and the stack of a panic it carries: in the
+// forward pass (models.PanicError: the panicking goroutine's, a backend
+// worker's included) or elsewhere in the engine loop (engine.PanicError).
 func logInternal(logf func(string, ...any), err error) {
 	logf("internal error: %v", err)
 	var pe *models.PanicError
-	if errors.As(err, &pe) {
+	var ee *engine.PanicError
+	switch {
+	case errors.As(err, &pe):
 		logf("forward pass panic stack:\n%s", pe.Stack)
+	case errors.As(err, &ee):
+		logf("engine loop panic stack:\n%s", ee.Stack)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -29,26 +30,51 @@ var errBadIndex = errors.New("server: delta of an unknown choice")
 // (aborting its engine request and freeing its cells) and waits for the
 // goroutines.
 type run struct {
-	events chan event
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	start  time.Time
-	n      int                  // choices
-	logf   func(string, ...any) // the server's, for internal errors
+	events   chan event
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	start    time.Time
+	n        int                  // choices
+	logf     func(string, ...any) // the server's, for internal errors
+	stopping <-chan struct{}      // closed by Server.AbortStreams
+	timeout  time.Duration        // Config.WriteTimeout, for each streamed event
 }
+
+// errShutdown ends the requests still running when the server stops
+// waiting for them (Server.AbortStreams).
+var errShutdown = func() *apiError {
+	e := newError(http.StatusServiceUnavailable, "server_error", "server_shutting_down",
+		"the server is shutting down and stopped this request; retry it")
+	e.RetryAfter = 1
+	return e
+}()
+
+// errPanic is a panic outside the forward pass (parsing a choice's
+// output, say), recovered in the goroutine that ranged over a stream.
+var errPanic = errors.New("server: internal error (a vkllm bug; the log has its stack)")
 
 // startRun starts the streams, each of n choices: choice j of stream k
 // is choice k*n+j of the answer. A stream is left after its n final
 // deltas or an error. ctx is the request's context: when the client goes
 // away, every stream is aborted.
-func startRun(ctx context.Context, streams []func(context.Context) iter.Seq2[engine.Delta, error], n int, logf func(string, ...any)) *run {
+func (s *Server) startRun(ctx context.Context, streams []func(context.Context) iter.Seq2[engine.Delta, error], n int) *run {
 	ctx, cancel := context.WithCancel(ctx)
 	total := len(streams) * n
-	r := &run{events: make(chan event, 16*total), cancel: cancel, start: time.Now(), n: total, logf: logf}
+	r := &run{events: make(chan event, 16*total), cancel: cancel, start: time.Now(), n: total, logf: s.cfg.Logf,
+		stopping: s.stopping, timeout: s.cfg.WriteTimeout}
 	for k, st := range streams {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					r.logf("panic serving a request: %v\n%s", v, debug.Stack())
+					select {
+					case r.events <- event{i: k * n, err: fmt.Errorf("%w: %v", errPanic, v)}:
+					case <-ctx.Done():
+					}
+				}
+			}()
 			open := n // choices without their final delta
 			for d, err := range st(ctx) {
 				if err == nil && (d.Index < 0 || d.Index >= n) {
@@ -152,6 +178,8 @@ func (r *run) waitStarted(ctx context.Context, n int, promptParam string) ([]eve
 			}
 		case <-ctx.Done():
 			return nil, clientGone
+		case <-r.stopping:
+			return nil, errShutdown
 		}
 	}
 	return got, nil
@@ -188,6 +216,8 @@ func (r *run) collect(ctx context.Context, first []event, cs []choiceState, mm *
 			evs = append(evs, ev)
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-r.stopping:
+			return errShutdown
 		}
 	}
 }
@@ -229,6 +259,8 @@ func (r *run) pump(ctx context.Context, out *sse, first []event, cs []choiceStat
 			}
 		case <-ctx.Done():
 			return false
+		case <-r.stopping:
+			return fail(errShutdown)
 		}
 	}
 	return true

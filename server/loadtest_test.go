@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +43,8 @@ var (
 	loadMaxPending = flag.Int("load.max-pending", 8, "in-process: engine queue bound (429 beyond)")
 	loadMaxSeqs    = flag.Int("load.max-seqs", 4, "in-process: requests running at once")
 	loadCtx        = flag.Int("load.ctx", 1024, "in-process: KV cells, shared by the running requests")
+	loadStalled    = flag.Float64("load.stalled", 0, "fraction of the clients that are hostile: each sends all but the last byte of a 1 MiB body and stalls, again and again")
+	loadBodyWait   = flag.Duration("load.body-timeout", 0, "in-process: Config.BodyTimeout (0: the default)")
 )
 
 // TestLoad drives the server with concurrent streaming clients for a
@@ -54,7 +58,8 @@ var (
 // it. The test fails on any error other than 429 or a lost request, and,
 // in-process, when the engine did not finish every request it accepted or
 // keeps a KV cell in use afterwards. The report (throughput, time to first
-// token) is in the -v log.
+// token) is in the -v log. With -load.stalled, that fraction of the
+// clients only stall request bodies; the report is of the others.
 func TestLoad(t *testing.T) {
 	duration := min(*loadDuration, 10*time.Minute)
 	clients, maxTokens, cancelP, model := *loadClients, *loadMaxTokens, *loadCancel, *loadName
@@ -62,7 +67,7 @@ func TestLoad(t *testing.T) {
 	var srv *server.Server
 	if url == "" {
 		var err error
-		srv, err = server.New(server.Config{Models: []server.Spec{{Name: model, Path: *loadModel}},
+		srv, err = server.New(server.Config{Models: []server.Spec{{Name: model, Path: *loadModel}}, BodyTimeout: *loadBodyWait,
 			Engine: engine.Options{MaxSeqs: *loadMaxSeqs, MaxPending: *loadMaxPending, ContextLen: *loadCtx,
 				Model: []models.Option{models.WithBackendName("cpu", kernels.Options{})}}})
 		if err != nil {
@@ -88,6 +93,18 @@ func TestLoad(t *testing.T) {
 	defer stop()
 	t0 := time.Now()
 	var wg sync.WaitGroup
+	stalled := int(*loadStalled * float64(clients))
+	var cuts atomic.Int64 // stalled bodies the server gave up on
+	for range stalled {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if stall(ctx, url) {
+					cuts.Add(1)
+				}
+			}
+		})
+	}
+	clients -= stalled
 	for c := range clients {
 		wg.Add(1)
 		go func() {
@@ -110,6 +127,9 @@ func TestLoad(t *testing.T) {
 		return st.ttft[min(len(st.ttft)-1, int(p*float64(len(st.ttft))))]
 	}
 	t.Logf("clients %d, duration %s, max_tokens %d, cancel p %.2f", clients, elapsed.Round(time.Millisecond), maxTokens, cancelP)
+	if stalled > 0 {
+		t.Logf("stalled clients %d besides: %d stalled bodies cut by the server", stalled, cuts.Load())
+	}
 	t.Logf("requests: %d started, %d completed, %d cancelled by the client at random, %d dropped at the deadline, %d answered 429, %d other errors, %d lost",
 		st.started, st.completed, st.cancelled, st.cutAtDeadline, st.tooMany, st.otherErrors, st.lost)
 	t.Logf("throughput: %.1f requests/s finished (completed+cancelled), %.1f tokens/s streamed",
@@ -145,13 +165,35 @@ func TestLoad(t *testing.T) {
 	for r, n := range after.Finished {
 		fin += int(n - before.Finished[r])
 	}
+	// A request the client dropped at the deadline before its answer
+	// began may have been refused before it reached the engine (its
+	// client gone while its body waited to be read).
 	accepted := st.started - st.tooMany
-	t.Logf("engine: %d requests finished (%v), %d accepted by the server; running %d, waiting %d, KV cells used %d/%d, preemptions %d",
-		fin, after.Finished, accepted, after.Running, after.Waiting, after.KVUsed, after.KVCells, after.Preemptions)
-	if fin != accepted || after.KVUsed != 0 || after.Running+after.Waiting != 0 {
+	t.Logf("engine: %d requests finished (%v), %d accepted by the server (%d of them dropped unanswered at the deadline); running %d, waiting %d, KV cells used %d/%d, preemptions %d",
+		fin, after.Finished, accepted, st.cutUnanswered, after.Running, after.Waiting, after.KVUsed, after.KVCells, after.Preemptions)
+	if fin > accepted || fin < accepted-st.cutUnanswered || after.KVUsed != 0 || after.Running+after.Waiting != 0 {
 		t.Errorf("requests or cells lost in the engine: %d finished of %d accepted, running %d, waiting %d, KV cells used %d",
 			fin, accepted, after.Running, after.Waiting, after.KVUsed)
 	}
+}
+
+// stall sends the head of a POST and all but the last byte of its 1 MiB
+// body, and waits until the server closes the connection (it reports
+// true) or ctx ends.
+func stall(ctx context.Context, url string) bool {
+	const size = 1 << 20
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		time.Sleep(10 * time.Millisecond)
+		return false
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
+	go c.Write(make([]byte, size-1))
+	_, err = io.Copy(io.Discard, c) // the answer (408), then the close
+	return ctx.Err() == nil
 }
 
 type stats struct {
@@ -159,6 +201,7 @@ type stats struct {
 	started, completed, cancelled int
 	tooMany, otherErrors, lost    int
 	cutAtDeadline                 int
+	cutUnanswered                 int // of cutAtDeadline, before the answer began: maybe never queued
 	tokens                        int
 	ttft                          []time.Duration
 	errSamples                    []string
@@ -205,6 +248,9 @@ func one(ctx context.Context, hc *http.Client, url, model string, maxTokens int,
 	if err != nil {
 		if ctx.Err() != nil {
 			st.cut()
+			st.mu.Lock()
+			st.cutUnanswered++
+			st.mu.Unlock()
 			return
 		}
 		st.errorf("request: %v", err)

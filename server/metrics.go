@@ -67,7 +67,8 @@ func (m *metrics) model(name string) *modelMetrics {
 var (
 	descRunning  = prometheus.NewDesc("vllm:num_requests_running", "Number of requests in model execution batches.", []string{"model_name"}, nil)
 	descWaiting  = prometheus.NewDesc("vllm:num_requests_waiting", "Number of requests waiting to be processed.", []string{"model_name"}, nil)
-	descKVUsage  = prometheus.NewDesc("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", []string{"model_name"}, nil)
+	descKVUsage  = prometheus.NewDesc("vllm:kv_cache_usage_perc", "KV-cache usage: the cells that cannot be reused without eviction (running requests'). 1 means 100 percent usage.", []string{"model_name"}, nil)
+	descKVKept   = prometheus.NewDesc("vkllm:prefix_cache_usage_perc", "KV cells held only by cached prefixes and idle sessions, which eviction frees. 1 means 100 percent of the cache.", []string{"model_name"}, nil)
 	descPrompt   = prometheus.NewDesc("vllm:prompt_tokens_total", "Number of prefill tokens processed.", []string{"model_name"}, nil)
 	descGen      = prometheus.NewDesc("vllm:generation_tokens_total", "Number of generation tokens processed.", []string{"model_name"}, nil)
 	descPreempt  = prometheus.NewDesc("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", []string{"model_name"}, nil)
@@ -87,7 +88,7 @@ var (
 type statsCollector struct{ s *Server }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descPrompt, descGen, descPreempt, descPQueries, descPHits, descSuccess, descLoRA} {
+	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descKVKept, descPrompt, descGen, descPreempt, descPQueries, descPHits, descSuccess, descLoRA} {
 		ch <- d
 	}
 }
@@ -104,6 +105,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		g(descRunning, float64(st.Running))
 		g(descWaiting, float64(st.Waiting))
 		g(descKVUsage, st.KVUsage())
+		g(descKVKept, st.KVRetainedUsage())
 		cnt(descPrompt, st.PromptTokens)
 		cnt(descGen, st.GenerationTokens)
 		cnt(descPreempt, st.Preemptions)

@@ -7,6 +7,22 @@
 // same routes on a caller's http.ServeMux beside its own. Every request is
 // logged through Config.Logger (log/slog) when it ends.
 //
+// Hostile clients: a body is bounded in size (413 before it is read when
+// its Content-Length is too big), in time (Config.BodyTimeout) and in
+// how many are read at once (Config.MaxBodyReads); each streamed event
+// has a write deadline (Config.WriteTimeout), so a client that stops
+// reading gives its request up; a prompt too long for the context is
+// refused before it is tokenised in full (see engine.LLM). Clients see
+// model names and states, never file paths or load errors (the log has
+// them).
+//
+// Browsers: the server sends no CORS headers and answers no preflight,
+// so a page of another origin cannot read its answers nor send it an
+// application/json request; a request of any other Content-Type (what a
+// cross-site "simple request" would send) is refused with 415 before any
+// work. A page served by the same origin (the server's own, at /) needs
+// none of this.
+//
 // Layout:
 //
 //	server.go      Server: the model registry, background loading, routing,
@@ -39,6 +55,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -105,8 +122,26 @@ type Config struct {
 	// APIKey, when set, is required as "Authorization: Bearer KEY" on /v1/.
 	APIKey string
 	// MaxBodyBytes bounds a request body (default 4 MiB); a bigger one is
-	// answered 413.
+	// answered 413, at once when its Content-Length says so.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time from a request's arrival to the end of
+	// its body (default 30 s); a body still missing then is answered 408.
+	// Only the body's read has this deadline: a stream may last longer.
+	BodyTimeout time.Duration
+	// MaxBodyReads bounds the request bodies being read at once (default
+	// 16); the memory held by bodies in transit is at most this many
+	// times MaxBodyBytes. A request waits for its turn within BodyTimeout,
+	// and is answered 503 when it does not get one.
+	MaxBodyReads int
+	// WriteTimeout bounds the write of each streamed event (default 30 s):
+	// a client that stops reading its stream for longer loses it, and its
+	// request is aborted.
+	WriteTimeout time.Duration
+	// LiteralContent tokenises chat message content as plain text, so
+	// that special-token text in it ("<|im_end|>") cannot become a control
+	// token; a request's "literal_content" field overrides it. Off by
+	// default, as Hugging Face's and llama.cpp's chat templating.
+	LiteralContent bool
 	// Logger gets one Info record per request when it ends (method, path,
 	// status, bytes, duration), the models' loads (Info, or Error when one
 	// fails) and internal errors (Error: the requests answered 500, a panic
@@ -138,6 +173,10 @@ type Server struct {
 	handler http.Handler
 	metrics *metrics
 
+	bodySlots chan struct{} // one per body being read (MaxBodyReads)
+	stopping  chan struct{} // closed by AbortStreams
+	abortOnce sync.Once
+
 	loadCtx    context.Context
 	cancelLoad context.CancelFunc
 	loaded     chan struct{} // closed when every model loaded or failed
@@ -168,6 +207,17 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.MaxBodyBytes == 0 {
 		s.cfg.MaxBodyBytes = 4 << 20
 	}
+	if s.cfg.BodyTimeout == 0 {
+		s.cfg.BodyTimeout = 30 * time.Second
+	}
+	if s.cfg.MaxBodyReads == 0 {
+		s.cfg.MaxBodyReads = 16
+	}
+	if s.cfg.WriteTimeout == 0 {
+		s.cfg.WriteTimeout = 30 * time.Second
+	}
+	s.bodySlots = make(chan struct{}, s.cfg.MaxBodyReads)
+	s.stopping = make(chan struct{})
 	for _, sp := range cfg.Models {
 		if sp.Name == "" || strings.Contains(sp.Name, ":") {
 			return nil, fmt.Errorf("%w: %q", ErrModelName, sp.Name)
@@ -255,6 +305,13 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
+// AbortStreams ends every request still running, and any that comes
+// later: a stream gets an error event (code server_shutting_down) and
+// [DONE], any other answer a 503. Call it when a graceful shutdown has
+// waited long enough, then give the handlers a moment to write before
+// closing the connections.
+func (s *Server) AbortStreams() { s.abortOnce.Do(func() { close(s.stopping) }) }
+
 // Handler is the whole server as an http.Handler: the routes of Register,
 // and any other URL answered 404 in OpenAI's error shape.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -266,9 +323,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // as http.ServeMux does, when mux already has one of these patterns.
 func (s *Server) Register(mux *http.ServeMux) {
 	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.logged(h)) }
-	handle("/v1/chat/completions", s.api(http.MethodPost, s.handleChat))
-	handle("/v1/completions", s.api(http.MethodPost, s.handleCompletions))
-	handle("/v1/embeddings", s.api(http.MethodPost, s.handleEmbeddings))
+	handle("/v1/chat/completions", s.post(s.handleChat))
+	handle("/v1/completions", s.post(s.handleCompletions))
+	handle("/v1/embeddings", s.post(s.handleEmbeddings))
 	handle("/v1/models", s.api(http.MethodGet, s.handleModels))
 	handle("/v1/", s.notFound)
 	handle("/health", s.handleHealth)
@@ -287,10 +344,27 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // logged logs each request through the Logger when it has been answered.
+// A handler's panic (a vkllm bug) is logged with its stack and answered
+// 500, or, when the answer had begun, ends the connection.
 func (s *Server) logged(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.cfg.Logf("panic serving %s %s: %v\n%s", r.Method, r.URL.Path, v, debug.Stack())
+			if rec.status != 0 {
+				panic(http.ErrAbortHandler)
+			}
+			writeError(rec, newError(http.StatusInternalServerError, "server_error", "internal_error",
+				"internal error (a vkllm bug; the server log has its stack)"))
+		}()
 		defer func() {
 			status := rec.status
 			if status == 0 {
@@ -331,23 +405,34 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// api wraps a /v1/ handler: method, API key, body limit.
+// api wraps a /v1/ handler: method (HEAD too where GET is served), API
+// key, and a body limit that refuses a declared Content-Length above it
+// at once (before "100 Continue" is sent).
 func (s *Server) api(method string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != method {
-			w.Header().Set("Allow", method)
+		if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+			allow := method
+			if method == http.MethodGet {
+				allow = "GET, HEAD"
+			}
+			w.Header().Set("Allow", allow)
 			writeError(w, newError(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
 				"%s %s: use %s", r.Method, r.URL.Path, method))
 			return
 		}
-		if s.cfg.APIKey != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.cfg.APIKey)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="vkllm"`)
-				writeError(w, newError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-					"missing or wrong API key; send Authorization: Bearer KEY"))
-				return
+		if s.cfg.APIKey != "" && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="vkllm"`)
+			if r.ContentLength != 0 {
+				dropBody(w)
 			}
+			writeError(w, newError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+				"missing or wrong API key; send Authorization: Bearer KEY"))
+			return
+		}
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			dropBody(w)
+			writeError(w, tooLarge(s.cfg.MaxBodyBytes))
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		h(w, r)
@@ -368,6 +453,30 @@ func (s *Server) resolve(name string) (m *Model, label, adapter string, e *apiEr
 	}
 	m, label, e = s.lookup(name)
 	return m, label, "", e
+}
+
+// post is a POST handler given the request's body (see readBody).
+func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
+	return s.api(http.MethodPost, func(w http.ResponseWriter, r *http.Request) {
+		body, e := s.readBody(w, r)
+		if e != nil {
+			if e != clientGone {
+				writeError(w, e)
+			}
+			return
+		}
+		h(w, r, body)
+	})
+}
+
+// authorized reports whether r carries "Authorization: Bearer KEY" with
+// the API key; the scheme is matched without regard to case (RFC 7235).
+func (s *Server) authorized(r *http.Request) bool {
+	scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.cfg.APIKey)) == 1
 }
 
 // lookup finds the model of a request: "NAME" (the first file registered
@@ -416,7 +525,7 @@ func (s *Server) lookup(name string) (*Model, string, *apiError) {
 		return nil, "", loadingError(name)
 	}
 	if found.err != nil {
-		e := newError(http.StatusServiceUnavailable, "server_error", "model_unavailable", "the model %q failed to load: %v", name, found.err)
+		e := newError(http.StatusServiceUnavailable, "server_error", "model_unavailable", "the model %q failed to load; the server log says why", name)
 		return nil, "", e
 	}
 	return found.m, s.label(found), nil
@@ -495,7 +604,8 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleHealth is 200 when every model is loaded, 503 while one is
-// loading or failed.
+// loading or failed. It names each model and its state only ("loading",
+// "ready", "failed"): file paths and load errors go to the log.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -505,13 +615,13 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	status := map[string]string{}
 	code := http.StatusOK
 	for _, e := range s.entries {
-		key := e.spec.Name + "=" + e.spec.Path
+		key := s.label(e)
 		switch {
 		case !isReady(e):
 			status[key] = "loading"
 			code = http.StatusServiceUnavailable
 		case e.err != nil:
-			status[key] = "error: " + e.err.Error()
+			status[key] = "failed"
 			code = http.StatusServiceUnavailable
 		default:
 			status[key] = "ready"

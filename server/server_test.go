@@ -584,6 +584,7 @@ func TestDisconnect(t *testing.T) {
 		body := `{"model":"tiny","messages":[{"role":"user","content":"talk"}],"prompt":"talk","max_tokens":900,"ignore_eos":true,"stream":true,"n":2}`
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, "POST", ts.hs.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := (&http.Client{Transport: ts.tr}).Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -5,25 +5,27 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"time"
 )
 
 // sse writes a text/event-stream: one "data: JSON\n\n" per event and
 // "data: [DONE]\n\n" at the end, flushed at once.
 type sse struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	err error // the first write error (the client went away)
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration // for each event's write (Config.WriteTimeout)
+	err     error         // the first write error (the client went away or stopped reading)
 }
 
-func newSSE(w http.ResponseWriter) *sse {
+func newSSE(w http.ResponseWriter, timeout time.Duration) *sse {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sse{w: w, rc: http.NewResponseController(w)}
-	s.flush()
+	s := &sse{w: w, rc: http.NewResponseController(w), timeout: timeout}
+	s.write(nil)
 	return s
 }
 
@@ -43,18 +45,26 @@ func (s *sse) raw(b []byte) error {
 	buf = append(buf, "data: "...)
 	buf = append(buf, b...)
 	buf = append(buf, "\n\n"...)
-	if _, err := s.w.Write(buf); err != nil {
-		s.err = err
-		return err
-	}
-	s.flush()
-	return s.err
+	return s.write(buf)
 }
 
-func (s *sse) flush() {
-	if err := s.rc.Flush(); err != nil && s.err == nil {
-		s.err = err
+// write writes b and flushes it within the write timeout; the deadline
+// is cleared afterwards, so it never outlives the event (nor the stream,
+// on a connection that serves another request next).
+func (s *sse) write(b []byte) error {
+	deadline := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)) == nil
+	if len(b) > 0 {
+		if _, err := s.w.Write(b); err != nil {
+			s.err = err
+		}
 	}
+	if s.err == nil {
+		s.err = s.rc.Flush()
+	}
+	if deadline && s.err == nil {
+		s.rc.SetWriteDeadline(time.Time{})
+	}
+	return s.err
 }
 
 // done ends the stream.

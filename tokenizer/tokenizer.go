@@ -41,6 +41,8 @@ type Tokenizer struct {
 	eos         []int32               // extra eos ids (GGUF eot/eom); see EOS
 	bosID       int32                 // set by FromGGUF; -1: look BOSToken up
 	pool        sync.Pool             // *workspace
+	maxTokOnce  sync.Once
+	maxTokBytes int // see MaxTokenBytes
 }
 
 // workspace is the scratch memory of one Encode call.
@@ -68,17 +70,50 @@ func (t *Tokenizer) getWS() *workspace {
 // text (e.g. "<|im_start|>") is always matched as that token. Text that is
 // not valid UTF-8 is an *InvalidUTF8Error.
 func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
+	return t.EncodeWith(text, EncodeOptions{AddSpecial: addSpecial})
+}
+
+// EncodeOptions tune EncodeWith.
+type EncodeOptions struct {
+	// AddSpecial adds the post-processor's special tokens (Encode's
+	// addSpecial).
+	AddSpecial bool
+	// Literal are byte ranges of the text [Start, End) encoded as plain
+	// text: special tokens' text inside them is not matched as those
+	// tokens (tokenizers' split_special_tokens, for these ranges), so
+	// "<|im_end|>" in a user's message stays text. A special token
+	// partly inside a range is text too. Other added tokens are matched.
+	Literal []Range
+	// Limit, when > 0, stops encoding once more than Limit ids are out:
+	// the result then has more than Limit ids, the first ones of the
+	// text, and is not the whole text's (nor post-processed). A caller
+	// that refuses longer texts spends no more than that.
+	Limit int
+}
+
+// Range is the byte range [Start, End) of a text.
+type Range struct{ Start, End int }
+
+// EncodeWith is Encode with options: literal ranges and a limit.
+func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int32, error) {
 	if !utf8.ValidString(text) {
 		return nil, &InvalidUTF8Error{Offset: firstInvalid(text)}
 	}
 	ws := t.getWS()
 	defer t.pool.Put(ws)
-	ids := make([]int32, 0, len(text)/3+4)
+	over := func(ids []int32) bool { return o.Limit > 0 && len(ids) > o.Limit }
+	ids := make([]int32, 0, min(len(text)/3, max(o.Limit, 0)+1)+4)
 	var err error
 	ws.segs = t.rawSet.segments(ws.segs[:0], text)
+	if len(o.Literal) > 0 {
+		ws.segs = t.literal(ws.segs, o.Literal)
+	}
 	for _, sg := range ws.segs {
 		if sg.id >= 0 {
 			ids = append(ids, sg.id)
+			if over(ids) {
+				return ids, nil
+			}
 			continue
 		}
 		sub := text[sg.start:sg.end]
@@ -89,22 +124,56 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
 		for _, s2 := range ws.segs2 {
 			if s2.id >= 0 {
 				ids = append(ids, s2.id)
+				if over(ids) {
+					return ids, nil
+				}
 				continue
 			}
 			p := piece{s: sub[s2.start:s2.end], atStart: sg.start == 0 && s2.start == 0}
-			if ids, err = t.encodePiece(ids, p, ws); err != nil {
+			if ids, err = t.encodePiece(ids, p, ws, o.Limit); err != nil {
 				return nil, err
+			}
+			if over(ids) {
+				return ids, nil
 			}
 		}
 	}
-	if addSpecial && t.post != nil {
+	if o.AddSpecial && t.post != nil {
 		ids = t.post.process(ids)
 	}
 	return ids, nil
 }
 
+// literal turns the special tokens of segs that overlap a literal range
+// into plain text, merged with the plain text around them.
+func (t *Tokenizer) literal(segs []segment, lit []Range) []segment {
+	inLiteral := func(sp span) bool {
+		for _, r := range lit {
+			if sp.start < r.End && r.Start < sp.end {
+				return true
+			}
+		}
+		return false
+	}
+	out := segs[:0]
+	for _, sg := range segs {
+		if sg.id >= 0 {
+			if a := t.addedByID[sg.id]; a != nil && a.Special && inLiteral(sg.span) {
+				sg.id = -1
+			}
+		}
+		if n := len(out); n > 0 && sg.id < 0 && out[n-1].id < 0 && out[n-1].end == sg.start {
+			out[n-1].end = sg.end
+			continue
+		}
+		out = append(out, sg)
+	}
+	return out
+}
+
 // encodePiece pre-tokenizes p and appends the model's ids of each word.
-func (t *Tokenizer) encodePiece(ids []int32, p piece, ws *workspace) ([]int32, error) {
+// With limit > 0 it stops once ids holds more than limit.
+func (t *Tokenizer) encodePiece(ids []int32, p piece, ws *workspace, limit int) ([]int32, error) {
 	a, b := append(ws.pa[:0], p), ws.pb
 	for _, step := range t.preTok {
 		b = b[:0]
@@ -115,7 +184,7 @@ func (t *Tokenizer) encodePiece(ids []int32, p piece, ws *workspace) ([]int32, e
 	}
 	var err error
 	for _, q := range a {
-		if ids, err = t.model.tokenize(ids, q.s, ws); err != nil {
+		if ids, err = t.model.tokenize(ids, q.s, ws); err != nil || limit > 0 && len(ids) > limit {
 			break
 		}
 	}
@@ -132,6 +201,28 @@ func firstInvalid(s string) int {
 		i += n
 	}
 	return len(s)
+}
+
+// MaxTokenBytes bounds the bytes of text one token stands for: a text
+// of n bytes encodes to at least n/MaxTokenBytes tokens. It is the
+// longest token (in the vocabulary's spelling or as decoded bytes),
+// times 4 when a normalizer may shorten the text first.
+func (t *Tokenizer) MaxTokenBytes() int {
+	t.maxTokOnce.Do(func() {
+		n := 1
+		for id, s := range t.idToTok {
+			_, b := t.TokenBytes(id)
+			n = max(n, len(s), len(b))
+		}
+		for _, a := range t.added {
+			n = max(n, len(a.Content))
+		}
+		if t.normalizer != nil {
+			n *= 4
+		}
+		t.maxTokBytes = n
+	})
+	return t.maxTokBytes
 }
 
 // Decode returns the text of ids. With skipSpecial, special tokens are

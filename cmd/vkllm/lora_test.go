@@ -83,6 +83,9 @@ func TestServeLoRA(t *testing.T) {
 		// The model loads after the listener is up: ask until it answers.
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			req, _ := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
+			if c.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
 			resp, err := client.Do(req)
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vkllm/vkllm/engine"
@@ -57,30 +58,42 @@ func (l *loraFlags) Set(v string) error {
 // (503 while loading and once draining), GET /metrics (Prometheus, vLLM's
 // metric names). Models load in the background after the listener is up.
 // SIGINT or SIGTERM turns /ready to 503, stops accepting connections, lets
-// running requests finish (at most --drain), then closes the models. The
-// log (slog's text format) goes to stderr, one record per request.
+// running requests finish (at most --drain; streams still running then
+// end with an error event and [DONE]), then closes the models; a second
+// signal during the drain stops at once. The API key comes from
+// $VKLLM_API_KEY or --api-key-file, never from the command line (where
+// ps would show it), and is never printed. The log (slog's text format)
+// goes to stderr, one record per request.
 func serve(ctx context.Context, e env, args []string) int {
 	var (
-		specs   modelFlags
-		loras   loraFlags
-		addr    string
-		apiKey  string
-		maxSeqs int
-		ctxLen  int
-		pending int
-		drain   time.Duration
-		quiet   bool
+		specs        modelFlags
+		loras        loraFlags
+		addr         string
+		apiKeyFile   string
+		maxSeqs      int
+		ctxLen       int
+		pending      int
+		maxConns     int
+		bodyTimeout  time.Duration
+		writeTimeout time.Duration
+		literal      bool
+		drain        time.Duration
+		quiet        bool
 	)
 	fs := newFlags(e, "serve")
 	fs.Var(&specs, "model", "NAME=PATH of a model folder or .gguf file (repeatable; several files under one NAME are told apart as NAME:QUANT)")
 	fs.Var(&loras, "lora", "NAME=PATH of a LoRA adapter (a PEFT folder or a llama.cpp GGUF LoRA file) for every model; request it as model \"MODEL:NAME\" (repeatable)")
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
-	fs.StringVar(&apiKey, "api-key", os.Getenv("VKLLM_API_KEY"), "require Authorization: Bearer KEY on /v1/ (default $VKLLM_API_KEY)")
+	fs.StringVar(&apiKeyFile, "api-key-file", "", "require Authorization: Bearer KEY on /v1/, KEY being this file's first line (else $VKLLM_API_KEY, when set)")
 	backendName := runinfo.BackendFlag(fs)
 	fs.IntVar(&maxSeqs, "max-seqs", 16, "requests running at once per model")
 	fs.IntVar(&ctxLen, "ctx", 0, "KV cells per model, shared by its requests (0: min(model positions, 4096))")
 	fs.IntVar(&pending, "max-pending", 256, "requests queued or running per model; more get 429")
-	fs.DurationVar(&drain, "drain", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish")
+	fs.IntVar(&maxConns, "max-conns", 512, "client connections open at once; more wait to be accepted")
+	fs.DurationVar(&bodyTimeout, "body-timeout", 30*time.Second, "how long a client may take to send a request body")
+	fs.DurationVar(&writeTimeout, "write-timeout", 30*time.Second, "how long a streaming client may stop reading before its stream is dropped")
+	fs.BoolVar(&literal, "literal-content", false, "tokenise chat message content as plain text, so special-token text in it (<|im_end|>) is not a control token (requests may set literal_content)")
+	fs.DurationVar(&drain, "drain", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish (a second signal stops at once)")
 	fs.BoolVar(&quiet, "quiet", false, "do not log each request")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -96,6 +109,13 @@ func serve(ctx context.Context, e env, args []string) int {
 	if err := runinfo.CheckBackend(*backendName); err != nil {
 		return fail(err)
 	}
+	apiKey, err := readAPIKey(apiKeyFile)
+	if err != nil {
+		return fail(err)
+	}
+	if maxConns < 1 {
+		return fail(fmt.Errorf("--max-conns %d: want at least 1", maxConns))
+	}
 	reqLogger := logger
 	if quiet {
 		reqLogger = slog.New(&dropRequests{logger.Handler()})
@@ -105,9 +125,12 @@ func serve(ctx context.Context, e env, args []string) int {
 		Models: specs,
 		Engine: engine.Options{ContextLen: ctxLen, MaxSeqs: maxSeqs, MaxPending: pending,
 			Backend: *backendName, Adapters: loras},
-		Progress: bars.update,
-		APIKey:   apiKey,
-		Logger:   reqLogger,
+		Progress:       bars.update,
+		APIKey:         apiKey,
+		BodyTimeout:    bodyTimeout,
+		WriteTimeout:   writeTimeout,
+		LiteralContent: literal,
+		Logger:         reqLogger,
 	})
 	if err != nil {
 		return fail(err)
@@ -117,6 +140,7 @@ func serve(ctx context.Context, e env, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	ln = limitListener(ln, maxConns)
 	ctx, cancel := e.interruptible(ctx)
 	defer cancel()
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
@@ -137,10 +161,30 @@ func serve(ctx context.Context, e env, args []string) int {
 	}
 	srv.Drain() // /ready answers 503 from here on; running requests go on
 	logger.Info("shutting down: draining requests", "at_most", drain)
+	again := e.signals() // a second SIGINT or SIGTERM: stop now
 	sctx, scancel := context.WithTimeout(context.Background(), drain)
 	defer scancel()
+	var stopNow atomic.Bool
+	go func() {
+		select {
+		case <-again:
+			stopNow.Store(true)
+			scancel()
+		case <-sctx.Done():
+		}
+	}()
 	if err := hs.Shutdown(sctx); err != nil {
-		logger.Warn("drain ended; closing the remaining connections", "err", err)
+		if !stopNow.Load() {
+			// The drain ended: streams still running get an error event
+			// and [DONE] before their connections close.
+			logger.Warn("drain ended; stopping the remaining requests")
+			srv.AbortStreams()
+			gctx, gcancel := context.WithTimeout(context.Background(), 2*time.Second)
+			hs.Shutdown(gctx)
+			gcancel()
+		} else {
+			logger.Warn("second signal: stopping now")
+		}
 		hs.Close()
 	}
 	if err := srv.Close(); err != nil {
@@ -148,6 +192,68 @@ func serve(ctx context.Context, e env, args []string) int {
 	}
 	logger.Info("stopped")
 	return 0
+}
+
+// readAPIKey is the API key: the first line of path when given, else
+// $VKLLM_API_KEY ("" for none).
+func readAPIKey(path string) (string, error) {
+	if path == "" {
+		return os.Getenv("VKLLM_API_KEY"), nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--api-key-file: %w", err)
+	}
+	key, _, _ := strings.Cut(string(b), "\n")
+	if key = strings.TrimSpace(key); key == "" {
+		return "", errors.New("--api-key-file: the file's first line is empty")
+	}
+	return key, nil
+}
+
+// limitListener accepts at most n connections open at once; Accept waits
+// for one to close beyond that (golang.org/x/net/netutil.LimitListener's
+// contract).
+func limitListener(l net.Listener, n int) net.Listener {
+	return &limited{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limited struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limited) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+func (l *limited) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }
 
 // dropRequests is a slog.Handler that leaves out the per-request records.

@@ -38,6 +38,9 @@ func TestServeAnswers(t *testing.T) {
 		{"POST", "/v1/chat/completions", `{"model":"tiny","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`, `"completion_tokens":3`},
 	} {
 		req, _ := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
+		if c.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)

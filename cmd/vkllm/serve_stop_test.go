@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startServe runs `vkllm serve` in-process with args and an interrupt
+// channel, and returns its base URL and exit status channel.
+func startServe(t *testing.T, intr chan os.Signal, args ...string) (string, *syncBuf, chan int) {
+	t.Helper()
+	var log syncBuf
+	e := testEnv(strings.NewReader(""), &log, &log)
+	e.signals = func() <-chan os.Signal { return intr }
+	done := make(chan int, 1)
+	go func() {
+		done <- vkllm(context.Background(), e, append([]string{"serve", "--model", "tiny=" + tinyDir, "--addr", "127.0.0.1:0",
+			"--backend", "cpu", "--ctx", "1024", "--max-seqs", "4"}, args...))
+	}()
+	addrRe := regexp.MustCompile(`serving on (http://[^\s"]+)`)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if m := addrRe.FindStringSubmatch(log.String()); m != nil {
+			return m[1], &log, done
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no address logged:\n%s", log.String())
+		}
+	}
+}
+
+// longStream starts a stream that runs for a while and reads its first
+// line.
+func longStream(t *testing.T, base string) *bufio.Reader {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"tiny","prompt":"x","max_tokens":250,"ignore_eos":true,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	rd := bufio.NewReader(resp.Body)
+	if _, err := rd.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
+// TestServeStops: at the drain deadline a stream still running ends with
+// an error event and [DONE]; a second signal during the drain stops the
+// server at once.
+func TestServeStops(t *testing.T) {
+	t.Run("drain deadline", func(t *testing.T) {
+		intr := make(chan os.Signal, 1)
+		base, log, done := startServe(t, intr, "--drain", "1ms", "--backend", "cpu-ref") // 250 tokens take far longer than 1 ms
+		rd := longStream(t, base)
+		intr <- syscall.SIGTERM
+		var last []string
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				break
+			}
+			if s, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+				last = append(last[max(0, len(last)-1):], s)
+			}
+		}
+		if len(last) != 2 || last[1] != "[DONE]" || !strings.Contains(last[0], "server_shutting_down") {
+			t.Fatalf("the stream ends with %q; want an error event and [DONE]\n%s", last, log.String())
+		}
+		if code := <-done; code != 0 {
+			t.Fatalf("exit %d\n%s", code, log.String())
+		}
+	})
+	t.Run("second signal", func(t *testing.T) {
+		intr := make(chan os.Signal, 1)
+		base, log, done := startServe(t, intr, "--drain", "1m", "--backend", "cpu-ref")
+		longStream(t, base)
+		for range 40 { // work for far longer than the 5 s allowed below: 10 rounds of 4 × 250 tokens
+			go func() {
+				if resp, err := http.Post(base+"/v1/completions", "application/json",
+					strings.NewReader(`{"model":"tiny","prompt":"x","max_tokens":250,"ignore_eos":true}`)); err == nil {
+					resp.Body.Close()
+				}
+			}()
+		}
+		start := time.Now()
+		time.Sleep(300 * time.Millisecond)
+		intr <- syscall.SIGTERM
+		time.Sleep(200 * time.Millisecond)
+		intr <- syscall.SIGTERM
+		select {
+		case <-done:
+			t.Logf("stopped %s after the work began", time.Since(start))
+		case <-time.After(5 * time.Second):
+			t.Fatalf("still running 5 s after the second signal\n%s", log.String())
+		}
+	})
+}
+
+// TestServeAPIKeyNotPrinted: a key from the environment or a file is
+// never printed, by -h nor by a flag error.
+func TestServeAPIKeyNotPrinted(t *testing.T) {
+	const key = "sk-very-secret-42"
+	t.Setenv("VKLLM_API_KEY", key)
+	for _, args := range [][]string{{"-h"}, {"--bogus"}, {"--model", "nonsense"}} {
+		var errb bytes.Buffer
+		runServe(context.Background(), args, &errb)
+		if strings.Contains(errb.String(), key) {
+			t.Errorf("%v prints the key:\n%s", args, errb.String())
+		}
+	}
+}
+
+func TestReadAPIKey(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "key")
+	os.WriteFile(file, []byte("  from-file \nsecond line\n"), 0o600)
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	t.Setenv("VKLLM_API_KEY", "from-env")
+	for _, c := range []struct {
+		path, want string
+		fails      bool
+	}{
+		{"", "from-env", false},
+		{file, "from-file", false},
+		{empty, "", true},
+		{filepath.Join(dir, "missing"), "", true},
+	} {
+		got, err := readAPIKey(c.path)
+		if got != c.want || (err != nil) != c.fails {
+			t.Errorf("readAPIKey(%q) = %q, %v; want %q (fails %v)", c.path, got, err, c.want, c.fails)
+		}
+	}
+}
+
+// TestLimitListener: beyond n open connections, the next is accepted
+// only when one closes.
+func TestLimitListener(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := limitListener(inner, 2)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 3)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	for range 3 {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	first, second := <-accepted, <-accepted
+	select {
+	case <-accepted:
+		t.Fatal("a third connection was accepted while two are open")
+	case <-time.After(200 * time.Millisecond):
+	}
+	first.Close()
+	select {
+	case c := <-accepted:
+		c.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the third connection was not accepted after one closed")
+	}
+	second.Close()
+}
