@@ -159,7 +159,8 @@ func serve(ctx context.Context, e env, args []string) int {
 		return fail(err)
 	case <-ctx.Done():
 	}
-	srv.Drain() // /ready answers 503 from here on; running requests go on
+	srv.Drain() // running requests go on
+	logger.Info("not ready: /ready answers 503 from now on")
 	logger.Info("shutting down: draining requests", "at_most", drain)
 	again := e.signals() // a second SIGINT or SIGTERM: stop now
 	sctx, scancel := context.WithTimeout(context.Background(), drain)
