@@ -18,6 +18,9 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/vkllm ./cmd/vkllm
+# models: an empty /models owned by the runtime user, so a fresh volume
+# mounted there is writable by vkllm pull.
+RUN mkdir -p /out/models
 
 # build-vulkan: the same command with cgo, so the Vulkan backend is in;
 # it dlopens libvulkan.so.1 at run time and links only libc.
@@ -32,6 +35,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends libvulkan1 mesa-vulkan-drivers ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build-vulkan /out/vkllm /usr/local/bin/vkllm
+COPY --from=build --chown=65532:65532 /out/models /models
 ENV XDG_CACHE_HOME=/tmp/cache \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics
 USER 65532:65532
@@ -43,6 +47,7 @@ CMD ["serve", "--addr", "0.0.0.0:8080", "--backend", "vulkan", "--model", "smoll
 # CA certificates (for vkllm pull) and the nonroot user, and no shell.
 FROM gcr.io/distroless/static-debian12:nonroot AS cpu
 COPY --from=build /out/vkllm /usr/local/bin/vkllm
+COPY --from=build --chown=65532:65532 /out/models /models
 ENV XDG_CACHE_HOME=/tmp/cache
 USER 65532:65532
 EXPOSE 8080
