@@ -47,7 +47,7 @@ func newMetrics(s *Server) *metrics {
 		e2e:  hist("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", e2eBuckets),
 		per:  map[string]*modelMetrics{},
 	}
-	m.reg.MustRegister(m.ttft, m.tpot, m.itl, m.e2e, &statsCollector{s})
+	m.reg.MustRegister(m.ttft, m.tpot, m.itl, m.e2e, &statsCollector{s}, &cacheConfigCollector{s})
 	return m
 }
 

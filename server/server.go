@@ -37,6 +37,8 @@
 //	completions.go POST /v1/completions
 //	sse.go         the text/event-stream writer
 //	metrics.go     Prometheus metrics under vLLM's names
+//	cacheinfo.go   vllm:cache_config_info, the KV cache in prefix blocks
+//	ready.go       /ready and Drain, readiness for orchestrators
 //	web.go         the chat page (web/: HTML, CSS, JavaScript modules)
 //	models.go      a model as served: its quantisation and tool format,
 //	               asked of the engine.LLM
@@ -181,6 +183,8 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	drain drainState // see ready.go
 }
 
 // Errors of New.
@@ -314,7 +318,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Register mounts the server's routes on mux, beside the caller's own:
 // /v1/chat/completions, /v1/completions, /v1/models, /v1/ (any other
-// /v1/ URL: 404 in OpenAI's error shape), /health, /metrics, and the chat
+// /v1/ URL: 404 in OpenAI's error shape), /health, /ready, /metrics, and the chat
 // page at / with its assets under /web/ (see web.go). It panics,
 // as http.ServeMux does, when mux already has one of these patterns.
 func (s *Server) Register(mux *http.ServeMux) {
@@ -325,6 +329,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	handle("/v1/models", s.api(http.MethodGet, s.handleModels))
 	handle("/v1/", s.notFound)
 	handle("/health", s.handleHealth)
+	handle("/ready", s.handleReady)
 	handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP)
 	web := webHandler()
 	handle("/{$}", web.ServeHTTP)

@@ -54,9 +54,10 @@ func (l *loraFlags) Set(v string) error {
 // serve is `vkllm serve`: the server package on a listener.
 //
 // Endpoints: POST /v1/chat/completions, POST /v1/completions, GET
-// /v1/models, GET /health (503 until every model is loaded), GET /metrics
-// (Prometheus, vLLM's metric names). Models load in the background after
-// the listener is up. SIGINT or SIGTERM stops accepting connections, lets
+// /v1/models, GET /health (503 until every model is loaded), GET /ready
+// (503 while loading and once draining), GET /metrics (Prometheus, vLLM's
+// metric names). Models load in the background after the listener is up.
+// SIGINT or SIGTERM turns /ready to 503, stops accepting connections, lets
 // running requests finish (at most --drain; streams still running then
 // end with an error event and [DONE]), then closes the models; a second
 // signal during the drain stops at once. The API key comes from
@@ -158,6 +159,8 @@ func serve(ctx context.Context, e env, args []string) int {
 		return fail(err)
 	case <-ctx.Done():
 	}
+	srv.Drain() // running requests go on
+	logger.Info("not ready: /ready answers 503 from now on")
 	logger.Info("shutting down: draining requests", "at_most", drain)
 	again := e.signals() // a second SIGINT or SIGTERM: stop now
 	sctx, scancel := context.WithTimeout(context.Background(), drain)
