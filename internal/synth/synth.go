@@ -225,45 +225,43 @@ const chunkElems = 1 << 18
 type fill int
 
 const (
-	fillMatrix fill = iota // triangular noise, sd 0.02
-	fillNorm               // 1 + noise
-	fillBias               // noise
+	fillMatrix   fill = iota // triangular noise, sd 0.02
+	fillNorm                 // 1 + noise
+	fillBias                 // noise
+	fillComputed             // not drawn (rope_freqs)
 )
 
-// Build makes the random model of shape s with matrices of dtype dt from
-// seed, filling chunks on workers goroutines (runtime.GOMAXPROCS(0) when
-// workers < 1). The bytes depend on s, dt and seed only.
-func Build(s Shape, dt tensor.DType, seed uint64, workers int) (*Model, error) {
+// Plan lists the tensors Build makes for shape s and dtype dt, in order,
+// with their names, dtypes and shapes but no data: it checks that every
+// matrix's rows are whole blocks of its dtype without allocating them.
+func Plan(s Shape, dt tensor.DType) ([]tensor.Tensor, error) {
+	ts, _, err := plan(s, dt)
+	return ts, err
+}
+
+// plan is Plan with each tensor's fill.
+func plan(s Shape, dt tensor.DType) ([]tensor.Tensor, []fill, error) {
 	if err := s.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := parseDType(dt.String()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	m := &Model{Shape: s, DType: dt, Seed: seed, KV: metadata(s, dt)}
-	type job struct {
-		t     int // index in m.Tensors
-		chunk int
-	}
-	var jobs []job
-	fills := make([]fill, 0, 16*s.Layers+4)
+	var ts []tensor.Tensor
+	var fills []fill
 	add := func(name string, f fill, dt tensor.DType, shape ...int64) error {
 		n, err := tensor.NumElements(shape)
+		if err == nil {
+			_, err = dt.Bytes(n)
+		}
 		if err != nil {
 			return fmt.Errorf("%w %s: %s: %w", ErrBadShape, s.Name, name, err)
 		}
-		size, err := dt.Bytes(n)
-		if err != nil {
-			return fmt.Errorf("%w %s: %s: %w", ErrBadShape, s.Name, name, err)
-		}
-		m.Tensors = append(m.Tensors, tensor.Tensor{Name: name, DType: dt, Shape: shape, Data: make([]byte, size)})
+		ts = append(ts, tensor.Tensor{Name: name, DType: dt, Shape: shape})
 		fills = append(fills, f)
-		for c := range (n + chunkElems - 1) / chunkElems {
-			jobs = append(jobs, job{len(m.Tensors) - 1, int(c)})
-		}
 		return nil
 	}
-	// A matrix in dt, or Q4_0 where dt's blocks do not divide its rows.
+	// A matrix in dt, or Q4_0 where Q4_K's blocks do not divide its rows.
 	mat := func(name string, rows, cols int) error {
 		t := dt
 		if cols%t.BlockSize() != 0 && t == tensor.Q4_K {
@@ -302,13 +300,39 @@ func Build(s Shape, dt tensor.DType, seed uint64, workers int) (*Model, error) {
 			mat(p+"ffn_down.weight", s.Hidden, s.Intermediate))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r := s.Llama3RoPE; r != nil {
-		m.Tensors = append(m.Tensors, ropeFreqs(s.HeadDim, s.RoPETheta, r))
-		fills = append(fills, -1) // computed, not drawn
+		ts = append(ts, ropeFreqs(s.HeadDim, s.RoPETheta, r))
+		fills = append(fills, fillComputed)
 	}
+	return ts, fills, nil
+}
 
+// Build makes the random model of shape s with matrices of dtype dt from
+// seed, filling chunks on workers goroutines (runtime.GOMAXPROCS(0) when
+// workers < 1). The bytes depend on s, dt and seed only.
+func Build(s Shape, dt tensor.DType, seed uint64, workers int) (*Model, error) {
+	ts, fills, err := plan(s, dt)
+	if err != nil {
+		return nil, err
+	}
+	type job struct {
+		t     int // index in ts
+		chunk int
+	}
+	var jobs []job
+	for i := range ts {
+		if fills[i] == fillComputed {
+			continue
+		}
+		n := ts[i].NumElements()
+		size, _ := ts[i].DType.Bytes(n) // checked by plan
+		ts[i].Data = make([]byte, size)
+		for c := range (n + chunkElems - 1) / chunkElems {
+			jobs = append(jobs, job{i, int(c)})
+		}
+	}
 	if workers < 1 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -323,12 +347,12 @@ func Build(s Shape, dt tensor.DType, seed uint64, workers int) (*Model, error) {
 					return
 				}
 				j := jobs[i]
-				fillChunk(&m.Tensors[j.t], fills[j.t], j.chunk, seed, uint64(j.t), scratch)
+				fillChunk(&ts[j.t], fills[j.t], j.chunk, seed, uint64(j.t), scratch)
 			}
 		})
 	}
 	wg.Wait()
-	return m, nil
+	return &Model{Shape: s, DType: dt, Seed: seed, KV: metadata(s, dt), Tensors: ts}, nil
 }
 
 // fillChunk draws chunk c of t from the stream (seed, tensor index, c).

@@ -222,3 +222,29 @@ func TestLlamaCpp(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanFullScale: the full shapes plan in every benchmark dtype without
+// allocating, and their parameter counts are the real models' (Hugging
+// Face's counts; rope_freqs is not a parameter).
+func TestPlanFullScale(t *testing.T) {
+	params := map[string]int64{"qwen2.5-0.5b": 494_032_768, "llama-3.2-1b": 1_235_814_400, "llama-3.1-8b": 8_030_261_248}
+	for _, name := range Shapes() {
+		s, _ := Lookup(name)
+		for _, dt := range []tensor.DType{tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K} {
+			ts, err := Plan(s, dt)
+			if err != nil {
+				t.Errorf("%s:%v: %v", name, dt, err)
+				continue
+			}
+			var n int64
+			for _, tn := range ts {
+				if tn.Name != "rope_freqs.weight" {
+					n += tn.NumElements()
+				}
+			}
+			if n != params[name] {
+				t.Errorf("%s:%v: %d parameters, want %d", name, dt, n, params[name])
+			}
+		}
+	}
+}
