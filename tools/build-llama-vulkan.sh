@@ -67,16 +67,24 @@ fi
 mkdir -p "$dir"
 
 # Debian 13's Vulkan headers and glslc (see above), apt-get download only.
+# A build left by a run that failed later (DIR/work/build) is resumed:
+# the toolchain and the source it was configured with are kept.
+work="$dir/work"
+resume=0
+[[ -f "$work/build/build.ninja" && -x "$dir/toolchain/glslc" ]] && resume=1
+
 tc="$dir/toolchain"
-rm -rf "$tc"
+((resume)) || rm -rf "$tc"
 mkdir -p "$tc/lists/partial" "$tc/cache/archives/partial" "$tc/debs" "$tc/root"
 echo 'deb http://deb.debian.org/debian trixie main' >"$tc/sources.list"
 apt_o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists="$tc/lists"
 	-oDir::Etc::SourceList="$tc/sources.list" -oDir::Etc::SourceParts=/nonexistent -oDir::Cache="$tc/cache"
 	-oDir::State::status=/dev/null)
-apt-get "${apt_o[@]}" update -qq
-(cd "$tc/debs" && apt-get "${apt_o[@]}" download -qq libvulkan-dev glslc libshaderc1 libc6 libstdc++6 libgcc-s1)
-for f in "$tc"/debs/*.deb; do dpkg -x "$f" "$tc/root"; done
+if ((!resume)); then
+	apt-get "${apt_o[@]}" update -qq
+	(cd "$tc/debs" && apt-get "${apt_o[@]}" download -qq libvulkan-dev glslc libshaderc1 libc6 libstdc++6 libgcc-s1)
+	for f in "$tc"/debs/*.deb; do dpkg -x "$f" "$tc/root"; done
+fi
 printf '#!/bin/sh\nexec "%s" --library-path "%s" "%s" "$@"\n' \
 	"$tc/root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$tc/root/usr/lib/x86_64-linux-gnu" "$tc/root/usr/bin/glslc" >"$tc/glslc"
 chmod +x "$tc/glslc"
@@ -85,12 +93,13 @@ chmod +x "$tc/glslc"
 	exit 1
 }
 
-work="$dir/work"
-rm -rf "$work"
-mkdir -p "$work"
-
-python3 -m pip download --quiet --no-deps --no-binary :all: -d "$work" "llama-cpp-python==$LCP_VERSION"
-tar -xzf "$work/llama_cpp_python-$LCP_VERSION.tar.gz" -C "$work"
+if ((!resume)); then
+	rm -rf "$work"
+	mkdir -p "$work"
+	python3 -m pip download --quiet --no-deps --no-binary :all: -d "$work" "llama-cpp-python==$LCP_VERSION"
+	tar -xzf "$work/llama_cpp_python-$LCP_VERSION.tar.gz" -C "$work"
+fi
+rm -rf "$work/stage"
 top="$work/llama_cpp_python-$LCP_VERSION"
 src="$top/vendor/llama.cpp"
 [[ -d "$src/ggml/src/ggml-vulkan" ]] || {
@@ -142,9 +151,10 @@ for f in "$work/build/bin/llama-bench" "$work/build/bin/llama-batched-bench" "$w
 done
 
 # The check: the programs start from the staged folder (RPATH $ORIGIN),
-# load the Vulkan loader and list this machine's Vulkan device (lavapipe
-# where there is no GPU).
-devices=$("$stage/llama-bench" --list-devices 2>&1) || {
+# load the Vulkan loader and list this machine's Vulkan device. ggml
+# leaves out CPU devices such as lavapipe unless GGML_VK_VISIBLE_DEVICES
+# names them, so the check names device 0.
+devices=$(GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0} "$stage/llama-bench" --list-devices 2>&1) || {
 	echo "build-llama-vulkan: llama-bench --list-devices failed:" >&2
 	echo "$devices" >&2
 	exit 1

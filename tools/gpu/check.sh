@@ -110,7 +110,9 @@ setup() {
 		export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
 		[[ -d /usr/local/nvidia/lib64 ]] && export LD_LIBRARY_PATH=/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	fi
-	echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+	# ggml leaves out CPU devices (lavapipe) unless they are named.
+	((small)) && export GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0}
+	echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-}"
 	local b
 	for b in "${go_bins[@]}"; do
 		unxz "$gpu/bin/$b.xz" "$bin/$b" && chmod +x "$bin/$b" || return 1
