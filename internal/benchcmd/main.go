@@ -124,6 +124,7 @@ type Result struct {
 	LoadAvg        string   `json:"loadavg"`
 	Ops            []OpStat `json:"ops,omitempty"`
 	Peer           *Peer    `json:"peer,omitempty"`
+	PeerError      string   `json:"peer_error,omitempty"` // why the peer has no numbers
 }
 
 // roofline is decode against bandwidth gbs: the model's bytes read tg
@@ -232,15 +233,21 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			res.RooflineFrac = res.roofline(res.BandwidthGBs)
 			res.WindowRoofline = res.roofline(res.WindowGBs)
 		}
-		if *peer != "" {
-			fmt.Fprintf(stderr, "peer %s…\n", *peer)
-			res.Peer, err = runPeer(*peer, src.peerPath, *pp, *tg, *threads, *peerReps, kv)
-		}
 		res.LoadAvg = loadAvg()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1
+	}
+	rc := 0
+	if *peer != "" {
+		// A failed peer does not lose our numbers: they are printed with
+		// the peer's error, and the exit code is 1.
+		fmt.Fprintf(stderr, "peer %s…\n", *peer)
+		if res.Peer, err = runPeer(*peer, src.peerPath, *pp, *tg, *threads, *peerReps, kv); err != nil {
+			fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+			res.PeerError, rc = err.Error(), 1
+		}
 	}
 	switch {
 	case *asJSON:
@@ -250,7 +257,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	default:
 		printSummary(stdout, res)
 	}
-	return 0
+	return rc
 }
 
 func parseSizes(s string) ([]int, error) {

@@ -169,3 +169,22 @@ func TestSyntheticFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerFailureKeepsResult: when the peer cannot run, our numbers are
+// still printed, with the peer's error, and the exit code is 1.
+func TestPeerFailureKeepsResult(t *testing.T) {
+	t.Setenv("VKLLM_LLAMA_BENCH", filepath.Join(t.TempDir(), "no-llama-bench"))
+	var out, errs bytes.Buffer
+	args := []string{"--model", "../../testdata/models/qwen2-tiny-F16.gguf", "--backend", "cpu", "--pp", "8", "--tg", "2",
+		"--threads", "1", "--no-bandwidth", "--json", "--peer", "llama.cpp"}
+	if rc := Run(args, &out, &errs); rc != 1 {
+		t.Fatalf("rc %d, want 1: %s", rc, errs.String())
+	}
+	var r Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v: %q", err, out.String())
+	}
+	if r.TGTPS <= 0 || r.Peer != nil || !strings.Contains(r.PeerError, "llama-bench not found") {
+		t.Fatalf("tg %v, peer %+v, peer_error %q", r.TGTPS, r.Peer, r.PeerError)
+	}
+}
