@@ -27,8 +27,9 @@
 # one); what was skipped is listed as skipped, not left out.
 #
 # --small runs the same steps on this machine's Vulkan device (lavapipe
-# here) with the models at a tiny scale (SHAPE-tiny) and pp 64, tg 16, so
-# that it ends in a few minutes; the full run is pp 512, tg 128.
+# here) with the models at a tiny scale (SHAPE-tiny), pp 64, tg 16, one
+# round and one llama-bench repetition (budget 1200 s); the full run is
+# pp 512, tg 128, two rounds, three repetitions.
 #
 # Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] bash tools/gpu/check.sh [--small]
 # Exit status: 0 when every step ran and passed, 1 otherwise (the results
@@ -56,15 +57,17 @@ peer_bins=(llama-bench llama-batched-bench)
 if ((small)); then
 	specs=(qwen2.5-0.5b-tiny:F16 qwen2.5-0.5b-tiny:Q8_0 qwen2.5-0.5b-tiny:Q4_0 llama-3.1-8b-tiny:Q8_0 llama-3.1-8b-tiny:Q4_0)
 	ops_specs=(qwen2.5-0.5b-tiny:Q4_0 llama-3.1-8b-tiny:Q4_0)
-	pp=64 tg=16 reps=2
+	# lavapipe compiles llama.cpp's pipelines at each start (about 30 s
+	# each here): one repetition, one round
+	pp=64 tg=16 reps=1 def_rounds=1 def_budget=1200
 else
 	specs=(qwen2.5-0.5b:F16 qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q8_0 llama-3.1-8b:Q4_0)
 	ops_specs=(qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q4_0)
-	pp=512 tg=128 reps=3
+	pp=512 tg=128 reps=3 def_rounds=2 def_budget=540
 fi
 batches=1,4,16
-rounds=${ROUNDS:-2}
-budget=${BUDGET_S:-540}
+rounds=${ROUNDS:-$def_rounds}
+budget=${BUDGET_S:-$def_budget}
 threads=$(nproc)
 start=$(date +%s)
 failed=0
@@ -181,12 +184,15 @@ bench_round() {
 	base=$work/runs/${s/:/-}.r$r
 	"$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --batch "$batches" --kv f16 \
 		--threads "$threads" --no-bandwidth --json --peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps" \
-		>"$base.vkllm.json" || return 1
+		>"$base.vkllm.json" 2>"$base.vkllm.err"
+	local rc=$?
+	tr '\r' '\n' <"$base.vkllm.err" | grep -v -e '^batched decode: batch [0-9]*, step' -e '^decode [0-9]*/' -e '^$'
+	((rc == 0)) || return 1
 	local steps=$((tg < 32 ? tg : 32))
 	"$bin/llama-batched-bench" -m "$(gguf "$s")" -c $((16 * (32 + steps) + 64)) -b 2048 -ub 512 -npp 32 -ntg "$steps" \
 		-npl "$batches" -ctk f16 -ctv f16 -ngl 99 -t "$threads" --output-format jsonl 2>"$base.batched.err" |
 		grep '^{' >"$base.batched.jsonl"
-	local rc=$?
+	rc=$?
 	((rc == 0)) || tail -n 20 "$base.batched.err"
 	return $rc
 }

@@ -58,13 +58,18 @@ def main():
     for f in sorted(glob.glob(os.path.join(a.work, "runs", "*.vkllm.json"))):
         base = os.path.basename(f)[: -len(".vkllm.json")]
         spec_file, rnd = base.rsplit(".r", 1)
-        r = json.load(open(f))
+        try:
+            r = json.load(open(f))
+        except ValueError:  # the bench failed before printing
+            continue
         spec = r.get("synthetic") or spec_file
         m = models.setdefault(spec, {"spec": spec, "rounds": []})
         run = {"round": int(rnd), "vkllm": {"pp_tps": r["pp_tps"], "tg_tps": r["tg_tps"],
                                             "batch": {str(b["batch"]): b["tps"] for b in r.get("batch", [])},
                                             "build_s": r.get("build_s"), "load_s": r.get("load_s"),
                                             "backend": r.get("backend")}}
+        if r.get("peer_error"):
+            run["peer_error"] = r["peer_error"]
         if r.get("peer"):
             p = r["peer"]
             run["llama.cpp"] = {"pp_tps": p["pp_tps"], "tg_tps": p["tg_tps"], "pp_stddev": p["pp_stddev_tps"],
