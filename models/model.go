@@ -8,6 +8,7 @@ import (
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
 	_ "github.com/vkllm/vkllm/kernels/cpu" // the default backend is always there
+	"github.com/vkllm/vkllm/tensor/gguf"
 )
 
 // Errors of a Model's lifetime.
@@ -85,6 +86,38 @@ func Open(ctx context.Context, path string, opts ...Option) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return open(ctx, files, o)
+}
+
+// OpenGGUF opens a GGUF file already parsed (gguf.Parse of bytes in memory,
+// such as a model built by a benchmark) and puts its weights on a backend,
+// as Open does for a file; name stands for the path in Files.Path and
+// errors. The Model owns g: its Close closes g, and so does a failed
+// OpenGGUF.
+func OpenGGUF(ctx context.Context, name string, g *gguf.File, opts ...Option) (*Model, error) {
+	if ctx == nil || g == nil {
+		return nil, fmt.Errorf("%w: nil context or file", ErrBadParams)
+	}
+	o := options{backendName: kernels.Auto}
+	for _, f := range opts {
+		f(&o)
+	}
+	cfg, err := ConfigFromGGUF(g)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	var size int64
+	for _, t := range g.Tensors() {
+		size += int64(len(t.Data))
+	}
+	files := &Files{Path: name, Format: FormatGGUF, Arch: archs[cfg.Arch], Config: cfg, Weights: g, Size: size, GGUF: g}
+	return open(ctx, files, o)
+}
+
+// open puts files' weights on the backend o names and owns files.
+func open(ctx context.Context, files *Files, o options) (*Model, error) {
+	var err error
 	m := &Model{Files: files, Config: files.Config, backend: o.backend}
 	if m.backend == nil {
 		if m.backend, err = kernels.Open(o.backendName, o.kopts); err != nil {

@@ -5,6 +5,15 @@
 //	vkllm bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
 //	    [--threads N] [--backend auto|cpu|cpu-ref|vulkan] [--kv f32|f16] [--peer llama.cpp] [--ops] [--json | --benchfmt]
 //	vkllm bench --model PATH --draft ngram|miss|PATH [--draft-max 8] [--reps 5] [--tg 128] [--json]
+//	vkllm bench --synthetic SHAPE:DTYPE [--seed N] [--peer llama.cpp --peer-model PATH] [flags as above]
+//	vkllm bench --synthetic SHAPE:DTYPE [--seed N] --write-gguf PATH
+//
+// --synthetic builds a random-weight model of a real model's shape in
+// memory (package internal/synth: qwen2.5-0.5b, llama-3.2-1b,
+// llama-3.1-8b; F16, Q8_0, Q4_0, Q4_K and more) and benches it: nothing
+// to download or carry. --write-gguf writes that model (the same bytes
+// for the same shape, dtype and seed) as a GGUF file and exits, for the
+// peer: llama-bench runs on --peer-model, which must be that file.
 //
 // The backend is "auto", what the library gives by default (a real GPU
 // through Vulkan, else kernels/cpu's fast path), unless --backend names
@@ -91,6 +100,7 @@ import (
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/internal/mmap"
 	"github.com/vkllm/vkllm/internal/runinfo"
+	"github.com/vkllm/vkllm/internal/synth"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/models"
@@ -99,7 +109,12 @@ import (
 
 // Result is what --json prints.
 type Result struct {
-	Model        string        `json:"model"`
+	Model string `json:"model"`
+	// Synthetic is the --synthetic spec and Seed its seed; BuildS is the
+	// time to build the model in memory (not in LoadS).
+	Synthetic    string        `json:"synthetic,omitempty"`
+	Seed         uint64        `json:"seed,omitempty"`
+	BuildS       float64       `json:"build_s,omitempty"`
 	Backend      string        `json:"backend"`
 	SIMD         string        `json:"simd,omitempty"`
 	Threads      int           `json:"threads"`
@@ -120,6 +135,7 @@ type Result struct {
 	LoadAvg        string   `json:"loadavg"`
 	Ops            []OpStat `json:"ops,omitempty"`
 	Peer           *Peer    `json:"peer,omitempty"`
+	PeerError      string   `json:"peer_error,omitempty"` // why the peer has no numbers
 }
 
 // roofline is decode against bandwidth gbs: the model's bytes read tg
@@ -144,6 +160,10 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vkllm bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "model folder or .gguf file")
+	synthetic := fs.String("synthetic", "", "bench a random model built in memory, SHAPE:DTYPE ("+strings.Join(synth.Shapes(), ", ")+"; F16, Q8_0, Q4_0, Q4_K, …), instead of --model")
+	seed := fs.Uint64("seed", 1, "--synthetic's random seed")
+	writeGGUF := fs.String("write-gguf", "", "write the --synthetic model to this .gguf file and exit")
+	peerModel := fs.String("peer-model", "", "the file the peer runs (default --model; with --synthetic, the file --write-gguf wrote)")
 	pp := fs.Int("pp", 512, "prompt tokens to prefill")
 	tg := fs.Int("tg", 128, "tokens to decode")
 	batch := fs.String("batch", "", "batched decode sizes, e.g. 1,4,16 (none by default)")
@@ -169,9 +189,36 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sizes, err := parseSizes(*batch)
-	if *model == "" || *pp < 1 || *tg < 1 || *threads < 1 || *peerReps < 1 || err != nil {
-		fmt.Fprintln(stderr, "error: --model is required; --pp, --tg, --threads and --peer-reps must be ≥ 1; --batch is a list like 1,4,16")
+	if (*model == "") == (*synthetic == "") || *pp < 1 || *tg < 1 || *threads < 1 || *peerReps < 1 || err != nil {
+		fmt.Fprintln(stderr, "error: one of --model and --synthetic is required; --pp, --tg, --threads and --peer-reps must be ≥ 1; --batch is a list like 1,4,16")
 		return 2
+	}
+	src := source{name: *model, peerPath: *model}
+	if *peerModel != "" {
+		src.peerPath = *peerModel
+	}
+	if *synthetic != "" {
+		shape, dt, err := synth.ParseSpec(*synthetic)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: --synthetic: %v\n", err)
+			return 2
+		}
+		if *peer != "" && *peerModel == "" {
+			fmt.Fprintln(stderr, "error: --peer with --synthetic needs --peer-model: the model written by --write-gguf with the same seed")
+			return 2
+		}
+		src.name, src.shape, src.dtype, src.seed = *synthetic, &shape, dt, *seed
+	}
+	if *writeGGUF != "" {
+		if *synthetic == "" {
+			fmt.Fprintln(stderr, "error: --write-gguf writes the --synthetic model; give --synthetic SHAPE:DTYPE")
+			return 2
+		}
+		if err := writeSynthetic(*writeGGUF, src, stderr); err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	if err := runinfo.CheckBackend(*backend); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
@@ -205,7 +252,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer f.Close()
 	}
-	res, err := bench(*model, *backend, *pp, *tg, *threads, kv, sizes, *ops, !*noProbe, stderr)
+	res, err := bench(src, *backend, *pp, *tg, *threads, kv, sizes, *ops, !*noProbe, stderr)
 	if *cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -217,15 +264,21 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			res.RooflineFrac = res.roofline(res.BandwidthGBs)
 			res.WindowRoofline = res.roofline(res.WindowGBs)
 		}
-		if *peer != "" {
-			fmt.Fprintf(stderr, "peer %s…\n", *peer)
-			res.Peer, err = runPeer(*peer, *model, *pp, *tg, *threads, *peerReps, kv)
-		}
 		res.LoadAvg = loadAvg()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1
+	}
+	rc := 0
+	if *peer != "" {
+		// A failed peer does not lose our numbers: they are printed with
+		// the peer's error, and the exit code is 1.
+		fmt.Fprintf(stderr, "peer %s…\n", *peer)
+		if res.Peer, err = runPeer(*peer, src.peerPath, *pp, *tg, *threads, *peerReps, kv); err != nil {
+			fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+			res.PeerError, rc = err.Error(), 1
+		}
 	}
 	switch {
 	case *asJSON:
@@ -235,7 +288,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	default:
 		printSummary(stdout, res)
 	}
-	return 0
+	return rc
 }
 
 func parseSizes(s string) ([]int, error) {
@@ -297,7 +350,68 @@ func printBenchfmt(w io.Writer, r *Result) {
 	}
 }
 
-func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches []int, ops, withProbe bool, progress io.Writer) (*Result, error) {
+// source is what the bench runs: a model file, or a synthetic model
+// (shape set) built in memory.
+type source struct {
+	name     string // the path, or the --synthetic spec
+	peerPath string // the file the peer runs
+	shape    *synth.Shape
+	dtype    tensor.DType
+	seed     uint64
+}
+
+// open opens the model on the backend opt gives; for a synthetic model,
+// it builds it first and reports the time that took.
+func (s source) open(opt models.Option, progress io.Writer) (m *models.Model, build time.Duration, err error) {
+	if s.shape == nil {
+		m, err = models.Open(context.Background(), s.name, opt)
+		return m, 0, err
+	}
+	t0 := time.Now()
+	sm, err := synth.Build(*s.shape, s.dtype, s.seed, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	g, err := sm.Parse()
+	if err != nil {
+		return nil, 0, err
+	}
+	build = time.Since(t0)
+	fmt.Fprintf(progress, "built %s (seed %d, %.0f MB) in %.2f s\n", s.name, s.seed, float64(sm.Bytes())/1e6, build.Seconds())
+	sm = nil // the parsed file holds its own copy
+	m, err = models.OpenGGUF(context.Background(), "synthetic:"+s.name, g, opt)
+	return m, build, err
+}
+
+// writeSynthetic builds the synthetic model s and writes it to path as
+// GGUF (through a temporary file beside it, renamed when complete).
+func writeSynthetic(path string, s source, progress io.Writer) error {
+	t0 := time.Now()
+	sm, err := synth.Build(*s.shape, s.dtype, s.seed, 0)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".part"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	err = sm.WriteGGUF(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	fmt.Fprintf(progress, "wrote %s (seed %d, %.0f MB of tensors) to %s in %.2f s\n", s.name, s.seed, float64(sm.Bytes())/1e6, path, time.Since(t0).Seconds())
+	return nil
+}
+
+func bench(src source, backend string, pp, tg, threads int, kv tensor.DType, batches []int, ops, withProbe bool, progress io.Writer) (*Result, error) {
 	start := time.Now()
 	opt := models.WithBackendName(backend, kernels.Options{Threads: threads})
 	var timer *opTimer // --ops
@@ -310,16 +424,20 @@ func bench(path, backend string, pp, tg, threads int, kv tensor.DType, batches [
 		timer = newOpTimer(b)
 		opt = models.WithBackend(timer)
 	}
-	m, err := models.Open(context.Background(), path, opt)
+	m, build, err := src.open(opt, progress)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	res := &Result{Model: path, Backend: m.Backend().Name(), Threads: threads, PP: pp, TG: tg, KV: strings.ToLower(kv.String()), LoadS: time.Since(start).Seconds()}
+	res := &Result{Model: src.name, Backend: m.Backend().Name(), Threads: threads, PP: pp, TG: tg, KV: strings.ToLower(kv.String()),
+		LoadS: (time.Since(start) - build).Seconds()}
 	if res.Backend == kernels.CPU {
 		res.SIMD = cpu.SIMD() // the kernels the fast path runs
 	}
-	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+	if src.shape != nil {
+		res.Synthetic, res.Seed, res.BuildS = src.name, src.seed, build.Seconds()
+		res.ModelBytes = m.Files.Size // the tensors' bytes: the file's, to within its metadata
+	} else if st, err := os.Stat(src.name); err == nil && !st.IsDir() {
 		res.ModelBytes = st.Size()
 	}
 	ctx, err := m.NewContext(models.ContextParams{ContextLen: pp + tg, BatchSize: pp, KVType: kv})

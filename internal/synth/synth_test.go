@@ -1,0 +1,254 @@
+package synth
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/models"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+func build(t *testing.T, s Shape, dt tensor.DType, seed uint64, workers int) []byte {
+	t.Helper()
+	m, err := Build(s, dt, seed, workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := m.WriteGGUF(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestSameSeedSameBytes: the GGUF bytes depend on the shape, dtype and
+// seed only, not on the number of workers (the tiny shapes' embeddings
+// span several chunks); another seed gives other bytes. The digests pin
+// the bytes across versions: a change to the generator must change them
+// here on purpose.
+func TestSameSeedSameBytes(t *testing.T) {
+	golden := map[string]string{
+		"qwen2.5-0.5b:Q4_0": "7ee559a3319d899fdf7c48bb1c3b4744c73deab121f26d9be2a541b1366ff57f",
+		"llama-3.1-8b:Q8_0": "01d24ca5e4b1ac4940853e8f7390f1143c059a642e96c13366643b9472edb543",
+	}
+	for _, spec := range []string{"qwen2.5-0.5b:Q4_0", "qwen2.5-0.5b:F16", "llama-3.1-8b:Q8_0", "llama-3.1-8b:Q4_K"} {
+		t.Run(spec, func(t *testing.T) {
+			s, dt, err := ParseSpec(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = s.Tiny()
+			one := build(t, s, dt, 7, 1)
+			many := build(t, s, dt, 7, 5)
+			if !bytes.Equal(one, many) {
+				t.Fatalf("1 worker and 5 workers wrote different bytes (%d and %d)", len(one), len(many))
+			}
+			if other := build(t, s, dt, 8, 5); bytes.Equal(one, other) {
+				t.Fatal("seeds 7 and 8 wrote the same bytes")
+			}
+			sum := sha256.Sum256(one)
+			got := hex.EncodeToString(sum[:])
+			if want, ok := golden[spec]; ok && got != want {
+				t.Errorf("sha256 %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// TestOpens builds every shape at the tiny scale in the benchmark dtypes,
+// opens it from memory on the CPU backend and decodes: the config is the
+// shape's and the logits are finite and not all equal.
+func TestOpens(t *testing.T) {
+	for _, name := range Shapes() {
+		for _, dt := range []tensor.DType{tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K} {
+			t.Run(name+":"+dt.String(), func(t *testing.T) {
+				shape, err := Lookup(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := shape.Tiny()
+				sm, err := Build(s, dt, 1, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := sm.Parse()
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := models.OpenGGUF(context.Background(), "synthetic:"+s.Name, g, models.WithBackendName("cpu", kernels.Options{Threads: 2}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				c := m.Config
+				if c.Arch != s.Arch || c.HiddenSize != s.Hidden || c.NumLayers != s.Layers || c.NumHeads != s.Heads ||
+					c.NumKVHeads != s.KVHeads || c.HeadDim != s.HeadDim || c.IntermediateSize != s.Intermediate ||
+					c.VocabSize != s.Vocab || c.TieEmbedding != s.Tied || c.AttentionBias != s.QKVBias {
+					t.Fatalf("config %+v does not match shape %+v", c, s)
+				}
+				ctx, err := m.NewContext(models.ContextParams{ContextLen: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ctx.Close()
+				var b models.Batch
+				for i, tok := range []int32{1, 2, 3, 4, 5, 6, 7, 8} {
+					b.Add(tok, int32(i), i == 7, 0)
+				}
+				if err := ctx.Decode(b); err != nil {
+					t.Fatal(err)
+				}
+				logits := ctx.Logits(7)
+				lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+				for _, v := range logits {
+					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+						t.Fatalf("logit %v", v)
+					}
+					lo, hi = min(lo, v), max(hi, v)
+				}
+				if !(hi > lo) {
+					t.Fatalf("logits all %v", lo)
+				}
+			})
+		}
+	}
+}
+
+// TestQ4KFallback: a Q4_K model's matrices whose rows are not whole
+// 256-blocks are Q4_0 (the 0.5B shape's 896-wide ones); the others Q4_K.
+func TestQ4KFallback(t *testing.T) {
+	s, _ := Lookup("qwen2.5-0.5b")
+	s.Layers, s.Vocab = 1, 256
+	m, err := Build(s, tensor.Q4_K, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range m.Tensors {
+		if len(tn.Shape) != 2 {
+			continue
+		}
+		want := tensor.Q4_K
+		if tn.Shape[1]%256 != 0 {
+			want = tensor.Q4_0
+		}
+		if tn.DType != want {
+			t.Errorf("%s %v: %v, want %v", tn.Name, tn.Shape, tn.DType, want)
+		}
+	}
+}
+
+func TestTinyName(t *testing.T) {
+	s, dt, err := ParseSpec("llama-3.1-8b-tiny:q4_0")
+	full, _ := Lookup("llama-3.1-8b")
+	if err != nil || dt != tensor.Q4_0 || s.Name != full.Tiny().Name || s.Hidden != full.Tiny().Hidden {
+		t.Fatalf("%+v %v %v, want %+v Q4_0", s, dt, err, full.Tiny())
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		want error
+	}{
+		{"qwen2.5-0.5b", ErrUnknownShape},
+		{"gpt-5:Q4_0", ErrUnknownShape},
+		{"gpt-5-tiny:Q4_0", ErrUnknownShape},
+		{"-tiny:Q4_0", ErrUnknownShape},
+		{"qwen2.5-0.5b:Q3_K", ErrDType},
+		{"qwen2.5-0.5b:I32", ErrDType},
+		{"qwen2.5-0.5b:", ErrDType},
+	} {
+		if _, _, err := ParseSpec(c.spec); !errors.Is(err, c.want) {
+			t.Errorf("ParseSpec(%q): %v, want %v", c.spec, err, c.want)
+		}
+	}
+	good, _ := Lookup("llama-3.1-8b")
+	good = good.Tiny()
+	for name, mod := range map[string]func(*Shape){
+		"arch":       func(s *Shape) { s.Arch = "gpt2" },
+		"zero layer": func(s *Shape) { s.Layers = 0 },
+		"gqa":        func(s *Shape) { s.Heads = 3 },
+		"odd head":   func(s *Shape) { s.HeadDim = 63 },
+		"theta":      func(s *Shape) { s.RoPETheta = 0 },
+	} {
+		s := good
+		mod(&s)
+		if _, err := Build(s, tensor.F16, 1, 1); !errors.Is(err, ErrBadShape) {
+			t.Errorf("%s: %v, want ErrBadShape", name, err)
+		}
+	}
+	// rows that are not whole Q8_0 blocks
+	s := good
+	s.Intermediate = 500
+	if _, err := Build(s, tensor.Q8_0, 1, 1); !errors.Is(err, ErrBadShape) {
+		t.Errorf("intermediate 500 in Q8_0: %v, want ErrBadShape", err)
+	}
+	if _, err := Build(good, tensor.Q6_K, 1, 1); !errors.Is(err, ErrDType) {
+		t.Errorf("Q6_K: %v, want ErrDType", err)
+	}
+}
+
+// TestLlamaCpp has llama.cpp's llama-bench load and run each tiny shape
+// written by WriteGGUF: the names and metadata are what its loader wants.
+// It needs the binary tools/build-llama-bench.sh builds (or
+// $VKLLM_LLAMA_BENCH) and skips without it.
+func TestLlamaCpp(t *testing.T) {
+	bin := os.Getenv("VKLLM_LLAMA_BENCH")
+	if bin == "" {
+		home, _ := os.UserHomeDir()
+		bin = filepath.Join(home, ".cache", "vkllm", "llama.cpp-0.3.36", "llama-bench")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("no llama-bench at %s (tools/build-llama-bench.sh builds it)", bin)
+	}
+	dir := t.TempDir()
+	for _, name := range Shapes() {
+		for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_K} {
+			s, _ := Lookup(name)
+			s = s.Tiny()
+			path := filepath.Join(dir, s.Name+"-"+dt.String()+".gguf")
+			if err := os.WriteFile(path, build(t, s, dt, 1, 0), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(bin, "-m", path, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-o", "json").CombinedOutput()
+			if err != nil {
+				t.Errorf("%s: llama-bench: %v\n%s", path, err, out)
+			}
+		}
+	}
+}
+
+// TestPlanFullScale: the full shapes plan in every benchmark dtype without
+// allocating, and their parameter counts are the real models' (Hugging
+// Face's counts; rope_freqs is not a parameter).
+func TestPlanFullScale(t *testing.T) {
+	params := map[string]int64{"qwen2.5-0.5b": 494_032_768, "llama-3.2-1b": 1_235_814_400, "llama-3.1-8b": 8_030_261_248}
+	for _, name := range Shapes() {
+		s, _ := Lookup(name)
+		for _, dt := range []tensor.DType{tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K} {
+			ts, err := Plan(s, dt)
+			if err != nil {
+				t.Errorf("%s:%v: %v", name, dt, err)
+				continue
+			}
+			var n int64
+			for _, tn := range ts {
+				if tn.Name != "rope_freqs.weight" {
+					n += tn.NumElements()
+				}
+			}
+			if n != params[name] {
+				t.Errorf("%s:%v: %d parameters, want %d", name, dt, n, params[name])
+			}
+		}
+	}
+}

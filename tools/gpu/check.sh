@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# The GPU check: one command on a machine with a GPU and its driver but no
+# Vulkan loader, no Go and no network, from a checkout carrying .gl and .gpu
+# (tools/gpu/prepare.sh builds them and prints the command). It
+#
+#   1. unpacks the Vulkan loader (.gl/*.deb into /, when none is installed)
+#      and the prebuilt binaries and llama.cpp peer (into $WORK);
+#   2. writes the device's facts to $OUT/device.txt (vulkaninfo, nvidia-smi,
+#      the peer's device list);
+#   3. runs the prebuilt kernels/vulkan and models test binaries (the
+#      kerneltest conformance suite, parity with the goldens, batch and
+#      placement invariance, OOM, with the validation layer where it is
+#      installed) into $OUT/tests.log;
+#   4. writes each synthetic model once as GGUF for the peer, then, round
+#      after round, benches each model with vkllm (prefill pp, decode tg,
+#      batched decode 1, 4 and 16) followed by llama.cpp's llama-bench (the
+#      same pp and tg) and llama-batched-bench (the same batches): ours and
+#      the peer alternate;
+#   5. times the decode op by op (vkllm bench --ops) on the Q4_0 models into
+#      $OUT/ops.txt;
+#   6. writes $OUT/results.json and $OUT/results.md (tools/gpu/summarize.py)
+#      and keeps the whole log in $OUT/check.log.
+#
+# Each step is timed (results.json "steps"), and the run keeps to a budget
+# (BUDGET_S, default 540 s): a bench round starts only while the time left
+# exceeds 1.5 times the last round of the same model (and 60 s for a first
+# one); what was skipped is listed as skipped, not left out.
+#
+# --small runs the same steps on this machine's Vulkan device (lavapipe
+# here) with the models at a tiny scale (SHAPE-tiny), pp 64, tg 16, one
+# round and one llama-bench repetition (budget 1200 s); the full run is
+# pp 512, tg 128, two rounds, three repetitions.
+#
+# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] bash tools/gpu/check.sh [--small]
+# Exit status: 0 when every step ran and passed, 1 otherwise (the results
+# are written either way).
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+small=0
+[[ ${1:-} == --small ]] && small=1
+out=${OUT:-$root/out}
+work=${WORK:-/tmp/vkllm-gpu}
+gpu=$root/.gpu
+bin=$work/bin   # the Go binaries and the peer, unpacked
+mkdir -p "$out"
+rm -rf "$work"
+mkdir -p "$work/runs" "$bin"
+exec > >(tee "$out/check.log") 2>&1
+
+# Go binaries tools/gpu/prepare.sh builds (as NAME.xz in .gpu/bin).
+go_bins=(vkllm vulkan.test models.test)
+# Peer programs in .gpu/llama-vulkan.tar.xz (tools/build-llama-vulkan.sh).
+peer_bins=(llama-bench llama-batched-bench)
+
+if ((small)); then
+	specs=(qwen2.5-0.5b-tiny:F16 qwen2.5-0.5b-tiny:Q8_0 qwen2.5-0.5b-tiny:Q4_0 llama-3.1-8b-tiny:Q8_0 llama-3.1-8b-tiny:Q4_0)
+	ops_specs=(qwen2.5-0.5b-tiny:Q4_0 llama-3.1-8b-tiny:Q4_0)
+	# lavapipe compiles llama.cpp's pipelines at each start (about 30 s
+	# each here): one repetition, one round
+	pp=64 tg=16 reps=1 def_rounds=1 def_budget=1200
+else
+	specs=(qwen2.5-0.5b:F16 qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q8_0 llama-3.1-8b:Q4_0)
+	ops_specs=(qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q4_0)
+	pp=512 tg=128 reps=3 def_rounds=2 def_budget=540
+fi
+batches=1,4,16
+rounds=${ROUNDS:-$def_rounds}
+budget=${BUDGET_S:-$def_budget}
+threads=$(nproc)
+start=$(date +%s)
+failed=0
+
+left() { echo $((budget - ($(date +%s) - start))); }
+
+# step NAME CMD...: runs CMD, records NAME, its seconds and its status.
+step() {
+	local name=$1 t0 rc
+	shift
+	echo "=== $name ($(left) s left)"
+	t0=$(date +%s.%N)
+	"$@"
+	rc=$?
+	printf '%s\t%.1f\t%s\n' "$name" "$(echo "$(date +%s.%N) - $t0" | awk '{ print $1 - $3 }')" "$rc" >>"$work/steps.tsv"
+	((rc == 0)) || failed=1
+	echo "=== $name: exit $rc"
+	return "$rc"
+}
+skip() {
+	printf '%s\t0\tskipped: %s\n' "$1" "$2" >>"$work/steps.tsv"
+	failed=1
+	echo "=== $1: skipped ($2)"
+}
+
+# unxz SRC DST: xz -d, or Python's lzma where xz is missing.
+unxz() {
+	if command -v xz >/dev/null; then
+		xz -dc "$1" >"$2"
+	else
+		python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
+	fi
+}
+
+setup() {
+	if ! ldconfig -p | grep -q 'libvulkan\.so\.1 '; then
+		echo "no Vulkan loader: unpacking .gl/*.deb into /"
+		for f in "$root"/.gl/*.deb; do dpkg -x "$f" / || return 1; done
+		ldconfig
+	fi
+	local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+	if ((!small)) && [[ -z ${VK_DRIVER_FILES:-} && -f $icd ]]; then
+		export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+		[[ -d /usr/local/nvidia/lib64 ]] && export LD_LIBRARY_PATH=/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	fi
+	# ggml leaves out CPU devices (lavapipe) unless they are named.
+	((small)) && export GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0}
+	echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-}"
+	local b
+	for b in "${go_bins[@]}"; do
+		unxz "$gpu/bin/$b.xz" "$bin/$b" && chmod +x "$bin/$b" || return 1
+	done
+	python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$gpu/llama-vulkan.tar.xz" "$work" || return 1
+	for b in "${peer_bins[@]}"; do
+		[[ -x $bin/$b ]] || { echo "no $b in .gpu/llama-vulkan.tar.xz"; return 1; }
+	done
+	export VKLLM_LLAMA_BENCH=$bin/llama-bench
+}
+
+facts() {
+	{
+		echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores"
+		if command -v nvidia-smi >/dev/null; then
+			nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+		fi
+		local vk=$work/vkinfo
+		mkdir -p "$vk"
+		for f in "$gpu"/vkinfo/*.deb; do dpkg -x "$f" "$vk"; done
+		local vulkaninfo=(env LD_LIBRARY_PATH="$vk/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$vk/usr/bin/vulkaninfo")
+		command -v vulkaninfo >/dev/null && vulkaninfo=(vulkaninfo)
+		"${vulkaninfo[@]}" --summary 2>&1 | sed -n '/^Devices:/,$p'
+		"${vulkaninfo[@]}" >"$work/vulkaninfo.txt" 2>&1
+		echo "## from the full vulkaninfo"
+		grep -E -m 40 '^\s*(subgroupSize|minSubgroupSize|maxSubgroupSize|subgroupSupportedOperations|shaderFloat16|shaderInt8|storageBuffer16BitAccess|integerDotProduct8BitUnsignedAccelerated|maxComputeSharedMemorySize|cooperativeMatrix\b|maxStorageBufferRange|maxMemoryAllocationSize)\s*=' "$work/vulkaninfo.txt"
+		grep -o -E 'VK_(KHR|NV)_cooperative_matrix[0-9]*|VK_KHR_shader_integer_dot_product|VK_EXT_memory_budget|VK_KHR_shader_float16_int8' "$work/vulkaninfo.txt" | sort -u
+		sed -n '/memoryHeaps/,/memoryTypes/p' "$work/vulkaninfo.txt" | grep -E 'size|flags' | head -n 8
+		echo "## llama-bench --list-devices"
+		"$bin/llama-bench" --list-devices 2>&1
+	} >"$out/device.txt" 2>&1
+	cat "$out/device.txt"
+	grep -q 'Vulkan0' "$out/device.txt"
+}
+
+tests() {
+	local rc=0
+	# No VKLLM_VULKAN_OPTIONAL: without a device the tests fail, not skip.
+	(cd kernels/vulkan && timeout 240 "$bin/vulkan.test" -test.v -test.timeout 230s) >"$work/tests-vulkan.log" 2>&1 || rc=1
+	(cd models && timeout 240 "$bin/models.test" -test.v -test.run '^TestVulkan' -test.timeout 230s) >"$work/tests-models.log" 2>&1 || rc=1
+	{
+		for f in "$work"/tests-vulkan.log "$work"/tests-models.log; do
+			echo "## $(basename "$f")"
+			grep -E '^(--- |ok|PASS|FAIL|panic)|^\s+--- (FAIL|SKIP)' "$f"
+			echo "## failures and skips, in full"
+			grep -E -A12 -e '--- (FAIL|SKIP)' "$f" | head -n 200
+		done
+	} >"$out/tests.log"
+	grep -E '^(--- |ok|PASS|FAIL)' "$out/tests.log"
+	return $rc
+}
+
+# gguf SPEC: the GGUF file the peer runs for SPEC.
+gguf() { echo "$work/${1/:/-}.gguf"; }
+
+write_models() {
+	local s
+	for s in "${specs[@]}"; do
+		"$bin/vkllm" bench --synthetic "$s" --write-gguf "$(gguf "$s")" || return 1
+	done
+}
+
+# bench_round SPEC ROUND: vkllm, then llama-bench, then llama-batched-bench.
+bench_round() {
+	local s=$1 r=$2 base
+	base=$work/runs/${s/:/-}.r$r
+	"$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --batch "$batches" --kv f16 \
+		--threads "$threads" --no-bandwidth --json --peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps" \
+		>"$base.vkllm.json" 2>"$base.vkllm.err"
+	local rc=$?
+	tr '\r' '\n' <"$base.vkllm.err" | grep -v -e '^batched decode: batch [0-9]*, step' -e '^decode [0-9]*/' -e '^$'
+	((rc == 0)) || return 1
+	local steps=$((tg < 32 ? tg : 32))
+	"$bin/llama-batched-bench" -m "$(gguf "$s")" -c $((16 * (32 + steps) + 64)) -b 2048 -ub 512 -npp 32 -ntg "$steps" \
+		-npl "$batches" -ctk f16 -ctv f16 -ngl 99 -t "$threads" --output-format jsonl 2>"$base.batched.err" |
+		grep '^{' >"$base.batched.jsonl"
+	rc=$?
+	((rc == 0)) || tail -n 20 "$base.batched.err"
+	return $rc
+}
+
+ops() {
+	local s
+	for s in "${ops_specs[@]}"; do
+		echo "## $s: vkllm bench --ops (pp $pp, tg $tg)"
+		"$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --kv f16 --threads "$threads" --no-bandwidth --ops || return 1
+	done >"$out/ops.txt" 2>"$work/ops.err"
+	cat "$out/ops.txt"
+}
+
+echo "vkllm GPU check: small=$small specs=${specs[*]} pp=$pp tg=$tg batches=$batches rounds=$rounds budget=${budget}s"
+if ! step setup setup; then
+	echo "setup failed: nothing else can run"
+	exit 1
+fi
+step facts facts
+step tests tests
+if step write-models write_models; then
+	declare -A last
+	for r in $(seq 1 "$rounds"); do
+		for s in "${specs[@]}"; do
+			need=$((${last[$s]:-40} * 3 / 2))
+			if (($(left) < need)); then
+				skip "bench $s round $r" "$(left) s left, the round needs about $need"
+				continue
+			fi
+			t0=$(date +%s)
+			step "bench $s round $r" bench_round "$s" "$r"
+			last[$s]=$(($(date +%s) - t0 + 1))
+		done
+	done
+	if (($(left) > 60)); then
+		step ops ops
+	else
+		skip ops "$(left) s left"
+	fi
+	rm -f "$work"/*.gguf
+else
+	skip bench "the models were not written"
+fi
+
+python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
+echo "total $(($(date +%s) - start)) s; results in $out"
+exit $failed

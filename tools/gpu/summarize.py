@@ -1,0 +1,145 @@
+"""Summarises a tools/gpu/check.sh run: results.json and results.md in OUT.
+
+    python3 tools/gpu/summarize.py --work WORK --out OUT --pp 512 --tg 128 [--small=0|1]
+
+Reads WORK/steps.tsv (step, seconds, status), WORK/runs/SPEC.rN.vkllm.json
+(`vkllm bench --json` with its llama-bench peer) and
+WORK/runs/SPEC.rN.batched.jsonl (llama-batched-bench --output-format
+jsonl), OUT/device.txt and OUT/tests.log. Each figure in the table is the
+median over the rounds that ran, with the round count; a ratio is vkllm's
+median over llama.cpp's. Only the Python standard library.
+"""
+import argparse, glob, json, os, re, statistics
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--pp", type=int, required=True)
+    ap.add_argument("--tg", type=int, required=True)
+    ap.add_argument("--small", default="0")
+    ap.add_argument("--specs", default="", help="the models in table order, space-separated")
+    a = ap.parse_args()
+
+    steps = []
+    path = os.path.join(a.work, "steps.tsv")
+    if os.path.exists(path):
+        for line in open(path):
+            name, sec, status = line.rstrip("\n").split("\t")
+            steps.append({"step": name, "seconds": float(sec), "status": status})
+
+    device = open(os.path.join(a.out, "device.txt")).read() if os.path.exists(os.path.join(a.out, "device.txt")) else ""
+    names = re.findall(r"deviceName\s*=\s*(.+)", device)
+    drivers = re.findall(r"driverInfo\s*=\s*(.+)", device)
+    # tests.log: a "## tests-NAME.log" section per binary, its top-level
+    # "--- PASS/FAIL/SKIP" lines and its final PASS or FAIL.
+    tests = []
+    tpath = os.path.join(a.out, "tests.log")
+    if os.path.exists(tpath):
+        cur = None
+        for line in open(tpath):
+            m = re.match(r"^## tests-(.+)\.log", line)
+            if m:
+                cur = {"binary": m.group(1), "result": "no result", "pass": 0, "fail": 0, "skip": 0}
+                tests.append(cur)
+                continue
+            m = re.match(r"^--- (PASS|FAIL|SKIP)", line)
+            if cur and m:
+                cur[m.group(1).lower()] += 1
+            elif cur and re.match(r"^(PASS|FAIL)$", line.strip()):
+                cur["result"] = line.strip()
+
+    models = {}
+    for f in sorted(glob.glob(os.path.join(a.work, "runs", "*.vkllm.json"))):
+        base = os.path.basename(f)[: -len(".vkllm.json")]
+        spec_file, rnd = base.rsplit(".r", 1)
+        try:
+            r = json.load(open(f))
+        except ValueError:  # the bench failed before printing
+            continue
+        spec = r.get("synthetic") or spec_file
+        m = models.setdefault(spec, {"spec": spec, "rounds": []})
+        run = {"round": int(rnd), "vkllm": {"pp_tps": r["pp_tps"], "tg_tps": r["tg_tps"],
+                                            "batch": {str(b["batch"]): b["tps"] for b in r.get("batch", [])},
+                                            "build_s": r.get("build_s"), "load_s": r.get("load_s"),
+                                            "backend": r.get("backend")}}
+        if r.get("peer_error"):
+            run["peer_error"] = r["peer_error"]
+        if r.get("peer"):
+            p = r["peer"]
+            run["llama.cpp"] = {"pp_tps": p["pp_tps"], "tg_tps": p["tg_tps"], "pp_stddev": p["pp_stddev_tps"],
+                                "tg_stddev": p["tg_stddev_tps"], "reps": p["reps"], "commit": p["commit"],
+                                "backends": p.get("backends"), "batch": {}}
+        bj = os.path.join(a.work, "runs", base + ".batched.jsonl")
+        if os.path.exists(bj) and "llama.cpp" in run:
+            for line in open(bj):
+                line = line.strip()
+                if line.startswith("{"):
+                    b = json.loads(line)
+                    run["llama.cpp"]["batch"][str(b["pl"])] = b["speed_tg"]
+        m["rounds"].append(run)
+
+    order = a.specs.split()
+    table = []
+    for spec, m in sorted(models.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
+        def col(side, key, sub=None):
+            xs = []
+            for run in m["rounds"]:
+                v = run.get(side, {}).get(key)
+                if sub is not None:
+                    v = (v or {}).get(sub)
+                if v:
+                    xs.append(v)
+            return median(xs), len(xs)
+        row = {"spec": spec}
+        for key in ("pp_tps", "tg_tps"):
+            row["vkllm_" + key], row["n"] = col("vkllm", key)
+            row["llama_" + key], _ = col("llama.cpp", key)
+        for b in ("1", "4", "16"):
+            row["vkllm_b" + b], _ = col("vkllm", "batch", b)
+            row["llama_b" + b], _ = col("llama.cpp", "batch", b)
+        m["median"] = row
+        table.append(row)
+
+    res = {"small": a.small == "1", "pp": a.pp, "tg": a.tg, "device": names[0] if names else None,
+           "driver": drivers[0] if drivers else None, "steps": steps, "tests": tests,
+           "models": list(models.values())}
+    json.dump(res, open(os.path.join(a.out, "results.json"), "w"), indent=1)
+
+    def f(x):
+        return "–" if x is None else ("%.1f" % x if x >= 10 else "%.2f" % x)
+
+    def ratio(x, y):
+        return "–" if not x or not y else "%.2f×" % (x / y)
+
+    lines = []
+    label = "lavapipe --small (tiny shapes)" if a.small == "1" else "GPU"
+    lines.append("Device: %s (%s), %s. tok/s, median of the rounds; ratio = vkllm / llama.cpp." %
+                 (res["device"] or "?", res["driver"] or "?", label))
+    lines.append("")
+    lines.append("| model | rounds | pp%d vkllm | pp%d llama.cpp | ratio | tg%d vkllm | tg%d llama.cpp | ratio | B=1 vkllm / llama.cpp | B=4 | B=16 |" % (a.pp, a.pp, a.tg, a.tg))
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in table:
+        bs = ["%s / %s" % (f(r["vkllm_b" + b]), f(r["llama_b" + b])) for b in ("1", "4", "16")]
+        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["spec"], r["n"], f(r["vkllm_pp_tps"]), f(r["llama_pp_tps"]), ratio(r["vkllm_pp_tps"], r["llama_pp_tps"]),
+            f(r["vkllm_tg_tps"]), f(r["llama_tg_tps"]), ratio(r["vkllm_tg_tps"], r["llama_tg_tps"]), " | ".join(bs)))
+    lines.append("")
+    lines.append("Tests: " + ("; ".join("%s %s (%d passed, %d failed, %d skipped)" % (
+        t["binary"], t["result"], t["pass"], t["fail"], t["skip"]) for t in tests) if tests else "none ran"))
+    lines.append("")
+    lines.append("| step | s | status |")
+    lines.append("|---|---|---|")
+    for s in steps:
+        lines.append("| %s | %.1f | %s |" % (s["step"], s["seconds"], s["status"]))
+    open(os.path.join(a.out, "results.md"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
