@@ -70,7 +70,7 @@ func TestCommands(t *testing.T) {
 		{"inspect no path", []string{"inspect"}, 2, "", "usage: vkllm inspect"},
 		{"pull unknown", []string{"pull", "gpt-7"}, 1, "", `error: pull: unknown model "gpt-7"; known models: smollm2`},
 		{"pull no name", []string{"pull"}, 2, "", "usage: vkllm pull"},
-		{"bench without model", []string{"bench"}, 2, "", "--model is required"},
+		{"bench without model", []string{"bench"}, 2, "", "one of --model and --synthetic is required"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
