@@ -664,7 +664,10 @@ func systemForDeveloper(msgs []chat.Message) []chat.Message {
 // whose role is not one of Roles with a *RoleError; a "developer"
 // message is rendered as "system". The tools offered are those of
 // ToolChoice (a bad one is refused with ErrToolChoice).
-func (l *LLM) RenderChat(req ChatRequest) (string, error) {
+func (l *LLM) RenderChat(req ChatRequest) (string, error) { return l.renderChat(req, true) }
+
+// renderChat is RenderChat, the generation prompt added or not.
+func (l *LLM) renderChat(req ChatRequest, addGenerationPrompt bool) (string, error) {
 	if len(req.Messages) == 0 {
 		return "", errcode.Wrap(errcode.EmptyPrompt, sampler.ErrEmptyPrompt)
 	}
@@ -685,7 +688,7 @@ func (l *LLM) RenderChat(req ChatRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	in := cc.Input(&chat.Request{Messages: req.Messages, Tools: req.Tools})
+	in := cc.Input(&chat.Request{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: &addGenerationPrompt})
 	for k, v := range req.Kwargs {
 		in.Kwargs[k] = v
 	}
