@@ -153,7 +153,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 			}
 			if pr.ids != nil {
 				return m.Gen.StreamTokens(ctx, pr.ids, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter),
-				engine.WithConstraintKey(req.ResponseFormat.key()))
+					engine.WithConstraintKey(req.ResponseFormat.key()))
 			}
 			if pr.text == "" {
 				return func(yield func(engine.Delta, error) bool) { yield(engine.Delta{}, sampler.ErrEmptyPrompt) }

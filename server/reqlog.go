@@ -26,14 +26,14 @@ type reqInfo struct {
 	id    string // X-Request-Id, echoed or made
 	keyID string // the API key's id, never the key
 
-	mu                       sync.Mutex
-	model                    string
-	prompt                   string // only with Config.LogPrompts
-	promptTokens, cached     int
-	completionTokens         int
-	ttft                     time.Duration // 0: no token drawn
-	reasons                  []string      // finish reasons, one per choice
-	start                    time.Time     // the request's arrival
+	mu                   sync.Mutex
+	model                string
+	prompt               string // only with Config.LogPrompts
+	promptTokens, cached int
+	completionTokens     int
+	ttft                 time.Duration // 0: no token drawn
+	reasons              []string      // finish reasons, one per choice
+	start                time.Time     // the request's arrival
 }
 
 type infoKey struct{}
