@@ -139,6 +139,20 @@ func (k *Keys) Set(keys []Key) error {
 	return nil
 }
 
+// Key is the key of that id with its limits, its Secret left empty, and
+// whether there is one.
+func (k *Keys) Key(id string) (Key, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, key := range k.keys {
+		if key.ID == id {
+			key.Secret = ""
+			return key, true
+		}
+	}
+	return Key{}, false
+}
+
 // find is the key whose secret is got (comparing every key in constant
 // time), and whether there is one.
 func (k *Keys) find(got string) (Key, bool) {
