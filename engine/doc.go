@@ -55,6 +55,11 @@
 //	              owned by one goroutine fed through an inbox; Generate,
 //	              Chat and the Stream calls
 //	session.go    Session: a conversation whose K/V stays between turns
+//	infcache.go   the inference cache: a repeated greedy or seeded
+//	              request answered with the outputs of its first run, no
+//	              forward pass; an LRU bounded by bytes (Options.CacheBytes)
+//	tokenize.go   Tokenize, TokenizeChat, Detokenize, MaxLen: the tokens a
+//	              request would run, for /tokenize
 //	embed.go      embedding requests: a prompt-only sequence whose tokens
 //	              ask Decode for their final hidden states (every token for
 //	              mean pooling, which no cached prefix may skip; the last

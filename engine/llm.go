@@ -84,6 +84,12 @@ type Options struct {
 	DraftModel    *models.Model
 	DraftProposer Proposer
 	DraftMax      int
+	// CacheBytes bounds the inference cache, which answers a repeated
+	// greedy or seeded request from the outputs of its first run, with
+	// no forward pass (see WithConstraintKey for constrained ones): 0
+	// is DefaultCacheShare of the machine's memory, a negative value
+	// turns the cache off.
+	CacheBytes int64
 }
 
 // Result is a finished request of Generate or Chat.
@@ -126,8 +132,9 @@ type LLM struct {
 	// encodeSlots bounds the prompts tokenised at once (GOMAXPROCS).
 	encodeSlots chan struct{}
 
-	w    *worker
-	done chan struct{} // closed when the loop has returned
+	w     *worker
+	done  chan struct{}   // closed when the loop has returned
+	cache *inferenceCache // nil when Options.CacheBytes < 0
 
 	mu      sync.Mutex
 	pending int // accepted, not finished
@@ -165,6 +172,10 @@ type mailbox struct {
 	finished int           // final outputs delivered
 	done     bool          // every choice's final output, or err, delivered to the box
 	signal   chan struct{} // cap 1
+	// rec, when set, gathers the outputs for the inference cache; they
+	// are stored when every choice has finished other than by abort.
+	rec   *recording
+	cache *inferenceCache
 }
 
 func newMailbox(choices int) *mailbox {
@@ -190,11 +201,29 @@ func (b *mailbox) put(o Output, err error) {
 			b.finished++
 		}
 		b.done = err != nil || b.finished >= b.choices
+		b.record(o, err)
 	}
 	b.mu.Unlock()
 	select {
 	case b.signal <- struct{}{}:
 	default:
+	}
+}
+
+// record adds o to the box's recording, and stores the recording in the
+// cache once the request has finished well (b.mu held).
+func (b *mailbox) record(o Output, err error) {
+	if b.rec == nil {
+		return
+	}
+	if err != nil || o.FinishReason == "abort" {
+		b.rec = nil
+		return
+	}
+	b.rec.outs = append(b.rec.outs, o)
+	if b.done {
+		b.cache.put(b.rec.key, b.rec.outs)
+		b.rec = nil
 	}
 }
 
@@ -287,6 +316,12 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	w.stats.Store(&st)
 	l := &LLM{model: m, tok: tok, opts: opts, maxLen: eng.MaxLen(), w: w, done: make(chan struct{}),
 		encodeSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	switch {
+	case opts.CacheBytes == 0:
+		l.cache = newInferenceCache(defaultCacheBytes())
+	case opts.CacheBytes > 0:
+		l.cache = newInferenceCache(opts.CacheBytes)
+	}
 	go func() {
 		defer close(l.done)
 		l.loop(w)
@@ -375,27 +410,68 @@ func (w *worker) poke() {
 
 // send queues commands for the loop, in order. Adds count against
 // MaxPending; a prompt longer than a request may hold fails them all.
+// An add the inference cache holds is answered at once, never queued.
 func (l *LLM) send(cmds ...command) error {
 	adds := 0
-	for _, c := range cmds {
-		if c.req != nil {
-			if n := len(c.req.Prompt); n > l.maxLen {
-				return promptTooLong(n, l.maxLen)
-			}
-			adds++
+	var hits [][]Output // per command: the stored outputs of a cache hit
+	for i, c := range cmds {
+		if c.req == nil {
+			continue
 		}
+		if n := len(c.req.Prompt); n > l.maxLen {
+			return promptTooLong(n, l.maxLen)
+		}
+		if outs := l.lookup(c); outs != nil {
+			if hits == nil {
+				hits = make([][]Output, len(cmds))
+			}
+			hits[i] = outs
+			continue
+		}
+		adds++
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return ErrClosed
 	}
 	if l.pending+adds > l.opts.MaxPending {
+		l.mu.Unlock()
 		return fmt.Errorf("%w: %d pending, at most %d", ErrQueueFull, l.pending, l.opts.MaxPending)
 	}
 	l.pending += adds
-	l.w.inbox = append(l.w.inbox, cmds...)
+	for i, c := range cmds {
+		if hits == nil || hits[i] == nil {
+			l.w.inbox = append(l.w.inbox, c)
+		}
+	}
 	l.w.poke()
+	l.mu.Unlock()
+	for i, outs := range hits {
+		if outs != nil {
+			l.cache.hit()
+			for _, o := range replay(cmds[i].req.ID, outs) {
+				cmds[i].box.put(o, nil)
+			}
+		}
+	}
+	return nil
+}
+
+// lookup returns the cached outputs of c's request, or nil; on a miss a
+// cacheable request's mailbox records its outputs for the cache.
+func (l *LLM) lookup(c command) []Output {
+	if l.cache == nil || c.box == nil {
+		return nil
+	}
+	k, ok := keyOf(c.req)
+	if !ok {
+		return nil
+	}
+	if outs := l.cache.get(k); outs != nil {
+		return outs
+	}
+	c.box.rec, c.box.cache = &recording{key: k}, l.cache
 	return nil
 }
 
@@ -588,7 +664,10 @@ func systemForDeveloper(msgs []chat.Message) []chat.Message {
 // whose role is not one of Roles with a *RoleError; a "developer"
 // message is rendered as "system". The tools offered are those of
 // ToolChoice (a bad one is refused with ErrToolChoice).
-func (l *LLM) RenderChat(req ChatRequest) (string, error) {
+func (l *LLM) RenderChat(req ChatRequest) (string, error) { return l.renderChat(req, true) }
+
+// renderChat is RenderChat, the generation prompt added or not.
+func (l *LLM) renderChat(req ChatRequest, addGenerationPrompt bool) (string, error) {
 	if len(req.Messages) == 0 {
 		return "", errcode.Wrap(errcode.EmptyPrompt, sampler.ErrEmptyPrompt)
 	}
@@ -609,7 +688,7 @@ func (l *LLM) RenderChat(req ChatRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	in := cc.Input(&chat.Request{Messages: req.Messages, Tools: req.Tools})
+	in := cc.Input(&chat.Request{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: &addGenerationPrompt})
 	for k, v := range req.Kwargs {
 		in.Kwargs[k] = v
 	}
@@ -805,6 +884,9 @@ func (w *worker) clear() {
 func (l *LLM) Stats() Stats {
 	s := *l.w.stats.Load()
 	s.Finished = maps.Clone(s.Finished)
+	if l.cache != nil {
+		s.InferenceCacheHits, s.InferenceCacheBytes = l.cache.stats()
+	}
 	l.mu.Lock()
 	s.Waiting += max(0, l.pending-(s.Running+s.Waiting))
 	l.mu.Unlock()

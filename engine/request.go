@@ -40,6 +40,10 @@ type Request struct {
 	// Embedding, FinishReason "stop". Params are not used; N, Session
 	// and Constraints must be unset.
 	Embed *EmbedParams
+
+	// constraintKey names the constraints for the LLM's inference cache
+	// (WithConstraintKey).
+	constraintKey string
 }
 
 // State is where a request is in its life.

@@ -30,6 +30,11 @@ type Stats struct {
 	// DraftAccepted those kept (vLLM's spec_decode counters).
 	DraftTokens   uint64
 	DraftAccepted uint64
+	// InferenceCacheHits counts the requests the inference cache
+	// answered (no forward pass; LLM.Stats only), InferenceCacheBytes is
+	// what its entries hold (an estimate).
+	InferenceCacheHits  uint64
+	InferenceCacheBytes int64
 	// Finished counts finished requests by finish reason ("stop",
 	// "length", "abort").
 	Finished map[string]uint64

@@ -108,6 +108,18 @@ type responseFormat struct {
 	} `json:"json_schema"`
 }
 
+// key names the format's constraint for the inference cache
+// (engine.WithConstraintKey): its type and schema text.
+func (rf *responseFormat) key() string {
+	if rf == nil {
+		return ""
+	}
+	if rf.JSONSchema != nil && rf.Type == engine.FormatJSONSchema {
+		return rf.Type + ":" + string(rf.JSONSchema.Schema)
+	}
+	return rf.Type
+}
+
 // schema compiles the format: nil for text; a 400 naming
 // response_format (and the schema keyword at fault) otherwise.
 func (rf *responseFormat) schema() (*sampler.Schema, *apiError) {

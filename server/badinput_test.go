@@ -135,6 +135,23 @@ func TestBadInput(t *testing.T) {
 		{"embedding encoding_format", "POST", embPath, json, `{"model":"tiny","input":"a","encoding_format":"int8"}`, 400, "encoding_format", false},
 		{"embedding unknown model", "POST", embPath, json, `{"model":"gpt-9","input":"a"}`, 404, "model", false},
 		{"GET on embeddings", "GET", embPath, "", ``, 405, "", false},
+		{"tokenize without key", "POST", "/tokenize", json, `{"model":"tiny","prompt":"a"}`, 401, "", true},
+		{"tokenize nothing", "POST", "/tokenize", json, `{"model":"tiny"}`, 400, "prompt", false},
+		{"tokenize both", "POST", "/tokenize", json, `{"model":"tiny","prompt":"a","messages":[{"role":"user","content":"a"}]}`, 400, "messages", false},
+		{"tokenize unknown model", "POST", "/tokenize", json, `{"model":"gpt-9","prompt":"a"}`, 404, "model", false},
+		{"tokenize bad role", "POST", "/tokenize", json, `{"model":"tiny","messages":[{"role":"wizard","content":"a"}]}`, 400, "messages[0].role", false},
+		{"tokenize empty messages", "POST", "/tokenize", json, `{"model":"tiny","messages":[]}`, 400, "messages", false},
+		{"tokenize prompt too long", "POST", "/tokenize", json, `{"model":"tiny","prompt":"` + strings.Repeat("ab ", 400000) + `"}`, 400, "prompt", false},
+		{"tokenize prompt wrong type", "POST", "/tokenize", json, `{"model":"tiny","prompt":[1,2]}`, 400, "prompt", false},
+		{"tokenize generation prompt without messages", "POST", "/tokenize", json, `{"model":"tiny","prompt":"a","add_generation_prompt":true}`, 400, "add_generation_prompt", false},
+		{"GET on tokenize", "GET", "/tokenize", "", ``, 405, "", false},
+		{"detokenize nothing", "POST", "/detokenize", json, `{"model":"tiny","tokens":[]}`, 400, "tokens", false},
+		{"detokenize bad id", "POST", "/detokenize", json, `{"model":"tiny","tokens":[1,-5]}`, 400, "tokens", false},
+		{"detokenize id past vocab", "POST", "/detokenize", json, `{"model":"tiny","tokens":[999999]}`, 400, "tokens", false},
+		{"detokenize too many", "POST", "/detokenize", json, `{"model":"tiny","tokens":[` + strings.Repeat("1,", 5000) + `1]}`, 400, "tokens", false},
+		{"detokenize strings", "POST", "/detokenize", json, `{"model":"tiny","tokens":["a"]}`, 400, "tokens", false},
+		{"model by id unknown", "GET", "/v1/models/gpt-9", "", ``, 404, "model", false},
+		{"model by id POST", "POST", "/v1/models/tiny", json, `{}`, 405, "", false},
 	}
 	if len(cases) < 30 {
 		t.Fatalf("only %d cases", len(cases))

@@ -108,6 +108,8 @@ type chatPlan struct {
 	format      chat.Format
 	grammar     *sampler.ToolCallGrammar // tool_choice required or named: the forced call
 	schema      *sampler.Schema          // response_format json_object or json_schema
+	// constraintKey names the grammar or schema for the inference cache.
+	constraintKey string
 }
 
 func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
@@ -142,6 +144,9 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 		return nil, badParam("response_format", "response_format %q with a forced tool call (tool_choice) is not supported", req.ResponseFormat.Type)
 	}
 	pl.tools = mode
+	if pl.schema != nil {
+		pl.constraintKey = req.ResponseFormat.key()
+	}
 	offered := tools
 	msgs := req.Messages
 	if mode != toolsOff {
@@ -170,6 +175,8 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 				return nil, badParam("tools", "%v", err)
 			}
 			pl.grammar = g
+			js, _ := json.Marshal(offered)
+			pl.constraintKey = fmt.Sprintf("tools:%v:%s", pl.format, js)
 		}
 		if extra != "" {
 			msgs = withSystem(msgs, extra)
@@ -214,6 +221,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte)
 		writeError(w, e)
 		return
 	}
+	if s.cfg.LogPrompts {
+		msgs, _ := json.Marshal(req.Messages)
+		s.note(r, req.Model, msgs)
+	} else {
+		s.note(r, req.Model, nil)
+	}
 	pl, e := s.planChat(&req, m)
 	if e != nil {
 		writeError(w, e)
@@ -229,7 +242,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte)
 		}
 	}
 	stream := func(ctx context.Context) iter.Seq2[engine.Delta, error] {
-		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n, constraints...), engine.WithAdapter(adapter))
+		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n, constraints...), engine.WithAdapter(adapter),
+			engine.WithConstraintKey(pl.constraintKey))
 	}
 	ctx := r.Context()
 	run := s.startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, pl.n)

@@ -98,6 +98,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 		writeError(w, e)
 		return
 	}
+	s.note(r, req.Model, req.Prompt)
 	prompts, e := parsePrompts(req.Prompt)
 	if e != nil {
 		writeError(w, e)
@@ -151,12 +152,14 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 				}
 			}
 			if pr.ids != nil {
-				return m.Gen.StreamTokens(ctx, pr.ids, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter))
+				return m.Gen.StreamTokens(ctx, pr.ids, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter),
+					engine.WithConstraintKey(req.ResponseFormat.key()))
 			}
 			if pr.text == "" {
 				return func(yield func(engine.Delta, error) bool) { yield(engine.Delta{}, sampler.ErrEmptyPrompt) }
 			}
-			return m.Gen.Stream(ctx, pr.text, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter))
+			return m.Gen.Stream(ctx, pr.text, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter),
+				engine.WithConstraintKey(req.ResponseFormat.key()))
 		}
 	}
 	ctx := r.Context()

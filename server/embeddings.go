@@ -171,6 +171,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, body [
 		writeError(w, e)
 		return
 	}
+	s.note(r, req.Model, req.Input)
 	emb, ok := m.Gen.(Embedder)
 	if !ok {
 		writeError(w, badParam("model", "the model %q does not serve embeddings", req.Model))
@@ -219,6 +220,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, body [
 		resp.Usage.PromptTokens += v.PromptTokens
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens
+	infoOf(r.Context()).addPromptTokens(resp.Usage.PromptTokens)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(resp)
 }

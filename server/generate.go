@@ -58,6 +58,7 @@ var errPanic = errors.New("server: internal error (a vkllm bug; the log has its 
 // deltas or an error. ctx is the request's context: when the client goes
 // away, every stream is aborted.
 func (s *Server) startRun(ctx context.Context, streams []func(context.Context) iter.Seq2[engine.Delta, error], n int) *run {
+	info := infoOf(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	total := len(streams) * n
 	r := &run{events: make(chan event, 16*total), cancel: cancel, start: time.Now(), n: total, logf: s.cfg.Logf,
@@ -83,6 +84,7 @@ func (s *Server) startRun(ctx context.Context, streams []func(context.Context) i
 				ev := event{k * n, d, err}
 				if err == nil {
 					ev.i += d.Index
+					info.observe(d, time.Now())
 				}
 				select {
 				case r.events <- ev:

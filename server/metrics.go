@@ -74,6 +74,8 @@ var (
 	descPreempt  = prometheus.NewDesc("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", []string{"model_name"}, nil)
 	descPQueries = prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", []string{"model_name"}, nil)
 	descPHits    = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", []string{"model_name"}, nil)
+	descICHits   = prometheus.NewDesc("vkllm:inference_cache_hits_total", "Requests answered from the inference cache, with no forward pass.", []string{"model_name"}, nil)
+	descICBytes  = prometheus.NewDesc("vkllm:inference_cache_bytes", "Bytes held by the inference cache (an estimate).", []string{"model_name"}, nil)
 	descSuccess  = prometheus.NewDesc("vllm:request_success_total", "Count of finished requests by finish reason.", []string{"model_name", "finished_reason"}, nil)
 	// descLoRA is vLLM's LoRA gauge, which the Kubernetes inference
 	// gateway reads: its value is the time of the sample (Unix seconds),
@@ -88,7 +90,7 @@ var (
 type statsCollector struct{ s *Server }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descKVKept, descPrompt, descGen, descPreempt, descPQueries, descPHits, descSuccess, descLoRA} {
+	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descKVKept, descPrompt, descGen, descPreempt, descPQueries, descPHits, descICHits, descICBytes, descSuccess, descLoRA} {
 		ch <- d
 	}
 }
@@ -111,6 +113,8 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		cnt(descPreempt, st.Preemptions)
 		cnt(descPQueries, st.PrefixQueries)
 		cnt(descPHits, st.PrefixHits)
+		cnt(descICHits, st.InferenceCacheHits)
+		g(descICBytes, float64(st.InferenceCacheBytes))
 		for _, reason := range []string{"stop", "length", "abort"} {
 			ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.CounterValue, float64(st.Finished[reason]), nm.name, reason)
 		}

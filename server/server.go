@@ -42,13 +42,18 @@
 //	web.go         the chat page (web/: HTML, CSS, JavaScript modules)
 //	models.go      a model as served: its quantisation and tool format,
 //	               asked of the engine.LLM
+//	tokenize.go    POST /tokenize and /detokenize (vLLM's shapes) and
+//	               GET /v1/models/{id}
+//	limits.go      API keys (Keys, ParseKeys) and their per-key limits:
+//	               concurrent requests and tokens per minute
+//	reqlog.go      what each request's log record says beyond its status:
+//	               request id, key id, model, tokens, TTFT, finish reason
 //	errors.go      errors in OpenAI's shape and the engine's errors mapped
 //	               to HTTP statuses
 package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,8 +124,15 @@ type Config struct {
 	// default Open (bytes of weights uploaded out of total; see
 	// engine.Options.Progress). It replaces Engine.Progress.
 	Progress func(m Spec, done, total int64)
-	// APIKey, when set, is required as "Authorization: Bearer KEY" on /v1/.
+	// APIKey, when set, is required as "Authorization: Bearer KEY" on /v1/
+	// (and /tokenize, /detokenize), as the key of id "default" with no
+	// limits. Keys, when set, replaces it.
 	APIKey string
+	// Keys are the API keys with their per-key limits (concurrent
+	// requests, tokens per minute), answered 429 with Retry-After and
+	// OpenAI's x-ratelimit-* headers; Keys.Set changes them while the
+	// server runs.
+	Keys *Keys
 	// MaxBodyBytes bounds a request body (default 4 MiB); a bigger one is
 	// answered 413, at once when its Content-Length says so.
 	MaxBodyBytes int64
@@ -142,11 +154,19 @@ type Config struct {
 	// token; a request's "literal_content" field overrides it. Off by
 	// default, as Hugging Face's and llama.cpp's chat templating.
 	LiteralContent bool
-	// Logger gets one Info record per request when it ends (method, path,
-	// status, bytes, duration), the models' loads (Info, or Error when one
+	// Logger gets one Info record "request" per request when it ends
+	// (method, path, status, bytes, duration, remote, request_id: the
+	// client's X-Request-Id or a new one, sent back in X-Request-Id; and
+	// when known key_id, never the key, model, prompt_tokens,
+	// cached_tokens, completion_tokens, ttft, finish_reason: one per
+	// choice, comma-separated), the models' loads (Info, or Error when one
 	// fails) and internal errors (Error: the requests answered 500, a panic
 	// in the forward pass with its stack). Default: nothing is logged.
 	Logger *slog.Logger
+	// LogPrompts adds each request's prompt (its messages, prompt or
+	// input, as JSON) to its log record; off by default, so the log holds
+	// no user text.
+	LogPrompts bool
 }
 
 // settings is the Config with its defaults filled in.
@@ -215,6 +235,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.cfg.WriteTimeout == 0 {
 		s.cfg.WriteTimeout = 30 * time.Second
+	}
+	if s.cfg.Keys == nil && s.cfg.APIKey != "" {
+		keys, err := NewKeys([]Key{{ID: "default", Secret: s.cfg.APIKey}})
+		if err != nil {
+			return nil, err
+		}
+		s.cfg.Keys = keys
 	}
 	s.bodySlots = make(chan struct{}, s.cfg.MaxBodyReads)
 	s.stopping = make(chan struct{})
@@ -317,8 +344,9 @@ func (s *Server) AbortStreams() { s.abortOnce.Do(func() { close(s.stopping) }) }
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Register mounts the server's routes on mux, beside the caller's own:
-// /v1/chat/completions, /v1/completions, /v1/models, /v1/ (any other
-// /v1/ URL: 404 in OpenAI's error shape), /health, /ready, /metrics, and the chat
+// /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models,
+// /v1/models/{id}, /tokenize, /detokenize, /v1/ (any other /v1/ URL: 404
+// in OpenAI's error shape), /health, /ready, /metrics, and the chat
 // page at / with its assets under /web/ (see web.go). It panics,
 // as http.ServeMux does, when mux already has one of these patterns.
 func (s *Server) Register(mux *http.ServeMux) {
@@ -327,6 +355,9 @@ func (s *Server) Register(mux *http.ServeMux) {
 	handle("/v1/completions", s.post(s.handleCompletions))
 	handle("/v1/embeddings", s.post(s.handleEmbeddings))
 	handle("/v1/models", s.api(http.MethodGet, s.handleModels))
+	handle("/v1/models/{id}", s.api(http.MethodGet, s.handleModel))
+	handle("/tokenize", s.post(s.handleTokenize))
+	handle("/detokenize", s.post(s.handleDetokenize))
 	handle("/v1/", s.notFound)
 	handle("/health", s.handleHealth)
 	handle("/ready", s.handleReady)
@@ -349,6 +380,9 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 func (s *Server) logged(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		info := &reqInfo{id: requestID(r.Header.Get("X-Request-Id")), start: start}
+		w.Header().Set("X-Request-Id", info.id)
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 		rec := &recorder{ResponseWriter: w}
 		defer func() {
 			v := recover()
@@ -370,10 +404,10 @@ func (s *Server) logged(h http.HandlerFunc) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-				slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			attrs := append([]slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path),
 				slog.Int("status", status), slog.Int64("bytes", rec.bytes),
-				slog.Duration("took", time.Since(start)), slog.String("remote", r.RemoteAddr))
+				slog.Duration("duration", time.Since(start)), slog.String("remote", r.RemoteAddr)}, info.attrs()...)
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		}()
 		h(rec, r)
 	})
@@ -420,14 +454,31 @@ func (s *Server) api(method string, h http.HandlerFunc) http.HandlerFunc {
 				"%s %s: use %s", r.Method, r.URL.Path, method))
 			return
 		}
-		if s.cfg.APIKey != "" && !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="vkllm"`)
-			if r.ContentLength != 0 {
-				dropBody(w)
+		if keys := s.cfg.Keys; keys != nil {
+			key, ok := s.authorized(r)
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="vkllm"`)
+				if r.ContentLength != 0 {
+					dropBody(w)
+				}
+				writeError(w, newError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+					"missing or wrong API key; send Authorization: Bearer KEY"))
+				return
 			}
-			writeError(w, newError(http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-				"missing or wrong API key; send Authorization: Bearer KEY"))
-			return
+			info := infoOf(r.Context())
+			info.keyID = key.ID
+			hdr, refused := keys.admit(key)
+			for k, v := range hdr {
+				w.Header()[k] = v
+			}
+			if refused != nil {
+				if r.ContentLength != 0 {
+					dropBody(w)
+				}
+				writeError(w, refused.error(key))
+				return
+			}
+			defer func() { keys.release(key, info.tokens()) }()
 		}
 		if r.ContentLength > s.cfg.MaxBodyBytes {
 			dropBody(w)
@@ -469,14 +520,15 @@ func (s *Server) post(h func(w http.ResponseWriter, r *http.Request, body []byte
 	})
 }
 
-// authorized reports whether r carries "Authorization: Bearer KEY" with
-// the API key; the scheme is matched without regard to case (RFC 7235).
-func (s *Server) authorized(r *http.Request) bool {
+// authorized is the key r carries as "Authorization: Bearer KEY", and
+// whether it is one of Config.Keys; the scheme is matched without regard
+// to case (RFC 7235).
+func (s *Server) authorized(r *http.Request) (Key, bool) {
 	scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return Key{}, false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.cfg.APIKey)) == 1
+	return s.cfg.Keys.find(strings.TrimSpace(got))
 }
 
 // lookup finds the model of a request: "NAME" (the first file registered

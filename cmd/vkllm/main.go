@@ -38,6 +38,9 @@ type env struct {
 	// signals starts delivering SIGINT and SIGTERM to the channel it
 	// returns. Until a command calls it, Ctrl-C ends the process as usual.
 	signals func() <-chan os.Signal
+	// hangups, when set, starts delivering SIGHUP to the channel it
+	// returns (serve reloads its API keys).
+	hangups func() <-chan os.Signal
 }
 
 // interruptible is ctx cancelled by the first SIGINT or SIGTERM.
@@ -81,6 +84,10 @@ func main() {
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signals: func() <-chan os.Signal {
 		once.Do(func() { signal.Notify(ch, os.Interrupt, syscall.SIGTERM) })
 		return ch
+	}, hangups: func() <-chan os.Signal {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		return hup
 	}}
 	os.Exit(vkllm(context.Background(), e, os.Args[1:]))
 }

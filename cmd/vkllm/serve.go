@@ -62,8 +62,12 @@ func (l *loraFlags) Set(v string) error {
 // end with an error event and [DONE]), then closes the models; a second
 // signal during the drain stops at once. The API key comes from
 // $VKLLM_API_KEY or --api-key-file, never from the command line (where
-// ps would show it), and is never printed. The log (slog's text format)
-// goes to stderr, one record per request.
+// ps would show it), and is never printed. The key file holds one key a
+// line, "KEY_ID KEY [concurrency=N] [tpm=N]" or a lone KEY (see
+// server.ParseKeys); SIGHUP reads it again (a bad file keeps the keys
+// as they were). The log (slog's text format, JSON with --log-json) goes
+// to stderr, one record per request, with no prompt text unless
+// --log-prompts.
 func serve(ctx context.Context, e env, args []string) int {
 	var (
 		specs        modelFlags
@@ -79,12 +83,15 @@ func serve(ctx context.Context, e env, args []string) int {
 		literal      bool
 		drain        time.Duration
 		quiet        bool
+		logJSON      bool
+		logPrompts   bool
+		cacheBytes   int64
 	)
 	fs := newFlags(e, "serve")
 	fs.Var(&specs, "model", "NAME=PATH of a model folder or .gguf file (repeatable; several files under one NAME are told apart as NAME:QUANT)")
 	fs.Var(&loras, "lora", "NAME=PATH of a LoRA adapter (a PEFT folder or a llama.cpp GGUF LoRA file) for every model; request it as model \"MODEL:NAME\" (repeatable)")
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
-	fs.StringVar(&apiKeyFile, "api-key-file", "", "require Authorization: Bearer KEY on /v1/, KEY being this file's first line (else $VKLLM_API_KEY, when set)")
+	fs.StringVar(&apiKeyFile, "api-key-file", "", "require Authorization: Bearer KEY on /v1/, KEY being one of this file's keys, one a line: \"KEY_ID KEY [concurrency=N] [tpm=N]\" or a lone KEY; SIGHUP reloads it (else $VKLLM_API_KEY, when set)")
 	backendName := runinfo.BackendFlag(fs)
 	fs.IntVar(&maxSeqs, "max-seqs", 16, "requests running at once per model")
 	fs.IntVar(&ctxLen, "ctx", 0, "KV cells per model, shared by its requests (0: min(model positions, 4096))")
@@ -95,10 +102,16 @@ func serve(ctx context.Context, e env, args []string) int {
 	fs.BoolVar(&literal, "literal-content", false, "tokenise chat message content as plain text, so special-token text in it (<|im_end|>) is not a control token (requests may set literal_content)")
 	fs.DurationVar(&drain, "drain", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish (a second signal stops at once)")
 	fs.BoolVar(&quiet, "quiet", false, "do not log each request")
+	fs.BoolVar(&logJSON, "log-json", false, "log in JSON, one object a line")
+	fs.BoolVar(&logPrompts, "log-prompts", false, "add each request's prompt to its log record (off: the log holds no user text)")
+	fs.Int64Var(&cacheBytes, "cache-bytes", 0, "bytes of the inference cache that answers repeated greedy or seeded requests (0: 5% of memory, -1: off)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	if logJSON {
+		logger = slog.New(slog.NewJSONHandler(e.stderr, nil))
+	}
 	fail := func(err error) int {
 		fmt.Fprintf(e.stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1
@@ -109,9 +122,15 @@ func serve(ctx context.Context, e env, args []string) int {
 	if err := runinfo.CheckBackend(*backendName); err != nil {
 		return fail(err)
 	}
-	apiKey, err := readAPIKey(apiKeyFile)
+	keyList, err := readKeys(apiKeyFile)
 	if err != nil {
 		return fail(err)
+	}
+	var keys *server.Keys
+	if keyList != nil {
+		if keys, err = server.NewKeys(keyList); err != nil {
+			return fail(fmt.Errorf("--api-key-file: %w", err))
+		}
 	}
 	if maxConns < 1 {
 		return fail(fmt.Errorf("--max-conns %d: want at least 1", maxConns))
@@ -124,9 +143,10 @@ func serve(ctx context.Context, e env, args []string) int {
 	srv, err := server.New(server.Config{
 		Models: specs,
 		Engine: engine.Options{ContextLen: ctxLen, MaxSeqs: maxSeqs, MaxPending: pending,
-			Backend: *backendName, Adapters: loras},
+			Backend: *backendName, Adapters: loras, CacheBytes: cacheBytes},
 		Progress:       bars.update,
-		APIKey:         apiKey,
+		Keys:           keys,
+		LogPrompts:     logPrompts,
 		BodyTimeout:    bodyTimeout,
 		WriteTimeout:   writeTimeout,
 		LiteralContent: literal,
@@ -143,6 +163,19 @@ func serve(ctx context.Context, e env, args []string) int {
 	ln = limitListener(ln, maxConns)
 	ctx, cancel := e.interruptible(ctx)
 	defer cancel()
+	if e.hangups != nil && keys != nil {
+		hup := e.hangups()
+		go func() {
+			for {
+				select {
+				case <-hup:
+					reloadKeys(apiKeyFile, keys, logger)
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
 		err := srv.WaitLoaded(ctx)
@@ -195,21 +228,45 @@ func serve(ctx context.Context, e env, args []string) int {
 	return 0
 }
 
-// readAPIKey is the API key: the first line of path when given, else
-// $VKLLM_API_KEY ("" for none).
-func readAPIKey(path string) (string, error) {
+// readKeys is the API keys: those of the file at path when given
+// (server.ParseKeys), else $VKLLM_API_KEY as the key "default", else
+// none (nil).
+func readKeys(path string) ([]server.Key, error) {
 	if path == "" {
-		return os.Getenv("VKLLM_API_KEY"), nil
+		if k := os.Getenv("VKLLM_API_KEY"); k != "" {
+			return []server.Key{{ID: "default", Secret: k}}, nil
+		}
+		return nil, nil
 	}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("--api-key-file: %w", err)
+		return nil, fmt.Errorf("--api-key-file: %w", err)
 	}
-	key, _, _ := strings.Cut(string(b), "\n")
-	if key = strings.TrimSpace(key); key == "" {
-		return "", errors.New("--api-key-file: the file's first line is empty")
+	defer f.Close()
+	keys, err := server.ParseKeys(f)
+	if err != nil {
+		return nil, fmt.Errorf("--api-key-file: %w", err)
 	}
-	return key, nil
+	return keys, nil
+}
+
+// reloadKeys reads the key file again into keys (SIGHUP); a file that
+// cannot be read or parsed leaves them as they were. It logs the ids
+// kept, never a key.
+func reloadKeys(path string, keys *server.Keys, log *slog.Logger) {
+	if path == "" {
+		log.Warn("SIGHUP: no --api-key-file to reload")
+		return
+	}
+	list, err := readKeys(path)
+	if err == nil {
+		err = keys.Set(list)
+	}
+	if err != nil {
+		log.Error("SIGHUP: API keys not reloaded; the old ones stay", "err", err)
+		return
+	}
+	log.Info("SIGHUP: API keys reloaded", "keys", len(list))
 }
 
 // limitListener accepts at most n connections open at once; Accept waits

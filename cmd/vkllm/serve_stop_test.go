@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vkllm/vkllm/server"
 )
 
 // startServe runs `vkllm serve` in-process with args and an interrupt
@@ -121,26 +125,75 @@ func TestServeAPIKeyNotPrinted(t *testing.T) {
 	}
 }
 
-func TestReadAPIKey(t *testing.T) {
+// TestReadKeys: the key file's keys (with their limits), else the
+// environment's key as "default", else none.
+func TestReadKeys(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "key")
-	os.WriteFile(file, []byte("  from-file \nsecond line\n"), 0o600)
+	os.WriteFile(file, []byte("  from-file \nalice sk-a concurrency=2 tpm=300\n"), 0o600)
 	empty := filepath.Join(dir, "empty")
 	os.WriteFile(empty, []byte("\n"), 0o600)
+	bad := filepath.Join(dir, "bad")
+	os.WriteFile(bad, []byte("alice sk-secret tpm=lots\n"), 0o600)
 	t.Setenv("VKLLM_API_KEY", "from-env")
 	for _, c := range []struct {
-		path, want string
-		fails      bool
+		path  string
+		want  []server.Key
+		fails bool
 	}{
-		{"", "from-env", false},
-		{file, "from-file", false},
-		{empty, "", true},
-		{filepath.Join(dir, "missing"), "", true},
+		{"", []server.Key{{ID: "default", Secret: "from-env"}}, false},
+		{file, []server.Key{{ID: "key-1", Secret: "from-file"}, {ID: "alice", Secret: "sk-a", Concurrency: 2, TPM: 300}}, false},
+		{empty, nil, true},
+		{bad, nil, true},
+		{filepath.Join(dir, "missing"), nil, true},
 	} {
-		got, err := readAPIKey(c.path)
-		if got != c.want || (err != nil) != c.fails {
-			t.Errorf("readAPIKey(%q) = %q, %v; want %q (fails %v)", c.path, got, err, c.want, c.fails)
+		got, err := readKeys(c.path)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) || (err != nil) != c.fails {
+			t.Errorf("readKeys(%q) = %v, %v; want %v (fails %v)", c.path, got, err, c.want, c.fails)
 		}
+		if err != nil && strings.Contains(err.Error(), "sk-secret") {
+			t.Errorf("the error shows the key: %v", err)
+		}
+	}
+	t.Setenv("VKLLM_API_KEY", "")
+	if got, err := readKeys(""); got != nil || err != nil {
+		t.Errorf("no key: %v, %v", got, err)
+	}
+}
+
+// TestReloadKeys: a reload (SIGHUP) replaces the keys with the file's;
+// a bad file keeps the old ones; the log names no key.
+func TestReloadKeys(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys")
+	os.WriteFile(file, []byte("alice sk-a concurrency=1\n"), 0o600)
+	list, err := readKeys(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := server.NewKeys(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logb bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logb, nil))
+	os.WriteFile(file, []byte("alice sk-a concurrency=4 tpm=100\nbob sk-b\n"), 0o600)
+	reloadKeys(file, keys, log)
+	if k, ok := keys.Key("alice"); !ok || k.Concurrency != 4 || k.TPM != 100 {
+		t.Errorf("alice after reload: %+v %v", k, ok)
+	}
+	if _, ok := keys.Key("bob"); !ok {
+		t.Error("bob not added")
+	}
+	os.WriteFile(file, []byte("alice sk-a concurrency=oops\n"), 0o600)
+	reloadKeys(file, keys, log)
+	if k, _ := keys.Key("alice"); k.Concurrency != 4 {
+		t.Errorf("a bad file changed the keys: %+v", k)
+	}
+	if _, ok := keys.Key("bob"); !ok {
+		t.Error("a bad file removed bob")
+	}
+	if !strings.Contains(logb.String(), "not reloaded") || strings.Contains(logb.String(), "sk-") {
+		t.Errorf("log:\n%s", logb.String())
 	}
 }
 

@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/sampler"
+)
+
+// MaxLen is the most tokens one request may hold, prompt and output
+// (vLLM's max_model_len): min(Options.ContextLen, the model's positions).
+func (l *LLM) MaxLen() int { return l.maxLen }
+
+// Tokenize is the token ids Stream runs for prompt (with addSpecial, the
+// tokenizer's BOS and the like, as Stream adds them). A prompt longer
+// than a request may hold is refused with ErrPromptTooLong before it is
+// tokenised in full.
+func (l *LLM) Tokenize(prompt string, addSpecial bool) ([]int32, error) {
+	return l.encode(prompt, addSpecial, nil)
+}
+
+// TokenizeChat is the token ids StreamChat runs for req: the
+// conversation rendered through the chat template, with the generation
+// prompt when addGenerationPrompt is set (StreamChat always adds it), and
+// tokenised without special tokens of the tokenizer's own. Its errors are
+// RenderChat's and Tokenize's.
+func (l *LLM) TokenizeChat(req ChatRequest, addGenerationPrompt bool) ([]int32, error) {
+	if err := l.checkBytes(chatBytes(req)); err != nil {
+		return nil, err
+	}
+	prompt, err := l.renderChat(req, addGenerationPrompt)
+	if err != nil {
+		return nil, err
+	}
+	if !req.LiteralContent {
+		return l.encode(prompt, false, nil)
+	}
+	lit, err := l.literalRanges(prompt, systemForDeveloper(req.Messages))
+	if err != nil {
+		return nil, err
+	}
+	return l.encode(prompt, false, lit)
+}
+
+// Detokenize is the text of ids, special tokens included (as vLLM's
+// /detokenize). An id outside the vocabulary is refused with
+// ErrBadToken; an empty list is refused with sampler.ErrEmptyPrompt.
+func (l *LLM) Detokenize(ids []int32) (string, error) {
+	if len(ids) == 0 {
+		return "", errcode.Wrap(errcode.EmptyPrompt, sampler.ErrEmptyPrompt)
+	}
+	if n := len(ids); n > l.maxLen {
+		return "", promptTooLong(n, l.maxLen)
+	}
+	vocab := l.tok.VocabSize()
+	for i, id := range ids {
+		if id < 0 || int(id) >= vocab {
+			return "", fmt.Errorf("%w: %d at %d (vocabulary %d)", ErrBadToken, id, i, vocab)
+		}
+	}
+	return l.tok.Decode(ids, false)
+}
