@@ -51,7 +51,7 @@ func TestChat(t *testing.T) {
 func TestStreamVariants(t *testing.T) {
 	tiny(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 2})
+	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 2, CacheBytes: -1}) // the repeats run: no inference cache
 	defer l.Close()
 	req := ChatRequest{Messages: []chat.Message{{Role: "user", Content: "hello world"}}}
 	p := sampler.Params{MaxTokens: 6, IgnoreEOS: true}

@@ -77,7 +77,7 @@ func callers(l *LLM) map[string]func(ctx context.Context, text string) error {
 func TestPromptTooLong(t *testing.T) {
 	tiny(t) // opened once per binary, outside the leak check
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	l := openLLM(t, Options{ContextLen: 64, MaxSeqs: 2})
+	l := openLLM(t, Options{ContextLen: 64, MaxSeqs: 2, CacheBytes: -1}) // each short prompt runs: no inference cache
 	defer l.Close()
 	long := strings.Repeat("x y ", 60)
 	if toks, _ := l.Tokenizer().Encode(long, true); len(toks) <= 64 {
