@@ -100,7 +100,7 @@ func TestKeyConcurrency(t *testing.T) {
 		_, err := alice.Chat.Completions.New(ctx, params)
 		done <- err
 	}()
-	<-g.started // alice's first request holds her only slot
+	<-g.started                                              // alice's first request holds her only slot
 	tctx, cancel := context.WithTimeout(ctx, 10*time.Second) // admitted by mistake, it would wait for the gate
 	defer cancel()
 	_, err := alice.Chat.Completions.New(tctx, params)
