@@ -119,6 +119,7 @@ func TestInferenceCacheMisses(t *testing.T) {
 		opts   []StreamOption
 	}{
 		{"sampled without seed", "hello world", sampler.Params{Temperature: 1, MaxTokens: 4, IgnoreEOS: true}, nil},
+		{"sampled without seed again", "hello world", sampler.Params{Temperature: 1, MaxTokens: 4, IgnoreEOS: true}, nil},
 		{"other prompt", "hello there", base, nil},
 		{"other max_tokens", "hello world", sampler.Params{MaxTokens: 5, IgnoreEOS: true}, nil},
 		{"other stop", "hello world", sampler.Params{MaxTokens: 4, IgnoreEOS: true, Stop: []string{"x"}}, nil},

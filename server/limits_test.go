@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +23,12 @@ import (
 type gateGen struct {
 	fakeGen
 	gate    chan struct{}
+	once    sync.Once
 	started chan struct{}
 }
+
+// open lets every stream reply, now and from then on.
+func (g *gateGen) open() { g.once.Do(func() { close(g.gate) }) }
 
 func (g *gateGen) Stream(ctx context.Context, s string, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
 	return func(yield func(engine.Delta, error) bool) {
@@ -60,6 +65,7 @@ func newGateServer(t *testing.T, keys []Key) (*testServer, *gateGen, *Keys) {
 	ts := newTestServer(t, Config{Models: []Spec{{Name: "fake", Path: "-"}}, Keys: k,
 		Open: func(Spec) (*Model, error) { return &Model{Gen: g}, nil }})
 	ts.waitLoaded()
+	t.Cleanup(g.open) // before the server closes: a held request ends
 	return ts, g, k
 }
 
@@ -94,8 +100,10 @@ func TestKeyConcurrency(t *testing.T) {
 		_, err := alice.Chat.Completions.New(ctx, params)
 		done <- err
 	}()
-	<-g.started // alice's first request holds her only slot
-	_, err := alice.Chat.Completions.New(ctx, params)
+	<-g.started                                              // alice's first request holds her only slot
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second) // admitted by mistake, it would wait for the gate
+	defer cancel()
+	_, err := alice.Chat.Completions.New(tctx, params)
 	h := rateLimited(t, err, "requests")
 	if h.Get("Retry-After") != "1" || h.Get("X-Ratelimit-Limit-Requests") != "1" || h.Get("X-Ratelimit-Remaining-Requests") != "0" {
 		t.Errorf("headers %v", h)
@@ -107,7 +115,7 @@ func TestKeyConcurrency(t *testing.T) {
 		bob <- err
 	}()
 	<-g.started
-	close(g.gate)
+	g.open()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +137,7 @@ func TestKeyConcurrency(t *testing.T) {
 // tokens age out; a reload (Keys.Set) raising the limit admits it again.
 func TestKeyTPM(t *testing.T) {
 	ts, g, keys := newGateServer(t, []Key{{ID: "alice", Secret: "sk-a", TPM: 5}})
-	close(g.gate)
+	g.open()
 	now := time.Now()
 	keys.now = func() time.Time { return now }
 	ctx := context.Background()

@@ -68,6 +68,10 @@ func TestRequestLog(t *testing.T) {
 		if got := resp.Header.Get("X-Request-Id"); got != "req-abc-123" {
 			t.Errorf("X-Request-Id %q not echoed", got)
 		}
+		if _, err := c.Completions.New(context.Background(), openai.CompletionNewParams{Model: "tiny",
+			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("a secret completion")}, MaxTokens: openai.Int(2)}); err != nil {
+			t.Fatal(err)
+		}
 		ts.close() // the record is written once the handler has returned
 		recs := buf.records(t, "/v1/chat/completions")
 		if len(recs) != 1 {
@@ -96,8 +100,10 @@ func TestRequestLog(t *testing.T) {
 		if strings.Contains(all, "sk-secret-a") {
 			t.Error("the log holds the API key")
 		}
-		if got := strings.Contains(all, "a secret question"); got != logPrompts {
-			t.Errorf("prompt in the log: %v, LogPrompts %v", got, logPrompts)
+		for _, prompt := range []string{"a secret question", "a secret completion"} {
+			if got := strings.Contains(all, prompt); got != logPrompts {
+				t.Errorf("%q in the log: %v, LogPrompts %v", prompt, got, logPrompts)
+			}
 		}
 		if _, has := rec["prompt"]; has != logPrompts {
 			t.Errorf("prompt attribute %v, LogPrompts %v", has, logPrompts)
