@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -118,9 +119,11 @@ func TestStatsQueuedAbort(t *testing.T) {
 	long := sampler.Params{MaxTokens: 200, IgnoreEOS: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	running, first := make(chan struct{}), make(chan struct{})
-	go func() { // takes the only slot
+	slow := long
+	slow.Constraint = slowDraws{} // 200 tokens take 2 s: the second request queues long before
+	go func() {                   // takes the only slot
 		defer close(first)
-		for range l.Stream(ctx, "hello world", long) {
+		for range l.Stream(ctx, "hello world", slow) {
 			select {
 			case <-running:
 			default:
@@ -141,6 +144,11 @@ func TestStatsQueuedAbort(t *testing.T) {
 		}
 	}()
 	for l.Stats().Waiting == 0 { // wait until it waits
+		select {
+		case <-first:
+			t.Fatal("the first request ended before the second one queued")
+		default:
+		}
 		runtime.Gosched()
 	}
 	qcancel()
@@ -152,3 +160,15 @@ func TestStatsQueuedAbort(t *testing.T) {
 		t.Fatalf("stats %+v, want 2 aborts", st)
 	}
 }
+
+// slowDraws allows every token and takes 10 ms a draw.
+type slowDraws struct{}
+
+func (slowDraws) Allow(allowed []bool) {
+	time.Sleep(10 * time.Millisecond)
+	for i := range allowed {
+		allowed[i] = true
+	}
+}
+
+func (slowDraws) Accept(int32) {}
