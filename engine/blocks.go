@@ -55,6 +55,7 @@ type blockManager struct {
 	maxRetained int
 	free        []int32             // stack of unused sequence ids
 	running     map[int32]*sequence // by sequence id: requests holding one
+	ids         []models.SeqID      // retainedOnly's list of running ids, reused
 }
 
 // newBlockManager manages ids [0, maxRunning+maxRetained) of cells.
@@ -79,11 +80,11 @@ func (m *blockManager) retainedOnly() int {
 	if len(m.pool.entries) == 0 {
 		return 0
 	}
-	ids := make([]models.SeqID, 0, len(m.running))
+	m.ids = m.ids[:0]
 	for id := range m.running {
-		ids = append(ids, models.SeqID(id))
+		m.ids = append(m.ids, models.SeqID(id))
 	}
-	return m.cells.Used() - m.cells.KVUsedBy(ids)
+	return m.cells.Used() - m.cells.KVUsedBy(m.ids)
 }
 
 // match finds what the cache holds of q's tokens, which holds no

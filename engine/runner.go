@@ -21,6 +21,7 @@ type runner struct {
 	seqs   [][]models.SeqID
 	logits [][]float32 // per chunk of the last run; nil when it did not sample
 	last   []int       // batch index of each chunk's last token (before its drafts)
+	rowBuf [][]float32 // rows' result, reused
 }
 
 func newRunner(ctx *models.Context) *runner {
@@ -81,11 +82,11 @@ func (r *runner) run(chunks []chunk) ([][]float32, error) {
 }
 
 // rows returns the logits of chunk i's last token and of each of its
-// drafts, from the last run.
+// drafts, from the last run; the slice is reused by the next call.
 func (r *runner) rows(i int, c chunk) [][]float32 {
-	rows := make([][]float32, c.draft+1)
-	for j := range rows {
-		rows[j] = r.ctx.Logits(r.last[i] + j)
+	r.rowBuf = r.rowBuf[:0]
+	for j := range c.draft + 1 {
+		r.rowBuf = append(r.rowBuf, r.ctx.Logits(r.last[i]+j))
 	}
-	return rows
+	return r.rowBuf
 }
