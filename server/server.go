@@ -587,7 +587,7 @@ func (s *Server) lookup(name string) (*Model, string, *apiError) {
 // several files would have the same label.
 func (s *Server) label(e *entry) string {
 	base := func(x *entry) string {
-		if x.m != nil && x.m.Quant != "" {
+		if isReady(x) && x.m != nil && x.m.Quant != "" { // x.m is written by the loader until ready closes
 			return x.spec.Name + ":" + x.m.Quant
 		}
 		return x.spec.Name
