@@ -35,8 +35,11 @@ func (l *LLM) admit(adds int) error {
 }
 
 // checkBytes refuses a text of n bytes that cannot fit the context
-// whatever its tokens.
+// whatever its tokens, and any text when the model has no tokenizer.
 func (l *LLM) checkBytes(n int) error {
+	if l.tok == nil {
+		return fmt.Errorf("%w: it takes token ids only", ErrNoTokenizer)
+	}
 	if limit := l.maxLen * l.tok.MaxTokenBytes(); n > limit {
 		return fmt.Errorf("%w: %d bytes are more than the context of %d tokens can hold (%d bytes)", ErrPromptTooLong, n, l.maxLen, limit)
 	}

@@ -62,6 +62,9 @@ func (l *LLM) EmbedConfig() (EmbedConfig, error) {
 // a bad option ErrDimensions, ErrPooling or ErrBadEmbed. Cancelling ctx
 // aborts the inputs still running and returns ctx's error.
 func (l *LLM) Embed(ctx context.Context, inputs []string, opts EmbedOptions) ([]Embedding, error) {
+	if l.tok == nil {
+		return nil, fmt.Errorf("%w: embed token ids with EmbedTokens", ErrNoTokenizer)
+	}
 	toks := make([][]int32, len(inputs))
 	for i, s := range inputs {
 		t, err := l.tok.Encode(s, true)

@@ -21,7 +21,7 @@ var (
 	ErrDuplicateID = errcode.New(errcode.BadParams, "engine: request id already in use")
 	ErrEmptyID     = errcode.New(errcode.BadParams, "engine: empty request id")
 	ErrBadToken    = errcode.New(errcode.BadParams, "engine: prompt token outside the vocabulary")
-	ErrNoTokenizer = errcode.New(errcode.BadParams, "engine: stop strings need a tokenizer")
+	ErrNoTokenizer = errcode.New(errcode.BadParams, "engine: the model has no tokenizer")
 	ErrSessionBusy = errcode.New(errcode.BadParams, "engine: the session already has an unfinished request")
 	// ErrUnknownAdapter: Request.Adapter names no adapter of the engine.
 	ErrUnknownAdapter = errcode.New(errcode.BadParams, "engine: unknown LoRA adapter")
@@ -150,7 +150,7 @@ func (e *Engine) Add(r Request) error {
 	case len(r.Prompt) > e.maxLen:
 		return promptTooLong(len(r.Prompt), e.maxLen)
 	case len(r.Params.Stop) > 0 && e.tok == nil:
-		return ErrNoTokenizer
+		return fmt.Errorf("%w: stop strings need one", ErrNoTokenizer)
 	case r.Session != "" && e.sessionBusy(r.Session):
 		return fmt.Errorf("%w: %q", ErrSessionBusy, r.Session)
 	case r.Adapter != "" && e.adapters[r.Adapter] == models.NoAdapter:

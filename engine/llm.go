@@ -238,7 +238,9 @@ func (b *mailbox) take() (outs []Output, err error, done bool) {
 // Open opens a model folder or GGUF file with its tokenizer and starts the
 // loop. Cancelling ctx stops the weight upload (the error wraps
 // ctx.Err()); once Open has returned, ctx no longer matters. Close the
-// LLM when done.
+// LLM when done. A GGUF whose tokenizer.ggml.model is "no_vocab" opens
+// without a tokenizer: its LLM runs token ids (StreamTokens, EmbedTokens)
+// and refuses text with ErrNoTokenizer.
 func Open(ctx context.Context, path string, opts Options) (*LLM, error) {
 	name := opts.Backend
 	if name == "" {
@@ -255,8 +257,13 @@ func Open(ctx context.Context, path string, opts Options) (*LLM, error) {
 	var tok *tokenizer.Tokenizer
 	var cc *chat.Config
 	if g := m.Files.GGUF; g != nil {
-		tok, err = tokenizer.FromGGUF(g)
-		cc = chat.ConfigFromGGUF(g)
+		// llama.cpp's "no_vocab" models (benchmark models, such as
+		// vkllm bench --synthetic writes) have no tokenizer: they run
+		// token ids only.
+		if kind, _ := g.String("tokenizer.ggml.model"); kind != "no_vocab" {
+			tok, err = tokenizer.FromGGUF(g)
+			cc = chat.ConfigFromGGUF(g)
+		}
 	} else if tok, err = tokenizer.FromFile(m.Files.TokenizerPath); err == nil {
 		cc, err = chat.LoadConfig(filepath.Dir(m.Files.TokenizerPath))
 	}
@@ -376,7 +383,7 @@ func checkContextLen(c *models.Config, opts Options) error {
 	return nil
 }
 
-// Tokenizer is the model's tokenizer.
+// Tokenizer is the model's tokenizer, nil for a model without one.
 func (l *LLM) Tokenizer() *tokenizer.Tokenizer { return l.tok }
 
 // Model is the model the LLM runs (its files, configuration and backend).

@@ -25,7 +25,8 @@ import (
 // (serveCeiling) and reports the most continuous batching can give here
 // (ceiling_x). The model is qwen2-tiny, or VKLLM_BENCH_MODEL (a GGUF or
 // folder) with VKLLM_BENCH_BACKEND (default "cpu") and an F32 KV cache,
-// or F16 with VKLLM_BENCH_KV=f16:
+// or F16 with VKLLM_BENCH_KV=f16 (a model without a tokenizer, such as
+// vkllm bench --synthetic SHAPE:DTYPE --write-gguf writes, will do):
 //
 //	VKLLM_BENCH_MODEL=~/.cache/vkllm/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
 //	go test ./engine -run '^$' -bench Serve -benchtime 1x
@@ -42,14 +43,14 @@ func BenchmarkServe(b *testing.B) {
 	if os.Getenv("VKLLM_BENCH_KV") == "f16" {
 		kv = tensor.F16
 	}
-	l, err := Open(context.Background(), path, Options{ContextLen: 4096, MaxSeqs: nReq, NoPrefixCache: true, KVType: kv,
+	l, err := Open(context.Background(), path, Options{ContextLen: 4096, MaxSeqs: nReq, NoPrefixCache: true, CacheBytes: -1, KVType: kv,
 		Model: []models.Option{models.WithBackendName(backend, kernels.Options{})}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer l.Close()
 	r := rand.New(rand.NewPCG(1, 2))
-	vocab := l.Tokenizer().VocabSize()
+	vocab := l.Model().Config.VocabSize
 	prs := make([][]int32, nReq)
 	for i := range prs {
 		for range nPrompt {

@@ -52,6 +52,9 @@ func (l *LLM) Detokenize(ids []int32) (string, error) {
 	if n := len(ids); n > l.maxLen {
 		return "", promptTooLong(n, l.maxLen)
 	}
+	if l.tok == nil {
+		return "", ErrNoTokenizer
+	}
 	vocab := l.tok.VocabSize()
 	for i, id := range ids {
 		if id < 0 || int(id) >= vocab {

@@ -248,7 +248,7 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	defer l.Close()
 	if c.prompt != "" {
-		if prompt, err = l.Tokenizer().Encode(c.prompt, true); err != nil {
+		if prompt, err = l.Tokenize(c.prompt, true); err != nil {
 			return err
 		}
 	}

@@ -74,7 +74,11 @@ func benchSpec(path, backend string, threads int, draft string, draftMax, tg, re
 	opts := base
 	opts.DraftMax = draftMax
 	if draft == "miss" {
-		tok, ok := plain.Tokenizer().TokenID("<|im_start|>")
+		var tok int32
+		ok := false
+		if t := plain.Tokenizer(); t != nil {
+			tok, ok = t.TokenID("<|im_start|>")
+		}
 		if !ok {
 			return nil, fmt.Errorf("--draft miss: the model has no <|im_start|> token")
 		}

@@ -16,8 +16,10 @@
 #      batched decode 1, 4 and 16) followed by llama.cpp's llama-bench (the
 #      same pp and tg) and llama-batched-bench (the same batches): ours and
 #      the peer alternate;
-#   5. times the decode op by op (vkllm bench --ops) on the Q4_0 models into
-#      $OUT/ops.txt;
+#   5. after the first round, serves 16 requests at once and one by one
+#      on the 0.5B Q4_0 model (the engine's BenchmarkServe, F16 cache) into
+#      $OUT/serve.txt, and times the decode op by op (vkllm bench --ops) on
+#      the Q4_0 models into $OUT/ops.txt;
 #   6. writes $OUT/results.json and $OUT/results.md (tools/gpu/summarize.py)
 #      and keeps the whole log in $OUT/check.log.
 #
@@ -50,22 +52,27 @@ mkdir -p "$work/runs" "$bin"
 exec > >(tee "$out/check.log") 2>&1
 
 # Go binaries tools/gpu/prepare.sh builds (as NAME.xz in .gpu/bin).
-go_bins=(vkllm vulkan.test models.test)
+go_bins=(vkllm vulkan.test models.test engine.test)
 # Peer programs in .gpu/llama-vulkan.tar.xz (tools/build-llama-vulkan.sh).
 peer_bins=(llama-bench llama-batched-bench)
 
 if ((small)); then
 	specs=(qwen2.5-0.5b-tiny:F16 qwen2.5-0.5b-tiny:Q8_0 qwen2.5-0.5b-tiny:Q4_0 llama-3.1-8b-tiny:Q8_0 llama-3.1-8b-tiny:Q4_0)
 	ops_specs=(qwen2.5-0.5b-tiny:Q4_0 llama-3.1-8b-tiny:Q4_0)
+	serve_spec=qwen2.5-0.5b-tiny:Q4_0
 	# lavapipe compiles llama.cpp's pipelines at each start (about 30 s
 	# each here): one repetition, one round
 	pp=64 tg=16 reps=1 def_rounds=1 def_budget=1200
 else
 	specs=(qwen2.5-0.5b:F16 qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q8_0 llama-3.1-8b:Q4_0)
 	ops_specs=(qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q4_0)
+	serve_spec=qwen2.5-0.5b:Q4_0
 	pp=512 tg=128 reps=3 def_rounds=2 def_budget=540
 fi
 batches=1,4,16
+# Each test binary's limit: 64 s for both on lavapipe; a hang on a GPU
+# must not eat the run.
+t_tests=$((small ? 230 : 150)) t_kill=$((small ? 240 : 160))
 rounds=${ROUNDS:-$def_rounds}
 budget=${BUDGET_S:-$def_budget}
 threads=$(nproc)
@@ -154,8 +161,10 @@ facts() {
 tests() {
 	local rc=0
 	# No VKLLM_VULKAN_OPTIONAL: without a device the tests fail, not skip.
-	(cd kernels/vulkan && timeout 240 "$bin/vulkan.test" -test.v -test.timeout 230s) >"$work/tests-vulkan.log" 2>&1 || rc=1
-	(cd models && timeout 240 "$bin/models.test" -test.v -test.run '^TestVulkan' -test.timeout 230s) >"$work/tests-models.log" 2>&1 || rc=1
+	# -test.timeout ends a hung test with every goroutine's stack, before
+	# timeout(1) would end it silently.
+	(cd kernels/vulkan && timeout $t_kill "$bin/vulkan.test" -test.v -test.timeout ${t_tests}s) >"$work/tests-vulkan.log" 2>&1 || rc=1
+	(cd models && timeout $t_kill "$bin/models.test" -test.v -test.run '^TestVulkan' -test.timeout ${t_tests}s) >"$work/tests-models.log" 2>&1 || rc=1
 	{
 		for f in "$work"/tests-vulkan.log "$work"/tests-models.log; do
 			echo "## $(basename "$f")"
@@ -182,14 +191,15 @@ write_models() {
 bench_round() {
 	local s=$1 r=$2 base
 	base=$work/runs/${s/:/-}.r$r
-	"$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --batch "$batches" --kv f16 \
+	# No command may outlast the run's budget: what ran is kept.
+	timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --batch "$batches" --kv f16 \
 		--threads "$threads" --no-bandwidth --json --peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps" \
 		>"$base.vkllm.json" 2>"$base.vkllm.err"
 	local rc=$?
 	tr '\r' '\n' <"$base.vkllm.err" | grep -v -e '^batched decode: batch [0-9]*, step' -e '^decode [0-9]*/' -e '^$'
 	((rc == 0)) || return 1
 	local steps=$((tg < 32 ? tg : 32))
-	"$bin/llama-batched-bench" -m "$(gguf "$s")" -c $((16 * (32 + steps) + 64)) -b 2048 -ub 512 -npp 32 -ntg "$steps" \
+	timeout $(($(left) - 15)) "$bin/llama-batched-bench" -m "$(gguf "$s")" -c $((16 * (32 + steps) + 64)) -b 2048 -ub 512 -npp 32 -ntg "$steps" \
 		-npl "$batches" -ctk f16 -ctv f16 -ngl 99 -t "$threads" --output-format jsonl 2>"$base.batched.err" |
 		grep '^{' >"$base.batched.jsonl"
 	rc=$?
@@ -197,11 +207,23 @@ bench_round() {
 	return $rc
 }
 
+# serve: the engine's BenchmarkServe (16 requests of 128 prompt and 128
+# output tokens, at once and one by one, and the bare Context's ceiling) on
+# the GGUF of serve_spec, which has no tokenizer: it runs token ids.
+serve() {
+	VKLLM_BENCH_MODEL=$(gguf "$serve_spec") VKLLM_BENCH_BACKEND=vulkan VKLLM_BENCH_KV=f16 \
+		timeout $(($(left) - 15)) "$bin/engine.test" -test.run '^$' -test.bench '^BenchmarkServe$' -test.benchtime 1x \
+		>"$out/serve.txt" 2>&1
+	local rc=$?
+	cat "$out/serve.txt"
+	return $rc
+}
+
 ops() {
 	local s
 	for s in "${ops_specs[@]}"; do
 		echo "## $s: vkllm bench --ops (pp $pp, tg $tg)"
-		"$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --kv f16 --threads "$threads" --no-bandwidth --ops || return 1
+		timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --kv f16 --threads "$threads" --no-bandwidth --ops || return 1
 	done >"$out/ops.txt" 2>"$work/ops.err"
 	cat "$out/ops.txt"
 }
@@ -226,12 +248,18 @@ if step write-models write_models; then
 			step "bench $s round $r" bench_round "$s" "$r"
 			last[$s]=$(($(date +%s) - t0 + 1))
 		done
+		((r == 1)) || continue
+		if (($(left) > 60)); then
+			step serve serve
+		else
+			skip serve "$(left) s left"
+		fi
+		if (($(left) > 60)); then
+			step ops ops
+		else
+			skip ops "$(left) s left"
+		fi
 	done
-	if (($(left) > 60)); then
-		step ops ops
-	else
-		skip ops "$(left) s left"
-	fi
 	rm -f "$work"/*.gguf
 else
 	skip bench "the models were not written"

@@ -7,6 +7,7 @@
 #   .gpu/bin/vkllm.xz        the bench command (cgo on, for kernels/vulkan)
 #   .gpu/bin/vulkan.test.xz  kernels/vulkan's tests (go test -c)
 #   .gpu/bin/models.test.xz  models' tests (go test -c)
+#   .gpu/bin/engine.test.xz  engine's tests, for BenchmarkServe
 #   .gpu/llama-vulkan.tar.xz  llama.cpp's llama-bench and llama-batched-bench
 #                          with GGML_VULKAN=ON (tools/build-llama-vulkan.sh)
 #   .gpu/vkinfo/*.deb      vulkaninfo and the libraries it needs, unpacked
@@ -27,8 +28,8 @@ mkdir -p "$bin" "$gpu/vkinfo" .gl
 
 # The Go binaries check.sh runs (its go_bins), each NAME built from its
 # package and packed as $bin/NAME.xz.
-go_bins=(vkllm vulkan.test models.test)
-declare -A pkg=([vkllm]=./cmd/vkllm [vulkan.test]=./kernels/vulkan [models.test]=./models)
+go_bins=(vkllm vulkan.test models.test engine.test)
+declare -A pkg=([vkllm]=./cmd/vkllm [vulkan.test]=./kernels/vulkan [models.test]=./models [engine.test]=./engine)
 echo "prepare: Go binaries" >&2
 export CGO_ENABLED=1
 for b in "${go_bins[@]}"; do

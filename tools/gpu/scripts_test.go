@@ -126,7 +126,7 @@ func testNames(t *testing.T, dir string) []string {
 // models filter the Vulkan parity, batch, placement and OOM tests.
 func TestTestFilters(t *testing.T) {
 	check := read(t, "check.sh")
-	runs := regexp.MustCompile(`cd (\S+) && timeout \d+ "\$bin/([\w.]+)"[^\n]*`).FindAllStringSubmatch(check, -1)
+	runs := regexp.MustCompile(`cd (\S+) && timeout \S+ "\$bin/([\w.]+)"[^\n]*`).FindAllStringSubmatch(check, -1)
 	if len(runs) != 2 {
 		t.Fatalf("check.sh runs %d test binaries, want 2 (kernels/vulkan, models)", len(runs))
 	}
@@ -162,6 +162,16 @@ func TestSpecs(t *testing.T) {
 	specs := append(arrays(check, "specs"), arrays(check, "ops_specs")...)
 	if len(specs) < 10 {
 		t.Fatalf("check.sh lists %d specs: %q", len(specs), specs)
+	}
+	// The serve step runs the GGUF the bench wrote for serve_spec.
+	serve := regexp.MustCompile(`(?m)^\s*serve_spec=(\S+)`).FindAllStringSubmatch(check, -1)
+	if len(serve) != 2 {
+		t.Fatalf("check.sh sets serve_spec %d times, want 2 (both modes)", len(serve))
+	}
+	for _, m := range serve {
+		if !slices.Contains(arrays(check, "specs"), m[1]) {
+			t.Errorf("serve_spec %s is not among the specs whose GGUF is written", m[1])
+		}
 	}
 	for _, spec := range sorted(specs) {
 		s, dt, err := synth.ParseSpec(spec)

@@ -106,9 +106,19 @@ def main():
         m["median"] = row
         table.append(row)
 
+    # serve.txt: the engine's BenchmarkServe lines, NAME-N  1  NS ns/op  V UNIT ...
+    serve = {}
+    spath = os.path.join(a.out, "serve.txt")
+    if os.path.exists(spath):
+        for line in open(spath):
+            m = re.match(r"^BenchmarkServe/(\w+)/n=\d+\S*\s+\d+\s+(.*)$", line)
+            if m:
+                f = m.group(2).split()
+                serve[m.group(1)] = {f[i + 1]: float(f[i]) for i in range(0, len(f) - 1, 2)}
+
     res = {"small": a.small == "1", "pp": a.pp, "tg": a.tg, "device": names[0] if names else None,
            "driver": drivers[0] if drivers else None, "steps": steps, "tests": tests,
-           "models": list(models.values())}
+           "models": list(models.values()), "serve": serve}
     json.dump(res, open(os.path.join(a.out, "results.json"), "w"), indent=1)
 
     def f(x):
@@ -129,6 +139,15 @@ def main():
         lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
             r["spec"], r["n"], f(r["vkllm_pp_tps"]), f(r["llama_pp_tps"]), ratio(r["vkllm_pp_tps"], r["llama_pp_tps"]),
             f(r["vkllm_tg_tps"]), f(r["llama_tg_tps"]), ratio(r["vkllm_tg_tps"], r["llama_tg_tps"]), " | ".join(bs)))
+    lines.append("")
+    con, seq = serve.get("concurrent", {}).get("tok/s"), serve.get("sequential", {}).get("tok/s")
+    if con and seq:
+        lines.append("Serving (BenchmarkServe, 16 requests of 128 + 128 tokens): %s tok/s at once, %s one by one: %s; "
+                     "TTFT p99 %s ms, ITL p99 %s ms at once." % (
+                         f(con), f(seq), ratio(con, seq), f(serve["concurrent"].get("ttft_p99_ms")),
+                         f(serve["concurrent"].get("itl_p99_ms"))))
+    else:
+        lines.append("Serving: no BenchmarkServe result.")
     lines.append("")
     lines.append("Tests: " + ("; ".join("%s %s (%d passed, %d failed, %d skipped)" % (
         t["binary"], t["result"], t["pass"], t["fail"], t["skip"]) for t in tests) if tests else "none ran"))
