@@ -94,11 +94,6 @@ func (ctx *Context) allocScratch() error {
 			return err
 		}
 	}
-	// The backend's own memory for Attention: a list holds at most
-	// ContextLen cells.
-	if err := kernels.ReserveAttention(b, n, c.NumHeads, c.HeadDim, p.ContextLen); err != nil {
-		return err
-	}
 	return ctx.allocOutputs(min(p.MaxSeqs, n))
 }
 

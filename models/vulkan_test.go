@@ -353,3 +353,35 @@ func TestVulkanDecodeAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestVulkanReserveOOM: a Context whose attention scratch does not fit
+// the device budget fails with OOM_VRAM and leaves the backend as it was;
+// with the scratch bounded below the budget the same Context is made and
+// decodes (its batches' attention in chunks of tokens).
+func TestVulkanReserveOOM(t *testing.T) {
+	// Segments of one cell: a token of qwen2-tiny (4 heads of 16) over
+	// 256 cells needs 4·256·18 floats (72 KiB), a batch of 64 4.5 MiB.
+	p := ContextParams{ContextLen: 256, BatchSize: 64}
+	b := openVulkanConfig(t, vulkan.Config{Budget: 2 << 20, BlockSize: 64 << 10, AttentionSegment: 1})
+	m := openOn(t, filepath.Join(testdata, "qwen2-tiny"), b)
+	held, _ := b.Memory()
+	_, err := m.NewContext(p)
+	var oom *vulkan.OOMError
+	if !errors.As(err, &oom) || errcode.Of(err) != errcode.OOMVRAM {
+		t.Fatalf("a 4.5 MiB attention scratch in a 2 MiB budget: %v, want a *vulkan.OOMError (OOM_VRAM)", err)
+	}
+	if used, _ := b.Memory(); used != held {
+		t.Errorf("%d bytes held after the failed context, %d before", used, held)
+	}
+
+	b = openVulkanConfig(t, vulkan.Config{Budget: 2 << 20, BlockSize: 64 << 10, AttentionSegment: 1, AttentionScratch: 256 << 10})
+	m = openOn(t, filepath.Join(testdata, "qwen2-tiny"), b)
+	ctx := newCtx(t, m, p)
+	var bt Batch
+	for i := range 64 {
+		bt.Add(int32(i), int32(i), i == 63, 0)
+	}
+	if err := ctx.Decode(bt); err != nil {
+		t.Fatal(err)
+	}
+}
