@@ -154,6 +154,27 @@ func MatMuls(b Backend, dst []Tensor, x Tensor, w []Tensor) {
 	}
 }
 
+// AttentionReserver is a Backend whose Attention needs working memory of
+// its own (the Vulkan backend's split attention over long lists).
+// ReserveAttention allocates it, once, for every Attention call of at
+// most rows tokens, those heads and head dimension, and visibility lists
+// at most maxWidth cells wide, so that such calls allocate nothing. The
+// memory only grows: it serves the largest of the calls made so far. An
+// error (out of device memory, say) leaves what was reserved before. The
+// models call it where the backend has it, when a Context is made.
+type AttentionReserver interface {
+	ReserveAttention(rows, heads, headDim, maxWidth int) error
+}
+
+// ReserveAttention calls b.ReserveAttention where b is an
+// AttentionReserver; elsewhere it does nothing.
+func ReserveAttention(b Backend, rows, heads, headDim, maxWidth int) error {
+	if r, ok := b.(AttentionReserver); ok {
+		return r.ReserveAttention(rows, heads, headDim, maxWidth)
+	}
+	return nil
+}
+
 // WorkerPanic is how a backend that runs an op on goroutines of its own
 // raises a panic from one of them again on the goroutine that called the
 // op (where it can be recovered): the value passed to panic and that

@@ -62,7 +62,8 @@ type ContextParams struct {
 	// NewContext allocates the forward pass's memory for BatchSize
 	// tokens, including a BatchSize × ContextLen list of visible cells
 	// (4 bytes each; two for a model mixing windowed and full layers),
-	// so that no Decode allocates; BatchSize ×
+	// and has a kernels.AttentionReserver backend reserve its own
+	// attention memory, so that no Decode allocates; BatchSize ×
 	// ContextLen may not exceed 2³⁰.
 	BatchSize int
 	// KVType is the cache element type, F32 (default) or F16.
@@ -160,7 +161,8 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 }
 
 // allocCache makes the K and V cache tensors of every layer and the
-// scratch of the forward pass: everything a Context holds on the backend.
+// scratch of the forward pass, everything a Context holds on the backend,
+// and reserves the backend's memory for the Context's Attention calls.
 func (ctx *Context) allocCache() error {
 	m, c, p := ctx.m, ctx.m.Config, ctx.p
 	m.run.Lock()
@@ -181,7 +183,10 @@ func (ctx *Context) allocCache() error {
 		}
 		ctx.vCache = append(ctx.vCache, v)
 	}
-	return nil
+	// Last, so that a Context that does not fit leaves the backend as it
+	// was: the backend's own memory for Attention (it keeps it for later
+	// Contexts), for lists of at most ContextLen cells.
+	return kernels.ReserveAttention(m.backend, p.BatchSize, c.NumHeads, c.HeadDim, p.ContextLen)
 }
 
 // Close frees the cache and scratch tensors. Closing twice does nothing.

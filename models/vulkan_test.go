@@ -5,6 +5,7 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -72,14 +73,19 @@ func vulkanParity(t *testing.T, b *vulkan.Backend, path, golden string) {
 
 // TestVulkanBatch: four prompts in one batch give the logits of each
 // alone, within 1e-5 of the largest logit, on the Vulkan backend; also
-// with attention split into segments of 16 cells (flash decoding).
+// with attention split into segments of 16 cells (flash decoding), and
+// with its scratch holding one token (a batch runs in chunks of one).
 func TestVulkanBatch(t *testing.T) {
 	for _, c := range []struct {
 		name, model string
 		seg         int
-	}{{"qwen2-tiny", "qwen2-tiny", 0}, {"llama-tiny-Q4_1", "llama-tiny-Q4_1.gguf", 0}, {"qwen2-tiny split", "qwen2-tiny", 16}} {
+		scratch     int64
+	}{
+		{"qwen2-tiny", "qwen2-tiny", 0, 0}, {"llama-tiny-Q4_1", "llama-tiny-Q4_1.gguf", 0, 0},
+		{"qwen2-tiny split", "qwen2-tiny", 16, 0}, {"qwen2-tiny split chunks", "qwen2-tiny", 16, 1},
+	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := openVulkanConfig(t, vulkan.Config{AttentionSegment: c.seg})
+			b := openVulkanConfig(t, vulkan.Config{AttentionSegment: c.seg, AttentionScratch: c.scratch})
 			bitwise := true
 			batchVsAlone(t, openOn(t, filepath.Join(testdata, c.model), b), func(got, alone []float32, seq, pos int) {
 				if j, _, _ := farLogit(got, alone, 1e-5); j >= 0 {
@@ -270,5 +276,112 @@ func TestVulkanPlacement(t *testing.T) {
 	b := openVulkan(t)
 	for _, path := range []string{"qwen2-tiny", "llama-tiny-Q4_0.gguf"} {
 		t.Run(path, func(t *testing.T) { placement(t, openOn(t, filepath.Join(testdata, path), b)) })
+	}
+}
+
+// TestVulkanDecodeAllocatesNothing is TestDecodeAllocatesNothing inside
+// the Vulkan backend: after NewContext, Decode steps whose lists grow
+// past the attention segment (16 cells: split attention) and whose
+// batches grow to BatchSize make no device allocation, counted by the
+// backend itself (its own scratch included) once the first step has
+// made the RoPE table. A second Context with a
+// larger batch grows the backend's memory when it is made, not when it
+// decodes. The scratch bound of one token makes the larger batches run
+// in chunks.
+func TestVulkanDecodeAllocatesNothing(t *testing.T) {
+	for _, limit := range []int64{0, 1} {
+		b := openVulkanConfig(t, vulkan.Config{AttentionSegment: 16, AttentionScratch: limit})
+		m := openOn(t, filepath.Join(testdata, "qwen2-tiny"), b)
+		vocab := int32(m.Config.VocabSize)
+		// A step of n tokens: most to sequence 0, one in four to 1; next
+		// holds each sequence's next position.
+		step := func(ctx *Context, next *[2]int32, n int) {
+			t.Helper()
+			var bt Batch
+			for i := range n {
+				s := SeqID(0)
+				if i%4 == 3 {
+					s = 1
+				}
+				bt.Add((next[s]*7+int32(i))%vocab, next[s], i == n-1, s)
+				next[s]++
+			}
+			if err := ctx.Decode(bt); err != nil {
+				t.Fatalf("%d tokens: %v", n, err)
+			}
+		}
+		check := func(what string, base uint64) {
+			t.Helper()
+			if got := b.Allocations() - base; got != 0 {
+				t.Fatalf("scratch limit %d: %s: %d device allocations since NewContext", limit, what, got)
+			}
+		}
+
+		ctx := newCtx(t, m, ContextParams{ContextLen: 256, MaxSeqs: 2, BatchSize: 8})
+		var next [2]int32
+		// The first RoPE makes the model's frequency table (once per
+		// RoPE parameters, 64 floats); nothing else may allocate.
+		base := b.Allocations()
+		step(ctx, &next, 1)
+		if got := b.Allocations() - base; got > 1 {
+			t.Fatalf("scratch limit %d: the first step (1 token, 1 cell): %d device allocations, want at most the RoPE table", limit, got)
+		}
+		base = b.Allocations()
+		sizes := []int{1, 2, 3, 5}
+		for range 26 {
+			sizes = append(sizes, 8)
+		}
+		for _, n := range sizes {
+			step(ctx, &next, n)
+			check(fmt.Sprintf("a batch of %d, sequence 0 at %d cells", n, next[0]), base)
+		}
+		if next[0] <= 16*8 {
+			t.Fatalf("sequence 0 reached only %d cells", next[0])
+		}
+
+		// A second Context: a larger batch over a smaller cache.
+		big := newCtx(t, m, ContextParams{ContextLen: 160, MaxSeqs: 2, BatchSize: 32})
+		base = b.Allocations()
+		var nextBig [2]int32
+		for _, n := range []int{32, 1, 32, 7, 32, 32} {
+			step(big, &nextBig, n)
+			check(fmt.Sprintf("second context, a batch of %d, sequence 0 at %d cells", n, nextBig[0]), base)
+		}
+		for range 3 {
+			step(ctx, &next, 8)
+			check("first context again", base)
+		}
+	}
+}
+
+// TestVulkanReserveOOM: a Context whose attention scratch does not fit
+// the device budget fails with OOM_VRAM and leaves the backend as it was;
+// with the scratch bounded below the budget the same Context is made and
+// decodes (its batches' attention in chunks of tokens).
+func TestVulkanReserveOOM(t *testing.T) {
+	// Segments of one cell: a token of qwen2-tiny (4 heads of 16) over
+	// 256 cells needs 4·256·18 floats (72 KiB), a batch of 64 4.5 MiB.
+	p := ContextParams{ContextLen: 256, BatchSize: 64}
+	b := openVulkanConfig(t, vulkan.Config{Budget: 2 << 20, BlockSize: 64 << 10, AttentionSegment: 1})
+	m := openOn(t, filepath.Join(testdata, "qwen2-tiny"), b)
+	held, _ := b.Memory()
+	_, err := m.NewContext(p)
+	var oom *vulkan.OOMError
+	if !errors.As(err, &oom) || errcode.Of(err) != errcode.OOMVRAM {
+		t.Fatalf("a 4.5 MiB attention scratch in a 2 MiB budget: %v, want a *vulkan.OOMError (OOM_VRAM)", err)
+	}
+	if used, _ := b.Memory(); used != held {
+		t.Errorf("%d bytes held after the failed context, %d before", used, held)
+	}
+
+	b = openVulkanConfig(t, vulkan.Config{Budget: 2 << 20, BlockSize: 64 << 10, AttentionSegment: 1, AttentionScratch: 256 << 10})
+	m = openOn(t, filepath.Join(testdata, "qwen2-tiny"), b)
+	ctx := newCtx(t, m, p)
+	var bt Batch
+	for i := range 64 {
+		bt.Add(int32(i), int32(i), i == 63, 0)
+	}
+	if err := ctx.Decode(bt); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -74,6 +74,12 @@ type Config struct {
 	// the cache into segments of this many cells processed in parallel
 	// (flash decoding), then merged (0: 512).
 	AttentionSegment int
+	// AttentionScratch caps the bytes of split attention's scratch (0:
+	// 64 MiB, and never more than one binding covers), which holds every
+	// segment of as many tokens as fit, one at least: a larger batch runs
+	// in chunks of tokens, with the same results. Tests lower it to run
+	// the chunks.
+	AttentionScratch int64
 	// PinSubgroups creates the subgroup variants with a required subgroup
 	// size even where the device has only one (tests use it to run that
 	// path); it has no effect without subgroup size control.
@@ -129,9 +135,12 @@ type Backend struct {
 	freqs   map[string]*Tensor // RoPE frequency tables by parameters
 	hz      hazards
 	scr     *Tensor // attention scratch
-	// attnSegment: cells per segment of split attention.
+	// attnSegment: cells per segment of split attention; attnScratch:
+	// the bytes its scratch may take (more where one token needs more).
 	attnSegment int
-	err         error // the first failure while recording
+	attnScratch int64
+	allocs      uint64 // tensor allocations and staging buffers made
+	err         error  // the first failure while recording
 	closed      bool
 }
 
@@ -239,6 +248,11 @@ func Open(cfg Config) (*Backend, error) {
 	if b.attnSegment <= 0 {
 		b.attnSegment = 512
 	}
+	b.attnScratch = cfg.AttentionScratch
+	if b.attnScratch <= 0 {
+		b.attnScratch = 64 << 20
+	}
+	b.attnScratch = min(b.attnScratch, b.maxRange)
 	b.budget = cfg.Budget
 	if b.budget <= 0 {
 		b.budget = int64(p.device_local_heap)
@@ -350,6 +364,12 @@ func (b *Backend) Memory() (used, budget int64) {
 // Submits counts the command buffers submitted so far (one per Sync or
 // read of results, plus one per uploaded weight part).
 func (b *Backend) Submits() uint64 { return uint64(C.vkl_submits(b.ctx)) }
+
+// Allocations counts the device memory allocations made so far: every
+// tensor's memory carved out of the blocks (NewTensor, Upload and the
+// backend's own tensors, such as attention's scratch) and every staging
+// buffer. Tests use it to check that work after setup allocates nothing.
+func (b *Backend) Allocations() uint64 { return b.allocs }
 
 // Close implements kernels.Backend.
 func (b *Backend) Close() error {

@@ -28,6 +28,13 @@
 // shaders.Variants, its method in ops.go (with a push struct in push.go),
 // and a kerneltest case.
 //
+// Attention over lists longer than Config.AttentionSegment cells is split
+// into segments (flash decoding) whose partial results go to a scratch
+// buffer of the backend's: ReserveAttention (called by models.NewContext)
+// allocates it once, at most Config.AttentionScratch bytes (64 MiB) or
+// one token's segments, and a batch that does not fit runs in chunks of
+// tokens, so that Attention allocates nothing once it is reserved.
+//
 // # Kernel variants
 //
 // Pipelines are created from the variant of each shader that the device's

@@ -14,6 +14,11 @@ var ErrNeedsCgo = errors.New("vulkan: the vulkan backend needs cgo (built with C
 // requested index or name, or only software devices when a GPU is required).
 var ErrNoDevice = errors.New("vulkan: no suitable Vulkan device")
 
+// ErrTooLarge: a tensor the backend needs exceeds the bytes one binding
+// may cover (maxStorageBufferRange), as split attention's scratch for one
+// token of a very long list can.
+var ErrTooLarge = errcode.New(errcode.BadParams, "vulkan: tensor too large for one binding")
+
 // NoDriverError: the Vulkan loader library could not be opened, or it
 // found no driver (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER).
 type NoDriverError struct {

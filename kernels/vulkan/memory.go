@@ -66,6 +66,7 @@ func roundUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // alloc carves size bytes (rounded to 4) out of a block, making a new
 // block when none has room.
 func (b *Backend) alloc(size int64) (part, error) {
+	b.allocs++
 	size = roundUp(max(size, 4), 4)
 	need := roundUp(size, b.align)
 	for _, blk := range b.blocks {
@@ -337,6 +338,7 @@ func (a *arena) take(b *Backend, size int64) (hostBuf, int64, error) {
 		a.off = 0
 	}
 	cs := max(size, 4<<20)
+	b.allocs++
 	var h hostBuf
 	if r := C.vkl_buffer(b.ctx, C.uint64_t(cs), 1, &h.buf, &h.mem, &h.ptr); r != C.VK_SUCCESS {
 		return hostBuf{}, 0, &Error{Op: "vkAllocateMemory (staging)", Result: int32(r)}

@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -355,41 +356,84 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 		}
 		return
 	}
-	gx, gy := grid(n * heads)
 	pc := pcAttention{N: uint32(n), Heads: uint32(heads), KVHeads: uint32(kvHeads), HD: uint32(hd), Width: uint32(width), Scale: scale, Seg: uint32(width)}
 	seg := b.attnSegment
 	if width <= seg {
+		gx, gy := grid(n * heads)
 		b.dispatch(b.reduceVariant("attention_"+typeName(ks.dt)), []part{qs.parts[0], ks.parts[0], vs.parts[0], ls.parts[0], d.parts[0]}, pc, gx, gy, 1)
 		return
 	}
 	// Flash decoding: segments of seg list entries in parallel, then a
 	// merge. The split depends on the lists' width only, never on n, and
 	// a list that fits one segment merges to the unsplit result exactly.
+	// The scratch holds the segments of m tokens at a time: a batch
+	// larger than that runs in chunks of m tokens, each token's result
+	// the same in any chunk.
 	segs := (width + seg - 1) / seg
-	scratch := b.scratch(n * heads * segs * (hd + 2))
-	if scratch == nil {
+	per := heads * segs * (hd + 2) // scratch floats a token
+	if err := b.growScratch(b.attnScratchFloats(n, per)); err != nil {
+		b.fail(err)
 		return
 	}
+	m := min(n, numel(b.scr)/per)
 	pc.Seg = uint32(seg)
-	sp := scratch.parts[0]
-	b.dispatch(b.reduceVariant("attention_split_"+typeName(ks.dt)), []part{qs.parts[0], ks.parts[0], vs.parts[0], ls.parts[0], sp}, pc, gx, gy, uint32(segs))
-	b.dispatch("attention_combine_f32", []part{sp, d.parts[0]}, pcCombine{N: uint32(n), Heads: uint32(heads), HD: uint32(hd), Segs: uint32(segs)}, gx, gy, 1)
+	sp := b.scr.parts[0]
+	split := b.reduceVariant("attention_split_" + typeName(ks.dt))
+	for lo := 0; lo < n; lo += m {
+		c := min(m, n-lo)
+		gx, gy := grid(c * heads)
+		pc.N, pc.Row0 = uint32(c), uint32(lo)
+		b.dispatch(split, []part{qs.parts[0], ks.parts[0], vs.parts[0], ls.parts[0], sp}, pc, gx, gy, uint32(segs))
+		b.dispatch("attention_combine_f32", []part{sp, d.parts[0]},
+			pcCombine{N: uint32(c), Heads: uint32(heads), HD: uint32(hd), Segs: uint32(segs), Row0: uint32(lo)}, gx, gy, 1)
+	}
 }
 
-// scratch returns a device F32 buffer of at least n elements, kept and
-// grown across calls (the barriers order its reuse).
-func (b *Backend) scratch(n int) *Tensor {
-	if b.scr != nil && numel(b.scr) >= n {
-		return b.scr
+// attnScratchFloats is the scratch that split attention over n tokens of
+// per floats each wants: all n tokens, up to b.attnScratch bytes
+// (Config.AttentionScratch), but at least one token. It grows with n and
+// per, so a scratch reserved for the largest call is never too small for
+// a smaller one: a larger batch runs in chunks of tokens.
+func (b *Backend) attnScratchFloats(n, per int) int {
+	return min(n*per, max(int(b.attnScratch/4), per))
+}
+
+// ReserveAttention implements kernels.AttentionReserver: it allocates
+// the scratch of split attention for up to rows tokens of heads query
+// heads of headDim with lists of up to maxWidth cells, so that such
+// Attention calls allocate no device memory. The scratch only grows: it
+// serves the largest of the calls so far. Its bytes are bounded
+// (Config.AttentionScratch): a larger batch then runs in chunks.
+func (b *Backend) ReserveAttention(rows, heads, headDim, maxWidth int) error {
+	if rows < 0 || heads < 0 || headDim < 0 || maxWidth < 0 {
+		return fmt.Errorf("vulkan: reserve attention: rows %d, heads %d, head dim %d, width %d", rows, heads, headDim, maxWidth)
 	}
-	x, err := b.NewTensor(tensor.F32, max(n, 1<<16))
-	if err != nil {
-		b.fail(err)
+	if b.closed {
+		return errors.New("vulkan: reserve attention: backend closed")
+	}
+	if rows == 0 || heads == 0 || headDim == 0 || maxWidth <= b.attnSegment {
+		return nil // no split: Attention needs no scratch
+	}
+	segs := (maxWidth + b.attnSegment - 1) / b.attnSegment
+	return b.growScratch(b.attnScratchFloats(rows, heads*segs*(headDim+2)))
+}
+
+// growScratch makes b.scr, split attention's F32 scratch, hold at least n
+// elements, replacing a smaller one (the barriers order its reuse).
+func (b *Backend) growScratch(n int) error {
+	if b.scr != nil && numel(b.scr) >= n {
 		return nil
+	}
+	if int64(n)*4 > b.maxRange {
+		return fmt.Errorf("%w: attention scratch of %d bytes, one binding covers %d", ErrTooLarge, int64(n)*4, b.maxRange)
+	}
+	x, err := b.NewTensor(tensor.F32, n)
+	if err != nil {
+		return err
 	}
 	if b.scr != nil {
 		b.Free(b.scr)
 	}
 	b.scr = x.(*Tensor)
-	return b.scr
+	return nil
 }

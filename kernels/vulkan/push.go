@@ -34,8 +34,10 @@ type pcAttention struct { // attention.comp
 	N, Heads, KVHeads, HD, Width uint32
 	Scale                        float32
 	Seg                          uint32
+	Row0                         uint32 // the first token of the dispatch
 }
 
 type pcCombine struct { // attention_combine.comp
 	N, Heads, HD, Segs uint32
+	Row0               uint32 // the dst row of the scratch's first token
 }

@@ -14,6 +14,11 @@
 // attention_combine.comp then merges the segments in order. A list that
 // fits one segment merges to the unsplit result bit for bit (the other
 // segments are empty: weight exp(−Inf) = 0).
+//
+// The dispatch covers the pc.n tokens from row0 of q, vis and (unsplit)
+// dst, so a batch may run in chunks of tokens: the scratch of SPLIT is
+// indexed from the chunk's first token. A token's result does not depend
+// on the chunk it runs in.
 #include "common/base.glsl"
 
 layout(binding = 0) readonly buffer QB { float q[]; };
@@ -36,6 +41,7 @@ layout(push_constant) uniform PC {
 	uint n, heads, kvHeads, hd, width; // width: entries per row of vis
 	float scale;
 	uint seg; // entries per segment (SPLIT); else width
+	uint row0; // the first token of the dispatch
 } pc;
 
 shared float p[WG];
@@ -44,7 +50,7 @@ shared int cid[WG]; // the chunk's cells
 void main() {
 	uint th = groupIndex();
 	if (th >= pc.n * pc.heads) return;
-	uint t = th / pc.heads, h = th % pc.heads;
+	uint t = pc.row0 + th / pc.heads, h = th % pc.heads; // t: row of q, vis, dst
 	uint tid = gl_LocalInvocationID.x;
 	uint qDim = pc.heads * pc.hd, kvDim = pc.kvHeads * pc.hd;
 	uint qo = t * qDim + h * pc.hd;

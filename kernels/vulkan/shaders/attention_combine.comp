@@ -2,7 +2,9 @@
 // The second pass of split attention: for each (token, head), merge the
 // segments' (M, l, acc) of attention.comp's SPLIT variant in segment
 // order: m = max M_s, w_s = exp(M_s − m), out = Σ w_s·acc_s / Σ w_s·l_s.
-// A token that sees no cell gets zeros. One workgroup per (token, head).
+// A token that sees no cell gets zeros. One workgroup per (token, head):
+// the scratch holds the pc.n tokens of the split dispatch, which are rows
+// [row0, row0+n) of dst.
 #include "common/base.glsl"
 
 layout(binding = 0) readonly buffer SB { float scratch[]; };
@@ -10,6 +12,7 @@ layout(binding = 1) writeonly buffer DB { float dst[]; };
 
 layout(push_constant) uniform PC {
 	uint n, heads, hd, segs;
+	uint row0; // the dst row of the scratch's first token
 } pc;
 
 void main() {
@@ -34,6 +37,6 @@ void main() {
 				a += wa;
 			}
 		}
-		dst[th * pc.hd + e] = l == 0.0 ? 0.0 : a / l;
+		dst[(pc.row0 * pc.heads + th) * pc.hd + e] = l == 0.0 ? 0.0 : a / l;
 	}
 }

@@ -1,0 +1,176 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// attnBatch is a batch for Attention: n tokens of heads×hd queries over a
+// cache of cells rows of kvHeads×hd, each token's list of cells padded
+// with -1 to width.
+type attnBatch struct {
+	n, heads, kvHeads, hd, cells, width int
+	q, k, v                             []float32
+	vis                                 []int32 // (n, width)
+}
+
+// newAttnBatch draws a batch whose lists have every length from 0 to
+// width, in a random order of the cells.
+func newAttnBatch(r *rand.Rand, n, heads, kvHeads, hd, cells, width int) attnBatch {
+	a := attnBatch{n: n, heads: heads, kvHeads: kvHeads, hd: hd, cells: cells, width: width}
+	randn := func(m int) []float32 {
+		x := make([]float32, m)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	a.q, a.k, a.v = randn(n*heads*hd), randn(cells*kvHeads*hd), randn(cells*kvHeads*hd)
+	a.vis = make([]int32, n*width)
+	for i := range n {
+		row := a.vis[i*width : (i+1)*width]
+		l := (i * width) / max(n-1, 1) // 0 for the first token, width for the last
+		for j, c := range r.Perm(cells)[:l] {
+			row[j] = int32(c)
+		}
+		for j := l; j < width; j++ {
+			row[j] = -1
+		}
+	}
+	return a
+}
+
+// attnTensors are a batch's tensors on one backend.
+type attnTensors struct {
+	dst, q, k, v, vis kernels.Tensor
+}
+
+func newAttnTensors(t *testing.T, b *Backend, a attnBatch, dt tensor.DType) attnTensors {
+	t.Helper()
+	mk := func(dt tensor.DType, rows, cols int) kernels.Tensor {
+		x, err := b.NewTensor(dt, rows, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Free(x) })
+		return x
+	}
+	qDim, kvDim := a.heads*a.hd, a.kvHeads*a.hd
+	at := attnTensors{mk(tensor.F32, a.n, qDim), mk(tensor.F32, a.n, qDim), mk(dt, a.cells, kvDim), mk(dt, a.cells, kvDim), mk(tensor.I32, a.n, a.width)}
+	for _, err := range []error{b.SetF32(at.q, a.q), b.SetF32(at.k, a.k), b.SetF32(at.v, a.v), b.SetI32(at.vis, a.vis)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return at
+}
+
+// attend runs Attention over the batch on b and returns dst.
+func attend(t *testing.T, b *Backend, a attnBatch, dt tensor.DType) []float32 {
+	t.Helper()
+	at := newAttnTensors(t, b, a, dt)
+	b.Attention(at.dst, at.q, at.k, at.v, at.vis, a.heads, a.kvHeads, 0.25)
+	out := make([]float32, a.n*a.heads*a.hd)
+	if err := b.GetF32(at.dst, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestAttentionChunks: split attention whose scratch holds fewer tokens
+// than the batch runs it in chunks of tokens; every token's result is
+// bitwise the one of the whole batch in one dispatch.
+func TestAttentionChunks(t *testing.T) {
+	const seg, n, heads, kvHeads, hd, cells = 8, 7, 4, 2, 32, 60
+	segs := (cells + seg - 1) / seg
+	perToken := int64(heads * segs * (hd + 2) * 4) // scratch bytes a token
+	whole := openTest(t, Config{AttentionSegment: seg})
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16} {
+		if dt == tensor.F16 && !whole.Device().Storage16 {
+			continue
+		}
+		a := newAttnBatch(rand.New(rand.NewPCG(1, uint64(dt))), n, heads, kvHeads, hd, cells, cells)
+		want := attend(t, whole, a, dt)
+		if got := int64(numel(whole.scr) * 4); got < n*perToken {
+			t.Fatalf("default scratch of %d bytes holds fewer than the batch's %d tokens", got, n)
+		}
+		for _, tokens := range []int64{1, 3} { // the scratch's room in tokens
+			b := openTest(t, Config{AttentionSegment: seg, AttentionScratch: tokens * perToken})
+			got := attend(t, b, a, dt)
+			if room := int64(numel(b.scr) * 4); room != tokens*perToken {
+				t.Fatalf("%v, %d tokens: scratch of %d bytes, want %d (the chunks do not run)", dt, tokens, room, tokens*perToken)
+			}
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%v, chunks of %d tokens: token %d element %d = %v, want %v (one chunk)",
+						dt, tokens, i/(heads*hd), i%(heads*hd), got[i], want[i])
+				}
+			}
+			checkClean(t, b)
+		}
+	}
+	checkClean(t, whole)
+}
+
+// TestReserveAttention: once the scratch is reserved for rows tokens and
+// lists of maxWidth cells, Attention over any batch of at most rows tokens
+// and lists of at most maxWidth cells allocates no device memory, with the
+// default scratch bound and with one that holds a single token. A smaller
+// reserve keeps the larger scratch.
+func TestReserveAttention(t *testing.T) {
+	const seg, rows, heads, kvHeads, hd, cells = 8, 6, 4, 2, 32, 64
+	for _, limit := range []int64{0, 1} {
+		b := openTest(t, Config{AttentionSegment: seg, AttentionScratch: limit})
+		a := newAttnBatch(rand.New(rand.NewPCG(2, 2)), rows, heads, kvHeads, hd, cells, cells)
+		at := newAttnTensors(t, b, a, tensor.F32)
+		if err := b.ReserveAttention(rows, heads, hd, cells); err != nil {
+			t.Fatal(err)
+		}
+		base := b.Allocations()
+		if err := b.ReserveAttention(1, heads, hd, cells/2); err != nil {
+			t.Fatal(err)
+		}
+		qDim := heads * hd
+		vis := make([]int32, rows*cells)
+		for n := 1; n <= rows; n++ {
+			for _, w := range []int{1, seg, seg + 1, 3*seg + 5, cells} {
+				for i := range n * w { // each token's first w entries of a's lists
+					vis[i] = a.vis[(i/w)*cells+i%w]
+				}
+				vw := b.View(at.vis, n, w)
+				if err := b.SetI32(vw, vis[:n*w]); err != nil {
+					t.Fatal(err)
+				}
+				b.Attention(b.View(at.dst, n, qDim), b.View(at.q, n, qDim), at.k, at.v, vw, heads, kvHeads, 0.25)
+				if err := b.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				if got := b.Allocations() - base; got != 0 {
+					t.Fatalf("scratch limit %d: %d tokens, lists of %d: %d allocations after ReserveAttention", limit, n, w, got)
+				}
+			}
+		}
+		checkClean(t, b)
+	}
+}
+
+// TestReserveAttentionErrors: bad shapes and a scratch no binding can
+// hold are errors, not panics.
+func TestReserveAttentionErrors(t *testing.T) {
+	b := openTest(t, Config{AttentionSegment: 8})
+	if err := b.ReserveAttention(-1, 4, 32, 64); err == nil {
+		t.Error("ReserveAttention(-1 rows): no error")
+	}
+	// One token of 1<<16 heads over 1<<22 cells needs terabytes.
+	if err := b.ReserveAttention(1, 1<<16, 256, 1<<22); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReserveAttention of a huge token: %v, want ErrTooLarge", err)
+	}
+	var _ kernels.AttentionReserver = b
+}
