@@ -140,6 +140,7 @@ type Backend struct {
 	attnSegment int
 	attnScratch int64
 	allocs      uint64 // tensor allocations and staging buffers made
+	prof        profiler // the profile started, if any (StartProfile)
 	err         error  // the first failure while recording
 	closed      bool
 }
@@ -378,6 +379,7 @@ func (b *Backend) Close() error {
 	}
 	err := b.Sync()
 	b.closed = true
+	b.prof = profiler{} // a profile started ends unread
 	for _, p := range b.pipes {
 		C.vkl_pipeline_free(b.ctx, p.p)
 	}

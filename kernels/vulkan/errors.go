@@ -19,6 +19,10 @@ var ErrNoDevice = errors.New("vulkan: no suitable Vulkan device")
 // token of a very long list can.
 var ErrTooLarge = errcode.New(errcode.BadParams, "vulkan: tensor too large for one binding")
 
+// ErrNoTimestamps: StartProfile on a device whose compute queue has no
+// timestamps (timestampValidBits 0).
+var ErrNoTimestamps = errors.New("vulkan: the device's compute queue has no timestamps to profile with")
+
 // NoDriverError: the Vulkan loader library could not be opened, or it
 // found no driver (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER).
 type NoDriverError struct {

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #define POOL_SETS 4096
+// Timestamps per command buffer when profiling; one more would submit.
+#define POOL_QUERIES 4096
 #define MAX_BIND 8
 
 struct vkl_pipe {
@@ -42,6 +44,20 @@ struct vkl_ctx {
 	uint64_t submits;
 	int budget_ext;
 	VkPhysicalDeviceMemoryProperties memprops;
+
+	// Timestamp profiling (vkl_prof_*): off unless prof is set; the pool
+	// is created by the first vkl_prof_start.
+	uint32_t ts_bits;     // the queue family's timestampValidBits
+	VkQueryPool qpool;
+	int prof;             // timestamps are being written
+	int armed;            // the next command starts a new call of tag
+	uint32_t tag;         // the label of the commands recorded now
+	uint32_t nq;          // queries written in the command buffer
+	uint32_t *qtags;      // (POOL_QUERIES) their tags
+	uint32_t *ltags;      // results of submitted command buffers:
+	uint64_t *lvals;      // tags and raw timestamps, nlog of cap
+	size_t nlog, caplog;
+	uint64_t written;     // timestamps written so far (for tests)
 
 	// instance-level
 	PFN_vkDestroyInstance DestroyInstance;
@@ -99,6 +115,11 @@ struct vkl_ctx {
 	PFN_vkResetFences ResetFences;
 	PFN_vkWaitForFences WaitForFences;
 	PFN_vkQueueSubmit QueueSubmit;
+	PFN_vkCreateQueryPool CreateQueryPool;
+	PFN_vkDestroyQueryPool DestroyQueryPool;
+	PFN_vkCmdResetQueryPool CmdResetQueryPool;
+	PFN_vkCmdWriteTimestamp CmdWriteTimestamp;
+	PFN_vkGetQueryPoolResults GetQueryPoolResults;
 };
 
 static VKAPI_ATTR VkBool32 VKAPI_CALL debug_cb(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
@@ -314,9 +335,12 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 		if ((qf[k].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(qf[k].queueFlags & VK_QUEUE_GRAPHICS_BIT)) fam = (int)k;
 	for (uint32_t k = 0; k < nq && fam < 0; k++)
 		if (qf[k].queueFlags & VK_QUEUE_COMPUTE_BIT) fam = (int)k;
+	if (fam >= 0) c->ts_bits = qf[fam].timestampValidBits;
 	free(qf);
 	if (fam < 0) return VKL_ERR_NO_QUEUE;
 	c->qfam = (uint32_t)fam;
+	props->timestamp_bits = c->ts_bits;
+	props->timestamp_period = l->timestampPeriod;
 
 	uint32_t next = 0;
 	c->EnumerateDeviceExtensionProperties(pd, NULL, &next, NULL);
@@ -386,6 +410,11 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 	DPROC(ResetFences);
 	DPROC(WaitForFences);
 	DPROC(QueueSubmit);
+	DPROC(CreateQueryPool);
+	DPROC(DestroyQueryPool);
+	DPROC(CmdResetQueryPool);
+	DPROC(CmdWriteTimestamp);
+	DPROC(GetQueryPoolResults);
 
 	c->GetDeviceQueue(c->dev, c->qfam, 0, &c->queue);
 	c->GetPhysicalDeviceMemoryProperties(pd, &c->memprops);
@@ -419,6 +448,7 @@ void vkl_close(vkl_ctx *c) {
 	if (c->dev) {
 		c->DeviceWaitIdle(c->dev);
 		if (c->dpool) c->DestroyDescriptorPool(c->dev, c->dpool, NULL);
+		if (c->qpool) c->DestroyQueryPool(c->dev, c->qpool, NULL);
 		if (c->fence) c->DestroyFence(c->dev, c->fence, NULL);
 		if (c->cpool) c->DestroyCommandPool(c->dev, c->cpool, NULL);
 		c->DestroyDevice(c->dev, NULL);
@@ -426,6 +456,9 @@ void vkl_close(vkl_ctx *c) {
 	if (c->messenger) c->DestroyDebugUtilsMessengerEXT(c->inst, c->messenger, NULL);
 	if (c->inst) c->DestroyInstance(c->inst, NULL);
 	free(c->phys);
+	free(c->qtags);
+	free(c->ltags);
+	free(c->lvals);
 	// The loader stays loaded: unloading it under the validation layer's
 	// threads is not safe, and a process opens it once or twice.
 	free(c);
@@ -584,8 +617,96 @@ static int begin(vkl_ctx *c) {
 	bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
 	VkResult r = c->BeginCommandBuffer(c->cb, &bi);
 	if (r == VK_SUCCESS) c->recording = 1;
+	if (r == VK_SUCCESS && c->prof) c->CmdResetQueryPool(c->cb, c->qpool, 0, POOL_QUERIES);
 	return r;
 }
+
+static void stamp(vkl_ctx *c, uint32_t tag) {
+	c->CmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, c->nq);
+	c->qtags[c->nq++] = tag;
+	c->written++;
+}
+
+// prof_before runs before every recorded command: while profiling, the
+// first command of a call (after vkl_prof_label) or of a command buffer
+// gets a timestamp first, after all earlier work. Off, it does nothing.
+static VkResult prof_before(vkl_ctx *c) {
+	if (!c->prof || (!c->armed && c->nq > 0)) return VK_SUCCESS;
+	VkResult r;
+	if (c->nq + 2 > POOL_QUERIES) { // room for this one and the end
+		if ((r = vkl_submit(c)) != VK_SUCCESS) return r;
+	}
+	if ((r = begin(c)) != VK_SUCCESS) return r;
+	stamp(c, c->armed || c->nq > 0 ? c->tag : c->tag | VKL_TS_CONT);
+	c->armed = 0;
+	return VK_SUCCESS;
+}
+
+// prof_collect appends the timestamps of the command buffer just
+// completed to the log.
+static VkResult prof_collect(vkl_ctx *c) {
+	uint32_t n = c->nq;
+	c->nq = 0;
+	if (n == 0) return VK_SUCCESS;
+	if (c->nlog + n > c->caplog) {
+		size_t cap = c->caplog * 2;
+		if (cap < c->nlog + n) cap = c->nlog + n + 1024;
+		uint32_t *t = realloc(c->ltags, cap * sizeof *t);
+		if (t) c->ltags = t;
+		uint64_t *v = realloc(c->lvals, cap * sizeof *v);
+		if (v) c->lvals = v;
+		if (!t || !v) return VK_ERROR_OUT_OF_HOST_MEMORY;
+		c->caplog = cap;
+	}
+	VkResult r = c->GetQueryPoolResults(c->dev, c->qpool, 0, n, n * sizeof(uint64_t), c->lvals + c->nlog,
+		sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+	if (r != VK_SUCCESS) return r;
+	memcpy(c->ltags + c->nlog, c->qtags, n * sizeof *c->qtags);
+	c->nlog += n;
+	return VK_SUCCESS;
+}
+
+int vkl_prof_start(vkl_ctx *c) {
+	if (c->ts_bits == 0) return VKL_ERR_NO_TIMESTAMPS;
+	if (!c->qpool) {
+		VkQueryPoolCreateInfo qi = {VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+		qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+		qi.queryCount = POOL_QUERIES;
+		VkResult r = c->CreateQueryPool(c->dev, &qi, NULL, &c->qpool);
+		if (r != VK_SUCCESS) return r;
+		c->qtags = calloc(POOL_QUERIES, sizeof *c->qtags);
+		if (!c->qtags) return VK_ERROR_OUT_OF_HOST_MEMORY;
+	}
+	// Work recorded before the start is not profiled: the pool is reset
+	// here for the rest of the command buffer, and at each begin after.
+	if (c->recording) c->CmdResetQueryPool(c->cb, c->qpool, 0, POOL_QUERIES);
+	c->prof = 1;
+	c->armed = 1;
+	c->tag = 0;
+	c->nq = 0;
+	c->nlog = 0;
+	return VK_SUCCESS;
+}
+
+void vkl_prof_label(vkl_ctx *c, uint32_t tag) {
+	c->tag = tag;
+	c->armed = 1;
+}
+
+void vkl_prof_stop(vkl_ctx *c) {
+	c->prof = 0;
+	c->armed = 0;
+}
+
+size_t vkl_prof_log(vkl_ctx *c, const uint32_t **tags, const uint64_t **vals) {
+	*tags = c->ltags;
+	*vals = c->lvals;
+	return c->nlog;
+}
+
+uint64_t vkl_prof_written(vkl_ctx *c) { return c->written; }
+
+int vkl_prof_pool(vkl_ctx *c) { return c->qpool != VK_NULL_HANDLE; }
 
 static void barrier(vkl_ctx *c) {
 	VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -598,6 +719,7 @@ static void barrier(vkl_ctx *c) {
 
 int vkl_submit(vkl_ctx *c) {
 	if (!c->recording) return VK_SUCCESS;
+	if (c->nq > 0) stamp(c, VKL_TS_END); // the end of the last call
 	c->recording = 0;
 	VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
 	mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -613,7 +735,9 @@ int vkl_submit(vkl_ctx *c) {
 		c->submits++;
 		if (r == VK_SUCCESS) r = c->WaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
 		c->ResetFences(c->dev, 1, &c->fence);
+		if (r == VK_SUCCESS) r = prof_collect(c);
 	}
+	c->nq = 0;
 	c->ResetCommandPool(c->dev, c->cpool, 0);
 	c->ResetDescriptorPool(c->dev, c->dpool, 0);
 	c->nsets = 0;
@@ -628,6 +752,7 @@ int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *
 	if (c->nsets >= POOL_SETS) {
 		if ((r = vkl_submit(c)) != VK_SUCCESS) return r;
 	}
+	if ((r = prof_before(c)) != VK_SUCCESS) return r;
 	if ((r = begin(c)) != VK_SUCCESS) return r;
 	VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
 	ai.descriptorPool = c->dpool;
@@ -656,7 +781,8 @@ int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *
 }
 
 int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t dstoff, uint64_t size) {
-	VkResult r = begin(c);
+	VkResult r = prof_before(c);
+	if (r == VK_SUCCESS) r = begin(c);
 	if (r != VK_SUCCESS) return r;
 	VkBufferCopy bc = {srcoff, dstoff, size};
 	c->CmdCopyBuffer(c->cb, (VkBuffer)(uintptr_t)src, (VkBuffer)(uintptr_t)dst, 1, &bc);
@@ -664,14 +790,16 @@ int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t d
 }
 
 int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size) {
-	VkResult r = begin(c);
+	VkResult r = prof_before(c);
+	if (r == VK_SUCCESS) r = begin(c);
 	if (r != VK_SUCCESS) return r;
 	c->CmdFillBuffer(c->cb, (VkBuffer)(uintptr_t)dst, off, size, 0);
 	return VK_SUCCESS;
 }
 
 int vkl_barrier(vkl_ctx *c) {
-	VkResult r = begin(c);
+	VkResult r = prof_before(c);
+	if (r == VK_SUCCESS) r = begin(c);
 	if (r != VK_SUCCESS) return r;
 	barrier(c);
 	return VK_SUCCESS;

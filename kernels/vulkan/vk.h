@@ -6,6 +6,7 @@
 #ifndef VKLLM_VK_H
 #define VKLLM_VK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 // The Vulkan headers are vendored in include/ (backend.go puts it on the
@@ -19,6 +20,13 @@
 #define VKL_ERR_NO_SYMBOL (-2000000002)
 #define VKL_ERR_NO_DEVICE (-2000000003)
 #define VKL_ERR_NO_QUEUE (-2000000004)
+#define VKL_ERR_NO_TIMESTAMPS (-2000000005)
+
+// Tags of the profiling log (vkl_prof_*): a label's tag as given to
+// vkl_prof_label, with VKL_TS_CONT where the timestamp only continues
+// the call in a new command buffer; VKL_TS_END ends a command buffer.
+#define VKL_TS_CONT 0x80000000u
+#define VKL_TS_END 0xffffffffu
 
 typedef struct vkl_devinfo {
 	char name[256];
@@ -43,6 +51,8 @@ typedef struct vkl_props {
 	uint32_t memory_budget_ext;   // VK_EXT_memory_budget enabled
 	uint64_t device_local_heap;   // size of the largest device-local heap
 	uint32_t validation;          // the validation layer is on
+	uint32_t timestamp_bits;      // the queue's timestampValidBits (0: none)
+	float timestamp_period;       // limits.timestampPeriod, ns a tick
 } vkl_props;
 
 typedef struct vkl_ctx vkl_ctx;
@@ -80,5 +90,20 @@ int vkl_barrier(vkl_ctx *c);
 int vkl_submit(vkl_ctx *c);
 // How many submits happened (for tests).
 uint64_t vkl_submits(vkl_ctx *c);
+
+// Timestamp profiling. While on (vkl_prof_start to vkl_prof_stop), the
+// first command recorded after vkl_prof_label(tag), and the first of each
+// command buffer, is preceded by a timestamp tagged tag (bottom of pipe:
+// written once all earlier work is done), and the end of each command
+// buffer by one tagged VKL_TS_END; after the fence, vkl_submit appends
+// them to a log, which vkl_prof_log reads (valid until the next call).
+// A command buffer that fills the query pool is submitted early. Off,
+// nothing is written and no query pool exists.
+int vkl_prof_start(vkl_ctx *c);
+void vkl_prof_label(vkl_ctx *c, uint32_t tag);
+void vkl_prof_stop(vkl_ctx *c);
+size_t vkl_prof_log(vkl_ctx *c, const uint32_t **tags, const uint64_t **vals);
+uint64_t vkl_prof_written(vkl_ctx *c);
+int vkl_prof_pool(vkl_ctx *c); // the query pool exists
 
 #endif
