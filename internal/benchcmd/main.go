@@ -21,10 +21,13 @@
 //
 // Prefill is one Decode of pp tokens (logits for the last only); decode is
 // tg single-token Decodes after it, each one reused batch and its logits
-// copied out, as the engine runs them. Batched decode (--batch) runs B
+// copied out, as the engine runs them. Before them, an untimed warm-up
+// runs the same prefill and one decode step on a Context it then closes,
+// so that making pipelines (and a GPU driver compiling shaders) is not
+// timed. Batched decode (--batch) runs B
 // sequences, each after a 32-token prompt, decoding one token each per
 // Decode (again one reused batch, the B logits rows copied out) for
-// min(tg, 32) steps, and reports B·steps/s. Token ids are fixed
+// min(tg, 32) steps after an untimed one, and reports B·steps/s. Token ids are fixed
 // pseudo-random ids inside the vocabulary. The KV cache is F32 (the
 // library's default) or, with --kv f16, F16 (llama.cpp's default); the
 // peer runs with the same.
@@ -59,12 +62,20 @@
 // is left out: the mark is read before it is mapped and reset after it
 // is unmapped).
 //
-// --ops times the decode phase op by op (the backend wrapped in a timer
-// that syncs after each op) and prints each op's calls, mean time, share
-// of the decode time and, for matmuls, the rate their weights were read
-// at; the rest is "between ops" (the model's bookkeeping, the visible-cell lists, the
-// logits' copy). The timing costs a little, so tg tok/s is best taken
-// from a run without it.
+// --ops times the prefill and the decode phases op by op and prints, for
+// each phase, each op's calls, mean time, share of the phase and, for
+// matmuls, the rate their weights were read at (weight bytes ÷ time). On
+// a backend with device timestamps (kernels.OpProfiler: Vulkan) the times
+// are the GPU's own, taken inside the normal submissions (ops_clock
+// "gpu"): an op's time runs from its first command's start to the next
+// op's, so barrier waits count as the op's and the ops (and the
+// transfers, as SetI32/SetF32/GetF32 rows) add up to the phase's GPU
+// time; the run also prints a decode step's GPU time against its wall
+// time, the rest being the host's work, the submit and the wait. On the
+// CPU backends (ops_clock "host") each op is timed with a Sync after it
+// and the rest of the phase's wall time is "between ops" (the model's
+// bookkeeping, the visible-cell lists, the logits' copy). The timing
+// costs a little, so tok/s are best taken from a run without it.
 //
 // --draft ngram|miss|PATH measures speculative decoding instead: a greedy
 // chat request that repeats its input ("Rewrite the following text
@@ -130,12 +141,22 @@ type Result struct {
 	BandwidthGBs float64       `json:"bandwidth_gbs"`
 	RooflineFrac float64       `json:"roofline_frac"`
 	// the same from probe passes between the decode steps
-	WindowGBs      float64  `json:"bandwidth_window_gbs,omitempty"`
-	WindowRoofline float64  `json:"roofline_window_frac,omitempty"`
-	LoadAvg        string   `json:"loadavg"`
-	Ops            []OpStat `json:"ops,omitempty"`
-	Peer           *Peer    `json:"peer,omitempty"`
-	PeerError      string   `json:"peer_error,omitempty"` // why the peer has no numbers
+	WindowGBs      float64 `json:"bandwidth_window_gbs,omitempty"`
+	WindowRoofline float64 `json:"roofline_window_frac,omitempty"`
+	LoadAvg        string  `json:"loadavg"`
+	// --ops: the decode's ops (Ops) and the prefill's (PrefillOps), timed
+	// by OpsClock, "gpu" (the backend's timestamps) or "host" (see
+	// OpStat). With "gpu": the prefill's GPU time (PrefillGPUS), and a
+	// decode step's mean GPU time, wall time (both µs) and submits.
+	Ops           []OpStat `json:"ops,omitempty"`
+	PrefillOps    []OpStat `json:"prefill_ops,omitempty"`
+	OpsClock      string   `json:"ops_clock,omitempty"`
+	PrefillGPUS   float64  `json:"prefill_gpu_s,omitempty"`
+	DecodeGPUUS   float64  `json:"decode_gpu_us_per_step,omitempty"`
+	DecodeWallUS  float64  `json:"decode_wall_us_per_step,omitempty"`
+	DecodeSubmits float64  `json:"decode_submits_per_step,omitempty"`
+	Peer          *Peer    `json:"peer,omitempty"`
+	PeerError     string   `json:"peer_error,omitempty"` // why the peer has no numbers
 }
 
 // roofline is decode against bandwidth gbs: the model's bytes read tg
@@ -327,7 +348,7 @@ func printSummary(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "%s (llama-bench %s, %s, %d reps): pp %.2f ± %.2f tok/s, tg %.2f ± %.2f tok/s; vkllm/peer: pp %.3f×, tg %.3f×\n",
 			p.Name, p.Commit, p.Backends, p.Reps, p.PPTPS, p.PPStddev, p.TGTPS, p.TGStddev, r.PPTPS/p.PPTPS, r.TGTPS/p.TGTPS)
 	}
-	printOps(w, r.Ops, r.TG)
+	printOps(w, r)
 	fmt.Fprintf(w, "load average: %s\n", r.LoadAvg)
 }
 
@@ -440,26 +461,54 @@ func bench(src source, backend string, pp, tg, threads int, kv tensor.DType, bat
 	} else if st, err := os.Stat(src.name); err == nil && !st.IsDir() {
 		res.ModelBytes = st.Size()
 	}
-	ctx, err := m.NewContext(models.ContextParams{ContextLen: pp + tg, BatchSize: pp, KVType: kv})
-	if err != nil {
-		return nil, err
-	}
-	defer ctx.Close()
+	params := models.ContextParams{ContextLen: pp + tg, BatchSize: pp, KVType: kv}
 	vocab := uint32(m.Config.VocabSize)
 	tok := func(i int) int32 { return int32((uint32(i)*2654435761 + 12345) % vocab) }
 	var b models.Batch
 	for i := range pp {
 		b.Add(tok(i), int32(i), i == pp-1, 0)
 	}
-	fmt.Fprintf(progress, "loaded on %s in %.2f s; prefill %d tokens…\n", kernels.Describe(m.Backend()), res.LoadS, pp)
+	fmt.Fprintf(progress, "loaded on %s in %.2f s; warm-up…\n", kernels.Describe(m.Backend()), res.LoadS)
+	if err := warmUp(m, params, b, tok(pp)); err != nil {
+		return nil, err
+	}
+	ctx, err := m.NewContext(params)
+	if err != nil {
+		return nil, err
+	}
+	defer ctx.Close()
+	fmt.Fprintf(progress, "prefill %d tokens…\n", pp)
+	if timer != nil {
+		res.OpsClock = timer.clock()
+		if err := timer.start(); err != nil && res.OpsClock == clockGPU {
+			// a device without timestamps: each op and a Sync, timed
+			fmt.Fprintf(progress, "no GPU timestamps (%v): --ops times each op with a Sync\n", err)
+			timer.prof, res.OpsClock = nil, clockHost
+			err = timer.start()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	t0 := time.Now()
 	if err := ctx.Decode(b); err != nil {
 		return nil, err
 	}
-	res.PPTPS = float64(pp) / time.Since(t0).Seconds()
+	prefill := time.Since(t0)
+	res.PPTPS = float64(pp) / prefill.Seconds()
 	fmt.Fprintf(progress, "prefill %.2f tok/s\n", res.PPTPS)
 	if timer != nil {
-		timer.on = true
+		ops, p, err := timer.stop(prefill)
+		if err != nil {
+			return nil, err
+		}
+		res.PrefillOps = ops
+		if p != nil {
+			res.PrefillGPUS = p.Span.Seconds()
+		}
+		if err := timer.start(); err != nil {
+			return nil, err
+		}
 	}
 	// Decode steps as the engine runs them: one reused one-token batch,
 	// then the logits row copied out (llama-bench, the peer, leaves its
@@ -499,8 +548,16 @@ func bench(src source, backend string, pp, tg, threads int, kv tensor.DType, bat
 		_ = resetPeakRSS() // so that the buffer does not count in the peak
 	}
 	if timer != nil {
-		timer.on = false
-		res.Ops = timer.report(decoding)
+		ops, p, err := timer.stop(decoding)
+		if err != nil {
+			return nil, err
+		}
+		res.Ops = ops
+		if p != nil {
+			res.DecodeGPUUS = float64(p.Span.Nanoseconds()) / 1e3 / float64(tg)
+			res.DecodeWallUS = float64(decoding.Nanoseconds()) / 1e3 / float64(tg)
+			res.DecodeSubmits = float64(p.Submits) / float64(tg)
+		}
 	}
 	fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s\n", tg, tg, res.TGTPS)
 	ctx.Close()
@@ -514,11 +571,31 @@ func bench(src source, backend string, pp, tg, threads int, kv tensor.DType, bat
 	return res, nil
 }
 
+// warmUp runs an untimed prefill of b and one decode step of the token
+// tok after it, on a Context of params that it closes, so that the timed
+// runs find the pipelines made and the device's shaders compiled
+// (llama-bench warms up so too).
+func warmUp(m *models.Model, params models.ContextParams, b models.Batch, tok int32) error {
+	ctx, err := m.NewContext(params)
+	if err != nil {
+		return err
+	}
+	defer ctx.Close()
+	if err := ctx.Decode(b); err != nil {
+		return err
+	}
+	var step models.Batch
+	step.Add(tok, int32(len(b.Token)), true, 0)
+	return ctx.Decode(step)
+}
+
 // batched decodes steps tokens in each of n sequences, n tokens per
-// Decode, after a 32-token prompt per sequence.
+// Decode, after a 32-token prompt per sequence and one untimed step (a
+// step of n tokens may run kernels, and make pipelines, that neither the
+// prompts nor a single sequence's decode did).
 func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32, progress io.Writer) (BatchResult, error) {
 	const prompt = 32
-	ctx, err := m.NewContext(models.ContextParams{ContextLen: n * (prompt + steps), MaxSeqs: n, BatchSize: max(n, prompt), KVType: kv})
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: n * (prompt + 1 + steps), MaxSeqs: n, BatchSize: max(n, prompt), KVType: kv})
 	if err != nil {
 		return BatchResult{}, err
 	}
@@ -537,9 +614,12 @@ func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32
 		step.Add(0, 0, true, models.SeqID(s))
 	}
 	logits := make([]float32, n*m.Config.VocabSize)
-	t0 := time.Now()
-	for i := range steps {
-		fmt.Fprintf(progress, "\rbatched decode: batch %d, step %d/%d ", n, i, steps)
+	var t0 time.Time
+	for i := range steps + 1 { // step 0 is the warm-up
+		if i == 1 {
+			t0 = time.Now()
+		}
+		fmt.Fprintf(progress, "\rbatched decode: batch %d, step %d/%d ", n, max(i-1, 0), steps)
 		for s := range n {
 			step.Token[s], step.Pos[s] = tok(1000*s+prompt+i), int32(prompt+i)
 		}

@@ -139,9 +139,9 @@ type Backend struct {
 	// the bytes its scratch may take (more where one token needs more).
 	attnSegment int
 	attnScratch int64
-	allocs      uint64 // tensor allocations and staging buffers made
+	allocs      uint64   // tensor allocations and staging buffers made
 	prof        profiler // the profile started, if any (StartProfile)
-	err         error  // the first failure while recording
+	err         error    // the first failure while recording
 	closed      bool
 }
 
