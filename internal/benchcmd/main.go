@@ -472,6 +472,7 @@ func bench(src source, backend string, pp, tg, threads int, kv tensor.DType, bat
 	if err := warmUp(m, params, b, tok(pp)); err != nil {
 		return nil, err
 	}
+	phaseDone("warm-up", m)
 	ctx, err := m.NewContext(params)
 	if err != nil {
 		return nil, err
@@ -560,6 +561,7 @@ func bench(src source, backend string, pp, tg, threads int, kv tensor.DType, bat
 		}
 	}
 	fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s\n", tg, tg, res.TGTPS)
+	phaseDone("decode", m)
 	ctx.Close()
 	for _, n := range batches {
 		br, err := batched(m, n, min(tg, 32), kv, tok, progress)
@@ -570,6 +572,11 @@ func bench(src source, backend string, pp, tg, threads int, kv tensor.DType, bat
 	}
 	return res, nil
 }
+
+// phaseDone is called after each phase of a bench ("warm-up", "decode",
+// and per batch size "batch warm-up", "batch"), for tests to look at
+// the backend.
+var phaseDone = func(phase string, m *models.Model) {}
 
 // warmUp runs an untimed prefill of b and one decode step of the token
 // tok after it, on a Context of params that it closes, so that the timed
@@ -617,6 +624,7 @@ func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32
 	var t0 time.Time
 	for i := range steps + 1 { // step 0 is the warm-up
 		if i == 1 {
+			phaseDone("batch warm-up", m)
 			t0 = time.Now()
 		}
 		fmt.Fprintf(progress, "\rbatched decode: batch %d, step %d/%d ", n, max(i-1, 0), steps)
@@ -631,6 +639,7 @@ func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32
 		}
 	}
 	r := BatchResult{Batch: n, Steps: steps, TPS: float64(n*steps) / time.Since(t0).Seconds()}
+	phaseDone("batch", m)
 	fmt.Fprintf(progress, "\rbatched decode: batch %d, %d steps, %.2f tok/s\n", n, steps, r.TPS)
 	return r, nil
 }

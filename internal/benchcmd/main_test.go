@@ -4,66 +4,157 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vkllm/vkllm/internal/synth"
+	"github.com/vkllm/vkllm/kernels/vulkan"
+	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// TestOps runs the bench command on a tiny model with --ops and checks
-// the breakdown: every op the decoder runs a step is there with its count
-// (per layer, times tg), the shares add up to at most the whole, and the
-// matmuls carry a read rate.
-func TestOps(t *testing.T) {
-	var out, errs bytes.Buffer
-	args := []string{"--model", "../../testdata/models/qwen2-tiny-F16.gguf", "--pp", "8", "--tg", "4", "--threads", "2", "--no-bandwidth", "--ops", "--json"}
-	if rc := Run(args, &out, &errs); rc != 0 {
-		t.Fatalf("rc %d: %s", rc, errs.String())
+// qwen2-tiny's ops in one forward: 2 layers; per layer two norms, Q/K/V
+// (one MatMuls) with three bias adds and two residual adds, two RoPEs,
+// two KV writes, one attention, O and down, gate and up (one MatMuls),
+// one SwiGLU; then the final norm, the embedding and output rows, the
+// lm_head.
+func tinyOps(forwards int) map[string]int {
+	const layers = 2
+	return map[string]int{
+		"RMSNorm": (2*layers + 1) * forwards, "MatMuls×3": layers * forwards, "MatMuls×2": layers * forwards,
+		"Add": 5 * layers * forwards, "RoPE": 2 * layers * forwards, "KVWrite": 2 * layers * forwards,
+		"Attention": layers * forwards, "SwiGLU": layers * forwards, "GetRows": 2 * forwards,
+		"MatMul": (2*layers + 1) * forwards,
 	}
-	var r Result
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatal(err)
-	}
-	if r.TGTPS <= 0 || len(r.Ops) == 0 {
-		t.Fatalf("tg_tps %v, %d ops", r.TGTPS, len(r.Ops))
-	}
+}
+
+// checkOps checks one phase's table: every op of the forwards is there
+// with its count, the transfers (with GPU timestamps) and nothing else,
+// each with a time and, for matmuls, a read rate; the shares add up to
+// at most the whole (host clock) or to the whole, to within a rounded
+// nanosecond a row of a span of spanNS (GPU).
+func checkOps(t *testing.T, phase string, ops []OpStat, forwards int, gpu bool, spanNS float64) {
+	t.Helper()
 	calls := map[string]int{}
 	var sum float64
-	for _, s := range r.Ops {
+	for _, s := range ops {
 		name, _, _ := strings.Cut(s.Op, "[")
 		calls[name] += s.Calls
 		sum += s.Frac
 		if s.Frac <= 0 || s.US <= 0 {
-			t.Errorf("%s: frac %v, %v µs", s.Op, s.Frac, s.US)
+			t.Errorf("%s: %s: frac %v, %v µs", phase, s.Op, s.Frac, s.US)
 		}
 		if strings.HasPrefix(s.Op, "MatMul") != (s.GBs > 0) {
-			t.Errorf("%s: %v GB/s", s.Op, s.GBs)
+			t.Errorf("%s: %s: %v GB/s", phase, s.Op, s.GBs)
 		}
 	}
-	if sum > 1 {
-		t.Errorf("shares add up to %v", sum)
-	}
-	// qwen2-tiny: 2 layers; per layer two norms, Q/K/V (one MatMuls) with
-	// three bias adds and two residual adds, two RoPEs, two KV writes, one
-	// attention, O and down, gate and up (one MatMuls), one SwiGLU; then the
-	// final norm, the embedding and output rows, the lm_head.
-	const layers, tg = 2, 4
-	want := map[string]int{
-		"RMSNorm": (2*layers + 1) * tg, "MatMuls×3": layers * tg, "MatMuls×2": layers * tg,
-		"Add": 5 * layers * tg, "RoPE": 2 * layers * tg, "KVWrite": 2 * layers * tg,
-		"Attention": layers * tg, "SwiGLU": layers * tg, "GetRows": 2 * tg,
-		"MatMul": (2*layers + 1) * tg,
+	want := tinyOps(forwards)
+	if gpu {
+		// a forward uploads its tokens, positions, cells and lists, and
+		// reads its logits back
+		if calls["SetI32"] == 0 || calls["GetF32"] != forwards {
+			t.Errorf("%s: transfers %v", phase, calls)
+		}
+		want["SetI32"], want["GetF32"] = calls["SetI32"], calls["GetF32"]
+		if tol := float64(len(ops)) / spanNS; math.Abs(sum-1) > tol {
+			t.Errorf("%s: shares add up to %v, want 1 ± %v", phase, sum, tol)
+		}
+	} else if sum > 1 {
+		t.Errorf("%s: shares add up to %v", phase, sum)
 	}
 	for op, n := range want {
 		if calls[op] != n {
-			t.Errorf("%s: %d calls, want %d", op, calls[op], n)
+			t.Errorf("%s: %s: %d calls, want %d", phase, op, calls[op], n)
 		}
 	}
 	if len(calls) != len(want) {
-		t.Errorf("ops %v, want those of %v", calls, want)
+		t.Errorf("%s: ops %v, want those of %v", phase, calls, want)
+	}
+}
+
+// TestOps runs the bench command on a tiny model with --ops and checks
+// both phases' tables: with the host clock on the CPU backend, and with
+// GPU timestamps on Vulkan, where a decode step's GPU time is also
+// reported beside its wall time.
+func TestOps(t *testing.T) {
+	const tg = 4
+	for _, c := range []struct{ backend, clock string }{{"cpu", "host"}, {"vulkan", "gpu"}} {
+		t.Run(c.backend, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			args := []string{"--model", "../../testdata/models/qwen2-tiny-F16.gguf", "--backend", c.backend, "--pp", "8", "--tg", "4",
+				"--threads", "2", "--no-bandwidth", "--ops", "--json"}
+			if rc := Run(args, &out, &errs); rc != 0 {
+				needVulkan(t, c.backend, errs.String())
+				t.Fatalf("rc %d: %s", rc, errs.String())
+			}
+			var r Result
+			if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.TGTPS <= 0 || r.OpsClock != c.clock {
+				t.Fatalf("tg_tps %v, ops_clock %q, want %q", r.TGTPS, r.OpsClock, c.clock)
+			}
+			gpu := c.clock == "gpu"
+			checkOps(t, "prefill", r.PrefillOps, 1, gpu, r.PrefillGPUS*1e9)
+			checkOps(t, "decode", r.Ops, tg, gpu, r.DecodeGPUUS*1e3*tg)
+			if gpu {
+				if !(r.PrefillGPUS > 0 && r.DecodeGPUUS > 0 && r.DecodeGPUUS < r.DecodeWallUS) || r.DecodeSubmits != 1 {
+					t.Errorf("prefill %v s, decode step %v µs of GPU time, %v µs of wall time, %v submits",
+						r.PrefillGPUS, r.DecodeGPUUS, r.DecodeWallUS, r.DecodeSubmits)
+				}
+			} else if r.PrefillGPUS != 0 || r.DecodeGPUUS != 0 || r.DecodeWallUS != 0 {
+				t.Errorf("GPU times on the host clock: %+v", r)
+			}
+			var text bytes.Buffer
+			printSummary(&text, &r)
+			for _, want := range []string{"prefill by op (8 tokens", "decode by op (4 steps", "MatMuls×3[64 64]"} {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("summary lacks %q:\n%s", want, text.String())
+				}
+			}
+			if gpu != strings.Contains(text.String(), "decode step: GPU") {
+				t.Errorf("summary:\n%s", text.String())
+			}
+		})
+	}
+}
+
+// needVulkan skips a Vulkan case where there is no device and
+// VKLLM_VULKAN_OPTIONAL=1 allows that (as the kernels/vulkan tests do).
+func needVulkan(t *testing.T, backend, errs string) {
+	t.Helper()
+	if backend == "vulkan" && os.Getenv("VKLLM_VULKAN_OPTIONAL") == "1" && strings.Contains(errs, "vulkan: no") {
+		t.Skipf("no Vulkan device (VKLLM_VULKAN_OPTIONAL=1): %s", errs)
+	}
+}
+
+// TestWarmUp: on Vulkan, the timed prefill and decode, and each timed
+// batched decode, make no pipeline: the warm-ups made them all. (The
+// synthetic model's rows of 256 and more take the tiled MatMul for the
+// 16-token prefill and the 32-token prompts, so a batch of 3 tokens is
+// the first to run the matrix-vector kernel on a tile of tokens.)
+func TestWarmUp(t *testing.T) {
+	shape, dt, err := synth.ParseSpec("qwen2.5-0.5b-tiny:Q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipes := map[string]int{}
+	phaseDone = func(phase string, m *models.Model) {
+		if b, ok := m.Backend().(*vulkan.Backend); ok {
+			pipes[phase] = b.Pipelines()
+		}
+	}
+	defer func() { phaseDone = func(string, *models.Model) {} }()
+	src := source{name: "qwen2.5-0.5b-tiny:Q8_0", shape: &shape, dtype: dt, seed: 1}
+	if _, err := bench(src, "vulkan", 16, 4, 2, tensor.F32, []int{3}, false, false, io.Discard); err != nil {
+		needVulkan(t, "vulkan", err.Error())
+		t.Fatal(err)
+	}
+	if pipes["warm-up"] == 0 || pipes["decode"] != pipes["warm-up"] || pipes["batch warm-up"] <= pipes["decode"] || pipes["batch"] != pipes["batch warm-up"] {
+		t.Errorf("pipelines after each phase: %v", pipes)
 	}
 }
 

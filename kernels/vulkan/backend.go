@@ -366,6 +366,11 @@ func (b *Backend) Memory() (used, budget int64) {
 // read of results, plus one per uploaded weight part).
 func (b *Backend) Submits() uint64 { return uint64(C.vkl_submits(b.ctx)) }
 
+// Pipelines counts the pipelines created so far (one per variant and
+// specialization constants used); tests use it to check that a warmed-up
+// run creates none.
+func (b *Backend) Pipelines() int { return len(b.pipes) }
+
 // Allocations counts the device memory allocations made so far: every
 // tensor's memory carved out of the blocks (NewTensor, Upload and the
 // backend's own tensors, such as attention's scratch) and every staging
