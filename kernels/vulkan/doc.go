@@ -23,10 +23,18 @@
 // recording, submit), compiled against include/; backend.go opens a
 // device and caches pipelines; memory.go holds blocks, tensors and the
 // staging arena; hazard.go places barriers; ops.go records the ops;
-// push.go mirrors the push constants.
+// push.go mirrors the push constants; profile.go reads GPU timestamps.
 // Adding an op touches four places: its .comp in shaders/, an entry in
 // shaders.Variants, its method in ops.go (with a push struct in push.go),
 // and a kerneltest case.
+//
+// Profiling (kernels.OpProfiler: StartProfile, ProfileOp, StopProfile)
+// writes GPU timestamps into the same command buffers, at the first
+// command of each labelled op and at the end of each command buffer, and
+// reads them after the submission's fence: no submit or wait is added
+// (a command buffer that fills the 4096-query pool is submitted early,
+// as one that fills the descriptor pool is). Off, nothing is written and
+// no query pool exists.
 //
 // Attention over lists longer than Config.AttentionSegment cells is split
 // into segments (flash decoding) whose partial results go to a scratch
