@@ -296,14 +296,27 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	if err := checkContextLen(m.Config, opts); err != nil {
 		return nil, err
 	}
-	ctx, err := m.NewContext(models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: contextSeqs(opts.MaxSeqs),
-		BatchSize: opts.BatchSize, KVType: opts.KVType})
+	// The adapters first, so that the Context makes their scratch.
+	adapters, err := loadAdapters(m, opts.Adapters)
 	if err != nil {
 		return nil, err
 	}
-	adapters, err := loadAdapters(m, opts.Adapters)
+	cp := models.ContextParams{ContextLen: opts.ContextLen, MaxSeqs: contextSeqs(opts.MaxSeqs),
+		BatchSize: opts.BatchSize, KVType: opts.KVType}
+	if opts.Draft != "" || opts.DraftModel != nil || opts.DraftProposer != nil {
+		// A verifying step asks for the logits of each running request's
+		// last token and of each of its drafts.
+		draftMax, batch := opts.DraftMax, opts.BatchSize
+		if draftMax <= 0 {
+			draftMax = 8 // the Speculation default (a negative one fails there)
+		}
+		if batch <= 0 {
+			batch = 512 // the Context's default (a negative one fails there)
+		}
+		cp.MaxOutputs = min(opts.MaxSeqs*(1+draftMax), batch)
+	}
+	ctx, err := m.NewContext(cp)
 	if err != nil {
-		ctx.Close()
 		return nil, err
 	}
 	d, err := openDraft(m, tok, ctx.Params(), opts)

@@ -175,6 +175,26 @@ func ReserveAttention(b Backend, rows, heads, headDim, maxWidth int) error {
 	return nil
 }
 
+// StagingReserver is a Backend that moves host data through staging
+// memory of its own (the Vulkan backend). ReserveStaging allocates it,
+// once, for host traffic of at most bytes between two syncs (SetI32 and
+// SetF32 inputs and the GetF32 reads that end a step), so that such steps
+// allocate nothing. Like ReserveAttention it only grows and an error
+// leaves what was reserved before; the models call it when a Context is
+// made.
+type StagingReserver interface {
+	ReserveStaging(bytes int64) error
+}
+
+// ReserveStaging calls b.ReserveStaging where b is a StagingReserver;
+// elsewhere it does nothing.
+func ReserveStaging(b Backend, bytes int64) error {
+	if r, ok := b.(StagingReserver); ok {
+		return r.ReserveStaging(bytes)
+	}
+	return nil
+}
+
 // WorkerPanic is how a backend that runs an op on goroutines of its own
 // raises a panic from one of them again on the goroutine that called the
 // op (where it can be recovered): the value passed to panic and that

@@ -31,7 +31,8 @@ func (c *countingBackend) Upload(t tensor.Tensor) (kernels.Tensor, error) {
 // it is made, for BatchSize tokens; Decode then runs batches of every
 // size from 1 to BatchSize, prefill and decode mixed, sequences growing,
 // removed and shifted, without one backend allocation. A batch asking for
-// logits of more rows than MaxSeqs grows the output tensors once.
+// logits of more rows than MaxOutputs (default MaxSeqs) grows the output
+// tensors once.
 func TestDecodeAllocatesNothing(t *testing.T) {
 	cb := &countingBackend{Backend: cpu.New(0)}
 	t.Cleanup(func() { cb.Close() })
@@ -120,6 +121,44 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 		}
 		if want := base + 3; cb.allocs != want {
 			t.Fatalf("batch %d of %d tokens, all with logits: %d allocations since NewContext, want 3", i, n, cb.allocs-base)
+		}
+	}
+}
+
+// TestLoRAAllocatesNothing: a Context made after its model's adapters
+// were loaded makes their scratch then, so batches running one adapter,
+// then both, then the base model allocate nothing.
+func TestLoRAAllocatesNothing(t *testing.T) {
+	cb := &countingBackend{Backend: cpu.New(0)}
+	t.Cleanup(func() { cb.Close() })
+	m, err := Open(context.Background(), filepath.Join(testdata, "llama-tiny"), WithBackend(cb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	a, b := loadAdapter(t, m, "llama-tiny-lora-a"), loadAdapter(t, m, "llama-tiny-lora-b")
+	ctx := newCtx(t, m, ContextParams{ContextLen: 128, MaxSeqs: 2, BatchSize: 8})
+	var first Batch
+	first.Add(3, 0, true, 0)
+	if err := ctx.Decode(first); err != nil { // the base model: makes the RoPE table
+		t.Fatal(err)
+	}
+	base := cb.allocs
+	next := [2]int32{1, 0}
+	for i, ads := range [][2]AdapterID{{a, a}, {a, b}, {b, NoAdapter}, {NoAdapter, NoAdapter}} {
+		var bt Batch
+		for s := range 2 {
+			for j := range 3 {
+				bt.Add(int32(4+i), next[s], j == 2, SeqID(s))
+				bt.Adapter = append(bt.Adapter, ads[s])
+				next[s]++
+			}
+		}
+		if err := ctx.Decode(bt); err != nil {
+			t.Fatal(err)
+		}
+		if got := cb.allocs - base; got != 0 {
+			t.Fatalf("step %d, adapters %v: %d backend allocations", i, ads, got)
 		}
 	}
 }

@@ -62,10 +62,19 @@ type ContextParams struct {
 	// NewContext allocates the forward pass's memory for BatchSize
 	// tokens, including a BatchSize × ContextLen list of visible cells
 	// (4 bytes each; two for a model mixing windowed and full layers),
-	// and has a kernels.AttentionReserver backend reserve its own
-	// attention memory, so that no Decode allocates; BatchSize ×
+	// and has a backend with memory of its own (kernels.AttentionReserver,
+	// kernels.StagingReserver) reserve it, so that no Decode allocates
+	// (see MaxOutputs); BatchSize ×
 	// ContextLen may not exceed 2³⁰.
 	BatchSize int
+	// MaxOutputs is the most rows of logits a batch is expected to ask
+	// for (Batch.Logits); NewContext makes the output tensors for that
+	// many. Default (0): min(MaxSeqs, BatchSize), one per sequence, what
+	// a generating step asks. A batch asking for more grows them, once,
+	// to BatchSize rows: an allocation in Decode, which a caller that
+	// knows its bound (speculative decoding asks for each draft token's
+	// logits too) avoids by setting it.
+	MaxOutputs int
 	// KVType is the cache element type, F32 (default) or F16.
 	KVType tensor.DType
 }
@@ -119,6 +128,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if p.KVType == tensor.Invalid {
 		p.KVType = tensor.F32
 	}
+	if p.MaxOutputs == 0 {
+		p.MaxOutputs = min(p.MaxSeqs, p.BatchSize)
+	}
 	switch {
 	case p.ContextLen < 1 || p.ContextLen > 1<<22:
 		return nil, fmt.Errorf("%w: ContextLen %d out of range [1, %d]", ErrBadParams, p.ContextLen, 1<<22)
@@ -135,6 +147,8 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		return nil, fmt.Errorf("%w: BatchSize %d × ContextLen %d exceeds 2^30 visible-cell entries", ErrBadParams, p.BatchSize, p.ContextLen)
 	case p.KVType != tensor.F32 && p.KVType != tensor.F16:
 		return nil, fmt.Errorf("%w: KVType %v unsupported (F32 or F16)", ErrBadParams, p.KVType)
+	case p.MaxOutputs < 0 || p.MaxOutputs > p.BatchSize:
+		return nil, fmt.Errorf("%w: MaxOutputs %d out of range [0, BatchSize %d]", ErrBadParams, p.MaxOutputs, p.BatchSize)
 	}
 	cache, err := kv.New(p.ContextLen, p.MaxSeqs)
 	if err != nil {
@@ -183,10 +197,47 @@ func (ctx *Context) allocCache() error {
 		}
 		ctx.vCache = append(ctx.vCache, v)
 	}
+	// The LoRA scratch for the adapters loaded now (one loaded later
+	// makes or grows it at its first batch).
+	if ads := m.adapterList(); len(ads) > 0 {
+		rank := 0
+		for _, ad := range ads {
+			rank = max(rank, ad.info.Rank)
+		}
+		if err := ctx.allocLoRA(rank, len(ads)); err != nil {
+			return err
+		}
+	}
 	// Last, so that a Context that does not fit leaves the backend as it
 	// was: the backend's own memory for Attention (it keeps it for later
-	// Contexts), for lists of at most ContextLen cells.
-	return kernels.ReserveAttention(m.backend, p.BatchSize, c.NumHeads, c.HeadDim, p.ContextLen)
+	// Contexts), for lists of at most ContextLen cells, and for the host
+	// traffic of a step.
+	if err := kernels.ReserveAttention(m.backend, p.BatchSize, c.NumHeads, c.HeadDim, p.ContextLen); err != nil {
+		return err
+	}
+	return kernels.ReserveStaging(m.backend, ctx.stagingBytes())
+}
+
+// stagingBytes bounds the host traffic of one Decode (or SeqAdd/SeqDiv):
+// the inputs it sets (token ids, positions, cells, the visible-cell lists
+// at their widest, the output rows, the LoRA groups' rows) and what it
+// reads back (the logits of MaxOutputs rows, the hidden states of a whole
+// batch), each rounded up as a staging arena places it.
+func (ctx *Context) stagingBytes() int64 {
+	c, p := ctx.m.Config, ctx.p
+	n, cells := int64(p.BatchSize), int64(p.ContextLen)
+	lists := int64(1)
+	if ctx.s.visSWA != nil {
+		lists = 2
+	}
+	const slot = 256 // an arena's alignment, once per buffer moved
+	b := 4*(3*n+slot) + lists*4*(n*cells+slot) + 4*(int64(p.MaxOutputs)+slot) +
+		4*(2*cells+2*slot) + // SeqAdd's cells and deltas
+		4*(int64(p.MaxOutputs)*int64(c.VocabSize)+slot) + 4*(n*int64(c.HiddenSize)+slot)
+	if ads := len(ctx.m.adapterList()); ads > 0 {
+		b += int64(ads) * 4 * (n + slot)
+	}
+	return b
 }
 
 // Close frees the cache and scratch tensors. Closing twice does nothing.

@@ -26,9 +26,9 @@ type scratch struct {
 	k, v     kernels.Tensor // (BatchSize, kv*hd)
 	o, down  kernels.Tensor // (BatchSize, hidden)
 	gate, up kernels.Tensor // (BatchSize, inter)
-	// The rows logits are asked for: room for outRows of them, MaxSeqs
-	// (one per sequence, what a generating step asks) until a batch asks
-	// for more, and then BatchSize.
+	// The rows logits are asked for: room for outRows of them,
+	// ContextParams.MaxOutputs until a batch asks for more, and then
+	// BatchSize.
 	outRows int
 	sel     kernels.Tensor // I32 (outRows): batch indices
 	xs      kernels.Tensor // (outRows, hidden)
@@ -94,7 +94,7 @@ func (ctx *Context) allocScratch() error {
 			return err
 		}
 	}
-	return ctx.allocOutputs(min(p.MaxSeqs, n))
+	return ctx.allocOutputs(p.MaxOutputs)
 }
 
 // allocOutputs makes the output tensors with room for rows rows, freeing

@@ -560,7 +560,11 @@ func (ctx *Context) loraPass(bt Batch) ([]loraGroup, error) {
 	if len(ls.groups) == 0 {
 		return nil, nil
 	}
-	if err := ctx.allocLoRA(ls.groups); err != nil {
+	rank := 0
+	for _, g := range ls.groups {
+		rank = max(rank, g.ad.info.Rank)
+	}
+	if err := ctx.allocLoRA(rank, len(ls.groups)); err != nil {
 		return nil, err
 	}
 	b, n := ctx.m.backend, len(bt.Token)
@@ -575,9 +579,11 @@ func (ctx *Context) loraPass(bt Batch) ([]loraGroup, error) {
 	return ls.groups, nil
 }
 
-// allocLoRA makes the LoRA scratch on first use, and more of it for a
-// larger rank or more groups than before.
-func (ctx *Context) allocLoRA(groups []loraGroup) error {
+// allocLoRA makes the LoRA scratch for adapters of rank at most rank in
+// groups groups: when the Context is made for the adapters loaded then,
+// else on first use, and more of it for a larger rank or more groups
+// than before.
+func (ctx *Context) allocLoRA(rank, groups int) error {
 	c, b, ls := ctx.m.Config, ctx.m.backend, &ctx.lora
 	n := ctx.p.BatchSize
 	s := ctx.s
@@ -589,10 +595,6 @@ func (ctx *Context) allocLoRA(groups []loraGroup) error {
 			return err
 		}
 	}
-	rank := 0
-	for _, g := range groups {
-		rank = max(rank, g.ad.info.Rank)
-	}
 	if rank > ls.rank {
 		if ls.r != nil {
 			s.forget(b, ls.r)
@@ -603,7 +605,7 @@ func (ctx *Context) allocLoRA(groups []loraGroup) error {
 		}
 		ls.rank = rank
 	}
-	for len(ls.idx) < len(groups) {
+	for len(ls.idx) < groups {
 		var t kernels.Tensor
 		if err := s.allocTensors(b, []tensorSpec{{&t, tensor.I32, []int{n}}}); err != nil {
 			return err

@@ -385,3 +385,38 @@ func TestVulkanReserveOOM(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestVulkanStagingReserved: a step that moves more host data than the
+// staging memory a backend starts with (lists 256 cells wide for 2040
+// tokens, and the logits of every one of them) allocates nothing on a
+// Context made for it (MaxOutputs), on the device or in staging.
+func TestVulkanStagingReserved(t *testing.T) {
+	b := openVulkanConfig(t, vulkan.Config{})
+	m := openOn(t, filepath.Join(testdata, "qwen2-tiny"), b)
+	const seqs, per = 8, 255
+	ctx := newCtx(t, m, ContextParams{ContextLen: seqs * 256, MaxSeqs: seqs, BatchSize: seqs * 256, MaxOutputs: seqs * per})
+	vocab := int32(m.Config.VocabSize)
+	var first Batch
+	for s := range seqs {
+		first.Add(int32(s+3), 0, true, SeqID(s))
+	}
+	if err := ctx.Decode(first); err != nil { // makes the RoPE table
+		t.Fatal(err)
+	}
+	base := b.Allocations()
+	var bt Batch
+	for s := range seqs {
+		for p := 1; p <= per; p++ {
+			bt.Add((int32(s*31+p*7)+3)%vocab, int32(p), true, SeqID(s))
+		}
+	}
+	if err := ctx.Decode(bt); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Allocations() - base; got != 0 {
+		t.Fatalf("a step of %d tokens, all asking for logits: %d device or staging allocations", bt.Len(), got)
+	}
+	if ctx.Logits(bt.Len()-1) == nil {
+		t.Fatal("no logits for the last token")
+	}
+}

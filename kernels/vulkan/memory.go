@@ -316,6 +316,7 @@ type arena struct {
 	chunks []hostBuf
 	cur    int   // chunk being filled
 	off    int64 // offset in it
+	keep   int64 // ReserveStaging's bytes: a chunk this large is kept
 }
 
 type hostBuf struct {
@@ -337,7 +338,7 @@ func (a *arena) take(b *Backend, size int64) (hostBuf, int64, error) {
 		a.cur++
 		a.off = 0
 	}
-	cs := max(size, 4<<20)
+	cs := max(size, 4<<20, a.keep)
 	b.allocs++
 	var h hostBuf
 	if r := C.vkl_buffer(b.ctx, C.uint64_t(cs), 1, &h.buf, &h.mem, &h.ptr); r != C.VK_SUCCESS {
@@ -370,11 +371,39 @@ func (a *arena) reset(b *Backend) {
 		}
 		a.chunks = append(a.chunks[:0], a.chunks[big])
 	}
-	if len(a.chunks) == 1 && a.chunks[0].size > maxKeptStaging { // a weight's upload
+	if len(a.chunks) == 1 && a.chunks[0].size > max(maxKeptStaging, a.keep) { // a weight's upload
 		C.vkl_buffer_free(b.ctx, a.chunks[0].buf, a.chunks[0].mem)
 		a.chunks = a.chunks[:0]
 	}
 	a.cur, a.off = 0, 0
+}
+
+// reserve makes the arena hold a chunk of at least size bytes, kept by
+// every reset from then on. It allocates only when no chunk is as large;
+// while work is recorded the new chunk waits for the next reset to be
+// the only one.
+func (a *arena) reserve(b *Backend, size int64) error {
+	size = roundUp(max(size, 4), 256)
+	a.keep = max(a.keep, size)
+	for _, c := range a.chunks {
+		if c.size >= size {
+			return nil
+		}
+	}
+	var h hostBuf
+	b.allocs++
+	if r := C.vkl_buffer(b.ctx, C.uint64_t(size), 1, &h.buf, &h.mem, &h.ptr); r != C.VK_SUCCESS {
+		return &Error{Op: "vkAllocateMemory (staging)", Result: int32(r)}
+	}
+	h.size = size
+	if a.cur == 0 && a.off == 0 { // nothing recorded: the smaller chunks go
+		for _, c := range a.chunks {
+			C.vkl_buffer_free(b.ctx, c.buf, c.mem)
+		}
+		a.chunks = a.chunks[:0]
+	}
+	a.chunks = append(a.chunks, h)
+	return nil
 }
 
 func (a *arena) free(b *Backend) {
@@ -382,6 +411,22 @@ func (a *arena) free(b *Backend) {
 		C.vkl_buffer_free(b.ctx, c.buf, c.mem)
 	}
 	a.chunks = nil
+}
+
+// ReserveStaging implements kernels.StagingReserver: the host-visible
+// staging memory for bytes of inputs and reads between two syncs is
+// allocated now and kept, so that steps moving no more allocate nothing.
+func (b *Backend) ReserveStaging(bytes int64) error {
+	if bytes < 0 {
+		return fmt.Errorf("vulkan: reserve staging: %d bytes", bytes)
+	}
+	if b.closed {
+		return errors.New("vulkan: reserve staging: backend closed")
+	}
+	if bytes == 0 {
+		return nil
+	}
+	return b.staging.reserve(b, bytes)
 }
 
 // write records a copy of data into part p at offset 0.

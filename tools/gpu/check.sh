@@ -20,7 +20,10 @@
 #      on the 0.5B Q4_0 model (the engine's BenchmarkServe, F16 cache) into
 #      $OUT/serve.txt, and times the decode op by op (vkllm bench --ops) on
 #      the Q4_0 models into $OUT/ops.txt;
-#   6. writes $OUT/results.json and $OUT/results.md (tools/gpu/summarize.py)
+#   6. runs the models' BenchmarkDecodeCells (decode with 64 cells in use
+#      in a context of 512 cells and of 32768, cpu and vulkan, three
+#      times) on the same model into $OUT/cells.txt;
+#   7. writes $OUT/results.json and $OUT/results.md (tools/gpu/summarize.py)
 #      and keeps the whole log in $OUT/check.log.
 #
 # Each step is timed (results.json "steps"), and the run keeps to a budget
@@ -33,7 +36,10 @@
 # round and one llama-bench repetition (budget 1200 s); the full run is
 # pp 512, tg 128, two rounds, three repetitions.
 #
-# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] bash tools/gpu/check.sh [--small]
+# PEER=0 leaves llama.cpp out of the bench rounds (a second run, when the
+# first has the peer's figures).
+#
+# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] bash tools/gpu/check.sh [--small]
 # Exit status: 0 when every step ran and passed, 1 otherwise (the results
 # are written either way).
 set -uo pipefail
@@ -74,6 +80,7 @@ batches=1,4,16
 # must not eat the run.
 t_tests=$((small ? 230 : 150)) t_kill=$((small ? 240 : 160))
 rounds=${ROUNDS:-$def_rounds}
+peer=${PEER:-1}
 budget=${BUDGET_S:-$def_budget}
 threads=$(nproc)
 start=$(date +%s)
@@ -192,12 +199,15 @@ bench_round() {
 	local s=$1 r=$2 base
 	base=$work/runs/${s/:/-}.r$r
 	# No command may outlast the run's budget: what ran is kept.
+	local with_peer=()
+	((peer)) && with_peer=(--peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps")
 	timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --batch "$batches" --kv f16 \
-		--threads "$threads" --no-bandwidth --json --peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps" \
+		--threads "$threads" --no-bandwidth --json "${with_peer[@]}" \
 		>"$base.vkllm.json" 2>"$base.vkllm.err"
 	local rc=$?
 	tr '\r' '\n' <"$base.vkllm.err" | grep -v -e '^batched decode: batch [0-9]*, step' -e '^decode [0-9]*/' -e '^$'
 	((rc == 0)) || return 1
+	((peer)) || return 0
 	local steps=$((tg < 32 ? tg : 32))
 	timeout $(($(left) - 15)) "$bin/llama-batched-bench" -m "$(gguf "$s")" -c $((16 * (32 + steps) + 64)) -b 2048 -ub 512 -npp 32 -ntg "$steps" \
 		-npl "$batches" -ctk f16 -ctv f16 -ngl 99 -t "$threads" --output-format jsonl 2>"$base.batched.err" |
@@ -216,6 +226,15 @@ serve() {
 		>"$out/serve.txt" 2>&1
 	local rc=$?
 	cat "$out/serve.txt"
+	return $rc
+}
+
+# cells: the models' BenchmarkDecodeCells on the GGUF of serve_spec.
+cells() {
+	(cd models && VKLLM_BENCH_MODEL=$(gguf "$serve_spec") timeout $(($(left) - 15)) "$bin/models.test" \
+		-test.run '^$' -test.bench '^BenchmarkDecodeCells$' -test.count 3) >"$out/cells.txt" 2>&1
+	local rc=$?
+	cat "$out/cells.txt"
 	return $rc
 }
 
@@ -258,6 +277,11 @@ if step write-models write_models; then
 			step ops ops
 		else
 			skip ops "$(left) s left"
+		fi
+		if (($(left) > 60)); then
+			step cells cells
+		else
+			skip cells "$(left) s left"
 		fi
 	done
 	rm -f "$work"/*.gguf

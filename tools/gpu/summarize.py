@@ -116,9 +116,21 @@ def main():
                 f = m.group(2).split()
                 serve[m.group(1)] = {f[i + 1]: float(f[i]) for i in range(0, len(f) - 1, 2)}
 
+    # cells.txt: BenchmarkDecodeCells/backend=B/ctx=N-P  iters  ns/op  V tok/s ...
+    cells = {}
+    cpath = os.path.join(a.out, "cells.txt")
+    if os.path.exists(cpath):
+        for line in open(cpath):
+            m = re.match(r"^BenchmarkDecodeCells/backend=([\w-]+)/ctx=(\d+)\S*\s+\d+\s+(.*)$", line)
+            if m:
+                f = m.group(3).split()
+                vals = {f[i + 1]: float(f[i]) for i in range(0, len(f) - 1, 2)}
+                if "tok/s" in vals:
+                    cells.setdefault(m.group(1), {}).setdefault(m.group(2), []).append(vals["tok/s"])
+
     res = {"small": a.small == "1", "pp": a.pp, "tg": a.tg, "device": names[0] if names else None,
            "driver": drivers[0] if drivers else None, "steps": steps, "tests": tests,
-           "models": list(models.values()), "serve": serve}
+           "models": list(models.values()), "serve": serve, "cells": cells}
     json.dump(res, open(os.path.join(a.out, "results.json"), "w"), indent=1)
 
     def f(x):
@@ -148,6 +160,10 @@ def main():
                          f(serve["concurrent"].get("itl_p99_ms"))))
     else:
         lines.append("Serving: no BenchmarkServe result.")
+    for backend, by in sorted(cells.items()):
+        lo, hi = median(by.get("512", [])), median(by.get("32768", []))
+        lines.append("Decode with 64 cells in use (BenchmarkDecodeCells, %s, median of %d): %s tok/s at ContextLen 512, %s at 32768 (%s)." % (
+            backend, len(by.get("512", [])), f(lo), f(hi), ratio(hi, lo)))
     lines.append("")
     lines.append("Tests: " + ("; ".join("%s %s (%d passed, %d failed, %d skipped)" % (
         t["binary"], t["result"], t["pass"], t["fail"], t["skip"]) for t in tests) if tests else "none ran"))
