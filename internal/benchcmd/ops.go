@@ -226,12 +226,13 @@ func (t *opTimer) GetI32(src kernels.Tensor, dst []int32) error {
 	return t.Backend.GetI32(src, dst)
 }
 
-// ReserveAttention passes the models' reservation on to the wrapped
-// backend (kernels.AttentionReserver), so that a Context allocates what
-// it would without the timer.
+// ReserveAttention and ReserveStaging pass the models' reservations on
+// to the wrapped backend (kernels.AttentionReserver, StagingReserver), so
+// that a Context allocates what it would without the timer.
 func (t *opTimer) ReserveAttention(rows, heads, headDim, maxWidth int) error {
 	return kernels.ReserveAttention(t.Backend, rows, heads, headDim, maxWidth)
 }
+func (t *opTimer) ReserveStaging(bytes int64) error { return kernels.ReserveStaging(t.Backend, bytes) }
 
 // report returns stats, the most time first, with their mean times,
 // shares of total and read rates.
