@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -24,14 +23,7 @@ func TestOpenModelNoVocab(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "novocab.gguf")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sm.WriteGGUF(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := sm.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
 	m, err := OpenModel(context.Background(), path, engine.Options{Backend: "cpu", ContextLen: 256})

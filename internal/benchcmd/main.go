@@ -412,20 +412,7 @@ func writeSynthetic(path string, s source, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".part"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	err = sm.WriteGGUF(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := sm.WriteFile(path); err != nil {
 		return err
 	}
 	fmt.Fprintf(progress, "wrote %s (seed %d, %.0f MB of tensors) to %s in %.2f s\n", s.name, s.seed, float64(sm.Bytes())/1e6, path, time.Since(t0).Seconds())

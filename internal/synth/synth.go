@@ -29,6 +29,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -204,6 +205,27 @@ func (m *Model) Bytes() int64 {
 
 // WriteGGUF writes the model as a GGUF file.
 func (m *Model) WriteGGUF(w io.Writer) error { return gguf.Write(w, m.KV, m.Tensors, nil) }
+
+// WriteFile writes the model as a GGUF file at path, through a temporary
+// file beside it that is renamed when complete (and removed on error).
+func (m *Model) WriteFile(path string) error {
+	tmp := path + ".part"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	err = m.WriteGGUF(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
 
 // Parse writes the model as GGUF into memory and parses it: a *gguf.File
 // that models.OpenGGUF runs. The file's tensors are views of a new buffer,
