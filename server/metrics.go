@@ -77,6 +77,10 @@ var (
 	descICHits   = prometheus.NewDesc("vkllm:inference_cache_hits_total", "Requests answered from the inference cache, with no forward pass.", []string{"model_name"}, nil)
 	descICBytes  = prometheus.NewDesc("vkllm:inference_cache_bytes", "Bytes held by the inference cache (an estimate).", []string{"model_name"}, nil)
 	descSuccess  = prometheus.NewDesc("vllm:request_success_total", "Count of finished requests by finish reason.", []string{"model_name", "finished_reason"}, nil)
+	// The speculative decoding counters (engine.Stats.DraftTokens and
+	// DraftAccepted); 0 for a model served without drafts.
+	descDraft    = prometheus.NewDesc("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", []string{"model_name"}, nil)
+	descAccepted = prometheus.NewDesc("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", []string{"model_name"}, nil)
 	// descLoRA is vLLM's LoRA gauge, which the Kubernetes inference
 	// gateway reads: its value is the time of the sample (Unix seconds),
 	// its labels the adapters of the running and of the waiting requests
@@ -90,7 +94,7 @@ var (
 type statsCollector struct{ s *Server }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descKVKept, descPrompt, descGen, descPreempt, descPQueries, descPHits, descICHits, descICBytes, descSuccess, descLoRA} {
+	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descKVKept, descPrompt, descGen, descPreempt, descPQueries, descPHits, descICHits, descICBytes, descSuccess, descDraft, descAccepted, descLoRA} {
 		ch <- d
 	}
 }
@@ -115,6 +119,8 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		cnt(descPHits, st.PrefixHits)
 		cnt(descICHits, st.InferenceCacheHits)
 		g(descICBytes, float64(st.InferenceCacheBytes))
+		cnt(descDraft, st.DraftTokens)
+		cnt(descAccepted, st.DraftAccepted)
 		for _, reason := range []string{"stop", "length", "abort"} {
 			ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.CounterValue, float64(st.Finished[reason]), nm.name, reason)
 		}

@@ -622,34 +622,48 @@ func loadingError(name string) *apiError {
 	return e
 }
 
+// modelCard is an entry of GET /v1/models. MaxModelLen is the most
+// tokens one request may hold, prompt and completion together (vLLM's
+// max_model_len); it is left out when the model's Generator does not say.
 type modelCard struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	OwnedBy     string `json:"owned_by"`
+	MaxModelLen int    `json:"max_model_len,omitempty"`
 }
 
-// handleModels lists the loaded models: NAME for each name and
-// NAME:QUANT for each file whose quantisation is known.
+// newModelCard is the card of model m listed as id, loaded at at.
+func newModelCard(id string, m *Model, at time.Time) modelCard {
+	c := modelCard{ID: id, Object: "model", Created: at.Unix(), OwnedBy: "vkllm"}
+	if g, ok := m.Gen.(interface{ MaxLen() int }); ok {
+		c.MaxModelLen = g.MaxLen()
+	}
+	return c
+}
+
+// handleModels lists the loaded models: NAME for each name, NAME:QUANT
+// for each file whose quantisation is known and NAME:ADAPTER for each
+// LoRA adapter.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	list := []modelCard{}
 	seen := map[string]bool{}
-	add := func(id string, at time.Time) {
+	add := func(id string, e *entry) {
 		if !seen[id] {
 			seen[id] = true
-			list = append(list, modelCard{ID: id, Object: "model", Created: at.Unix(), OwnedBy: "vkllm"})
+			list = append(list, newModelCard(id, e.m, e.at))
 		}
 	}
 	for _, e := range s.entries {
 		if !isReady(e) || e.m == nil {
 			continue
 		}
-		add(e.spec.Name, e.at)
+		add(e.spec.Name, e)
 		if e.m.Quant != "" {
-			add(e.spec.Name+":"+e.m.Quant, e.at)
+			add(e.spec.Name+":"+e.m.Quant, e)
 		}
 		for _, a := range e.m.Adapters {
-			add(e.spec.Name+":"+a, e.at)
+			add(e.spec.Name+":"+a, e)
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list})

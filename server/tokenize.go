@@ -145,7 +145,6 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request, body [
 // length (max_model_len, as vLLM's cards) and quantisation.
 type modelInfo struct {
 	modelCard
-	MaxModelLen  int    `json:"max_model_len,omitempty"`
 	Quantization string `json:"quantization,omitempty"`
 	Root         string `json:"root"`
 }
@@ -167,10 +166,6 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	info := modelInfo{modelCard: modelCard{ID: id, Object: "model", Created: at.Unix(), OwnedBy: "vkllm"},
-		Quantization: m.Quant, Root: root}
-	if t, ok := m.Gen.(Tokenizing); ok {
-		info.MaxModelLen = t.MaxLen()
-	}
+	info := modelInfo{modelCard: newModelCard(id, m, at), Quantization: m.Quant, Root: root}
 	writeJSON(w, http.StatusOK, info)
 }
