@@ -165,8 +165,8 @@ func checkParams(c config) (sampler.Params, error) {
 	if err := runinfo.CheckBackend(*c.backend); err != nil {
 		return p, err
 	}
-	if c.draftMax != 0 && (c.draft == "" || c.draftMax < 1 || c.draftMax > 64) {
-		return p, fmt.Errorf("--draft-max must be in [1, 64], with --draft; got %d", c.draftMax)
+	if err := checkDraft(c.draft, c.draftMax); err != nil {
+		return p, err
 	}
 	p.MaxTokens, p.IgnoreEOS, p.Logprobs = c.maxTokens, c.ignoreEOS, c.topLogprobs
 	if c.seed >= 0 {

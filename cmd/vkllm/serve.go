@@ -57,8 +57,12 @@ func (l *loraFlags) Set(v string) error {
 // /v1/models, GET /health (503 until every model is loaded), GET /ready
 // (503 while loading and once draining), GET /metrics (Prometheus, vLLM's
 // metric names). Models load in the background after the listener is up.
-// SIGINT or SIGTERM turns /ready to 503, stops accepting connections, lets
-// running requests finish (at most --drain; streams still running then
+// --draft turns on speculative decoding for every model (/metrics counts
+// the drafts under vLLM's spec_decode names); a model whose vocabulary
+// is not the draft model's fails to load (logged with
+// engine.ErrDraftVocab; /health reports it failed). SIGINT or SIGTERM
+// turns /ready to 503, stops accepting connections, lets running
+// requests finish (at most --drain; streams still running then
 // end with an error event and [DONE]), then closes the models; a second
 // signal during the drain stops at once. The API key comes from
 // $VKLLM_API_KEY or --api-key-file, never from the command line (where
@@ -86,6 +90,8 @@ func serve(ctx context.Context, e env, args []string) int {
 		logJSON      bool
 		logPrompts   bool
 		cacheBytes   int64
+		draft        string
+		draftMax     int
 	)
 	fs := newFlags(e, "serve")
 	fs.Var(&specs, "model", "NAME=PATH of a model folder or .gguf file (repeatable; several files under one NAME are told apart as NAME:QUANT)")
@@ -105,6 +111,8 @@ func serve(ctx context.Context, e env, args []string) int {
 	fs.BoolVar(&logJSON, "log-json", false, "log in JSON, one object a line")
 	fs.BoolVar(&logPrompts, "log-prompts", false, "add each request's prompt to its log record (off: the log holds no user text)")
 	fs.Int64Var(&cacheBytes, "cache-bytes", 0, "bytes of the inference cache that answers repeated greedy or seeded requests (0: 5% of memory, -1: off)")
+	fs.StringVar(&draft, "draft", "", "speculative decoding for every --model: \"ngram\" (prompt lookup) or a draft model (a folder or .gguf file), opened once per model on its backend; a model whose vocabulary is not the draft's fails to load")
+	fs.IntVar(&draftMax, "draft-max", 0, "the most draft tokens per request and step, [1, 64] (default 8; with --draft)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -120,6 +128,9 @@ func serve(ctx context.Context, e env, args []string) int {
 		return fail(errors.New("give at least one --model NAME=PATH"))
 	}
 	if err := runinfo.CheckBackend(*backendName); err != nil {
+		return fail(err)
+	}
+	if err := checkDraft(draft, draftMax); err != nil {
 		return fail(err)
 	}
 	keyList, err := readKeys(apiKeyFile)
@@ -143,7 +154,7 @@ func serve(ctx context.Context, e env, args []string) int {
 	srv, err := server.New(server.Config{
 		Models: specs,
 		Engine: engine.Options{ContextLen: ctxLen, MaxSeqs: maxSeqs, MaxPending: pending,
-			Backend: *backendName, Adapters: loras, CacheBytes: cacheBytes},
+			Backend: *backendName, Adapters: loras, CacheBytes: cacheBytes, Draft: draft, DraftMax: draftMax},
 		Progress:       bars.update,
 		Keys:           keys,
 		LogPrompts:     logPrompts,
