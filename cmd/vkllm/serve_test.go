@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,7 +53,6 @@ func TestServeSIGTERMDrains(t *testing.T) {
 	}
 	rd := bufio.NewReader(stderr)
 	var log strings.Builder
-	addrRe := regexp.MustCompile(`serving on (http://[^\s"]+)`)
 	var base string
 	for base == "" {
 		line, err := rd.ReadString('\n')
@@ -62,7 +60,7 @@ func TestServeSIGTERMDrains(t *testing.T) {
 			t.Fatalf("server log ended: %v\n%s", err, log.String())
 		}
 		log.WriteString(line)
-		if m := addrRe.FindStringSubmatch(line); m != nil {
+		if m := servingRe.FindStringSubmatch(line); m != nil {
 			base = m[1]
 		}
 	}
