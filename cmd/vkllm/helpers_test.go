@@ -4,12 +4,28 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 )
+
+// buildCommand builds vkllm into a temporary folder and returns the
+// binary's path; in -short mode it skips the test.
+func buildCommand(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := filepath.Join(t.TempDir(), "vkllm")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
 
 // serveArgs are the flags every in-process `vkllm serve` test starts
 // with: the tiny model on a free local port, the CPU backend, a small
