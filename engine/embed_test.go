@@ -23,24 +23,15 @@ import (
 func stepAll(t testing.TB, e *Engine) (toks map[string][]int32, vecs map[string][]float32) {
 	t.Helper()
 	toks, vecs = map[string][]int32{}, map[string][]float32{}
-	for steps := 0; e.HasUnfinished(); steps++ {
-		if steps > 100000 {
-			t.Fatal("engine does not finish")
-		}
-		outs, err := e.Step()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range outs {
-			toks[o.ID] = append(toks[o.ID], o.NewTokens...)
-			if o.Embedding != nil {
-				if !o.Finished || o.FinishReason != "stop" {
-					t.Fatalf("%s: embedding in an output finished %v reason %q", o.ID, o.Finished, o.FinishReason)
-				}
-				vecs[o.ID] = o.Embedding
+	stepUntilDone(t, e, func(o Output) {
+		toks[o.ID] = append(toks[o.ID], o.NewTokens...)
+		if o.Embedding != nil {
+			if !o.Finished || o.FinishReason != "stop" {
+				t.Fatalf("%s: embedding in an output finished %v reason %q", o.ID, o.Finished, o.FinishReason)
 			}
+			vecs[o.ID] = o.Embedding
 		}
-	}
+	})
 	return toks, vecs
 }
 

@@ -66,11 +66,27 @@ type result struct {
 	lps     []TokenLogprob
 }
 
-// drain steps e until nothing is left and joins the outputs by id; it
-// fails on an output after the final one.
-func drain(t testing.TB, e *Engine) map[string]*result {
+// add joins the output o to r; it fails on an output after r's final one
+// (name says whose).
+func (r *result) add(t testing.TB, name string, o Output) {
 	t.Helper()
-	res := map[string]*result{}
+	if r.reason != "" {
+		t.Fatalf("%s: output after its final one: %+v", name, o)
+	}
+	r.outputs++
+	r.tokens = append(r.tokens, o.NewTokens...)
+	r.text += o.TextDelta
+	r.lps = append(r.lps, o.Logprobs...)
+	if o.Finished {
+		r.reason = o.FinishReason
+		r.usage = o.Usage
+	}
+}
+
+// stepUntilDone steps e until nothing is left, handing each output to f;
+// it fails on a step's error or when e does not finish in 100000 steps.
+func stepUntilDone(t testing.TB, e *Engine, f func(Output)) {
+	t.Helper()
 	for steps := 0; e.HasUnfinished(); steps++ {
 		if steps > 100000 {
 			t.Fatal("engine does not finish")
@@ -80,24 +96,24 @@ func drain(t testing.TB, e *Engine) map[string]*result {
 			t.Fatal(err)
 		}
 		for _, o := range outs {
-			r := res[o.ID]
-			if r == nil {
-				r = &result{}
-				res[o.ID] = r
-			}
-			if r.reason != "" {
-				t.Fatalf("%s: output after its final one: %+v", o.ID, o)
-			}
-			r.outputs++
-			r.tokens = append(r.tokens, o.NewTokens...)
-			r.text += o.TextDelta
-			r.lps = append(r.lps, o.Logprobs...)
-			if o.Finished {
-				r.reason = o.FinishReason
-				r.usage = o.Usage
-			}
+			f(o)
 		}
 	}
+}
+
+// drain steps e until nothing is left and joins the outputs by id; it
+// fails on an output after the final one.
+func drain(t testing.TB, e *Engine) map[string]*result {
+	t.Helper()
+	res := map[string]*result{}
+	stepUntilDone(t, e, func(o Output) {
+		r := res[o.ID]
+		if r == nil {
+			r = &result{}
+			res[o.ID] = r
+		}
+		r.add(t, o.ID, o)
+	})
 	return res
 }
 

@@ -231,7 +231,7 @@ func TestErrorCodes(t *testing.T) {
 
 // TestOptionsContextLen: Options.ContextLen beyond what MaxSeqs
 // sequences of the model's positions (256 here) can use is refused,
-// naming the numbers; up to it opens.
+// naming the numbers, and so is a MaxSeqs out of range; up to it opens.
 func TestOptionsContextLen(t *testing.T) {
 	tiny(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -242,6 +242,7 @@ func TestOptionsContextLen(t *testing.T) {
 		{Options{ContextLen: 257, MaxSeqs: 1}, "ContextLen 257 exceeds the model's 256 positions"},
 		{Options{ContextLen: 4097}, "ContextLen 4097 exceeds what 16 sequences of the model's 256 positions can use (4096)"},
 		{Options{ContextLen: 512, MaxSeqs: 2}, ""},
+		{Options{MaxSeqs: -1}, "MaxSeqs -1 out of range"},
 	} {
 		l, err := Open(context.Background(), tinyModel, c.opts)
 		if c.want == "" {

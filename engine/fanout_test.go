@@ -20,32 +20,12 @@ import (
 func drainChoices(t testing.TB, e *Engine) map[string][]*result {
 	t.Helper()
 	res := map[string][]*result{}
-	for steps := 0; e.HasUnfinished(); steps++ {
-		if steps > 100000 {
-			t.Fatal("engine does not finish")
+	stepUntilDone(t, e, func(o Output) {
+		for len(res[o.ID]) <= o.Index {
+			res[o.ID] = append(res[o.ID], &result{})
 		}
-		outs, err := e.Step()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range outs {
-			for len(res[o.ID]) <= o.Index {
-				res[o.ID] = append(res[o.ID], &result{})
-			}
-			r := res[o.ID][o.Index]
-			if r.reason != "" {
-				t.Fatalf("%s/%d: output after its final one: %+v", o.ID, o.Index, o)
-			}
-			r.outputs++
-			r.tokens = append(r.tokens, o.NewTokens...)
-			r.text += o.TextDelta
-			r.lps = append(r.lps, o.Logprobs...)
-			if o.Finished {
-				r.reason = o.FinishReason
-				r.usage = o.Usage
-			}
-		}
-	}
+		res[o.ID][o.Index].add(t, fmt.Sprintf("%s/%d", o.ID, o.Index), o)
+	})
 	return res
 }
 

@@ -293,7 +293,10 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	if opts.MaxPending < 1 {
 		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: MaxPending %d < 1", opts.MaxPending))
 	}
-	if err := checkContextLen(m.Config, opts); err != nil {
+	// The Context has more sequence ids than MaxSeqs (the retained
+	// sequences'), but only MaxSeqs requests run, so only their positions
+	// can fill the cells.
+	if err := m.Config.CheckContextLen(opts.ContextLen, opts.MaxSeqs); err != nil {
 		return nil, err
 	}
 	// The adapters first, so that the Context makes their scratch.
@@ -378,23 +381,6 @@ func WithAdapter(name string) StreamOption {
 // contextSeqs is the sequence ids of the LLM's Context: running requests
 // and as many again for retained sequences, up to kv.MaxSeqs.
 func contextSeqs(running int) int { return max(running, min(2*running, kv.MaxSeqs)) }
-
-// checkContextLen refuses more cells than opts.MaxSeqs running requests
-// of the model's positions can fill, as models.NewContext does for a
-// Context of that many ids (the LLM's has more: the retained ones).
-func checkContextLen(c *models.Config, opts Options) error {
-	n, pos := opts.ContextLen, c.MaxPositions
-	switch {
-	case opts.MaxSeqs < 1:
-		return nil // NewContext refuses it
-	case opts.MaxSeqs == 1 && n > pos:
-		return fmt.Errorf("%w: ContextLen %d exceeds the model's %d positions", models.ErrBadParams, n, pos)
-	case n > opts.MaxSeqs*pos:
-		return fmt.Errorf("%w: ContextLen %d exceeds what %d sequences of the model's %d positions can use (%d)",
-			models.ErrBadParams, n, opts.MaxSeqs, pos, opts.MaxSeqs*pos)
-	}
-	return nil
-}
 
 // Tokenizer is the model's tokenizer, nil for a model without one.
 func (l *LLM) Tokenizer() *tokenizer.Tokenizer { return l.tok }

@@ -111,6 +111,26 @@ type Context struct {
 	closed    bool
 }
 
+// CheckContextLen checks contextLen KV cells for seqs sequences running at
+// once. seqs must be in [1, kv.MaxSeqs]. A sequence holds at most the
+// model's MaxPositions positions, so more cells than seqs × MaxPositions
+// (with one sequence, more than MaxPositions) could never be used and are
+// refused. The errors wrap ErrBadParams and name the numbers. NewContext
+// applies it to its ContextLen and MaxSeqs; a caller whose Context has more
+// sequence ids than it runs sequences applies it to the ones it runs.
+func (c *Config) CheckContextLen(contextLen, seqs int) error {
+	switch {
+	case seqs < 1 || seqs > kv.MaxSeqs:
+		return fmt.Errorf("%w: MaxSeqs %d out of range [1, %d]", ErrBadParams, seqs, kv.MaxSeqs)
+	case seqs == 1 && contextLen > c.MaxPositions:
+		return fmt.Errorf("%w: ContextLen %d exceeds the model's %d positions", ErrBadParams, contextLen, c.MaxPositions)
+	case contextLen > seqs*c.MaxPositions:
+		return fmt.Errorf("%w: ContextLen %d exceeds what %d sequences of the model's %d positions can use (%d)",
+			ErrBadParams, contextLen, seqs, c.MaxPositions, seqs*c.MaxPositions)
+	}
+	return nil
+}
+
 // NewContext allocates the KV cache and the forward pass's tensors. Parameters out of
 // range give an error wrapping ErrBadParams; a closed Model
 // ErrModelClosed. The Model cannot be closed until the Context is.
@@ -131,16 +151,13 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 	if p.MaxOutputs == 0 {
 		p.MaxOutputs = min(p.MaxSeqs, p.BatchSize)
 	}
-	switch {
-	case p.ContextLen < 1 || p.ContextLen > 1<<22:
+	if p.ContextLen < 1 || p.ContextLen > 1<<22 {
 		return nil, fmt.Errorf("%w: ContextLen %d out of range [1, %d]", ErrBadParams, p.ContextLen, 1<<22)
-	case p.MaxSeqs < 1 || p.MaxSeqs > kv.MaxSeqs:
-		return nil, fmt.Errorf("%w: MaxSeqs %d out of range [1, %d]", ErrBadParams, p.MaxSeqs, kv.MaxSeqs)
-	case p.MaxSeqs == 1 && p.ContextLen > c.MaxPositions:
-		return nil, fmt.Errorf("%w: ContextLen %d exceeds the model's %d positions", ErrBadParams, p.ContextLen, c.MaxPositions)
-	case p.ContextLen > p.MaxSeqs*c.MaxPositions:
-		return nil, fmt.Errorf("%w: ContextLen %d exceeds what %d sequences of the model's %d positions can use (%d)",
-			ErrBadParams, p.ContextLen, p.MaxSeqs, c.MaxPositions, p.MaxSeqs*c.MaxPositions)
+	}
+	if err := c.CheckContextLen(p.ContextLen, p.MaxSeqs); err != nil {
+		return nil, err
+	}
+	switch {
 	case p.BatchSize < 1 || p.BatchSize > 1<<16:
 		return nil, fmt.Errorf("%w: BatchSize %d out of range [1, %d]", ErrBadParams, p.BatchSize, 1<<16)
 	case int64(p.BatchSize)*int64(p.ContextLen) > 1<<30:

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -302,6 +303,37 @@ func TestCacheFullCode(t *testing.T) {
 	_, err := prefill(ctx, 0, []int32{1, 2, 3, 4, 5})
 	if !errors.Is(err, kv.ErrNoSlot) || errcode.Of(err) != errcode.CacheFull {
 		t.Fatalf("got %v [%s], want kv.ErrNoSlot, CACHE_FULL", err, errcode.Of(err))
+	}
+}
+
+// TestCheckContextLen: the cells seqs sequences of 256 positions can
+// fill are allowed, one more is refused naming the numbers, and seqs
+// outside [1, kv.MaxSeqs] are refused.
+func TestCheckContextLen(t *testing.T) {
+	c := &Config{MaxPositions: 256}
+	for _, tc := range []struct {
+		contextLen, seqs int
+		want             string // "" for fine, else in the error
+	}{
+		{256, 1, ""},
+		{257, 1, "ContextLen 257 exceeds the model's 256 positions"},
+		{512, 2, ""},
+		{513, 2, "ContextLen 513 exceeds what 2 sequences of the model's 256 positions can use (512)"},
+		{256 * kv.MaxSeqs, kv.MaxSeqs, ""},
+		{1, 0, "MaxSeqs 0 out of range"},
+		{1, -3, "MaxSeqs -3 out of range"},
+		{1, kv.MaxSeqs + 1, fmt.Sprintf("MaxSeqs %d out of range", kv.MaxSeqs+1)},
+	} {
+		err := c.CheckContextLen(tc.contextLen, tc.seqs)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("(%d, %d): %v", tc.contextLen, tc.seqs, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrBadParams) || errcode.Of(err) != errcode.BadParams || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("(%d, %d): got %v, want ErrBadParams with %q", tc.contextLen, tc.seqs, err, tc.want)
+		}
 	}
 }
 

@@ -17,17 +17,6 @@ import (
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
-type usage struct {
-	PromptTokens        int           `json:"prompt_tokens"`
-	CompletionTokens    int           `json:"completion_tokens"`
-	TotalTokens         int           `json:"total_tokens"`
-	PromptTokensDetails *tokenDetails `json:"prompt_tokens_details,omitempty"`
-}
-
-type tokenDetails struct {
-	CachedTokens int `json:"cached_tokens"`
-}
-
 type chatMessage struct {
 	Role      string          `json:"role"`
 	Content   *string         `json:"content"`
@@ -56,14 +45,8 @@ type chatChoice struct {
 	FinishReason string        `json:"finish_reason"`
 }
 
-type chatResponse struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   usage        `json:"usage"`
-}
+// chatResponse is a chat completion; its Usage is always set.
+type chatResponse = reply[chatChoice]
 
 type chatDelta struct {
 	Role      string               `json:"role,omitempty"`
@@ -78,14 +61,7 @@ type chunkChoice struct {
 	FinishReason *string       `json:"finish_reason"`
 }
 
-type chatChunk struct {
-	ID      string        `json:"id"`
-	Object  string        `json:"object"`
-	Created int64         `json:"created"`
-	Model   string        `json:"model"`
-	Choices []chunkChoice `json:"choices"`
-	Usage   *usage        `json:"usage,omitempty"`
-}
+type chatChunk = reply[chunkChoice]
 
 // hermesTools is the tool description the server adds as a system message
 // when the model's template knows no tools (Qwen2.5's wording); the reply
@@ -295,8 +271,8 @@ type chatOut struct {
 	choices []choiceState
 }
 
-func (c *chatOut) usage() usage {
-	var u usage
+func (c *chatOut) usage() *usage {
+	u := &usage{}
 	for i, ch := range c.choices {
 		if i == 0 {
 			u.PromptTokens = ch.usage.PromptTokens
@@ -433,9 +409,8 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 		return
 	}
 	if includeUsage {
-		u := c.usage()
 		if out.send(chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
-			Choices: []chunkChoice{}, Usage: &u}) != nil {
+			Choices: []chunkChoice{}, Usage: c.usage()}) != nil {
 			return
 		}
 	}

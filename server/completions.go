@@ -30,14 +30,7 @@ type completionChoice struct {
 	FinishReason *string             `json:"finish_reason"`
 }
 
-type completionResponse struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []completionChoice `json:"choices"`
-	Usage   *usage             `json:"usage,omitempty"`
-}
+type completionResponse = reply[completionChoice]
 
 // prompt is one prompt of a completions request: text or token ids.
 type prompt struct {

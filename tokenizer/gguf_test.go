@@ -41,6 +41,32 @@ func smollm2Vocab(t *testing.T) *ggufVocab {
 	return v
 }
 
+// checkGGUFGoldens runs tk on the cases of the goldens name: Encode
+// without and with special tokens and Decode without and with skipping
+// them must match HF. It reports the first five cases that differ and how
+// many do.
+func checkGGUFGoldens(t *testing.T, tk *Tokenizer, name string) {
+	t.Helper()
+	g := loadGoldenCases(t, name)
+	bad := 0
+	for i, c := range g.Cases {
+		ids, _ := tk.Encode(c.Text, false)
+		idsSp, _ := tk.Encode(c.Text, true)
+		dec, _ := tk.Decode(c.IDsSpecial, false)
+		skip, _ := tk.Decode(c.IDsSpecial, true)
+		if !eqIDs(ids, c.IDs) || !eqIDs(idsSp, c.IDsSpecial) || dec != c.Decode || skip != c.DecodeSkip {
+			if bad < 5 {
+				t.Errorf("case %d %q: ids %v/%v want %v/%v; decode %q/%q want %q/%q",
+					i, trunc(c.Text), ids, idsSp, c.IDs, c.IDsSpecial, dec, skip, c.Decode, c.DecodeSkip)
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d cases differ", name, bad, len(g.Cases))
+	}
+}
+
 // TestGGUFVocabSmolLM2: the tokenizer built from GGUF metadata (pre
 // "smollm") gives the HF SmolLM2 goldens.
 func TestGGUFVocabSmolLM2(t *testing.T) {
@@ -48,22 +74,7 @@ func TestGGUFVocabSmolLM2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := loadGoldenCases(t, "smollm2")
-	bad := 0
-	for i, c := range g.Cases {
-		ids, _ := tk.Encode(c.Text, true)
-		dec, _ := tk.Decode(c.IDsSpecial, false)
-		skip, _ := tk.Decode(c.IDsSpecial, true)
-		if !eqIDs(ids, c.IDsSpecial) || dec != c.Decode || skip != c.DecodeSkip {
-			if bad < 5 {
-				t.Errorf("case %d %q: ids %v want %v; decode %q/%q want %q/%q", i, trunc(c.Text), ids, c.IDsSpecial, dec, skip, c.Decode, c.DecodeSkip)
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d cases differ", bad, len(g.Cases))
-	}
+	checkGGUFGoldens(t, tk, "smollm2")
 	if bos, ok := tk.BOS(); !ok || bos != 1 || tk.BOSToken != "<|im_start|>" {
 		t.Errorf("BOS %d %v %q", bos, ok, tk.BOSToken)
 	}
@@ -100,23 +111,7 @@ func TestGGUFVocabLlama(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := loadGoldenCases(t, "llama2-gguf")
-	bad := 0
-	for i, c := range g.Cases {
-		ids, _ := tk.Encode(c.Text, false)
-		idsSp, _ := tk.Encode(c.Text, true)
-		dec, _ := tk.Decode(c.IDsSpecial, false)
-		skip, _ := tk.Decode(c.IDsSpecial, true)
-		if !eqIDs(ids, c.IDs) || !eqIDs(idsSp, c.IDsSpecial) || dec != c.Decode || skip != c.DecodeSkip {
-			if bad < 5 {
-				t.Errorf("case %d %q: ids %v want %v; decode %q/%q want %q/%q", i, trunc(c.Text), idsSp, c.IDsSpecial, dec, skip, c.Decode, c.DecodeSkip)
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d cases differ", bad, len(g.Cases))
-	}
+	checkGGUFGoldens(t, tk, "llama2-gguf")
 }
 
 func TestGGUFVocabErrors(t *testing.T) {

@@ -235,10 +235,15 @@ func isNull(m json.RawMessage) bool {
 	return len(m) == 0 || bytes.Equal(m, []byte("null"))
 }
 
+// componentType returns the "type" of the component m, or "" when m is
+// absent or null (no component). A component without a type is an error.
 func componentType(m json.RawMessage, where string) (string, error) {
+	if isNull(m) {
+		return "", nil
+	}
 	var c component
-	if err := json.Unmarshal(m, &c); err != nil {
-		return "", formatErr(where, "%w", err)
+	if err := unmarshalAt(m, where, &c); err != nil {
+		return "", err
 	}
 	if c.Type == "" {
 		return "", formatErr(where, "no \"type\"")
@@ -266,29 +271,40 @@ func (p rawPattern) matcher(where string) (matcher, error) {
 	return nil, formatErr(where, "pattern is neither String nor Regex")
 }
 
-func parseNormalizer(m json.RawMessage, where string) (normalizer, error) {
-	if isNull(m) {
-		return nil, nil
+// parseReplace reads a Replace normalizer or decoder: the matcher of its
+// pattern and the content that replaces each match. An empty String pattern
+// is unsupported.
+func parseReplace(m json.RawMessage, where string) (matcher, string, error) {
+	var v struct {
+		Pattern rawPattern `json:"pattern"`
+		Content string     `json:"content"`
 	}
-	typ, err := componentType(m, where)
+	if err := unmarshalAt(m, where, &v); err != nil {
+		return nil, "", err
+	}
+	if v.Pattern.String != nil && *v.Pattern.String == "" {
+		return nil, "", &UnsupportedError{Component: where, Type: "Replace with an empty pattern"}
+	}
+	mt, err := v.Pattern.matcher(where + ".pattern")
 	if err != nil {
+		return nil, "", err
+	}
+	return mt, v.Content, nil
+}
+
+func parseNormalizer(m json.RawMessage, where string) (normalizer, error) {
+	typ, err := componentType(m, where)
+	if err != nil || typ == "" {
 		return nil, err
 	}
 	switch typ {
 	case "Sequence":
-		subs, paths, err := sequenceItems(m, where, "normalizers")
+		items, err := parseSequence(m, where, "normalizers", parseNormalizer)
 		if err != nil {
 			return nil, err
 		}
 		var seq normalizerSeq
-		for i, sub := range subs {
-			n, err := parseNormalizer(sub, paths[i])
-			if err != nil {
-				return nil, err
-			}
-			if n == nil {
-				continue
-			}
+		for _, n := range items {
 			if inner, ok := n.(normalizerSeq); ok {
 				seq = append(seq, inner...)
 			} else {
@@ -308,33 +324,23 @@ func parseNormalizer(m json.RawMessage, where string) (normalizer, error) {
 		var v struct {
 			Prepend string `json:"prepend"`
 		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		if err := unmarshalAt(m, where, &v); err != nil {
+			return nil, err
 		}
 		return prependNorm(v.Prepend), nil
 	case "Replace":
-		var v struct {
-			Pattern rawPattern `json:"pattern"`
-			Content string     `json:"content"`
-		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
-		}
-		if v.Pattern.String != nil && *v.Pattern.String == "" {
-			return nil, &UnsupportedError{Component: where, Type: "Replace with an empty pattern"}
-		}
-		mt, err := v.Pattern.matcher(where + ".pattern")
+		mt, content, err := parseReplace(m, where)
 		if err != nil {
 			return nil, err
 		}
-		return replaceNorm{m: mt, content: v.Content}, nil
+		return replaceNorm{m: mt, content: content}, nil
 	case "Strip":
 		var v struct {
 			Left  bool `json:"strip_left"`
 			Right bool `json:"strip_right"`
 		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		if err := unmarshalAt(m, where, &v); err != nil {
+			return nil, err
 		}
 		return stripNorm{v.Left, v.Right}, nil
 	}
@@ -342,12 +348,12 @@ func parseNormalizer(m json.RawMessage, where string) (normalizer, error) {
 }
 
 func parsePreTokenizer(steps []preTokenizer, m json.RawMessage, where string) ([]preTokenizer, error) {
-	if isNull(m) {
-		return steps, nil
-	}
 	typ, err := componentType(m, where)
 	if err != nil {
 		return nil, err
+	}
+	if typ == "" {
+		return steps, nil
 	}
 	switch typ {
 	case "Sequence":
@@ -367,8 +373,8 @@ func parsePreTokenizer(steps []preTokenizer, m json.RawMessage, where string) ([
 			Behavior string     `json:"behavior"`
 			Invert   bool       `json:"invert"`
 		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		if err := unmarshalAt(m, where, &v); err != nil {
+			return nil, err
 		}
 		mt, err := v.Pattern.matcher(where + ".pattern")
 		if err != nil {
@@ -384,8 +390,8 @@ func parsePreTokenizer(steps []preTokenizer, m json.RawMessage, where string) ([
 			AddPrefixSpace bool `json:"add_prefix_space"`
 			UseRegex       bool `json:"use_regex"`
 		}{true, true}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		if err := unmarshalAt(m, where, &v); err != nil {
+			return nil, err
 		}
 		return append(steps, &byteLevelPre{addPrefixSpace: v.AddPrefixSpace, useRegex: v.UseRegex}), nil
 	case "Metaspace":
@@ -398,8 +404,8 @@ func parsePreTokenizer(steps []preTokenizer, m json.RawMessage, where string) ([
 		var v struct {
 			Individual bool `json:"individual_digits"`
 		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		if err := unmarshalAt(m, where, &v); err != nil {
+			return nil, err
 		}
 		return append(steps, &digitsPre{individual: v.Individual}), nil
 	}
@@ -413,8 +419,8 @@ func parseMetaspace(m json.RawMessage, where string) (*metaspacePre, error) {
 		PrependScheme  *string `json:"prepend_scheme"`
 		Split          *bool   `json:"split"`
 	}
-	if err := json.Unmarshal(m, &v); err != nil {
-		return nil, formatErr(where, "%w", err)
+	if err := unmarshalAt(m, where, &v); err != nil {
+		return nil, err
 	}
 	if utf8.RuneCountInString(v.Replacement) != 1 {
 		return nil, formatErr(where, "replacement %q is not one character", v.Replacement)
@@ -444,30 +450,17 @@ func parseMetaspace(m json.RawMessage, where string) (*metaspacePre, error) {
 }
 
 func parseDecoder(m json.RawMessage, where string) (decoder, error) {
-	if isNull(m) {
-		return nil, nil
-	}
 	typ, err := componentType(m, where)
-	if err != nil {
+	if err != nil || typ == "" {
 		return nil, err
 	}
 	switch typ {
 	case "Sequence":
-		subs, paths, err := sequenceItems(m, where, "decoders")
+		seq, err := parseSequence(m, where, "decoders", parseDecoder)
 		if err != nil {
 			return nil, err
 		}
-		var seq decoderSeq
-		for i, sub := range subs {
-			d, err := parseDecoder(sub, paths[i])
-			if err != nil {
-				return nil, err
-			}
-			if d != nil {
-				seq = append(seq, d)
-			}
-		}
-		return seq, nil
+		return decoderSeq(seq), nil
 	case "ByteLevel":
 		return byteLevelDec{}, nil
 	case "ByteFallback":
@@ -480,8 +473,8 @@ func parseDecoder(m json.RawMessage, where string) (decoder, error) {
 			Start   int    `json:"start"`
 			Stop    int    `json:"stop"`
 		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		if err := unmarshalAt(m, where, &v); err != nil {
+			return nil, err
 		}
 		if utf8.RuneCountInString(v.Content) != 1 {
 			return nil, formatErr(where, "content %q is not one character", v.Content)
@@ -489,21 +482,11 @@ func parseDecoder(m json.RawMessage, where string) (decoder, error) {
 		r, _ := utf8.DecodeRuneInString(v.Content)
 		return stripDec{content: r, start: max(v.Start, 0), stop: max(v.Stop, 0)}, nil
 	case "Replace":
-		var v struct {
-			Pattern rawPattern `json:"pattern"`
-			Content string     `json:"content"`
-		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
-		}
-		if v.Pattern.String != nil && *v.Pattern.String == "" {
-			return nil, &UnsupportedError{Component: where, Type: "Replace with an empty pattern"}
-		}
-		mt, err := v.Pattern.matcher(where + ".pattern")
+		mt, content, err := parseReplace(m, where)
 		if err != nil {
 			return nil, err
 		}
-		return replaceDec{m: mt, content: v.Content}, nil
+		return replaceDec{m: mt, content: content}, nil
 	case "Metaspace":
 		ms, err := parseMetaspace(m, where)
 		if err != nil {
@@ -515,30 +498,17 @@ func parseDecoder(m json.RawMessage, where string) (decoder, error) {
 }
 
 func (t *Tokenizer) parsePostProcessor(m json.RawMessage, where string) (postProcessor, error) {
-	if isNull(m) {
-		return nil, nil
-	}
 	typ, err := componentType(m, where)
-	if err != nil {
+	if err != nil || typ == "" {
 		return nil, err
 	}
 	switch typ {
 	case "Sequence":
-		subs, paths, err := sequenceItems(m, where, "processors")
+		seq, err := parseSequence(m, where, "processors", t.parsePostProcessor)
 		if err != nil {
 			return nil, err
 		}
-		var seq postSeq
-		for i, sub := range subs {
-			p, err := t.parsePostProcessor(sub, paths[i])
-			if err != nil {
-				return nil, err
-			}
-			if p != nil {
-				seq = append(seq, p)
-			}
-		}
-		return seq, nil
+		return postSeq(seq), nil
 	case "ByteLevel":
 		return nil, nil // only trims offsets
 	case "TemplateProcessing":
@@ -556,8 +526,8 @@ func (t *Tokenizer) parsePostProcessor(m json.RawMessage, where string) (postPro
 				IDs []int64 `json:"ids"`
 			} `json:"special_tokens"`
 		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		if err := unmarshalAt(m, where, &v); err != nil {
+			return nil, err
 		}
 		tp := &templatePost{}
 		for i, it := range v.Single {
@@ -590,8 +560,8 @@ func (t *Tokenizer) parsePostProcessor(m json.RawMessage, where string) (postPro
 			Sep []json.RawMessage `json:"sep"`
 			Cls []json.RawMessage `json:"cls"`
 		}
-		if err := json.Unmarshal(m, &v); err != nil {
-			return nil, formatErr(where, "%w", err)
+		if err := unmarshalAt(m, where, &v); err != nil {
+			return nil, err
 		}
 		cls, err := pairID(v.Cls, where+".cls")
 		if err != nil {
@@ -729,13 +699,13 @@ func cutSpace(l string) (string, string, bool) {
 // path of each, for errors.
 func sequenceItems(m json.RawMessage, where, field string) ([]json.RawMessage, []string, error) {
 	var v map[string]json.RawMessage
-	if err := json.Unmarshal(m, &v); err != nil {
-		return nil, nil, formatErr(where, "%w", err)
+	if err := unmarshalAt(m, where, &v); err != nil {
+		return nil, nil, err
 	}
 	var items []json.RawMessage
 	if raw, ok := v[field]; ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, nil, formatErr(where+"."+field, "%w", err)
+		if err := unmarshalAt(raw, where+"."+field, &items); err != nil {
+			return nil, nil, err
 		}
 	}
 	paths := make([]string, len(items))
@@ -743,4 +713,34 @@ func sequenceItems(m json.RawMessage, where, field string) ([]json.RawMessage, [
 		paths[i] = fmt.Sprintf("%s.%s[%d]", where, field, i)
 	}
 	return items, paths, nil
+}
+
+// parseSequence parses each item of a Sequence component's list field with
+// parse and returns the results in order, leaving out the items that parse
+// to nil (components that do nothing).
+func parseSequence[T any](m json.RawMessage, where, field string, parse func(json.RawMessage, string) (T, error)) ([]T, error) {
+	subs, paths, err := sequenceItems(m, where, field)
+	if err != nil {
+		return nil, err
+	}
+	var seq []T
+	for i, sub := range subs {
+		x, err := parse(sub, paths[i])
+		if err != nil {
+			return nil, err
+		}
+		if any(x) != nil {
+			seq = append(seq, x)
+		}
+	}
+	return seq, nil
+}
+
+// unmarshalAt is json.Unmarshal with its error reported as a FormatError
+// at where.
+func unmarshalAt(m json.RawMessage, where string, v any) error {
+	if err := json.Unmarshal(m, v); err != nil {
+		return formatErr(where, "%w", err)
+	}
+	return nil
 }

@@ -35,9 +35,9 @@
 #   JOBS (default 2) sets the build's parallelism; NICE (default 19) its
 #   niceness.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/llama-sdist.sh"
 
-LCP_VERSION=0.3.36
-dir=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/vkllm/llama.cpp-vulkan-$LCP_VERSION}
+dir=${1:-$lcp_cache/llama.cpp-vulkan-$LCP_VERSION}
 jobs=${JOBS:-2}
 niceness=${NICE:-19}
 packed="$dir/llama-vulkan.tar.xz"
@@ -48,21 +48,11 @@ if [[ -f "$packed" ]]; then
 fi
 
 missing=()
-command -v cmake >/dev/null || missing+=(cmake)
-command -v ninja >/dev/null || missing+=(ninja-build)
-command -v g++ >/dev/null || missing+=(g++)
 command -v glslc >/dev/null || missing+=(glslc)
 command -v xz >/dev/null || missing+=(xz-utils)
 [[ -f /usr/include/vulkan/vulkan.h ]] || missing+=(libvulkan-dev)
 [[ -d /usr/include/spirv ]] || missing+=(spirv-headers)
-if ((${#missing[@]})); then
-	if [[ $(id -u) -ne 0 ]]; then
-		echo "build-llama-vulkan: missing ${missing[*]}; install them (apt-get install ${missing[*]})" >&2
-		exit 1
-	fi
-	apt-get update
-	apt-get install -y --no-install-recommends "${missing[@]}"
-fi
+lcp_install_missing "${missing[@]}"
 
 mkdir -p "$dir"
 
@@ -93,12 +83,7 @@ chmod +x "$tc/glslc"
 	exit 1
 }
 
-if ((!resume)); then
-	rm -rf "$work"
-	mkdir -p "$work"
-	python3 -m pip download --quiet --no-deps --no-binary :all: -d "$work" "llama-cpp-python==$LCP_VERSION"
-	tar -xzf "$work/llama_cpp_python-$LCP_VERSION.tar.gz" -C "$work"
-fi
+((resume)) || lcp_fetch "$work"
 rm -rf "$work/stage"
 top="$work/llama_cpp_python-$LCP_VERSION"
 src="$top/vendor/llama.cpp"
@@ -107,17 +92,7 @@ src="$top/vendor/llama.cpp"
 	exit 1
 }
 
-# As in build-llama-bench.sh: the sdist has no .git; the release's CHANGELOG
-# entry names the llama.cpp commit it vendors.
-commit=$(awk -v v="## [$LCP_VERSION]" '
-	$0 == v { in_release = 1; next }
-	in_release && /^## / { exit }
-	in_release && match($0, /llama\.cpp@[0-9a-f]+/) { print substr($0, RSTART + 10, RLENGTH - 10); exit }
-' "$top/CHANGELOG.md")
-if [[ -z "$commit" ]]; then
-	echo "build-llama-vulkan: no llama.cpp commit in the $LCP_VERSION entry of $top/CHANGELOG.md" >&2
-	exit 1
-fi
+lcp_read_commit "$top" # sets commit and llama_flags
 
 flags=(
 	-G Ninja
@@ -127,13 +102,7 @@ flags=(
 	-DGGML_VULKAN=ON
 	-DGGML_NATIVE=OFF
 	-DGGML_OPENMP=OFF
-	-DLLAMA_CURL=OFF
-	-DLLAMA_OPENSSL=OFF
-	-DLLAMA_BUILD_TESTS=OFF
-	-DLLAMA_BUILD_EXAMPLES=OFF
-	-DLLAMA_BUILD_SERVER=OFF
-	-DLLAMA_BUILD_COMMIT="$commit"
-	-DLLAMA_BUILD_NUMBER=0
+	"${llama_flags[@]}"
 	-DVulkan_INCLUDE_DIR="$tc/root/usr/include"
 	-DVulkan_GLSLC_EXECUTABLE="$tc/glslc"
 )
@@ -170,9 +139,7 @@ grep -q 'Vulkan0' <<<"$devices" || {
 }
 
 {
-	echo "llama-cpp-python sdist: $LCP_VERSION (PyPI), vendor/llama.cpp"
-	echo "llama.cpp commit: $commit"
-	echo "compiler: $(g++ --version | head -n1)"
+	lcp_build_info
 	echo "toolchain (Debian 13): $(cd "$tc/debs" && ls *.deb | tr '\n' ' ')"
 	echo "glslc: $("$tc/glslc" --version | head -n1)"
 	echo "glslc extensions: $(grep -E 'supported by glslc' "$work/configure.log" | sed 's/^-- //' | tr '\n' ';')"

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -58,21 +56,7 @@ func TestServeLoRA(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var log syncBuf
-	done := make(chan int, 1)
-	go func() {
-		done <- runServe(ctx, []string{"--model", "tiny=" + tinyDir, "--lora", "a=" + tinyLoRA, "--addr", "127.0.0.1:0",
-			"--backend", "cpu", "--ctx", "1024", "--max-seqs", "4"}, &log)
-	}()
-	addrRe := regexp.MustCompile(`serving on (http://[^\s"]+)`)
-	var base string
-	for deadline := time.Now().Add(30 * time.Second); base == ""; time.Sleep(5 * time.Millisecond) {
-		if m := addrRe.FindStringSubmatch(log.String()); m != nil {
-			base = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no address logged:\n%s", log.String())
-		}
-	}
+	base, log, done := serveUntil(ctx, t, "--lora", "a="+tinyLoRA)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
@@ -82,21 +66,12 @@ func TestServeLoRA(t *testing.T) {
 	} {
 		// The model loads after the listener is up: ask until it answers.
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			req, _ := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
-			if c.body != "" {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 && strings.Contains(string(b), c.want) {
+			status, b := send(t, client, c.method, base+c.path, c.body)
+			if status == 200 && strings.Contains(string(b), c.want) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s %s: %d %s; want 200 with %s", c.method, c.path, resp.StatusCode, b, c.want)
+				t.Fatalf("%s %s: %d %s; want 200 with %s", c.method, c.path, status, b, c.want)
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"iter"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -148,13 +147,7 @@ func waitFor(t *testing.T, out interface{ String() string }, s string) {
 // answered by the tiny model, the second consecutive one ends it with
 // status 0.
 func TestChatSignals(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the command")
-	}
-	bin := filepath.Join(t.TempDir(), "vkllm")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCommand(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--model", "../../testdata/models/qwen2-tiny", "--backend", "cpu", "--max-tokens", "4", "--seed", "1")

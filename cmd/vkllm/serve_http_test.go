@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestServeAnswers runs `vkllm serve` in-process on 127.0.0.1:0: it lists
@@ -16,20 +13,7 @@ import (
 func TestServeAnswers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var log syncBuf
-	done := make(chan int, 1)
-	go func() {
-		done <- runServe(ctx, []string{"--model", "tiny=" + tinyDir, "--addr", "127.0.0.1:0", "--backend", "cpu", "--ctx", "1024", "--max-seqs", "4"}, &log)
-	}()
-	addrRe := regexp.MustCompile(`serving on (http://[^\s"]+)`)
-	var base string
-	for deadline := time.Now().Add(30 * time.Second); base == ""; time.Sleep(5 * time.Millisecond) {
-		if m := addrRe.FindStringSubmatch(log.String()); m != nil {
-			base = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no address logged:\n%s", log.String())
-		}
-	}
+	base, log, done := serveUntil(ctx, t)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
@@ -37,18 +21,8 @@ func TestServeAnswers(t *testing.T) {
 		{"GET", "/v1/models", "", `"id":"tiny"`},
 		{"POST", "/v1/chat/completions", `{"model":"tiny","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`, `"completion_tokens":3`},
 	} {
-		req, _ := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
-		if c.body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(b), c.want) {
-			t.Errorf("%s %s: %d %s; want 200 with %s", c.method, c.path, resp.StatusCode, b, c.want)
+		if status, b := send(t, client, c.method, base+c.path, c.body); status != 200 || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s %s: %d %s; want 200 with %s", c.method, c.path, status, b, c.want)
 		}
 	}
 	cancel()

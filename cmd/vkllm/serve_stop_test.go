@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,18 +28,9 @@ func startServe(t *testing.T, intr chan os.Signal, args ...string) (string, *syn
 	e.signals = func() <-chan os.Signal { return intr }
 	done := make(chan int, 1)
 	go func() {
-		done <- vkllm(context.Background(), e, append([]string{"serve", "--model", "tiny=" + tinyDir, "--addr", "127.0.0.1:0",
-			"--backend", "cpu", "--ctx", "1024", "--max-seqs", "4"}, args...))
+		done <- vkllm(context.Background(), e, slices.Concat([]string{"serve"}, serveArgs, args))
 	}()
-	addrRe := regexp.MustCompile(`serving on (http://[^\s"]+)`)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if m := addrRe.FindStringSubmatch(log.String()); m != nil {
-			return m[1], &log, done
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no address logged:\n%s", log.String())
-		}
-	}
+	return servingURL(t, &log), &log, done
 }
 
 // longStream starts a stream that runs for a while and reads its first

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,13 +36,7 @@ func TestServeFlags(t *testing.T) {
 // TestSIGTERMDrains builds the server, starts a long stream and sends
 // SIGTERM: the stream still ends with [DONE] and the process exits 0.
 func TestServeSIGTERMDrains(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the command")
-	}
-	bin := filepath.Join(t.TempDir(), "vkllm")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCommand(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "serve", "--model", "tiny=../../testdata/models/qwen2-tiny", "--addr", "127.0.0.1:0", "--backend", "cpu")
@@ -54,7 +46,6 @@ func TestServeSIGTERMDrains(t *testing.T) {
 	}
 	rd := bufio.NewReader(stderr)
 	var log strings.Builder
-	addrRe := regexp.MustCompile(`serving on (http://[^\s"]+)`)
 	var base string
 	for base == "" {
 		line, err := rd.ReadString('\n')
@@ -62,7 +53,7 @@ func TestServeSIGTERMDrains(t *testing.T) {
 			t.Fatalf("server log ended: %v\n%s", err, log.String())
 		}
 		log.WriteString(line)
-		if m := addrRe.FindStringSubmatch(line); m != nil {
+		if m := servingRe.FindStringSubmatch(line); m != nil {
 			base = m[1]
 		}
 	}

@@ -52,7 +52,7 @@ func TestScriptsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal("no bash:", err)
 	}
-	for _, s := range []string{"check.sh", "prepare.sh", "../build-llama-vulkan.sh"} {
+	for _, s := range []string{"check.sh", "prepare.sh", "../build-llama-vulkan.sh", "../lib/llama-sdist.sh"} {
 		if out, err := exec.Command(bash, "-n", s).CombinedOutput(); err != nil {
 			t.Errorf("bash -n %s: %v\n%s", s, err, out)
 		}
