@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -223,4 +224,177 @@ func FuzzToolCallGrammar(f *testing.F) {
 			}
 		}
 	})
+}
+
+// scanToolAllow is the mask by definition: every token fed to a copy of
+// the grammar's state (and the arguments' schema state), with the budget
+// check, and the budget dropped when it leaves no token (the slow
+// reference for the trie walk).
+func scanToolAllow(c *ToolCallConstraint, allowed []bool) {
+	if c.off {
+		return
+	}
+	if c.st.phase == phEnd {
+		for _, id := range c.v.ends {
+			if int(id) < len(allowed) {
+				allowed[id] = true
+			}
+		}
+		return
+	}
+	left := c.budget - c.n
+	if !scanToolPass(c, allowed, c.budget > 0, left) && c.budget > 0 {
+		scanToolPass(c, allowed, false, left)
+	}
+}
+
+func scanToolPass(c *ToolCallConstraint, allowed []bool, budget bool, left int) bool {
+	a := c.active()
+	base := c.completionOf(&c.st, a)
+	// Inside a string, a plain token changes nothing (a free string of
+	// the schema too).
+	inString := c.st.phase == phJSON && c.st.js == jString && c.st.more == 0 && (a == nil || onFreeString(a))
+	some := false
+	for id := range min(len(allowed), len(c.v.bytes)) {
+		if inString && c.v.plain[id] {
+			if !budget || base <= left-1 {
+				allowed[id], some = true, true
+			}
+			continue
+		}
+		s := c.st
+		var mark, depth int
+		if a != nil {
+			mark, depth = len(a.log), a.depth
+		}
+		got, ok := c.feed(&s, a, id, false)
+		if ok && budget && (c.g.args != nil || base+4*len(c.v.bytes[id]) > left-1) && c.completionOf(&s, got) > left-1 {
+			ok = false
+		}
+		if a != nil {
+			a.undo(mark, depth)
+		}
+		if ok {
+			allowed[id], some = true, true
+		}
+	}
+	return some
+}
+
+// TestToolCallConstraintMask runs random forced calls over Qwen3's and
+// Llama 3's vocabularies in each format, with and without the tools'
+// argument schemas, unbounded, within a budget and with one too small
+// for any call: each step's mask must be the scan's.
+func TestToolCallConstraintMask(t *testing.T) {
+	names := []string{"get_weather", "get", "search"}
+	var args []*Schema
+	for _, n := range names {
+		var s *Schema
+		if sc, ok := toolSchemas[n]; ok {
+			s = compile(t, sc)
+		}
+		args = append(args, s)
+	}
+	seeds := uint64(3)
+	if testing.Short() {
+		seeds = 1
+	}
+	steps := 0
+	for _, name := range []string{"qwen3", "llama3"} {
+		tok := realTokenizer(t, name)
+		v := vocabOf(tok)
+		for _, f := range []chat.Format{chat.FormatQwen, chat.FormatLlama3, chat.FormatMistral} {
+			pre, mid, suf := f.CallSyntax()
+			free, err := NewToolCallGrammar(pre, mid, suf, names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			typed, err := NewToolCallGrammarArgs(pre, mid, suf, names, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for gi, g := range []*ToolCallGrammar{free, typed} {
+				for seed := range seeds {
+					rng := rand.New(rand.NewPCG(seed, uint64(gi)))
+					c := NewToolCallConstraint(g, v, 0)
+					switch seed % 3 {
+					case 1: // tight: the budget logic measures candidates
+						c.budget = c.completionOf(&gstate{}, nil) + rng.IntN(30)
+					case 2: // too small for any call: the grammar alone rules
+						c.budget = 24
+					}
+					got := make([]bool, tok.VocabSize())
+					want := make([]bool, tok.VocabSize())
+					var text []byte
+					for n := 0; n < 150 && (c.budget == 0 || n < c.budget); n++ {
+						clear(got)
+						clear(want)
+						c.Allow(got)
+						scanToolAllow(c, want)
+						steps++
+						if !slices.Equal(got, want) {
+							for id := range got {
+								if got[id] != want[id] {
+									t.Fatalf("%s %v grammar %d seed %d budget %d after %q: token %d %q: walk %v, scan %v",
+										name, f, gi, seed, c.budget, text, id, v.bytes[id], got[id], want[id])
+								}
+							}
+						}
+						var ids []int32
+						for id, ok := range got {
+							if ok {
+								ids = append(ids, int32(id))
+							}
+						}
+						if len(ids) == 0 {
+							t.Fatalf("%s %v seed %d: nothing allowed after %q", name, f, seed, text)
+						}
+						id := ids[rng.IntN(len(ids))]
+						if n > 30 && rng.IntN(2) == 0 {
+							id = towardEnd(c, ids, rng)
+						}
+						if v.end[id] {
+							break
+						}
+						c.Accept(id)
+						text = append(text, v.bytes[id]...)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d steps compared", steps)
+}
+
+// towardEnd is, of some of ids, the token that leaves the shortest
+// completion of c's call (an end token first).
+func towardEnd(c *ToolCallConstraint, ids []int32, rng *rand.Rand) int32 {
+	best, id := c.completionOf(&c.st, c.active()), ids[rng.IntN(len(ids))]
+	cands := ids[:0:0]
+	for range 64 {
+		cands = append(cands, ids[rng.IntN(len(ids))])
+	}
+	for _, id := range ids {
+		if len(c.v.bytes[id]) == 1 || c.v.end[id] { // the closer's byte is among them
+			cands = append(cands, id)
+		}
+	}
+	for _, cand := range cands {
+		if c.v.end[cand] {
+			return cand
+		}
+		s := c.st
+		a := c.active()
+		var mark, depth int
+		if a != nil {
+			mark, depth = len(a.log), a.depth
+		}
+		if got, ok := c.feed(&s, a, int(cand), false); ok && c.completionOf(&s, got) < best {
+			id, best = cand, c.completionOf(&s, got)
+		}
+		if a != nil {
+			a.undo(mark, depth)
+		}
+	}
+	return id
 }
