@@ -102,12 +102,13 @@ func (g *ToolCallGrammar) Has(name string) bool {
 // tokenizer (a fraction of a second for 150k tokens); it is read-only and
 // shared.
 type Vocab struct {
-	bytes   [][]byte
-	literal []bool // special tokens: only in the literal parts (prefix, mid, suffix)
-	end     []bool // the end (EOS) tokens
-	plain   []bool // whole UTF-8 characters, no control, '"' or '\': inside a string, a no-op
-	ends    []int32
-	maxLen  int // longest token, in bytes
+	bytes      [][]byte
+	literal    []bool // special tokens: only in the literal parts (prefix, mid, suffix)
+	end        []bool // the end (EOS) tokens
+	plain      []bool // whole UTF-8 characters, no control, '"' or '\': inside a string, a no-op
+	firstPlain int    // the lowest plain token; -1: none
+	ends       []int32
+	maxLen     int // longest token, in bytes
 
 	schemaOnce sync.Once
 	sv         *schemaVocab // the tries of SchemaConstraint, built at first use
@@ -136,6 +137,7 @@ func NewVocab(pieces [][]byte, special []bool, ends []int32) *Vocab {
 			}
 		}
 	}
+	v.firstPlain = slices.Index(v.plain, true)
 	return v
 }
 
@@ -518,16 +520,18 @@ type ToolCallConstraint struct {
 	args   state // the arguments' schema state, while argsOn
 	argsOn bool
 	tmp    state // a token's try that begins the arguments
-	budget int   // max_tokens; 0: none
-	n      int   // tokens accepted
-	off    bool  // a token the grammar refused was drawn: no constraint from then on
+	sv     *schemaVocab
+	path   []gstate // scratch for the walk: the state at each depth of the trie
+	budget int      // max_tokens; 0: none
+	n      int      // tokens accepted
+	off    bool     // a token the grammar refused was drawn: no constraint from then on
 }
 
 // NewToolCallConstraint returns a constraint that makes the reply one
 // call in g over vocabulary v, finished within maxTokens tokens when
 // that is possible (0: no budget).
 func NewToolCallConstraint(g *ToolCallGrammar, v *Vocab, maxTokens int) *ToolCallConstraint {
-	return &ToolCallConstraint{g: g, v: v, budget: maxTokens}
+	return &ToolCallConstraint{g: g, v: v, sv: v.schema(), budget: maxTokens}
 }
 
 // feed steps s over token id's bytes, and the arguments' schema state: a
@@ -610,40 +614,102 @@ func (c *ToolCallConstraint) active() *state {
 
 // allow marks the tokens the grammar lets through and, with budget, that
 // leave at most left-1 bytes to finish; it reports whether there is one.
+// It walks the vocabulary's tries: a prefix the grammar (or the
+// arguments' schema) refuses prunes its subtree, and the tokens of a
+// prefix share its steps.
 func (c *ToolCallConstraint) allow(allowed []bool, budget bool, left int) bool {
 	a := c.active()
-	base := c.completionOf(&c.st, a)
+	if len(c.path) <= c.v.maxLen {
+		c.path = make([]gstate, c.v.maxLen+1)
+	}
+	c.path[0] = c.st
+	w := toolWalker{c: c, allowed: allowed, budget: budget, left: left, base: c.completionOf(&c.st, a)}
 	// Inside a string, a plain token changes nothing (a free string of
-	// the schema too).
+	// the schema too): only the others are walked.
 	inString := c.st.phase == phJSON && c.st.js == jString && c.st.more == 0 && (a == nil || onFreeString(a))
-	some := false
-	for id := range min(len(allowed), len(c.v.bytes)) {
-		if inString && c.v.plain[id] {
-			if !budget || base <= left-1 {
-				allowed[id], some = true, true
+	t := c.sv.all
+	if inString {
+		if (!budget || w.base <= left-1) && c.v.firstPlain >= 0 && c.v.firstPlain < len(allowed) {
+			copy(allowed, c.v.plain)
+			w.some = true
+		}
+		t = c.sv.unplain
+	}
+	w.walk(t, 0, a, 0)
+	w.special = true
+	w.walk(c.sv.special, 0, a, 0)
+	return w.some
+}
+
+// toolWalker tries the tokens of a trie from a ToolCallConstraint's
+// state, as feed does token by token.
+type toolWalker struct {
+	c       *ToolCallConstraint
+	allowed []bool
+	budget  bool
+	left    int  // with budget: tokens left, this one included
+	base    int  // the completion from the constraint's state
+	special bool // the trie's tokens are special: they only write the literal parts
+	some    bool
+}
+
+// walk tries the children of node at (depth bytes deep), the grammar in
+// state c.path[depth] and the arguments' schema in a (nil: none on). It
+// steps a copy of the grammar's state for each child, in
+// c.path[depth+1], and undoes a's steps.
+func (w *toolWalker) walk(t *trie, at int32, a *state, depth int) {
+	c := w.c
+	s, ns := &c.path[depth], &c.path[depth+1]
+	if s.phase == phEnd || w.special && (s.phase == phName || s.phase == phJSON) {
+		return
+	}
+	nd := &t.nodes[at]
+	for ci := nd.child0; ci < nd.child1; ci++ {
+		ch := &t.nodes[ci]
+		*ns = *s
+		na := a
+		var mark, d int
+		stepped := s.phase == phJSON && a != nil
+		if stepped {
+			mark, d = a.begin()
+			if !a.step(ch.b) {
+				a.undo(mark, d)
+				continue
 			}
-			continue
 		}
-		s := c.st
-		var mark, depth int
-		if a != nil {
-			mark, depth = len(a.log), a.depth
+		was := ns.phase
+		if c.g.step(ns, ch.b) {
+			if was == phMid && ns.phase == phJSON && c.g.args != nil && c.g.args[ns.lo] != nil {
+				na = &c.tmp
+				*na = newState(c.g.args[ns.lo].root)
+			}
+			if ch.tok1 > ch.tok0 {
+				w.mark(t.toks[ch.tok0:ch.tok1], ns, na, depth+1)
+			}
+			if ch.child1 > ch.child0 {
+				w.walk(t, ci, na, depth+1)
+			}
 		}
-		got, ok := c.feed(&s, a, id, false)
-		// A byte adds at most 4 bytes to the completion of any object
-		// (',' in an object needs `"":0`): only tokens that could overrun
-		// are measured. With argument schemas, every one is.
-		if ok && budget && (c.g.args != nil || base+4*len(c.v.bytes[id]) > left-1) && c.completionOf(&s, got) > left-1 {
-			ok = false
-		}
-		if a != nil {
-			a.undo(mark, depth)
-		}
-		if ok {
-			allowed[id], some = true, true
+		if stepped {
+			a.undo(mark, d)
 		}
 	}
-	return some
+}
+
+// mark lets through ids, the tokens of n bytes that leave the grammar in
+// s and the schema in a, when the budget allows.
+func (w *toolWalker) mark(ids []int32, s *gstate, a *state, n int) {
+	// A byte adds at most 4 bytes to the completion of any object (','
+	// in an object needs `"":0`): only tokens that could overrun are
+	// measured. With argument schemas, every one is.
+	if w.budget && (w.c.g.args != nil || w.base+4*n > w.left-1) && w.c.completionOf(s, a) > w.left-1 {
+		return
+	}
+	for _, id := range ids {
+		if int(id) < len(w.allowed) {
+			w.allowed[id], w.some = true, true
+		}
+	}
 }
 
 // onFreeString: the top of a is a string any plain token may extend.

@@ -62,10 +62,13 @@ func buildTrie(pieces [][]byte, ids []int32) *trie {
 	return t
 }
 
-// schemaVocab is what a SchemaConstraint needs of a Vocab, built once.
+// schemaVocab is what a SchemaConstraint and a ToolCallConstraint need
+// of a Vocab, built once.
 type schemaVocab struct {
-	all   *trie // every token JSON text may hold (not special, not an end)
-	quote *trie // those with a '"'
+	all     *trie // every token JSON text may hold (not special, not an end)
+	quote   *trie // those with a '"'
+	unplain *trie // those that are not plain (Vocab.plain)
+	special *trie // the special tokens that are not an end
 	// free holds the tokens that stay inside a string without bounds or
 	// pattern, read from a character boundary; chars[id] is how many
 	// characters they begin.
@@ -80,17 +83,24 @@ var freeString = &node{kind: kString, maxLen: -1, min: 2}
 
 func (v *Vocab) schema() *schemaVocab {
 	v.schemaOnce.Do(func() {
-		var all, quote []int32
+		var all, quote, unplain, special []int32
 		for id, b := range v.bytes {
-			if len(b) == 0 || v.literal[id] || v.end[id] {
-				continue
-			}
-			all = append(all, int32(id))
-			if bytes.IndexByte(b, '"') >= 0 {
-				quote = append(quote, int32(id))
+			switch {
+			case len(b) == 0 || v.end[id]:
+			case v.literal[id]:
+				special = append(special, int32(id))
+			default:
+				all = append(all, int32(id))
+				if bytes.IndexByte(b, '"') >= 0 {
+					quote = append(quote, int32(id))
+				}
+				if !v.plain[id] {
+					unplain = append(unplain, int32(id))
+				}
 			}
 		}
-		sv := &schemaVocab{all: buildTrie(v.bytes, all), quote: buildTrie(v.bytes, quote), free: make([]bool, len(v.bytes))}
+		sv := &schemaVocab{all: buildTrie(v.bytes, all), quote: buildTrie(v.bytes, quote),
+			unplain: buildTrie(v.bytes, unplain), special: buildTrie(v.bytes, special), free: make([]bool, len(v.bytes))}
 		sv.masks = patternMasks{max: max(4, maskCacheBytes/max(len(v.bytes), 1)), order: list.New(), byKey: map[maskKey]*list.Element{}}
 		chars := make([]int, len(v.bytes))
 		for _, id := range all {
