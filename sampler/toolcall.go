@@ -427,6 +427,23 @@ func (g *ToolCallGrammar) stepJSON(s *gstate, b byte) bool {
 	return true
 }
 
+// strLex is the lexer's part of a gstate inside a JSON string: the only
+// fields that the bytes of a string change.
+type strLex struct{ js, more, cmin, cmax uint8 }
+
+// stringLex is the lexer after b, read inside a JSON string from a
+// character boundary; false if the string refuses b. b has no '"'.
+func stringLex(b []byte) (strLex, bool) {
+	var g ToolCallGrammar // the string's states read nothing of the grammar
+	s := gstate{phase: phJSON, js: jString}
+	for _, x := range b {
+		if !g.stepJSON(&s, x) {
+			return strLex{}, false
+		}
+	}
+	return strLex{s.js, s.more, s.cmin, s.cmax}, true
+}
+
 // pop closes the innermost container; the arguments end with the last.
 func (s *gstate) pop() bool {
 	s.depth--
@@ -625,14 +642,18 @@ func (c *ToolCallConstraint) allow(allowed []bool, budget bool, left int) bool {
 	c.path[0] = c.st
 	w := toolWalker{c: c, allowed: allowed, budget: budget, left: left, base: c.completionOf(&c.st, a)}
 	// Inside a string, a plain token changes nothing (a free string of
-	// the schema too): only the others are walked.
+	// the schema too): only the others are walked. Without a schema,
+	// those that stay in the string only change its lexer, known
+	// beforehand: only the tokens with a '"' are walked.
 	inString := c.st.phase == phJSON && c.st.js == jString && c.st.more == 0 && (a == nil || onFreeString(a))
 	t := c.sv.all
-	if inString {
-		if (!budget || w.base <= left-1) && c.v.firstPlain >= 0 && c.v.firstPlain < len(allowed) {
-			copy(allowed, c.v.plain)
-			w.some = true
-		}
+	switch {
+	case inString && a == nil:
+		w.plain()
+		w.inString()
+		t = c.sv.quote
+	case inString:
+		w.plain()
 		t = c.sv.unplain
 	}
 	w.walk(t, 0, a, 0)
@@ -693,6 +714,35 @@ func (w *toolWalker) walk(t *trie, at int32, a *state, depth int) {
 		if stepped {
 			a.undo(mark, d)
 		}
+	}
+}
+
+// plain lets the plain tokens through, inside a string: they leave the
+// completion as it is.
+func (w *toolWalker) plain() {
+	v := w.c.v
+	if (!w.budget || w.base <= w.left-1) && v.firstPlain >= 0 && v.firstPlain < len(w.allowed) {
+		copy(w.allowed, v.plain)
+		w.some = true
+	}
+}
+
+// inString lets through the tokens that stay inside the string and are
+// not plain, when the budget allows: they only change the string's lexer.
+func (w *toolWalker) inString() {
+	c := w.c
+	for i, id := range c.sv.inString {
+		if int(id) >= len(w.allowed) {
+			break
+		}
+		if w.budget && w.base+4*len(c.v.bytes[id]) > w.left-1 {
+			s, lx := c.st, c.sv.inStringLex[i]
+			s.js, s.more, s.cmin, s.cmax = lx.js, lx.more, lx.cmin, lx.cmax
+			if c.completionOf(&s, nil) > w.left-1 {
+				continue
+			}
+		}
+		w.allowed[id], w.some = true, true
 	}
 }
 

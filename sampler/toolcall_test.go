@@ -3,6 +3,7 @@ package sampler
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -281,20 +282,48 @@ func scanToolPass(c *ToolCallConstraint, allowed []bool, budget bool, left int) 
 	return some
 }
 
+// maskGrammars are the grammars of forced calls in format f that the
+// mask tests run: the tools without schemas, and with them ("get" has
+// none; "note" holds a free string).
+func maskGrammars(t *testing.T, f chat.Format) []*ToolCallGrammar {
+	t.Helper()
+	names := []string{"get_weather", "get", "search", "note"}
+	args := []*Schema{compile(t, toolSchemas["get_weather"]), nil, compile(t, toolSchemas["search"]),
+		compile(t, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)}
+	pre, mid, suf := f.CallSyntax()
+	free, err := NewToolCallGrammar(pre, mid, suf, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed, err := NewToolCallGrammarArgs(pre, mid, suf, names, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []*ToolCallGrammar{free, typed}
+}
+
+// sameMask checks c's mask against the scan's; got and want are scratch.
+func sameMask(t *testing.T, c *ToolCallConstraint, got, want []bool, label string, text []byte) {
+	t.Helper()
+	clear(got)
+	clear(want)
+	c.Allow(got)
+	scanToolAllow(c, want)
+	if slices.Equal(got, want) {
+		return
+	}
+	for id := range got {
+		if got[id] != want[id] {
+			t.Fatalf("%s budget %d after %q: token %d %q: walk %v, scan %v", label, c.budget, text, id, c.v.bytes[id], got[id], want[id])
+		}
+	}
+}
+
 // TestToolCallConstraintMask runs random forced calls over Qwen3's and
 // Llama 3's vocabularies in each format, with and without the tools'
 // argument schemas, unbounded, within a budget and with one too small
 // for any call: each step's mask must be the scan's.
 func TestToolCallConstraintMask(t *testing.T) {
-	names := []string{"get_weather", "get", "search"}
-	var args []*Schema
-	for _, n := range names {
-		var s *Schema
-		if sc, ok := toolSchemas[n]; ok {
-			s = compile(t, sc)
-		}
-		args = append(args, s)
-	}
 	seeds := uint64(3)
 	if testing.Short() {
 		seeds = 1
@@ -303,18 +332,12 @@ func TestToolCallConstraintMask(t *testing.T) {
 	for _, name := range []string{"qwen3", "llama3"} {
 		tok := realTokenizer(t, name)
 		v := vocabOf(tok)
+		got := make([]bool, tok.VocabSize())
+		want := make([]bool, tok.VocabSize())
 		for _, f := range []chat.Format{chat.FormatQwen, chat.FormatLlama3, chat.FormatMistral} {
-			pre, mid, suf := f.CallSyntax()
-			free, err := NewToolCallGrammar(pre, mid, suf, names)
-			if err != nil {
-				t.Fatal(err)
-			}
-			typed, err := NewToolCallGrammarArgs(pre, mid, suf, names, args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for gi, g := range []*ToolCallGrammar{free, typed} {
+			for gi, g := range maskGrammars(t, f) {
 				for seed := range seeds {
+					label := fmt.Sprintf("%s %v grammar %d seed %d", name, f, gi, seed)
 					rng := rand.New(rand.NewPCG(seed, uint64(gi)))
 					c := NewToolCallConstraint(g, v, 0)
 					switch seed % 3 {
@@ -323,23 +346,10 @@ func TestToolCallConstraintMask(t *testing.T) {
 					case 2: // too small for any call: the grammar alone rules
 						c.budget = 24
 					}
-					got := make([]bool, tok.VocabSize())
-					want := make([]bool, tok.VocabSize())
 					var text []byte
 					for n := 0; n < 150 && (c.budget == 0 || n < c.budget); n++ {
-						clear(got)
-						clear(want)
-						c.Allow(got)
-						scanToolAllow(c, want)
+						sameMask(t, c, got, want, label, text)
 						steps++
-						if !slices.Equal(got, want) {
-							for id := range got {
-								if got[id] != want[id] {
-									t.Fatalf("%s %v grammar %d seed %d budget %d after %q: token %d %q: walk %v, scan %v",
-										name, f, gi, seed, c.budget, text, id, v.bytes[id], got[id], want[id])
-								}
-							}
-						}
 						var ids []int32
 						for id, ok := range got {
 							if ok {
@@ -347,7 +357,7 @@ func TestToolCallConstraintMask(t *testing.T) {
 							}
 						}
 						if len(ids) == 0 {
-							t.Fatalf("%s %v seed %d: nothing allowed after %q", name, f, seed, text)
+							t.Fatalf("%s: nothing allowed after %q", label, text)
 						}
 						id := ids[rng.IntN(len(ids))]
 						if n > 30 && rng.IntN(2) == 0 {
@@ -364,6 +374,55 @@ func TestToolCallConstraintMask(t *testing.T) {
 		}
 	}
 	t.Logf("%d steps compared", steps)
+}
+
+// TestToolCallConstraintMaskBudgets compares the mask with the scan's at
+// chosen states of a Qwen call (each phase; inside strings, escapes and
+// characters; keys, numbers, literals; a schema's free, pattern and
+// bounded strings), under budgets that leave from one byte less than the
+// completion to a few tokens more: where the budget's check measures
+// some tokens and not others.
+func TestToolCallConstraintMaskBudgets(t *testing.T) {
+	tok := realTokenizer(t, "qwen3")
+	v := vocabOf(tok)
+	byteTok := map[byte]int32{} // a token of each byte, to write any text
+	for id, b := range v.bytes {
+		if len(b) == 1 && !v.literal[id] && !v.end[id] {
+			byteTok[b[0]] = int32(id)
+		}
+	}
+	got := make([]bool, tok.VocabSize())
+	want := make([]bool, tok.VocabSize())
+	head := "<tool_call>\n{\"name\": \""
+	call := func(name, args string) string { return head + name + `", "arguments": ` + args }
+	texts := []string{"", "<tool_", head + "get", call("get", ""), call("get", "{ "),
+		call("get", `{"query": "the`), call("get", `{"query": "the\`), call("get", `{"query": "the\u00`),
+		call("get", "{\"query\": \"th\xc3"), call("get", "{\"query\": \"\xe2\x82"), call("get", `{"qu`),
+		call("get", `{"a": [1, -2.5e`), call("get", `{"a": {"b": tr`), call("get", `{"a": 12`), call("get", `{"a": []`),
+		call("get", "{}}\n</tool"), call("get", "{}}\n</tool_call>"),
+		call("search", `{"q":"ab`), call("search", `{"n":[true,`), call("get_weather", `{"city":"Par`),
+		call("get_weather", `{"unit":"`), call("note", `{"text":"hi`), call("note", `{"te`), call("note", `{"x":"y\u00e`),
+	}
+	cases := 0
+	for gi, g := range maskGrammars(t, chat.FormatQwen) {
+		for _, text := range texts {
+			label := fmt.Sprintf("grammar %d", gi)
+			c := NewToolCallConstraint(g, v, 0)
+			for i := range len(text) {
+				c.Accept(byteTok[text[i]])
+			}
+			if c.off {
+				t.Fatalf("%s: %q refused", label, text)
+			}
+			base := c.completionOf(&c.st, c.active())
+			for room := -1; room <= 12; room++ { // left-1 = base+room
+				c.budget = c.n + base + room + 1
+				sameMask(t, c, got, want, label, []byte(text))
+				cases++
+			}
+		}
+	}
+	t.Logf("%d masks compared", cases)
 }
 
 // towardEnd is, of some of ids, the token that leaves the shortest

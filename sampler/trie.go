@@ -69,6 +69,12 @@ type schemaVocab struct {
 	quote   *trie // those with a '"'
 	unplain *trie // those that are not plain (Vocab.plain)
 	special *trie // the special tokens that are not an end
+	// inString holds the tokens that are not plain, have no '"' and that
+	// a forced call's JSON string takes whole from a character boundary
+	// (escapes, parts of a character), by id; inStringLex[i] is the
+	// string's lexer after inString[i].
+	inString    []int32
+	inStringLex []strLex
 	// free holds the tokens that stay inside a string without bounds or
 	// pattern, read from a character boundary; chars[id] is how many
 	// characters they begin.
@@ -83,7 +89,8 @@ var freeString = &node{kind: kString, maxLen: -1, min: 2}
 
 func (v *Vocab) schema() *schemaVocab {
 	v.schemaOnce.Do(func() {
-		var all, quote, unplain, special []int32
+		var all, quote, unplain, special, inString []int32
+		var inStringLex []strLex
 		for id, b := range v.bytes {
 			switch {
 			case len(b) == 0 || v.end[id]:
@@ -91,16 +98,26 @@ func (v *Vocab) schema() *schemaVocab {
 				special = append(special, int32(id))
 			default:
 				all = append(all, int32(id))
-				if bytes.IndexByte(b, '"') >= 0 {
+				q := bytes.IndexByte(b, '"') >= 0
+				if q {
 					quote = append(quote, int32(id))
 				}
-				if !v.plain[id] {
-					unplain = append(unplain, int32(id))
+				if v.plain[id] {
+					continue
+				}
+				unplain = append(unplain, int32(id))
+				if q {
+					continue
+				}
+				if lx, ok := stringLex(b); ok {
+					inString = append(inString, int32(id))
+					inStringLex = append(inStringLex, lx)
 				}
 			}
 		}
 		sv := &schemaVocab{all: buildTrie(v.bytes, all), quote: buildTrie(v.bytes, quote),
-			unplain: buildTrie(v.bytes, unplain), special: buildTrie(v.bytes, special), free: make([]bool, len(v.bytes))}
+			unplain: buildTrie(v.bytes, unplain), special: buildTrie(v.bytes, special), inString: inString, inStringLex: inStringLex,
+			free: make([]bool, len(v.bytes))}
 		sv.masks = patternMasks{max: max(4, maskCacheBytes/max(len(v.bytes), 1)), order: list.New(), byKey: map[maskKey]*list.Element{}}
 		chars := make([]int, len(v.bytes))
 		for _, id := range all {
