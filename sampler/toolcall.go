@@ -735,7 +735,7 @@ func (w *toolWalker) inString() {
 		if int(id) >= len(w.allowed) {
 			break
 		}
-		if w.budget && w.base+4*len(c.v.bytes[id]) > w.left-1 {
+		if w.measured(len(c.v.bytes[id])) {
 			s, lx := c.st, c.sv.inStringLex[i]
 			s.js, s.more, s.cmin, s.cmax = lx.js, lx.more, lx.cmin, lx.cmax
 			if c.completionOf(&s, nil) > w.left-1 {
@@ -746,13 +746,18 @@ func (w *toolWalker) inString() {
 	}
 }
 
+// measured reports whether the budget check measures the completion
+// after a token of n bytes. A byte adds at most 4 bytes to the
+// completion of any object (',' in an object needs `"":0`): only tokens
+// that could overrun are measured. With argument schemas, every one is.
+func (w *toolWalker) measured(n int) bool {
+	return w.budget && (w.c.g.args != nil || w.base+4*n > w.left-1)
+}
+
 // mark lets through ids, the tokens of n bytes that leave the grammar in
 // s and the schema in a, when the budget allows.
 func (w *toolWalker) mark(ids []int32, s *gstate, a *state, n int) {
-	// A byte adds at most 4 bytes to the completion of any object (','
-	// in an object needs `"":0`): only tokens that could overrun are
-	// measured. With argument schemas, every one is.
-	if w.budget && (w.c.g.args != nil || w.base+4*n > w.left-1) && w.c.completionOf(s, a) > w.left-1 {
+	if w.measured(n) && w.c.completionOf(s, a) > w.left-1 {
 		return
 	}
 	for _, id := range ids {
