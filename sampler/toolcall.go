@@ -100,7 +100,8 @@ func (g *ToolCallGrammar) Has(name string) bool {
 // Vocab is a vocabulary as a ToolCallConstraint reads it: each token's
 // bytes, which are special, which end a reply. Build it once per
 // tokenizer (a fraction of a second for 150k tokens); it is read-only and
-// shared.
+// shared. Its tries (the tokens by bytes) are built by the first
+// constraint made on it.
 type Vocab struct {
 	bytes      [][]byte
 	literal    []bool // special tokens: only in the literal parts (prefix, mid, suffix)
