@@ -112,7 +112,7 @@ type Vocab struct {
 	maxLen     int // longest token, in bytes
 
 	schemaOnce sync.Once
-	sv         *schemaVocab // the tries of SchemaConstraint, built at first use
+	sv         *schemaVocab // the tries of the constraints, built at first use
 }
 
 // NewVocab returns the vocabulary whose token id adds pieces[id] to the
@@ -537,12 +537,12 @@ type ToolCallConstraint struct {
 	st     gstate
 	args   state // the arguments' schema state, while argsOn
 	argsOn bool
-	tmp    state // a token's try that begins the arguments
-	sv     *schemaVocab
-	path   []gstate // scratch for the walk: the state at each depth of the trie
-	budget int      // max_tokens; 0: none
-	n      int      // tokens accepted
-	off    bool     // a token the grammar refused was drawn: no constraint from then on
+	tmp    state        // a token's try that begins the arguments
+	sv     *schemaVocab // v's tries
+	path   []gstate     // scratch for the walk: the state at each depth of the trie
+	budget int          // max_tokens; 0: none
+	n      int          // tokens accepted
+	off    bool         // a token the grammar refused was drawn: no constraint from then on
 }
 
 // NewToolCallConstraint returns a constraint that makes the reply one
