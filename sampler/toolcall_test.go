@@ -392,6 +392,15 @@ func TestToolCallConstraintMask(t *testing.T) {
 func TestToolCallConstraintMaskBudgets(t *testing.T) {
 	tok := realTokenizer(t, "qwen3")
 	v := vocabOf(tok)
+	// Qwen3's <tool_call> and </tool_call> are not special; in sv they
+	// are, as a tokenizer may have them: a special token writes only the
+	// literal parts.
+	sv := vocabOf(tok)
+	for id, b := range sv.bytes {
+		if s := string(b); s == "<tool_call>" || s == "</tool_call>" {
+			sv.literal[id], sv.plain[id] = true, false
+		}
+	}
 	byteTok := map[byte]int32{} // a token of each byte, to write any text
 	for id, b := range v.bytes {
 		if len(b) == 1 && !v.literal[id] && !v.end[id] {
@@ -406,26 +415,28 @@ func TestToolCallConstraintMaskBudgets(t *testing.T) {
 		call("get", `{"query": "the`), call("get", `{"query": "the\`), call("get", `{"query": "the\u00`),
 		call("get", "{\"query\": \"th\xc3"), call("get", "{\"query\": \"\xe2\x82"), call("get", `{"qu`),
 		call("get", `{"a": [1, -2.5e`), call("get", `{"a": {"b": tr`), call("get", `{"a": 12`), call("get", `{"a": []`),
-		call("get", "{}}\n</tool"), call("get", "{}}\n</tool_call>"),
+		call("get", "{}"), call("get", "{}}\n"), call("get", "{}}\n</tool"), call("get", "{}}\n</tool_call>"),
 		call("search", `{"q":"ab`), call("search", `{"n":[true,`), call("get_weather", `{"city":"Par`),
 		call("get_weather", `{"unit":"`), call("note", `{"text":"hi`), call("note", `{"te`), call("note", `{"x":"y\u00e`),
 	}
 	cases := 0
-	for gi, g := range maskGrammars(t, chat.FormatQwen) {
-		for _, text := range texts {
-			label := fmt.Sprintf("grammar %d", gi)
-			c := NewToolCallConstraint(g, v, 0)
-			for i := range len(text) {
-				c.Accept(byteTok[text[i]])
-			}
-			if c.off {
-				t.Fatalf("%s: %q refused", label, text)
-			}
-			base := c.completionOf(&c.st, c.active())
-			for _, room := range []int{-1, 0, 1, 2, 3, 4, 7, 12} { // left-1 = base+room
-				c.budget = c.n + base + room + 1
-				sameMask(t, c, got, want, label, []byte(text))
-				cases++
+	for vi, v := range []*Vocab{v, sv} {
+		for gi, g := range maskGrammars(t, chat.FormatQwen) {
+			for _, text := range texts {
+				label := fmt.Sprintf("vocab %d grammar %d", vi, gi)
+				c := NewToolCallConstraint(g, v, 0)
+				for i := range len(text) {
+					c.Accept(byteTok[text[i]])
+				}
+				if c.off {
+					t.Fatalf("%s: %q refused", label, text)
+				}
+				base := c.completionOf(&c.st, c.active())
+				for _, room := range []int{-1, 0, 1, 2, 3, 4, 7, 12} { // left-1 = base+room
+					c.budget = c.n + base + room + 1
+					sameMask(t, c, got, want, label, []byte(text))
+					cases++
+				}
 			}
 		}
 	}
