@@ -25,6 +25,13 @@
 // pattern state for pattern strings, in an LRU), and only the tokens
 // holding a '"' are walked. SchemaCache keeps compiled schemas by text.
 //
+// ToolCallConstraint walks the same tries (and one of the special tokens,
+// which only write the call's literal parts) with its grammar's state,
+// copied at each depth, and the arguments' schema state, undone. Inside a
+// string the plain tokens are a mask; without a schema, the others that
+// stay in the string only change its lexer, known per vocabulary, so
+// again only the tokens holding a '"' are walked.
+//
 // The draw is defined on the whole vocabulary sorted by scaled logit,
 // descending, ties by smaller id: softmax in float64 (normalised over the
 // top-k window, or the whole vocabulary), then the tail trimmed of zero

@@ -100,17 +100,19 @@ func (g *ToolCallGrammar) Has(name string) bool {
 // Vocab is a vocabulary as a ToolCallConstraint reads it: each token's
 // bytes, which are special, which end a reply. Build it once per
 // tokenizer (a fraction of a second for 150k tokens); it is read-only and
-// shared.
+// shared. Its tries (the tokens by bytes) are built by the first
+// constraint made on it.
 type Vocab struct {
-	bytes   [][]byte
-	literal []bool // special tokens: only in the literal parts (prefix, mid, suffix)
-	end     []bool // the end (EOS) tokens
-	plain   []bool // whole UTF-8 characters, no control, '"' or '\': inside a string, a no-op
-	ends    []int32
-	maxLen  int // longest token, in bytes
+	bytes      [][]byte
+	literal    []bool // special tokens: only in the literal parts (prefix, mid, suffix)
+	end        []bool // the end (EOS) tokens
+	plain      []bool // whole UTF-8 characters, no control, '"' or '\': inside a string, a no-op
+	firstPlain int    // the lowest plain token; -1: none
+	ends       []int32
+	maxLen     int // longest token, in bytes
 
 	schemaOnce sync.Once
-	sv         *schemaVocab // the tries of SchemaConstraint, built at first use
+	sv         *schemaVocab // the tries of the constraints, built at first use
 }
 
 // NewVocab returns the vocabulary whose token id adds pieces[id] to the
@@ -136,6 +138,7 @@ func NewVocab(pieces [][]byte, special []bool, ends []int32) *Vocab {
 			}
 		}
 	}
+	v.firstPlain = slices.Index(v.plain, true)
 	return v
 }
 
@@ -425,6 +428,23 @@ func (g *ToolCallGrammar) stepJSON(s *gstate, b byte) bool {
 	return true
 }
 
+// strLex is the lexer's part of a gstate inside a JSON string: the only
+// fields that the bytes of a string change.
+type strLex struct{ js, more, cmin, cmax uint8 }
+
+// stringLex is the lexer after b, read inside a JSON string from a
+// character boundary; false if the string refuses b. b has no '"'.
+func stringLex(b []byte) (strLex, bool) {
+	var g ToolCallGrammar // the string's states read nothing of the grammar
+	s := gstate{phase: phJSON, js: jString}
+	for _, x := range b {
+		if !g.stepJSON(&s, x) {
+			return strLex{}, false
+		}
+	}
+	return strLex{s.js, s.more, s.cmin, s.cmax}, true
+}
+
 // pop closes the innermost container; the arguments end with the last.
 func (s *gstate) pop() bool {
 	s.depth--
@@ -517,17 +537,19 @@ type ToolCallConstraint struct {
 	st     gstate
 	args   state // the arguments' schema state, while argsOn
 	argsOn bool
-	tmp    state // a token's try that begins the arguments
-	budget int   // max_tokens; 0: none
-	n      int   // tokens accepted
-	off    bool  // a token the grammar refused was drawn: no constraint from then on
+	tmp    state        // a token's try that begins the arguments
+	sv     *schemaVocab // v's tries
+	path   []gstate     // scratch for the walk: the state at each depth of the trie
+	budget int          // max_tokens; 0: none
+	n      int          // tokens accepted
+	off    bool         // a token the grammar refused was drawn: no constraint from then on
 }
 
 // NewToolCallConstraint returns a constraint that makes the reply one
 // call in g over vocabulary v, finished within maxTokens tokens when
 // that is possible (0: no budget).
 func NewToolCallConstraint(g *ToolCallGrammar, v *Vocab, maxTokens int) *ToolCallConstraint {
-	return &ToolCallConstraint{g: g, v: v, budget: maxTokens}
+	return &ToolCallConstraint{g: g, v: v, sv: v.schema(), budget: maxTokens}
 }
 
 // feed steps s over token id's bytes, and the arguments' schema state: a
@@ -610,40 +632,140 @@ func (c *ToolCallConstraint) active() *state {
 
 // allow marks the tokens the grammar lets through and, with budget, that
 // leave at most left-1 bytes to finish; it reports whether there is one.
+// It walks the vocabulary's tries: a prefix the grammar (or the
+// arguments' schema) refuses prunes its subtree, and the tokens of a
+// prefix share its steps.
 func (c *ToolCallConstraint) allow(allowed []bool, budget bool, left int) bool {
 	a := c.active()
-	base := c.completionOf(&c.st, a)
+	if len(c.path) <= c.v.maxLen {
+		c.path = make([]gstate, c.v.maxLen+1)
+	}
+	c.path[0] = c.st
+	w := toolWalker{c: c, allowed: allowed, budget: budget, left: left, base: c.completionOf(&c.st, a)}
 	// Inside a string, a plain token changes nothing (a free string of
-	// the schema too).
+	// the schema too): only the others are walked. Without a schema,
+	// those that stay in the string only change its lexer, known
+	// beforehand: only the tokens with a '"' are walked.
 	inString := c.st.phase == phJSON && c.st.js == jString && c.st.more == 0 && (a == nil || onFreeString(a))
-	some := false
-	for id := range min(len(allowed), len(c.v.bytes)) {
-		if inString && c.v.plain[id] {
-			if !budget || base <= left-1 {
-				allowed[id], some = true, true
+	t := c.sv.all
+	switch {
+	case inString && a == nil:
+		w.plain()
+		w.inString()
+		t = c.sv.quote
+	case inString:
+		w.plain()
+		t = c.sv.unplain
+	}
+	w.walk(t, 0, a, 0)
+	w.special = true
+	w.walk(c.sv.special, 0, a, 0)
+	return w.some
+}
+
+// toolWalker tries the tokens of a trie from a ToolCallConstraint's
+// state, as feed does token by token.
+type toolWalker struct {
+	c       *ToolCallConstraint
+	allowed []bool
+	budget  bool
+	left    int  // with budget: tokens left, this one included
+	base    int  // the completion from the constraint's state
+	special bool // the trie's tokens are special: they only write the literal parts
+	some    bool
+}
+
+// walk tries the children of node at (depth bytes deep), the grammar in
+// state c.path[depth] and the arguments' schema in a (nil: none on). It
+// steps a copy of the grammar's state for each child, in
+// c.path[depth+1], and undoes a's steps.
+func (w *toolWalker) walk(t *trie, at int32, a *state, depth int) {
+	c := w.c
+	s, ns := &c.path[depth], &c.path[depth+1]
+	if s.phase == phEnd || w.special && (s.phase == phName || s.phase == phJSON) {
+		return
+	}
+	nd := &t.nodes[at]
+	for ci := nd.child0; ci < nd.child1; ci++ {
+		ch := &t.nodes[ci]
+		*ns = *s
+		na := a
+		var mark, d int
+		stepped := s.phase == phJSON && a != nil
+		if stepped {
+			mark, d = a.begin()
+			if !a.step(ch.b) {
+				a.undo(mark, d)
+				continue
 			}
-			continue
 		}
-		s := c.st
-		var mark, depth int
-		if a != nil {
-			mark, depth = len(a.log), a.depth
+		was := ns.phase
+		if c.g.step(ns, ch.b) {
+			if was == phMid && ns.phase == phJSON && c.g.args != nil && c.g.args[ns.lo] != nil {
+				na = &c.tmp
+				*na = newState(c.g.args[ns.lo].root)
+			}
+			if ch.tok1 > ch.tok0 {
+				w.mark(t.toks[ch.tok0:ch.tok1], ns, na, depth+1)
+			}
+			if ch.child1 > ch.child0 {
+				w.walk(t, ci, na, depth+1)
+			}
 		}
-		got, ok := c.feed(&s, a, id, false)
-		// A byte adds at most 4 bytes to the completion of any object
-		// (',' in an object needs `"":0`): only tokens that could overrun
-		// are measured. With argument schemas, every one is.
-		if ok && budget && (c.g.args != nil || base+4*len(c.v.bytes[id]) > left-1) && c.completionOf(&s, got) > left-1 {
-			ok = false
-		}
-		if a != nil {
-			a.undo(mark, depth)
-		}
-		if ok {
-			allowed[id], some = true, true
+		if stepped {
+			a.undo(mark, d)
 		}
 	}
-	return some
+}
+
+// plain lets the plain tokens through, inside a string: they leave the
+// completion as it is.
+func (w *toolWalker) plain() {
+	v := w.c.v
+	if (!w.budget || w.base <= w.left-1) && v.firstPlain >= 0 && v.firstPlain < len(w.allowed) {
+		copy(w.allowed, v.plain)
+		w.some = true
+	}
+}
+
+// inString lets through the tokens that stay inside the string and are
+// not plain, when the budget allows: they only change the string's lexer.
+func (w *toolWalker) inString() {
+	c := w.c
+	for i, id := range c.sv.inString {
+		if int(id) >= len(w.allowed) {
+			break
+		}
+		if w.measured(len(c.v.bytes[id])) {
+			s, lx := c.st, c.sv.inStringLex[i]
+			s.js, s.more, s.cmin, s.cmax = lx.js, lx.more, lx.cmin, lx.cmax
+			if c.completionOf(&s, nil) > w.left-1 {
+				continue
+			}
+		}
+		w.allowed[id], w.some = true, true
+	}
+}
+
+// measured reports whether the budget check measures the completion
+// after a token of n bytes. A byte adds at most 4 bytes to the
+// completion of any object (',' in an object needs `"":0`): only tokens
+// that could overrun are measured. With argument schemas, every one is.
+func (w *toolWalker) measured(n int) bool {
+	return w.budget && (w.c.g.args != nil || w.base+4*n > w.left-1)
+}
+
+// mark lets through ids, the tokens of n bytes that leave the grammar in
+// s and the schema in a, when the budget allows.
+func (w *toolWalker) mark(ids []int32, s *gstate, a *state, n int) {
+	if w.measured(n) && w.c.completionOf(s, a) > w.left-1 {
+		return
+	}
+	for _, id := range ids {
+		if int(id) < len(w.allowed) {
+			w.allowed[id], w.some = true, true
+		}
+	}
 }
 
 // onFreeString: the top of a is a string any plain token may extend.

@@ -3,7 +3,9 @@ package sampler
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -223,4 +225,257 @@ func FuzzToolCallGrammar(f *testing.F) {
 			}
 		}
 	})
+}
+
+// scanToolAllow is the mask by definition: every token fed to a copy of
+// the grammar's state (and the arguments' schema state), with the budget
+// check, and the budget dropped when it leaves no token (the slow
+// reference for the trie walk).
+func scanToolAllow(c *ToolCallConstraint, allowed []bool) {
+	if c.off {
+		return
+	}
+	if c.st.phase == phEnd {
+		for _, id := range c.v.ends {
+			if int(id) < len(allowed) {
+				allowed[id] = true
+			}
+		}
+		return
+	}
+	left := c.budget - c.n
+	if !scanToolPass(c, allowed, c.budget > 0, left) && c.budget > 0 {
+		scanToolPass(c, allowed, false, left)
+	}
+}
+
+func scanToolPass(c *ToolCallConstraint, allowed []bool, budget bool, left int) bool {
+	a := c.active()
+	base := c.completionOf(&c.st, a)
+	// Inside a string, a plain token changes nothing (a free string of
+	// the schema too).
+	inString := c.st.phase == phJSON && c.st.js == jString && c.st.more == 0 && (a == nil || onFreeString(a))
+	some := false
+	for id := range min(len(allowed), len(c.v.bytes)) {
+		if inString && c.v.plain[id] {
+			if !budget || base <= left-1 {
+				allowed[id], some = true, true
+			}
+			continue
+		}
+		s := c.st
+		var mark, depth int
+		if a != nil {
+			mark, depth = len(a.log), a.depth
+		}
+		got, ok := c.feed(&s, a, id, false)
+		if ok && budget && (c.g.args != nil || base+4*len(c.v.bytes[id]) > left-1) && c.completionOf(&s, got) > left-1 {
+			ok = false
+		}
+		if a != nil {
+			a.undo(mark, depth)
+		}
+		if ok {
+			allowed[id], some = true, true
+		}
+	}
+	return some
+}
+
+// maskGrammars are the grammars of forced calls in format f that the
+// mask tests run: the tools without schemas, and with them ("get" has
+// none; "note" holds a free string).
+func maskGrammars(t *testing.T, f chat.Format) []*ToolCallGrammar {
+	t.Helper()
+	names := []string{"get_weather", "get", "search", "note"}
+	args := []*Schema{compile(t, toolSchemas["get_weather"]), nil, compile(t, toolSchemas["search"]),
+		compile(t, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)}
+	pre, mid, suf := f.CallSyntax()
+	free, err := NewToolCallGrammar(pre, mid, suf, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed, err := NewToolCallGrammarArgs(pre, mid, suf, names, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []*ToolCallGrammar{free, typed}
+}
+
+// sameMask checks c's mask against the scan's; got and want are scratch.
+func sameMask(t *testing.T, c *ToolCallConstraint, got, want []bool, label string, text []byte) {
+	t.Helper()
+	clear(got)
+	clear(want)
+	c.Allow(got)
+	scanToolAllow(c, want)
+	if slices.Equal(got, want) {
+		return
+	}
+	for id := range got {
+		if got[id] != want[id] {
+			t.Fatalf("%s budget %d after %q: token %d %q: walk %v, scan %v", label, c.budget, text, id, c.v.bytes[id], got[id], want[id])
+		}
+	}
+}
+
+// TestToolCallConstraintMask runs random forced calls over Qwen3's and
+// Llama 3's vocabularies, each in its format and another, with and
+// without the tools' argument schemas, unbounded, within a budget and
+// with one too small for any call: each step's mask must be the scan's.
+func TestToolCallConstraintMask(t *testing.T) {
+	seeds := uint64(3)
+	if testing.Short() {
+		seeds = 1
+	}
+	steps := 0
+	for _, run := range []struct {
+		tok     string
+		formats []chat.Format
+	}{
+		{"qwen3", []chat.Format{chat.FormatQwen, chat.FormatMistral}},
+		{"llama3", []chat.Format{chat.FormatLlama3, chat.FormatQwen}},
+	} {
+		name := run.tok
+		tok := realTokenizer(t, name)
+		v := vocabOf(tok)
+		got := make([]bool, tok.VocabSize())
+		want := make([]bool, tok.VocabSize())
+		for _, f := range run.formats {
+			for gi, g := range maskGrammars(t, f) {
+				for seed := range seeds {
+					label := fmt.Sprintf("%s %v grammar %d seed %d", name, f, gi, seed)
+					rng := rand.New(rand.NewPCG(seed, uint64(gi)))
+					c := NewToolCallConstraint(g, v, 0)
+					switch seed % 3 {
+					case 1: // tight: the budget logic measures candidates
+						c.budget = c.completionOf(&gstate{}, nil) + rng.IntN(30)
+					case 2: // too small for any call: the grammar alone rules
+						c.budget = 24
+					}
+					var text []byte
+					for n := 0; n < 100 && (c.budget == 0 || n < c.budget); n++ {
+						sameMask(t, c, got, want, label, text)
+						steps++
+						var ids []int32
+						for id, ok := range got {
+							if ok {
+								ids = append(ids, int32(id))
+							}
+						}
+						if len(ids) == 0 {
+							t.Fatalf("%s: nothing allowed after %q", label, text)
+						}
+						id := ids[rng.IntN(len(ids))]
+						if n > 20 && rng.IntN(2) == 0 {
+							id = towardEnd(c, ids, rng)
+						}
+						if v.end[id] {
+							break
+						}
+						c.Accept(id)
+						text = append(text, v.bytes[id]...)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d steps compared", steps)
+}
+
+// TestToolCallConstraintMaskBudgets compares the mask with the scan's at
+// chosen states of a Qwen call (each phase; inside strings, escapes and
+// characters; keys, numbers, literals; a schema's free, pattern and
+// bounded strings), under budgets that leave from one byte less than the
+// completion to a few tokens more: where the budget's check measures
+// some tokens and not others.
+func TestToolCallConstraintMaskBudgets(t *testing.T) {
+	tok := realTokenizer(t, "qwen3")
+	v := vocabOf(tok)
+	// Qwen3's <tool_call> and </tool_call> are not special; in sv they
+	// are, as a tokenizer may have them: a special token writes only the
+	// literal parts.
+	sv := vocabOf(tok)
+	for id, b := range sv.bytes {
+		if s := string(b); s == "<tool_call>" || s == "</tool_call>" {
+			sv.literal[id], sv.plain[id] = true, false
+		}
+	}
+	byteTok := map[byte]int32{} // a token of each byte, to write any text
+	for id, b := range v.bytes {
+		if len(b) == 1 && !v.literal[id] && !v.end[id] {
+			byteTok[b[0]] = int32(id)
+		}
+	}
+	got := make([]bool, tok.VocabSize())
+	want := make([]bool, tok.VocabSize())
+	head := "<tool_call>\n{\"name\": \""
+	call := func(name, args string) string { return head + name + `", "arguments": ` + args }
+	texts := []string{"", "<tool_", head + "get", call("get", ""), call("get", "{ "),
+		call("get", `{"query": "the`), call("get", `{"query": "the\`), call("get", `{"query": "the\u00`),
+		call("get", "{\"query\": \"th\xc3"), call("get", "{\"query\": \"\xe2\x82"), call("get", `{"qu`),
+		call("get", `{"a": [1, -2.5e`), call("get", `{"a": {"b": tr`), call("get", `{"a": 12`), call("get", `{"a": []`),
+		call("get", "{}"), call("get", "{}}\n"), call("get", "{}}\n</tool"), call("get", "{}}\n</tool_call>"),
+		call("search", `{"q":"ab`), call("search", `{"n":[true,`), call("get_weather", `{"city":"Par`),
+		call("get_weather", `{"unit":"`), call("note", `{"text":"hi`), call("note", `{"te`), call("note", `{"x":"y\u00e`),
+	}
+	rooms := []int{-1, 0, 1, 2, 3, 4, 7, 12} // left-1 = base+room
+	if testing.Short() {
+		rooms = []int{-1, 0, 2}
+	}
+	cases := 0
+	for vi, v := range []*Vocab{v, sv} {
+		for gi, g := range maskGrammars(t, chat.FormatQwen) {
+			for _, text := range texts {
+				label := fmt.Sprintf("vocab %d grammar %d", vi, gi)
+				c := NewToolCallConstraint(g, v, 0)
+				for i := range len(text) {
+					c.Accept(byteTok[text[i]])
+				}
+				if c.off {
+					t.Fatalf("%s: %q refused", label, text)
+				}
+				base := c.completionOf(&c.st, c.active())
+				for _, room := range rooms {
+					c.budget = c.n + base + room + 1
+					sameMask(t, c, got, want, label, []byte(text))
+					cases++
+				}
+			}
+		}
+	}
+	t.Logf("%d masks compared", cases)
+}
+
+// towardEnd is, of some of ids, the token that leaves the shortest
+// completion of c's call (an end token first).
+func towardEnd(c *ToolCallConstraint, ids []int32, rng *rand.Rand) int32 {
+	best, id := c.completionOf(&c.st, c.active()), ids[rng.IntN(len(ids))]
+	cands := ids[:0:0]
+	for range 64 {
+		cands = append(cands, ids[rng.IntN(len(ids))])
+	}
+	for _, id := range ids {
+		if len(c.v.bytes[id]) == 1 || c.v.end[id] { // the closer's byte is among them
+			cands = append(cands, id)
+		}
+	}
+	for _, cand := range cands {
+		if c.v.end[cand] {
+			return cand
+		}
+		s := c.st
+		a := c.active()
+		var mark, depth int
+		if a != nil {
+			mark, depth = len(a.log), a.depth
+		}
+		if got, ok := c.feed(&s, a, int(cand), false); ok && c.completionOf(&s, got) < best {
+			id, best = cand, c.completionOf(&s, got)
+		}
+		if a != nil {
+			a.undo(mark, depth)
+		}
+	}
+	return id
 }

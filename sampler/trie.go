@@ -62,10 +62,19 @@ func buildTrie(pieces [][]byte, ids []int32) *trie {
 	return t
 }
 
-// schemaVocab is what a SchemaConstraint needs of a Vocab, built once.
+// schemaVocab is what a SchemaConstraint and a ToolCallConstraint need
+// of a Vocab, built once.
 type schemaVocab struct {
-	all   *trie // every token JSON text may hold (not special, not an end)
-	quote *trie // those with a '"'
+	all     *trie // every token JSON text may hold (not special, not an end)
+	quote   *trie // those with a '"'
+	unplain *trie // those that are not plain (Vocab.plain)
+	special *trie // the special tokens that are not an end
+	// inString holds the tokens that are not plain, have no '"' and that
+	// a forced call's JSON string takes whole from a character boundary
+	// (escapes, parts of a character), by id; inStringLex[i] is the
+	// string's lexer after inString[i].
+	inString    []int32
+	inStringLex []strLex
 	// free holds the tokens that stay inside a string without bounds or
 	// pattern, read from a character boundary; chars[id] is how many
 	// characters they begin.
@@ -80,17 +89,35 @@ var freeString = &node{kind: kString, maxLen: -1, min: 2}
 
 func (v *Vocab) schema() *schemaVocab {
 	v.schemaOnce.Do(func() {
-		var all, quote []int32
+		var all, quote, unplain, special, inString []int32
+		var inStringLex []strLex
 		for id, b := range v.bytes {
-			if len(b) == 0 || v.literal[id] || v.end[id] {
-				continue
-			}
-			all = append(all, int32(id))
-			if bytes.IndexByte(b, '"') >= 0 {
-				quote = append(quote, int32(id))
+			switch {
+			case len(b) == 0 || v.end[id]:
+			case v.literal[id]:
+				special = append(special, int32(id))
+			default:
+				all = append(all, int32(id))
+				q := bytes.IndexByte(b, '"') >= 0
+				if q {
+					quote = append(quote, int32(id))
+				}
+				if v.plain[id] {
+					continue
+				}
+				unplain = append(unplain, int32(id))
+				if q {
+					continue
+				}
+				if lx, ok := stringLex(b); ok {
+					inString = append(inString, int32(id))
+					inStringLex = append(inStringLex, lx)
+				}
 			}
 		}
-		sv := &schemaVocab{all: buildTrie(v.bytes, all), quote: buildTrie(v.bytes, quote), free: make([]bool, len(v.bytes))}
+		sv := &schemaVocab{all: buildTrie(v.bytes, all), quote: buildTrie(v.bytes, quote),
+			unplain: buildTrie(v.bytes, unplain), special: buildTrie(v.bytes, special), inString: inString, inStringLex: inStringLex,
+			free: make([]bool, len(v.bytes))}
 		sv.masks = patternMasks{max: max(4, maskCacheBytes/max(len(v.bytes), 1)), order: list.New(), byKey: map[maskKey]*list.Element{}}
 		chars := make([]int, len(v.bytes))
 		for _, id := range all {
