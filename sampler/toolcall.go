@@ -44,13 +44,16 @@ type ToolCallGrammar struct {
 
 // NewToolCallGrammar returns the grammar of a call written
 // prefix + name + mid + arguments + suffix, name one of names (see
-// chat.Format.CallSyntax for the formats' literals).
+// chat.Format.CallSyntax for the formats' literals). The three literals
+// may not be empty: ErrToolCallGrammar otherwise.
 func NewToolCallGrammar(prefix, mid, suffix string, names []string) (*ToolCallGrammar, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("%w: no tool names", ErrToolCallGrammar)
 	}
-	if mid == "" {
-		return nil, fmt.Errorf("%w: empty mid", ErrToolCallGrammar)
+	for _, l := range [...]struct{ name, text string }{{"prefix", prefix}, {"mid", mid}, {"suffix", suffix}} {
+		if l.text == "" {
+			return nil, fmt.Errorf("%w: empty %s", ErrToolCallGrammar, l.name)
+		}
 	}
 	for _, n := range names {
 		if n == "" || strings.ContainsAny(n, "\"\\") || !utf8.ValidString(n) {

@@ -46,6 +46,13 @@ func TestNewToolCallGrammar(t *testing.T) {
 			t.Errorf("mid %q names %q: error %v, want ErrToolCallGrammar", c.mid, c.names, err)
 		}
 	}
+	// An empty prefix or suffix would leave the grammar nothing to
+	// match first or last.
+	for _, ps := range [][2]string{{"", ">"}, {"<", ""}} {
+		if _, err := NewToolCallGrammar(ps[0], `", "arguments": `, ps[1], []string{"f"}); !errors.Is(err, ErrToolCallGrammar) {
+			t.Errorf("prefix %q suffix %q: error %v, want ErrToolCallGrammar", ps[0], ps[1], err)
+		}
+	}
 	g, err := NewToolCallGrammar("<", `", "arguments": `, ">", []string{"b", "a", "b"})
 	if err != nil || !g.Has("a") || !g.Has("b") || g.Has("c") || len(g.names) != 2 {
 		t.Errorf("grammar %+v, %v", g, err)
