@@ -2,38 +2,20 @@ package engine
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
-	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/internal/testmodel"
 	"github.com/vkllm/vkllm/kernels/cpu"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
-	"github.com/vkllm/vkllm/tensor"
 )
-
-// allocCounter counts the tensors made on the backend it wraps.
-type allocCounter struct {
-	kernels.Backend
-	n atomic.Int64
-}
-
-func (c *allocCounter) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, error) {
-	c.n.Add(1)
-	return c.Backend.NewTensor(dt, shape...)
-}
-
-func (c *allocCounter) Upload(t tensor.Tensor) (kernels.Tensor, error) {
-	c.n.Add(1)
-	return c.Backend.Upload(t)
-}
 
 // TestSpecAllocatesNothing: with drafts, a verifying step asks for the
 // logits of every draft token of every running request; the LLM makes
 // its Context for that many rows, so serving allocates nothing on the
 // backend after the first request.
 func TestSpecAllocatesNothing(t *testing.T) {
-	cb := &allocCounter{Backend: cpu.New(0)}
+	cb := &testmodel.Counting{Backend: cpu.New(0)}
 	t.Cleanup(func() { cb.Close() })
 	const seqs, drafts = 4, 5
 	l, err := Open(context.Background(), tinyModel, Options{MaxSeqs: seqs, ContextLen: 256, CacheBytes: -1,
@@ -65,7 +47,7 @@ func TestSpecAllocatesNothing(t *testing.T) {
 		}
 	}
 	run([][]int32{prompt})
-	base := cb.n.Load()
+	base := cb.Allocs()
 	prompts := make([][]int32, seqs)
 	for i := range prompts {
 		prompts[i] = append([]int32{int32(10 + i)}, prompt...)
@@ -75,7 +57,7 @@ func TestSpecAllocatesNothing(t *testing.T) {
 	if st.DraftTokens < seqs*drafts {
 		t.Fatalf("%d draft tokens: the test needs steps verifying every request's drafts", st.DraftTokens)
 	}
-	if got := cb.n.Load() - base; got != 0 {
+	if got := cb.Allocs() - base; got != 0 {
 		t.Fatalf("%d backend allocations while %d requests verified drafts (%d draft tokens)", got, seqs, st.DraftTokens)
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -257,12 +258,10 @@ func Open(ctx context.Context, path string, opts Options) (*LLM, error) {
 	var tok *tokenizer.Tokenizer
 	var cc *chat.Config
 	if g := m.Files.GGUF; g != nil {
-		// llama.cpp's "no_vocab" models (benchmark models, such as
-		// vkllm bench --synthetic writes) have no tokenizer: they run
-		// token ids only.
-		if kind, _ := g.String("tokenizer.ggml.model"); kind != "no_vocab" {
-			tok, err = tokenizer.FromGGUF(g)
-			cc = chat.ConfigFromGGUF(g)
+		tok, err = tokenizer.FromGGUF(g)
+		cc = chat.ConfigFromGGUF(g)
+		if errors.Is(err, tokenizer.ErrNoVocabulary) { // token ids only
+			tok, cc, err = nil, nil, nil
 		}
 	} else if tok, err = tokenizer.FromFile(m.Files.TokenizerPath); err == nil {
 		cc, err = chat.LoadConfig(filepath.Dir(m.Files.TokenizerPath))
@@ -309,14 +308,11 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	if opts.Draft != "" || opts.DraftModel != nil || opts.DraftProposer != nil {
 		// A verifying step asks for the logits of each running request's
 		// last token and of each of its drafts.
-		draftMax, batch := opts.DraftMax, opts.BatchSize
+		draftMax := opts.DraftMax
 		if draftMax <= 0 {
-			draftMax = 8 // the Speculation default (a negative one fails there)
+			draftMax = defaultDraftMax // a negative one fails in newSpeculator
 		}
-		if batch <= 0 {
-			batch = 512 // the Context's default (a negative one fails there)
-		}
-		cp.MaxOutputs = min(opts.MaxSeqs*(1+draftMax), batch)
+		cp.MaxOutputs = opts.MaxSeqs * (1 + draftMax) // at most BatchSize: NewContext bounds it
 	}
 	ctx, err := m.NewContext(cp)
 	if err != nil {

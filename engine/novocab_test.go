@@ -3,38 +3,18 @@ package engine
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
-	"github.com/vkllm/vkllm/internal/synth"
+	"github.com/vkllm/vkllm/internal/testmodel"
+
 	"github.com/vkllm/vkllm/sampler"
-	"github.com/vkllm/vkllm/tensor"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
-
-// writeNoVocab writes a tiny random model whose GGUF has llama.cpp's
-// "no_vocab" tokenizer, as vkllm bench --synthetic --write-gguf does.
-func writeNoVocab(t *testing.T) string {
-	t.Helper()
-	s, err := synth.Lookup("qwen2.5-0.5b-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := synth.Build(s, tensor.F32, 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "novocab.gguf")
-	if err := m.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestOpenNoVocab: a model without a tokenizer opens, runs token ids,
 // and refuses every call that needs text with ErrNoTokenizer.
 func TestOpenNoVocab(t *testing.T) {
-	l, err := Open(context.Background(), writeNoVocab(t), Options{Backend: "cpu", ContextLen: 256, MaxSeqs: 2})
+	l, err := Open(context.Background(), testmodel.NoVocab(t), Options{Backend: "cpu", ContextLen: 256, MaxSeqs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

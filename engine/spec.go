@@ -123,10 +123,14 @@ type speculator struct {
 	want  []*sequence // this step's requests that draft
 }
 
+// defaultDraftMax bounds the drafts per step when Speculation.Max (or
+// Options.DraftMax) is 0.
+const defaultDraftMax = 8
+
 func newSpeculator(sp *Speculation, vocab, maxSeqs int) (*speculator, error) {
 	s := &speculator{max: sp.Max, prop: sp.Proposer}
 	if s.max == 0 {
-		s.max = 8
+		s.max = defaultDraftMax
 	}
 	if s.max < 1 || s.max > 64 {
 		return nil, errcode.Wrap(errcode.BadParams, fmt.Errorf("engine: Speculation.Max %d out of range [1, 64]", s.max))

@@ -2,15 +2,15 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/vkllm/vkllm/internal/testmodel"
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/models"
@@ -311,33 +311,6 @@ func TestNGram(t *testing.T) {
 	}
 }
 
-// otherVocab is a copy of qwen2-tiny whose tokenizer swaps the ids of
-// two tokens.
-func otherVocab(t *testing.T) string {
-	dir := t.TempDir()
-	for _, f := range []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
-		b, err := os.ReadFile(filepath.Join(tinyModel, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f == "tokenizer.json" {
-			var tj map[string]any
-			if err := json.Unmarshal(b, &tj); err != nil {
-				t.Fatal(err)
-			}
-			v := tj["model"].(map[string]any)["vocab"].(map[string]any)
-			v["!"], v["#"] = v["#"], v["!"]
-			if b, err = json.Marshal(tj); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // TestSpecOptions: Options.Draft opens prompt lookup or a draft model;
 // a draft model of another vocabulary is refused with ErrDraftVocab.
 func TestSpecOptions(t *testing.T) {
@@ -367,7 +340,7 @@ func TestSpecOptions(t *testing.T) {
 			}
 		})
 	}
-	_, err := Open(context.Background(), tinyModel, Options{Draft: otherVocab(t)})
+	_, err := Open(context.Background(), tinyModel, Options{Draft: testmodel.OtherVocab(t, tinyModel)})
 	if !errors.Is(err, ErrDraftVocab) {
 		t.Fatalf("a draft model of another vocabulary: %v, want ErrDraftVocab", err)
 	}

@@ -6,26 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/internal/testmodel"
 	"github.com/vkllm/vkllm/kernels/cpu"
-	"github.com/vkllm/vkllm/tensor"
 )
-
-// countingBackend counts the calls that allocate backend memory.
-type countingBackend struct {
-	kernels.Backend
-	allocs int
-}
-
-func (c *countingBackend) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, error) {
-	c.allocs++
-	return c.Backend.NewTensor(dt, shape...)
-}
-
-func (c *countingBackend) Upload(t tensor.Tensor) (kernels.Tensor, error) {
-	c.allocs++
-	return c.Backend.Upload(t)
-}
 
 // TestDecodeAllocatesNothing: a Context allocates its backend memory when
 // it is made, for BatchSize tokens; Decode then runs batches of every
@@ -34,7 +17,7 @@ func (c *countingBackend) Upload(t tensor.Tensor) (kernels.Tensor, error) {
 // logits of more rows than MaxOutputs (default MaxSeqs) grows the output
 // tensors once.
 func TestDecodeAllocatesNothing(t *testing.T) {
-	cb := &countingBackend{Backend: cpu.New(0)}
+	cb := &testmodel.Counting{Backend: cpu.New(0)}
 	t.Cleanup(func() { cb.Close() })
 	m, err := Open(context.Background(), filepath.Join(testdata, "qwen2-tiny"), WithBackend(cb))
 	if err != nil {
@@ -43,7 +26,7 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 	t.Cleanup(func() { m.Close() })
 	const seqs, batchSize = 4, 24
 	ctx := newCtx(t, m, ContextParams{ContextLen: 192, MaxSeqs: seqs, BatchSize: batchSize})
-	base := cb.allocs
+	base := cb.Allocs()
 
 	r := rand.New(rand.NewPCG(7, 7))
 	vocab := int32(m.Config.VocabSize)
@@ -97,8 +80,8 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 				next[s] -= 10
 			}
 		}
-		if cb.allocs != base {
-			t.Fatalf("step %d (%d tokens): %d backend allocations since NewContext", step, b.Len(), cb.allocs-base)
+		if cb.Allocs() != base {
+			t.Fatalf("step %d (%d tokens): %d backend allocations since NewContext", step, b.Len(), cb.Allocs()-base)
 		}
 	}
 	t.Logf("%d batch sizes", len(sizes))
@@ -119,8 +102,8 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 		if err := ctx.Decode(b); err != nil {
 			t.Fatal(err)
 		}
-		if want := base + 3; cb.allocs != want {
-			t.Fatalf("batch %d of %d tokens, all with logits: %d allocations since NewContext, want 3", i, n, cb.allocs-base)
+		if want := base + 3; cb.Allocs() != want {
+			t.Fatalf("batch %d of %d tokens, all with logits: %d allocations since NewContext, want 3", i, n, cb.Allocs()-base)
 		}
 	}
 }
@@ -129,7 +112,7 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 // were loaded makes their scratch then, so batches running one adapter,
 // then both, then the base model allocate nothing.
 func TestLoRAAllocatesNothing(t *testing.T) {
-	cb := &countingBackend{Backend: cpu.New(0)}
+	cb := &testmodel.Counting{Backend: cpu.New(0)}
 	t.Cleanup(func() { cb.Close() })
 	m, err := Open(context.Background(), filepath.Join(testdata, "llama-tiny"), WithBackend(cb))
 	if err != nil {
@@ -143,7 +126,7 @@ func TestLoRAAllocatesNothing(t *testing.T) {
 	if err := ctx.Decode(first); err != nil { // the base model: makes the RoPE table
 		t.Fatal(err)
 	}
-	base := cb.allocs
+	base := cb.Allocs()
 	next := [2]int32{1, 0}
 	for i, ads := range [][2]AdapterID{{a, a}, {a, b}, {b, NoAdapter}, {NoAdapter, NoAdapter}} {
 		var bt Batch
@@ -157,7 +140,7 @@ func TestLoRAAllocatesNothing(t *testing.T) {
 		if err := ctx.Decode(bt); err != nil {
 			t.Fatal(err)
 		}
-		if got := cb.allocs - base; got != 0 {
+		if got := cb.Allocs() - base; got != 0 {
 			t.Fatalf("step %d, adapters %v: %d backend allocations", i, ads, got)
 		}
 	}

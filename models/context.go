@@ -64,16 +64,16 @@ type ContextParams struct {
 	// (4 bytes each; two for a model mixing windowed and full layers),
 	// and has a backend with memory of its own (kernels.AttentionReserver,
 	// kernels.StagingReserver) reserve it, so that no Decode allocates
-	// (see MaxOutputs); BatchSize ×
-	// ContextLen may not exceed 2³⁰.
+	// (see MaxOutputs); BatchSize × ContextLen may not exceed 2³⁰.
 	BatchSize int
 	// MaxOutputs is the most rows of logits a batch is expected to ask
 	// for (Batch.Logits); NewContext makes the output tensors for that
-	// many. Default (0): min(MaxSeqs, BatchSize), one per sequence, what
-	// a generating step asks. A batch asking for more grows them, once,
-	// to BatchSize rows: an allocation in Decode, which a caller that
-	// knows its bound (speculative decoding asks for each draft token's
-	// logits too) avoids by setting it.
+	// many, BatchSize at most (no batch asks for more). Default (0):
+	// MaxSeqs, one per sequence, what a generating step asks. A batch
+	// asking for more grows them, once, to BatchSize rows: an allocation
+	// in Decode, which a caller that knows its bound (speculative
+	// decoding asks for each draft token's logits too) avoids by setting
+	// it.
 	MaxOutputs int
 	// KVType is the cache element type, F32 (default) or F16.
 	KVType tensor.DType
@@ -149,8 +149,9 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		p.KVType = tensor.F32
 	}
 	if p.MaxOutputs == 0 {
-		p.MaxOutputs = min(p.MaxSeqs, p.BatchSize)
+		p.MaxOutputs = p.MaxSeqs
 	}
+	p.MaxOutputs = min(p.MaxOutputs, p.BatchSize)
 	if p.ContextLen < 1 || p.ContextLen > 1<<22 {
 		return nil, fmt.Errorf("%w: ContextLen %d out of range [1, %d]", ErrBadParams, p.ContextLen, 1<<22)
 	}
@@ -164,8 +165,8 @@ func (m *Model) NewContext(p ContextParams) (*Context, error) {
 		return nil, fmt.Errorf("%w: BatchSize %d × ContextLen %d exceeds 2^30 visible-cell entries", ErrBadParams, p.BatchSize, p.ContextLen)
 	case p.KVType != tensor.F32 && p.KVType != tensor.F16:
 		return nil, fmt.Errorf("%w: KVType %v unsupported (F32 or F16)", ErrBadParams, p.KVType)
-	case p.MaxOutputs < 0 || p.MaxOutputs > p.BatchSize:
-		return nil, fmt.Errorf("%w: MaxOutputs %d out of range [0, BatchSize %d]", ErrBadParams, p.MaxOutputs, p.BatchSize)
+	case p.MaxOutputs < 0:
+		return nil, fmt.Errorf("%w: MaxOutputs %d < 0", ErrBadParams, p.MaxOutputs)
 	}
 	cache, err := kv.New(p.ContextLen, p.MaxSeqs)
 	if err != nil {

@@ -91,12 +91,7 @@ func TestSchemaConstraintWalk(t *testing.T) {
 					}
 				}
 				steps++
-				var ids []int32
-				for id, ok := range got {
-					if ok {
-						ids = append(ids, int32(id))
-					}
-				}
+				ids := allowedIDs(got)
 				if len(ids) == 0 {
 					t.Fatalf("schema %d: nothing allowed after %q", si, text)
 				}
@@ -177,12 +172,7 @@ func TestToolArgsSchemaWalk(t *testing.T) {
 				for n := 0; n < 400 && (budget == 0 || n < budget); n++ {
 					clear(allowed)
 					c.Allow(allowed)
-					var ids []int32
-					for id, ok := range allowed {
-						if ok {
-							ids = append(ids, int32(id))
-						}
-					}
+					ids := allowedIDs(allowed)
 					if len(ids) == 0 {
 						t.Fatalf("%v seed %d: nothing allowed after %q", f, seed, text)
 					}
@@ -273,12 +263,7 @@ func TestSchemaConstraintConcurrent(t *testing.T) {
 			for range s.MinLen() + 30 {
 				clear(allowed)
 				c.Allow(allowed)
-				var ids []int32
-				for id, ok := range allowed {
-					if ok {
-						ids = append(ids, int32(id))
-					}
-				}
+				ids := allowedIDs(allowed)
 				id := ids[r.IntN(len(ids))]
 				if v.end[id] {
 					break

@@ -607,7 +607,11 @@ func (c *ToolCallConstraint) completionOf(s *gstate, a *state) int {
 // Allow lets through the tokens that keep the reply on the grammar and,
 // with a budget, leave enough tokens to finish it (one byte a token at
 // worst). When the budget is too small for any, the grammar alone rules.
-func (c *ToolCallConstraint) Allow(allowed []bool) {
+func (c *ToolCallConstraint) Allow(allowed []bool) { c.allowWith(allowed, c.allow) }
+
+// allowWith is Allow with pass marking the tokens of one pass (the trie
+// walk; the tests' scan of the vocabulary).
+func (c *ToolCallConstraint) allowWith(allowed []bool, pass func(allowed []bool, budget bool, left int) bool) {
 	if c.off {
 		return
 	}
@@ -620,8 +624,8 @@ func (c *ToolCallConstraint) Allow(allowed []bool) {
 		return
 	}
 	left := c.budget - c.n // tokens left, this one included
-	if !c.allow(allowed, c.budget > 0, left) && c.budget > 0 {
-		c.allow(allowed, false, left)
+	if !pass(allowed, c.budget > 0, left) && c.budget > 0 {
+		pass(allowed, false, left)
 	}
 }
 

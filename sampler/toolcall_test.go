@@ -144,12 +144,7 @@ func walk(t *testing.T, tok *tokenizer.Tokenizer, f chat.Format, seed uint64, bo
 	for n := 0; n < 400 && (budget == 0 || n < budget); n++ {
 		clear(allowed)
 		c.Allow(allowed)
-		var ids []int32
-		for id, ok := range allowed {
-			if ok {
-				ids = append(ids, int32(id))
-			}
-		}
+		ids := allowedIDs(allowed)
 		if len(ids) == 0 {
 			t.Fatalf("%v seed %d: no token allowed after %q", f, seed, text.String())
 		}
@@ -234,26 +229,23 @@ func FuzzToolCallGrammar(f *testing.F) {
 	})
 }
 
+// allowedIDs is the ids a mask lets through, ascending.
+func allowedIDs(mask []bool) []int32 {
+	var ids []int32
+	for id, ok := range mask {
+		if ok {
+			ids = append(ids, int32(id))
+		}
+	}
+	return ids
+}
+
 // scanToolAllow is the mask by definition: every token fed to a copy of
 // the grammar's state (and the arguments' schema state), with the budget
 // check, and the budget dropped when it leaves no token (the slow
 // reference for the trie walk).
 func scanToolAllow(c *ToolCallConstraint, allowed []bool) {
-	if c.off {
-		return
-	}
-	if c.st.phase == phEnd {
-		for _, id := range c.v.ends {
-			if int(id) < len(allowed) {
-				allowed[id] = true
-			}
-		}
-		return
-	}
-	left := c.budget - c.n
-	if !scanToolPass(c, allowed, c.budget > 0, left) && c.budget > 0 {
-		scanToolPass(c, allowed, false, left)
-	}
+	c.allowWith(allowed, func(allowed []bool, budget bool, left int) bool { return scanToolPass(c, allowed, budget, left) })
 }
 
 func scanToolPass(c *ToolCallConstraint, allowed []bool, budget bool, left int) bool {
@@ -364,12 +356,7 @@ func TestToolCallConstraintMask(t *testing.T) {
 					for n := 0; n < 100 && (c.budget == 0 || n < c.budget); n++ {
 						sameMask(t, c, got, want, label, text)
 						steps++
-						var ids []int32
-						for id, ok := range got {
-							if ok {
-								ids = append(ids, int32(id))
-							}
-						}
+						ids := allowedIDs(got)
 						if len(ids) == 0 {
 							t.Fatalf("%s: nothing allowed after %q", label, text)
 						}

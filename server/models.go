@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,16 +11,11 @@ import (
 )
 
 // OpenModel opens a model with engine.Open (cancelling ctx stops the load)
-// and wraps it with NewModel. A model without a tokenizer (a "no_vocab"
-// GGUF) is refused with engine.ErrNoTokenizer: the API speaks text.
+// and wraps it with NewModel.
 func OpenModel(ctx context.Context, path string, opts engine.Options) (*Model, error) {
 	l, err := engine.Open(ctx, path, opts)
 	if err != nil {
 		return nil, err
-	}
-	if l.Tokenizer() == nil {
-		l.Close()
-		return nil, fmt.Errorf("%s: %w: the server needs one", path, engine.ErrNoTokenizer)
 	}
 	return NewModel(l, path), nil
 }

@@ -116,7 +116,8 @@ type Config struct {
 	// this order.
 	Models []Spec
 	// Open loads one model (default: OpenModel with Engine and Progress;
-	// Close cancels a load in progress).
+	// Close cancels a load in progress). A model without a tokenizer (a
+	// "no_vocab" GGUF) fails its load with engine.ErrNoTokenizer.
 	Open func(Spec) (*Model, error)
 	// Engine are the engine.Options of the default Open.
 	Engine engine.Options
@@ -285,6 +286,10 @@ func (s *Server) load() {
 		}
 		start := time.Now()
 		m, err := s.cfg.Open(e.spec)
+		if err == nil && m.Gen.Tokenizer() == nil { // a "no_vocab" model: the API speaks text
+			m.Gen.Close()
+			m, err = nil, fmt.Errorf("%w: the server needs one", engine.ErrNoTokenizer)
+		}
 		if err != nil {
 			s.log.Error("model failed to load", "model", e.spec.Name, "path", e.spec.Path, "err", err)
 		} else {

@@ -14,6 +14,10 @@ var (
 	ErrUnsupported = errors.New("tokenizer: unsupported")
 	// ErrFormat: a tokenizer file is malformed or inconsistent.
 	ErrFormat = errors.New("tokenizer: malformed tokenizer file")
+	// ErrNoVocabulary: the file has no tokenizer by design (a GGUF whose
+	// tokenizer.ggml.model is llama.cpp's "no_vocab", such as benchmark
+	// models): its model runs token ids only.
+	ErrNoVocabulary = errors.New("tokenizer: the file has no vocabulary")
 	// ErrInvalidUTF8: Encode was given a string that is not valid UTF-8.
 	ErrInvalidUTF8 = errors.New("tokenizer: input is not valid UTF-8")
 )

@@ -12,7 +12,8 @@ import (
 // "smollm", "default") or "llama" (SentencePiece BPE with byte fallback;
 // merges come from the scores when the file has none, as transformers
 // derives them). Control tokens become special added tokens, user-defined
-// ones plain added tokens. An unknown model or pre is an *UnsupportedError.
+// ones plain added tokens. An unknown model or pre is an *UnsupportedError;
+// llama.cpp's "no_vocab" model is ErrNoVocabulary.
 func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	v := &ggufVocab{}
 	var err error
@@ -37,6 +38,9 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	str("tokenizer.chat_template", &v.ChatTemplate, false)
 	if err != nil {
 		return nil, err
+	}
+	if v.Model == "no_vocab" {
+		return nil, ErrNoVocabulary
 	}
 	var ok bool
 	if v.Tokens, ok = f.Strings("tokenizer.ggml.tokens"); !ok {

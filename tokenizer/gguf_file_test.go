@@ -106,6 +106,16 @@ func TestFromGGUFErrors(t *testing.T) {
 	if _, err = FromGGUF(f); !errors.As(err, &fe) || fe.Where != "tokenizer.ggml.model" {
 		t.Errorf("no tokenizer: %v", err)
 	}
+	buf.Reset()
+	if err := gguf.Write(&buf, []gguf.KV{{Key: "tokenizer.ggml.model", Value: gguf.Value{Type: gguf.String, V: "no_vocab"}}}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = gguf.Parse(buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = FromGGUF(f); !errors.Is(err, ErrNoVocabulary) {
+		t.Errorf("no_vocab: %v, want ErrNoVocabulary", err)
+	}
 }
 
 // FuzzFromGGUF: whatever GGUF metadata holds, FromGGUF returns a tokenizer

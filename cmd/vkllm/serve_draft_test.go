@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vkllm/vkllm/internal/testmodel"
 )
 
 // served is a `vkllm serve` running in-process on 127.0.0.1:0.
@@ -146,7 +146,7 @@ func TestServeDraftBad(t *testing.T) {
 		}
 	}
 
-	s := newServed(t, "--draft", otherVocab(t))
+	s := newServed(t, "--draft", testmodel.OtherVocab(t, tinyDir))
 	code, b := s.do("GET", "/health", "")
 	if code != http.StatusServiceUnavailable || !strings.Contains(string(b), `"tiny":"failed"`) {
 		t.Errorf("health %d %s; want 503 with tiny failed", code, b)
@@ -157,32 +157,4 @@ func TestServeDraftBad(t *testing.T) {
 	if code := s.stop(); code != 0 {
 		t.Errorf("exit %d:\n%s", code, s.log.String())
 	}
-}
-
-// otherVocab is a copy of the tiny model whose tokenizer swaps the ids
-// of two tokens: same size, another vocabulary.
-func otherVocab(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, f := range []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
-		b, err := os.ReadFile(filepath.Join(tinyDir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f == "tokenizer.json" {
-			var tj map[string]any
-			if err := json.Unmarshal(b, &tj); err != nil {
-				t.Fatal(err)
-			}
-			v := tj["model"].(map[string]any)["vocab"].(map[string]any)
-			v["!"], v["#"] = v["#"], v["!"]
-			if b, err = json.Marshal(tj); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }

@@ -16,6 +16,19 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def bench_lines(path, name):
+    """Yields (sub-benchmark name, {unit: value}) for each line of a go
+    test -bench output file that reports benchmark name (none when the
+    file is missing); the -P (GOMAXPROCS) suffix is dropped."""
+    if not os.path.exists(path):
+        return
+    for line in open(path):
+        m = re.match(r"^" + re.escape(name) + r"/(\S+?)(?:-\d+)?\s+\d+\s+(.*)$", line)
+        if m:
+            f = m.group(2).split()
+            yield m.group(1), {f[i + 1]: float(f[i]) for i in range(0, len(f) - 1, 2)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
@@ -106,27 +119,15 @@ def main():
         m["median"] = row
         table.append(row)
 
-    # serve.txt: the engine's BenchmarkServe lines, NAME-N  1  NS ns/op  V UNIT ...
-    serve = {}
-    spath = os.path.join(a.out, "serve.txt")
-    if os.path.exists(spath):
-        for line in open(spath):
-            m = re.match(r"^BenchmarkServe/(\w+)/n=\d+\S*\s+\d+\s+(.*)$", line)
-            if m:
-                f = m.group(2).split()
-                serve[m.group(1)] = {f[i + 1]: float(f[i]) for i in range(0, len(f) - 1, 2)}
-
-    # cells.txt: BenchmarkDecodeCells/backend=B/ctx=N-P  iters  ns/op  V tok/s ...
-    cells = {}
-    cpath = os.path.join(a.out, "cells.txt")
-    if os.path.exists(cpath):
-        for line in open(cpath):
-            m = re.match(r"^BenchmarkDecodeCells/backend=([\w-]+)/ctx=(\d+)\S*\s+\d+\s+(.*)$", line)
-            if m:
-                f = m.group(3).split()
-                vals = {f[i + 1]: float(f[i]) for i in range(0, len(f) - 1, 2)}
-                if "tok/s" in vals:
-                    cells.setdefault(m.group(1), {}).setdefault(m.group(2), []).append(vals["tok/s"])
+    # serve.txt: the engine's BenchmarkServe/MODE/n=16 lines; cells.txt:
+    # the models' BenchmarkDecodeCells/backend=B/ctx=N lines, three each.
+    serve, cells = {}, {}
+    for sub, vals in bench_lines(os.path.join(a.out, "serve.txt"), "BenchmarkServe"):
+        serve[sub.split("/")[0]] = vals
+    for sub, vals in bench_lines(os.path.join(a.out, "cells.txt"), "BenchmarkDecodeCells"):
+        m = re.match(r"backend=([\w-]+)/ctx=(\d+)$", sub)
+        if m and "tok/s" in vals:
+            cells.setdefault(m.group(1), {}).setdefault(m.group(2), []).append(vals["tok/s"])
 
     res = {"small": a.small == "1", "pp": a.pp, "tg": a.tg, "device": names[0] if names else None,
            "driver": drivers[0] if drivers else None, "steps": steps, "tests": tests,
