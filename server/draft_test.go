@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/vkllm/vkllm/tokenizer"
 )
 
 // TestDraftSameText: a model served with speculative decoding (engine
@@ -71,7 +73,11 @@ func TestModelsMaxLen(t *testing.T) {
 	}
 	ts := newTestServer(t, Config{Models: []Spec{{Name: "tiny", Path: "../testdata/models/qwen2-tiny-Q4_1.gguf"}}})
 	ts.waitLoaded()
-	fake := newTestServer(t, Config{Open: func(Spec) (*Model, error) { return &Model{Gen: &fakeGen{reply: "x"}}, nil }})
+	tok, err := tokenizer.FromFile(tinyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newTestServer(t, Config{Open: func(Spec) (*Model, error) { return &Model{Gen: &fakeGen{tok: tok, reply: "x"}}, nil }})
 	fake.waitLoaded()
 	for _, c := range []struct {
 		name string

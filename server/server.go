@@ -85,6 +85,8 @@ type Generator interface {
 	StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error]
 	StreamTokens(ctx context.Context, prompt []int32, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error]
 	Stats() engine.Stats
+	// Tokenizer is the model's; a Generator without one (nil) fails
+	// its load with engine.ErrNoTokenizer.
 	Tokenizer() *tokenizer.Tokenizer
 	Close() error
 }
