@@ -207,6 +207,9 @@ func TestChatPage(t *testing.T) {
 		p.do(chromedp.Click(chromedp.CSS("#new-chat")))
 		p.setting("model", "tiny")
 		p.setting("max_tokens", "24")
+		// Seeded: an unseeded draw may meet the tiny model's EOS before
+		// max_tokens, and the meta line is checked for 24 tokens.
+		p.setting("seed", "1")
 		eval[bool](p, `(window.__paints = [], true)`)
 		p.send("hello from the " + name + " chat")
 		p.settled()
@@ -269,7 +272,9 @@ func TestChatPage(t *testing.T) {
 	p.settled()
 
 	// A system prompt long enough to span cache blocks, then edit the first
-	// message: the later turns are replaced.
+	// message: the later turns are replaced. Unseeded again, so that the
+	// regenerated answer is drawn anew, not the inference cache's.
+	p.setting("seed", "")
 	p.setting("system", strings.Repeat("You are a terse assistant who answers in one short line. ", 2))
 	p.do(chromedp.Click(chromedp.CSS(`#messages .msg[data-index="0"] .edit`)))
 	eval[bool](p, `(() => { const ta = document.querySelector("#messages textarea.edit-box"); ta.value = "an edited first message"; return true; })()`)
