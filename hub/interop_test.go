@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vkllm/vkllm/internal/hubtest"
 )
 
 // hfPython runs tools/hf_hub_cache.py with the real huggingface_hub
@@ -32,36 +34,36 @@ func hfPython(t *testing.T, env []string, args ...string) string {
 // stand-in Hub) is used without a download, and one pulled here is found
 // by huggingface_hub offline, at the same path with the same bytes.
 func TestHuggingfaceHubInterop(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	files := ggufRepo(h, "org/Model-GGUF")
 	cache := t.TempDir()
-	env := []string{"HF_ENDPOINT=" + h.api.URL, "HF_HUB_CACHE=" + cache, "HF_HUB_OFFLINE=0"}
+	env := []string{"HF_ENDPOINT=" + h.API.URL, "HF_HUB_CACHE=" + cache, "HF_HUB_OFFLINE=0"}
 
 	// huggingface_hub writes, vkllm reads
 	out := hfPython(t, env, "download", "org/Model-GGUF", "model-q4_k_m.gguf")
-	if n := h.count(h.fileGets, "model-q4_k_m.gguf"); n == 0 {
+	if n := h.Count(h.FileGets, "model-q4_k_m.gguf"); n == 0 {
 		t.Fatalf("huggingface_hub did not download through the stand-in: %s", out)
 	}
-	before := h.count(h.blobGets, sha(files["model-q4_k_m.gguf"]))
-	m, err := h.client(cache).Pull(t.Context(), Ref{Owner: "org", Repo: "Model-GGUF", Quant: "Q4_K_M"})
+	before := h.Count(h.BlobGets, hubtest.SHA256(files["model-q4_k_m.gguf"]))
+	m, err := hubClient(h, cache).Pull(t.Context(), Ref{Owner: "org", Repo: "Model-GGUF", Quant: "Q4_K_M"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Fields(out)[0]; got != m.Path {
 		t.Errorf("huggingface_hub's path %s, ours %s", got, m.Path)
 	}
-	if n := h.count(h.blobGets, sha(files["model-q4_k_m.gguf"])); n != before {
+	if n := h.Count(h.BlobGets, hubtest.SHA256(files["model-q4_k_m.gguf"])); n != before {
 		t.Errorf("the file huggingface_hub cached was downloaded again")
 	}
 
 	// vkllm writes, huggingface_hub reads offline
-	m, err = h.client(cache).Pull(t.Context(), Ref{Owner: "org", Repo: "Model-GGUF", File: "model-q8_0.gguf"})
+	m, err = hubClient(h, cache).Pull(t.Context(), Ref{Owner: "org", Repo: "Model-GGUF", File: "model-q8_0.gguf"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.api.Close()
+	h.API.Close()
 	out = hfPython(t, []string{"HF_HUB_CACHE=" + cache, "HF_HUB_OFFLINE=1"}, "read", "org/Model-GGUF", "model-q8_0.gguf")
-	want := fmt.Sprintf("%s %s\n", m.Path, sha(files["model-q8_0.gguf"]))
+	want := fmt.Sprintf("%s %s\n", m.Path, hubtest.SHA256(files["model-q8_0.gguf"]))
 	if out != want {
 		t.Errorf("huggingface_hub read %q, want %q", out, want)
 	}

@@ -10,22 +10,28 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vkllm/vkllm/internal/hubtest"
 )
 
 // ggufRepo is a GGUF repository as the Hub holds them: several
 // quantisations, a vision projector and a README.
-func ggufRepo(h *fakeHub, id string) map[string][]byte {
+func ggufRepo(h *hubtest.Hub, id string) map[string][]byte {
 	files := map[string][]byte{
 		"README.md":                          []byte("# a model\n"),
-		"model-q2_k.gguf":                    bytesOf("q2_k", 3000),
-		"model-q4_k_m.gguf":                  bytesOf("q4_k_m", 5000),
-		"model-q8_0.gguf":                    bytesOf("q8_0", 9000),
-		"mmproj-model-f16.gguf":              bytesOf("mmproj", 2000),
-		"split/big-Q8_0-00001-of-00002.gguf": bytesOf("s1", 4000),
-		"split/big-Q8_0-00002-of-00002.gguf": bytesOf("s2", 4100),
+		"model-q2_k.gguf":                    hubtest.Bytes("q2_k", 3000),
+		"model-q4_k_m.gguf":                  hubtest.Bytes("q4_k_m", 5000),
+		"model-q8_0.gguf":                    hubtest.Bytes("q8_0", 9000),
+		"mmproj-model-f16.gguf":              hubtest.Bytes("mmproj", 2000),
+		"split/big-Q8_0-00001-of-00002.gguf": hubtest.Bytes("s1", 4000),
+		"split/big-Q8_0-00002-of-00002.gguf": hubtest.Bytes("s2", 4100),
 	}
-	h.add(id, false, files)
+	h.Add(id, false, files)
 	return files
+}
+
+func hubClient(h *hubtest.Hub, cache string) *Client {
+	return &Client{Endpoint: h.API.URL, CacheDir: cache}
 }
 
 func readPath(t *testing.T, p string) []byte {
@@ -38,10 +44,10 @@ func readPath(t *testing.T, p string) []byte {
 }
 
 func TestPullQuant(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	files := ggufRepo(h, "org/Model-GGUF")
 	cache := t.TempDir()
-	c := h.client(cache)
+	c := hubClient(h, cache)
 	var last, total int64
 	var calls int
 	var mu sync.Mutex
@@ -62,32 +68,32 @@ func TestPullQuant(t *testing.T) {
 	// huggingface_hub's layout: a relative link from the snapshot to the blob named by sha256, and refs/main
 	repo := filepath.Join(cache, "models--org--Model-GGUF")
 	link, err := os.Readlink(filepath.Join(repo, "snapshots", m.Commit, "model-q4_k_m.gguf"))
-	if err != nil || link != filepath.Join("..", "..", "blobs", sha(files["model-q4_k_m.gguf"])) {
+	if err != nil || link != filepath.Join("..", "..", "blobs", hubtest.SHA256(files["model-q4_k_m.gguf"])) {
 		t.Errorf("snapshot link %q, %v", link, err)
 	}
 	if ref := string(readPath(t, filepath.Join(repo, "refs", "main"))); ref != m.Commit {
 		t.Errorf("refs/main = %q, want %q", ref, m.Commit)
 	}
-	if n := h.count(h.blobGets, sha(files["model-q4_k_m.gguf"])); n != 1 {
+	if n := h.Count(h.BlobGets, hubtest.SHA256(files["model-q4_k_m.gguf"])); n != 1 {
 		t.Errorf("the CDN served the file %d times, want 1", n)
 	}
-	if len(h.cdnAuth) != 0 {
-		t.Errorf("the token reached the CDN: %v", h.cdnAuth)
+	if len(h.CDNAuth) != 0 {
+		t.Errorf("the token reached the CDN: %v", h.CDNAuth)
 	}
 	// a second pull asks the Hub for the file list but downloads nothing
 	m2, err := c.Pull(t.Context(), Ref{Owner: "org", Repo: "Model-GGUF", Quant: "q4_k_m"})
 	if err != nil || m2.Path != m.Path {
 		t.Fatalf("second pull: %v, %v", m2, err)
 	}
-	if n := h.count(h.fileGets, "model-q4_k_m.gguf"); n != 1 {
+	if n := h.Count(h.FileGets, "model-q4_k_m.gguf"); n != 1 {
 		t.Errorf("second pull downloaded again: %d resolve GETs", n)
 	}
 }
 
 func TestPullSplitGGUF(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	files := ggufRepo(h, "org/Model-GGUF")
-	c := h.client(t.TempDir())
+	c := hubClient(h, t.TempDir())
 	c.Parallel = 2
 	m, err := c.Pull(t.Context(), Ref{Owner: "org", Repo: "Model-GGUF", Quant: "q8_0"})
 	if err == nil || !errors.Is(err, ErrAmbiguous) {
@@ -109,23 +115,23 @@ func TestPullSplitGGUF(t *testing.T) {
 }
 
 func TestPullSafetensors(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	index := `{"metadata":{"total_size":10},"weight_map":{"a.weight":"model-00001-of-00002.safetensors","b.weight":"model-00002-of-00002.safetensors","c.weight":"model-00001-of-00002.safetensors"}}`
 	files := map[string][]byte{
 		"config.json":                      []byte(`{"architectures":["Qwen2ForCausalLM"]}`),
-		"tokenizer.json":                   bytesOf("tok", 20000), // an LFS file
+		"tokenizer.json":                   hubtest.Bytes("tok", 20000), // an LFS file
 		"tokenizer_config.json":            []byte(`{}`),
 		"generation_config.json":           []byte(`{}`),
 		"model.safetensors.index.json":     []byte(index),
-		"model-00001-of-00002.safetensors": bytesOf("w1", 3000),
-		"model-00002-of-00002.safetensors": bytesOf("w2", 3000),
-		"consolidated.safetensors":         bytesOf("cons", 6000),
-		"original/consolidated.00.pth":     bytesOf("pth", 100),
-		"onnx/model.onnx":                  bytesOf("onnx", 100),
+		"model-00001-of-00002.safetensors": hubtest.Bytes("w1", 3000),
+		"model-00002-of-00002.safetensors": hubtest.Bytes("w2", 3000),
+		"consolidated.safetensors":         hubtest.Bytes("cons", 6000),
+		"original/consolidated.00.pth":     hubtest.Bytes("pth", 100),
+		"onnx/model.onnx":                  hubtest.Bytes("onnx", 100),
 		"README.md":                        []byte("hi"),
 	}
-	h.add("org/Model", false, files)
-	c := h.client(t.TempDir())
+	h.Add("org/Model", false, files)
+	c := hubClient(h, t.TempDir())
 	m, err := c.Pull(t.Context(), Ref{Owner: "org", Repo: "Model"})
 	if err != nil {
 		t.Fatal(err)
@@ -149,17 +155,17 @@ func TestPullSafetensors(t *testing.T) {
 // TestPullResume: a download cut mid-file leaves blobs/….incomplete; the
 // next pull asks for the rest with Range and the file is whole.
 func TestPullResume(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	files := ggufRepo(h, "org/Model-GGUF")
 	data := files["model-q4_k_m.gguf"]
-	h.cut[sha(data)] = 1234
+	h.CutAt[hubtest.SHA256(data)] = 1234
 	cache := t.TempDir()
-	c := h.client(cache)
+	c := hubClient(h, cache)
 	r := Ref{Owner: "org", Repo: "Model-GGUF", Quant: "Q4_K_M"}
 	if _, err := c.Pull(t.Context(), r); err == nil || !strings.Contains(err.Error(), "resumes") {
 		t.Fatalf("a cut download: %v, want an error saying a pull resumes", err)
 	}
-	part := filepath.Join(cache, "models--org--Model-GGUF", "blobs", sha(data)+".incomplete")
+	part := filepath.Join(cache, "models--org--Model-GGUF", "blobs", hubtest.SHA256(data)+".incomplete")
 	if st, err := os.Stat(part); err != nil || st.Size() != 1234 {
 		t.Fatalf("after the cut: %v %v, want 1234 bytes kept", st, err)
 	}
@@ -172,8 +178,8 @@ func TestPullResume(t *testing.T) {
 	if !bytes.Equal(readPath(t, m.Path), data) {
 		t.Fatal("the resumed file differs")
 	}
-	if !slices.Equal(h.ranges, []string{"bytes=1234-"}) {
-		t.Errorf("the CDN got Range %q, want bytes=1234-", h.ranges)
+	if !slices.Equal(h.Ranges, []string{"bytes=1234-"}) {
+		t.Errorf("the CDN got Range %q, want bytes=1234-", h.Ranges)
 	}
 	if done != total || total != int64(len(data)) {
 		t.Errorf("progress %d/%d", done, total)
@@ -186,12 +192,12 @@ func TestPullResume(t *testing.T) {
 // TestPullNoRange: a host that ignores Range gets the whole file written
 // afresh (not appended to the partial one).
 func TestPullNoRange(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	files := ggufRepo(h, "org/Model-GGUF")
 	data := files["model-q4_k_m.gguf"]
-	h.cut[sha(data)] = 999
-	h.noRange = true
-	c := h.client(t.TempDir())
+	h.CutAt[hubtest.SHA256(data)] = 999
+	h.NoRange = true
+	c := hubClient(h, t.TempDir())
 	r := Ref{Owner: "org", Repo: "Model-GGUF", Quant: "Q4_K_M"}
 	c.Pull(t.Context(), r)
 	m, err := c.Pull(t.Context(), r)
@@ -206,11 +212,11 @@ func TestPullNoRange(t *testing.T) {
 func TestPullChecksum(t *testing.T) {
 	for _, name := range []string{"model-q4_k_m.gguf", "README.md"} { // sha256 of an LFS file; git blob id of a small one
 		t.Run(name, func(t *testing.T) {
-			h := newFakeHub(t)
+			h := hubtest.New(t)
 			ggufRepo(h, "org/Model-GGUF")
-			h.lieSHA[name] = strings.Repeat("ab", 32)[:map[bool]int{true: 64, false: 40}[name != "README.md"]]
+			h.LieSHA[name] = strings.Repeat("ab", 32)[:map[bool]int{true: 64, false: 40}[name != "README.md"]]
 			cache := t.TempDir()
-			c := h.client(cache)
+			c := hubClient(h, cache)
 			_, err := c.Pull(t.Context(), Ref{Owner: "org", Repo: "Model-GGUF", File: name})
 			if name == "README.md" { // not a model: refused before any download; fetch it directly
 				info, ierr := c.Info(t.Context(), Ref{Owner: "org", Repo: "Model-GGUF"})
@@ -239,11 +245,11 @@ func TestPullChecksum(t *testing.T) {
 // processes: the lock is a flock on a file each opens) download it once
 // and both get it whole.
 func TestPullConcurrent(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	files := ggufRepo(h, "org/Model-GGUF")
 	data := files["model-q4_k_m.gguf"]
 	hold := make(chan struct{})
-	h.holdBlobs = hold
+	h.HoldBlobs = hold
 	cache := t.TempDir()
 	r := Ref{Owner: "org", Repo: "Model-GGUF", Quant: "Q4_K_M"}
 	var wg sync.WaitGroup
@@ -253,7 +259,7 @@ func TestPullConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m, err := h.client(cache).Pull(context.Background(), r)
+			m, err := hubClient(h, cache).Pull(context.Background(), r)
 			errs[i] = err
 			if err == nil {
 				paths[i] = m.Path
@@ -262,9 +268,9 @@ func TestPullConcurrent(t *testing.T) {
 	}
 	// both have asked for the file list before the CDN answers anything
 	for {
-		h.mu.Lock()
-		n := h.infoGets
-		h.mu.Unlock()
+		h.Mu.Lock()
+		n := h.InfoGets
+		h.Mu.Unlock()
 		if n == 2 {
 			break
 		}
@@ -279,30 +285,30 @@ func TestPullConcurrent(t *testing.T) {
 			t.Fatalf("pull %d: the file differs", i)
 		}
 	}
-	if n := h.count(h.blobGets, sha(data)); n != 1 {
+	if n := h.Count(h.BlobGets, hubtest.SHA256(data)); n != 1 {
 		t.Errorf("the CDN served the file %d times, want 1 (the second pull waits on the lock)", n)
 	}
 }
 
 func TestPullOffline(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	files := ggufRepo(h, "org/Model-GGUF")
 	cache := t.TempDir()
 	r := Ref{Owner: "org", Repo: "Model-GGUF", Quant: "Q4_K_M"}
 	// nothing cached: offline is ErrOffline, and asks nothing
-	off := h.client(cache)
+	off := hubClient(h, cache)
 	off.Offline = true
 	if _, err := off.Pull(t.Context(), r); !errors.Is(err, ErrOffline) {
 		t.Fatalf("offline, nothing cached: %v", err)
 	}
-	if h.infoGets != 0 {
-		t.Fatalf("offline asked the Hub %d times", h.infoGets)
+	if h.InfoGets != 0 {
+		t.Fatalf("offline asked the Hub %d times", h.InfoGets)
 	}
-	online, err := h.client(cache).Pull(t.Context(), r)
+	online, err := hubClient(h, cache).Pull(t.Context(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.api.Close() // the Hub is gone
+	h.API.Close() // the Hub is gone
 	m, err := off.Pull(t.Context(), r)
 	if err != nil || m.Path != online.Path || !bytes.Equal(readPath(t, m.Path), files["model-q4_k_m.gguf"]) {
 		t.Fatalf("offline pull: %v, %v", m, err)
@@ -312,21 +318,21 @@ func TestPullOffline(t *testing.T) {
 		t.Errorf("an uncached quant offline: %v", err)
 	}
 	// online but unreachable: the cache answers, as huggingface_hub does
-	if m, err := h.client(cache).Pull(t.Context(), r); err != nil || m.Path != online.Path {
+	if m, err := hubClient(h, cache).Pull(t.Context(), r); err != nil || m.Path != online.Path {
 		t.Errorf("unreachable Hub: %v, %v", m, err)
 	}
-	if _, err := h.client(cache).Pull(t.Context(), Ref{Owner: "org", Repo: "Other"}); err == nil || !isUnreachable(err) {
+	if _, err := hubClient(h, cache).Pull(t.Context(), Ref{Owner: "org", Repo: "Other"}); err == nil || !isUnreachable(err) {
 		t.Errorf("unreachable Hub, nothing cached: %v", err)
 	}
 }
 
 func TestPullGated(t *testing.T) {
-	h := newFakeHub(t)
-	h.token = "hf_right"
-	files := map[string][]byte{"model-Q4_K_M.gguf": bytesOf("gated", 4000)}
-	h.add("meta-llama/Llama-3.2-1B-GGUF", true, files)
+	h := hubtest.New(t)
+	h.Token = "hf_right"
+	files := map[string][]byte{"model-Q4_K_M.gguf": hubtest.Bytes("gated", 4000)}
+	h.Add("meta-llama/Llama-3.2-1B-GGUF", true, files)
 	r := Ref{Owner: "meta-llama", Repo: "Llama-3.2-1B-GGUF"}
-	c := h.client(t.TempDir())
+	c := hubClient(h, t.TempDir())
 	for _, tc := range []struct {
 		token  string
 		status int
@@ -339,7 +345,7 @@ func TestPullGated(t *testing.T) {
 			t.Fatalf("token %q: %v, want an *AccessError %d", tc.token, err, tc.status)
 		}
 		msg := err.Error()
-		for _, want := range []string{"meta-llama/Llama-3.2-1B-GGUF", h.api.URL + "/meta-llama/Llama-3.2-1B-GGUF", "accept its licence", tc.hint} {
+		for _, want := range []string{"meta-llama/Llama-3.2-1B-GGUF", h.API.URL + "/meta-llama/Llama-3.2-1B-GGUF", "accept its licence", tc.hint} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%q lacks %q", msg, want)
 			}
@@ -350,15 +356,15 @@ func TestPullGated(t *testing.T) {
 	if err != nil || !bytes.Equal(readPath(t, m.Path), files["model-Q4_K_M.gguf"]) {
 		t.Fatalf("with the token: %v, %v", m, err)
 	}
-	if len(h.cdnAuth) != 0 {
-		t.Errorf("the token reached the CDN host: %v", h.cdnAuth)
+	if len(h.CDNAuth) != 0 {
+		t.Errorf("the token reached the CDN host: %v", h.CDNAuth)
 	}
 }
 
 func TestPullNotFound(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	ggufRepo(h, "org/Model-GGUF")
-	c := h.client(t.TempDir())
+	c := hubClient(h, t.TempDir())
 	c.Token = "hf_x"
 	for _, r := range []Ref{
 		{Owner: "org", Repo: "Model-GGUF", Revision: "nope"},
@@ -394,16 +400,16 @@ func TestPullNoSpace(t *testing.T) {
 	if diskFree(t.TempDir()) < 0 {
 		t.Skip("free space is unknown on this system")
 	}
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	ggufRepo(h, "org/Model-GGUF")
-	h.lieSize["model-q4_k_m.gguf"] = 1 << 60
-	c := h.client(t.TempDir())
+	h.LieSize["model-q4_k_m.gguf"] = 1 << 60
+	c := hubClient(h, t.TempDir())
 	_, err := c.Pull(t.Context(), Ref{Owner: "org", Repo: "Model-GGUF", Quant: "Q4_K_M"})
 	var se *SpaceError
 	if !errors.As(err, &se) || !errors.Is(err, ErrNoSpace) || se.Need != 1<<60 {
 		t.Fatalf("got %v, want a *SpaceError", err)
 	}
-	if n := h.count(h.fileGets, "model-q4_k_m.gguf"); n != 0 {
+	if n := h.Count(h.FileGets, "model-q4_k_m.gguf"); n != 0 {
 		t.Errorf("%d downloads started", n)
 	}
 }
@@ -412,37 +418,37 @@ func TestPullNoSpace(t *testing.T) {
 // (blobs named by digest, snapshot links, refs/main) is used as it is:
 // nothing is downloaded.
 func TestHFCacheLayout(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	files := ggufRepo(h, "org/Model-GGUF")
-	repo := h.repos["org/Model-GGUF"]
+	repo := h.Repos["org/Model-GGUF"]
 	cache := t.TempDir()
 	dir := filepath.Join(cache, "models--org--Model-GGUF")
 	data := files["model-q4_k_m.gguf"]
 	os.MkdirAll(filepath.Join(dir, "blobs"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "refs"), 0o755)
-	os.MkdirAll(filepath.Join(dir, "snapshots", repo.commit), 0o755)
-	os.WriteFile(filepath.Join(dir, "blobs", sha(data)), data, 0o644)
-	os.WriteFile(filepath.Join(dir, "refs", "main"), []byte(repo.commit), 0o644)
-	if err := os.Symlink("../../blobs/"+sha(data), filepath.Join(dir, "snapshots", repo.commit, "model-q4_k_m.gguf")); err != nil {
+	os.MkdirAll(filepath.Join(dir, "snapshots", repo.Commit), 0o755)
+	os.WriteFile(filepath.Join(dir, "blobs", hubtest.SHA256(data)), data, 0o644)
+	os.WriteFile(filepath.Join(dir, "refs", "main"), []byte(repo.Commit), 0o644)
+	if err := os.Symlink("../../blobs/"+hubtest.SHA256(data), filepath.Join(dir, "snapshots", repo.Commit, "model-q4_k_m.gguf")); err != nil {
 		t.Skip("no symlinks here:", err)
 	}
-	p, err := Resolve(t.Context(), "hf://org/Model-GGUF:Q4_K_M", h.client(cache))
+	p, err := Resolve(t.Context(), "hf://org/Model-GGUF:Q4_K_M", hubClient(h, cache))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p != filepath.Join(dir, "snapshots", repo.commit, "model-q4_k_m.gguf") {
+	if p != filepath.Join(dir, "snapshots", repo.Commit, "model-q4_k_m.gguf") {
 		t.Errorf("path %s", p)
 	}
-	if n := h.count(h.fileGets, "model-q4_k_m.gguf"); n != 0 {
+	if n := h.Count(h.FileGets, "model-q4_k_m.gguf"); n != 0 {
 		t.Errorf("%d downloads of a cached file", n)
 	}
 }
 
 func TestListRemove(t *testing.T) {
-	h := newFakeHub(t)
+	h := hubtest.New(t)
 	files := ggufRepo(h, "org/Model-GGUF")
 	cache := t.TempDir()
-	c := h.client(cache)
+	c := hubClient(h, cache)
 	for _, q := range []string{"Q4_K_M", "Q2_K"} {
 		if _, err := c.Pull(t.Context(), Ref{Owner: "org", Repo: "Model-GGUF", Quant: q}); err != nil {
 			t.Fatal(err)

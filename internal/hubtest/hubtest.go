@@ -1,4 +1,9 @@
-package hub
+// Package hubtest is a stand-in for the Hugging Face Hub for tests, written
+// from the Hub's documented HTTP interface: New starts one on loopback;
+// Add puts a repository on it; point a hub.Client (or HF_ENDPOINT) at
+// its API URL. It counts what it serves and can misbehave on demand (a
+// cut connection, a wrong digest, a claimed size, no Range support).
+package hubtest
 
 import (
 	"bytes"
@@ -18,77 +23,73 @@ import (
 	"time"
 )
 
-// fakeHub stands in for the Hub, written from its documented HTTP
+// Hub stands in for the Hub, written from its documented HTTP
 // interface: the model info API with LFS metadata
 // (/api/models/{repo}/revision/{rev}?blobs=true), resolve/{rev}/{file}
 // answering small files itself and redirecting LFS files to another host
 // (cdn) that honours Range, the X-Error-Code headers, 401 for a gated
 // repository without a token (403 with a wrong one) and 401
 // RepoNotFound for an unknown repository.
-type fakeHub struct {
-	t        *testing.T
-	api, cdn *httptest.Server
-	token    string // the token gated repositories accept
+type Hub struct {
+	t        testing.TB
+	API, CDN *httptest.Server
+	Token    string // the token gated repositories accept
 
-	mu        sync.Mutex
-	repos     map[string]*fakeRepo
-	infoGets  int
-	fileGets  map[string]int    // file path → resolve GETs
-	blobGets  map[string]int    // sha256 → CDN GETs
-	ranges    []string          // the Range headers the CDN got
-	cdnAuth   []string          // Authorization headers that reached the CDN (must stay empty)
-	cut       map[string]int64  // sha256 → cut the next CDN answer after this many bytes
-	lieSHA    map[string]string // file → sha256 the info claims instead
-	lieSize   map[string]int64  // file → size the info claims instead
-	holdBlobs chan struct{}     // when set, the CDN waits on it before serving
-	noRange   bool              // the CDN ignores Range (answers 200 with the whole file)
+	Mu        sync.Mutex
+	Repos     map[string]*Repo
+	InfoGets  int
+	FileGets  map[string]int    // file path → resolve GETs
+	BlobGets  map[string]int    // sha256 → CDN GETs
+	Ranges    []string          // the Range headers the CDN got
+	CDNAuth   []string          // Authorization headers that reached the CDN (must stay empty)
+	CutAt     map[string]int64  // sha256 → cut the next CDN answer after this many bytes
+	LieSHA    map[string]string // file → sha256 the info claims instead
+	LieSize   map[string]int64  // file → size the info claims instead
+	HoldBlobs chan struct{}     // when set, the CDN waits on it before serving
+	NoRange   bool              // the CDN ignores Range (answers 200 with the whole file)
 }
 
-type fakeRepo struct {
-	commit string
-	gated  bool
-	files  map[string][]byte
+type Repo struct {
+	Commit string
+	Gated  bool
+	Files  map[string][]byte
 }
 
-// isLFS: the Hub stores weights (and anything large) on LFS.
-func isLFS(name string, data []byte) bool {
+// IsLFS: the Hub stores weights (and anything large) on LFS.
+func IsLFS(name string, data []byte) bool {
 	return strings.HasSuffix(name, ".gguf") || strings.HasSuffix(name, ".safetensors") || len(data) > 10<<10
 }
 
-func gitOID(data []byte) string {
+func GitOID(data []byte) string {
 	h := sha1.New()
 	fmt.Fprintf(h, "blob %d\x00", len(data))
 	h.Write(data)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func sha(data []byte) string {
+func SHA256(data []byte) string {
 	s := sha256.Sum256(data)
 	return hex.EncodeToString(s[:])
 }
 
-func newFakeHub(t *testing.T) *fakeHub {
-	h := &fakeHub{t: t, repos: map[string]*fakeRepo{}, fileGets: map[string]int{}, blobGets: map[string]int{},
-		cut: map[string]int64{}, lieSHA: map[string]string{}, lieSize: map[string]int64{}}
-	h.cdn = httptest.NewServer(http.HandlerFunc(h.serveCDN))
-	h.api = httptest.NewServer(http.HandlerFunc(h.serveAPI))
-	t.Cleanup(h.api.Close)
-	t.Cleanup(h.cdn.Close)
+func New(t testing.TB) *Hub {
+	h := &Hub{t: t, Repos: map[string]*Repo{}, FileGets: map[string]int{}, BlobGets: map[string]int{},
+		CutAt: map[string]int64{}, LieSHA: map[string]string{}, LieSize: map[string]int64{}}
+	h.CDN = httptest.NewServer(http.HandlerFunc(h.serveCDN))
+	h.API = httptest.NewServer(http.HandlerFunc(h.serveAPI))
+	t.Cleanup(h.API.Close)
+	t.Cleanup(h.CDN.Close)
 	return h
 }
 
 // add puts a repository on the hub; its commit is derived from its name.
-func (h *fakeHub) add(id string, gated bool, files map[string][]byte) *fakeRepo {
+func (h *Hub) Add(id string, gated bool, files map[string][]byte) *Repo {
 	s := sha1.Sum([]byte(id))
-	r := &fakeRepo{commit: hex.EncodeToString(s[:]), gated: gated, files: files}
-	h.mu.Lock()
-	h.repos[id] = r
-	h.mu.Unlock()
+	r := &Repo{Commit: hex.EncodeToString(s[:]), Gated: gated, Files: files}
+	h.Mu.Lock()
+	h.Repos[id] = r
+	h.Mu.Unlock()
 	return r
-}
-
-func (h *fakeHub) client(cache string) *Client {
-	return &Client{Endpoint: h.api.URL, CacheDir: cache}
 }
 
 func hubError(w http.ResponseWriter, status int, code, msg string) {
@@ -99,21 +100,21 @@ func hubError(w http.ResponseWriter, status int, code, msg string) {
 
 // repo finds the repository of a request and checks its access; nil when
 // it answered already.
-func (h *fakeHub) repo(w http.ResponseWriter, r *http.Request, id string) *fakeRepo {
-	h.mu.Lock()
-	repo := h.repos[id]
-	h.mu.Unlock()
+func (h *Hub) repo(w http.ResponseWriter, r *http.Request, id string) *Repo {
+	h.Mu.Lock()
+	repo := h.Repos[id]
+	h.Mu.Unlock()
 	auth := r.Header.Get("Authorization")
 	if repo == nil {
 		hubError(w, http.StatusUnauthorized, "RepoNotFound", "Repository Not Found for url: "+r.URL.String())
 		return nil
 	}
-	if repo.gated {
+	if repo.Gated {
 		switch auth {
 		case "":
 			hubError(w, http.StatusUnauthorized, "GatedRepo", "Access to model "+id+" is restricted. You must have access to it and be authenticated to access it. Please log in.")
 			return nil
-		case "Bearer " + h.token:
+		case "Bearer " + h.Token:
 		default:
 			hubError(w, http.StatusForbidden, "GatedRepo", "Access to model "+id+" is restricted and you are not in the authorized list.")
 			return nil
@@ -122,7 +123,7 @@ func (h *fakeHub) repo(w http.ResponseWriter, r *http.Request, id string) *fakeR
 	return repo
 }
 
-func (h *fakeHub) serveAPI(w http.ResponseWriter, r *http.Request) {
+func (h *Hub) serveAPI(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.EscapedPath()
 	if rest, ok := strings.CutPrefix(p, "/api/models/"); ok {
 		id, rev, ok := strings.Cut(rest, "/revision/")
@@ -130,14 +131,14 @@ func (h *fakeHub) serveAPI(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		h.mu.Lock()
-		h.infoGets++
-		h.mu.Unlock()
+		h.Mu.Lock()
+		h.InfoGets++
+		h.Mu.Unlock()
 		repo := h.repo(w, r, id)
 		if repo == nil {
 			return
 		}
-		if rev != "main" && rev != repo.commit {
+		if rev != "main" && rev != repo.Commit {
 			hubError(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+rev)
 			return
 		}
@@ -153,28 +154,28 @@ func (h *fakeHub) serveAPI(w http.ResponseWriter, r *http.Request) {
 			LFS    *lfs   `json:"lfs,omitempty"`
 		}
 		var sibs []sibling
-		h.mu.Lock()
-		for name, data := range repo.files {
-			s := sibling{Name: name, Size: int64(len(data)), BlobID: gitOID(data)}
-			if n, ok := h.lieSize[name]; ok {
+		h.Mu.Lock()
+		for name, data := range repo.Files {
+			s := sibling{Name: name, Size: int64(len(data)), BlobID: GitOID(data)}
+			if n, ok := h.LieSize[name]; ok {
 				s.Size = n
 			}
-			if isLFS(name, data) {
-				pointer := fmt.Sprintf("version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n", sha(data), len(data))
-				s.BlobID = gitOID([]byte(pointer))
-				s.LFS = &lfs{SHA256: sha(data), Size: s.Size, PointerSize: len(pointer)}
-				if l, ok := h.lieSHA[name]; ok {
+			if IsLFS(name, data) {
+				pointer := fmt.Sprintf("version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n", SHA256(data), len(data))
+				s.BlobID = GitOID([]byte(pointer))
+				s.LFS = &lfs{SHA256: SHA256(data), Size: s.Size, PointerSize: len(pointer)}
+				if l, ok := h.LieSHA[name]; ok {
 					s.LFS.SHA256 = l
 				}
-			} else if l, ok := h.lieSHA[name]; ok {
+			} else if l, ok := h.LieSHA[name]; ok {
 				s.BlobID = l
 			}
 			sibs = append(sibs, s)
 		}
-		h.mu.Unlock()
+		h.Mu.Unlock()
 		sort.Slice(sibs, func(i, j int) bool { return sibs[i].Name < sibs[j].Name })
-		json.NewEncoder(w).Encode(map[string]any{"_id": "x", "id": id, "modelId": id, "sha": repo.commit,
-			"private": false, "gated": map[bool]any{true: "manual", false: false}[repo.gated], "siblings": sibs})
+		json.NewEncoder(w).Encode(map[string]any{"_id": "x", "id": id, "modelId": id, "sha": repo.Commit,
+			"private": false, "gated": map[bool]any{true: "manual", false: false}[repo.Gated], "siblings": sibs})
 		return
 	}
 	// /{owner}/{repo}/resolve/{rev}/{path}
@@ -187,54 +188,54 @@ func (h *fakeHub) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if repo == nil {
 		return
 	}
-	if parts[3] != "main" && parts[3] != repo.commit {
+	if parts[3] != "main" && parts[3] != repo.Commit {
 		hubError(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+parts[3])
 		return
 	}
 	name, _ := url.PathUnescape(parts[4])
-	data, ok := repo.files[name]
+	data, ok := repo.Files[name]
 	if !ok {
 		hubError(w, http.StatusNotFound, "EntryNotFound", name+" does not exist on \"main\"")
 		return
 	}
-	h.mu.Lock()
-	h.fileGets[name]++
-	h.mu.Unlock()
-	w.Header().Set("X-Repo-Commit", repo.commit)
-	if isLFS(name, data) {
-		w.Header().Set("X-Linked-Etag", `"`+sha(data)+`"`)
+	h.Mu.Lock()
+	h.FileGets[name]++
+	h.Mu.Unlock()
+	w.Header().Set("X-Repo-Commit", repo.Commit)
+	if IsLFS(name, data) {
+		w.Header().Set("X-Linked-Etag", `"`+SHA256(data)+`"`)
 		w.Header().Set("X-Linked-Size", strconv.Itoa(len(data)))
-		http.Redirect(w, r, h.cdn.URL+"/repos/xx/"+sha(data)+"?X-Amz-Signature=fake", http.StatusFound)
+		http.Redirect(w, r, h.CDN.URL+"/repos/xx/"+SHA256(data)+"?X-Amz-Signature=fake", http.StatusFound)
 		return
 	}
-	w.Header().Set("ETag", `"`+gitOID(data)+`"`)
+	w.Header().Set("ETag", `"`+GitOID(data)+`"`)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 }
 
 // serveCDN answers a blob by its sha256, honouring Range; a blob with a
 // cut set has its next answer broken off after that many bytes.
-func (h *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
+func (h *Hub) serveCDN(w http.ResponseWriter, r *http.Request) {
 	want := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
-	h.mu.Lock()
-	h.blobGets[want]++
+	h.Mu.Lock()
+	h.BlobGets[want]++
 	if r.Header.Get("Range") != "" {
-		h.ranges = append(h.ranges, r.Header.Get("Range"))
+		h.Ranges = append(h.Ranges, r.Header.Get("Range"))
 	}
 	if a := r.Header.Get("Authorization"); a != "" {
-		h.cdnAuth = append(h.cdnAuth, a)
+		h.CDNAuth = append(h.CDNAuth, a)
 	}
 	var data []byte
-	for _, repo := range h.repos {
-		for name, d := range repo.files {
-			if isLFS(name, d) && sha(d) == want {
+	for _, repo := range h.Repos {
+		for name, d := range repo.Files {
+			if IsLFS(name, d) && SHA256(d) == want {
 				data = d
 			}
 		}
 	}
-	cut, hasCut := h.cut[want]
-	delete(h.cut, want)
-	hold := h.holdBlobs
-	h.mu.Unlock()
+	cut, hasCut := h.CutAt[want]
+	delete(h.CutAt, want)
+	hold := h.HoldBlobs
+	h.Mu.Unlock()
 	if hold != nil {
 		<-hold
 	}
@@ -249,20 +250,20 @@ func (h *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // the connection drops mid-file
 	}
-	if h.noRange {
+	if h.NoRange {
 		r.Header.Del("Range")
 	}
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 }
 
-func (h *fakeHub) count(m map[string]int, key string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (h *Hub) Count(m map[string]int, key string) int {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
 	return m[key]
 }
 
 // bytesOf is n bytes of a pattern that names the file (so files differ).
-func bytesOf(name string, n int) []byte {
+func Bytes(name string, n int) []byte {
 	b := bytes.Repeat([]byte(name+"|"), n/(len(name)+1)+1)
 	return b[:n]
 }
