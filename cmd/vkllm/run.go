@@ -87,7 +87,7 @@ func runModel(ctx context.Context, e env, args []string) int {
 	var c config
 	p := &c.params
 	fs := newFlags(e, "run")
-	fs.StringVar(&c.model, "model", "", "model folder or .gguf file")
+	fs.StringVar(&c.model, "model", "", "model folder or .gguf file, or a Hub name hf://OWNER/REPO[:QUANT] (pulled first)")
 	fs.StringVar(&c.lora, "lora", "", "run with this LoRA adapter: a PEFT folder (adapter_config.json, adapter_model.safetensors) or a llama.cpp GGUF LoRA file")
 	fs.StringVar(&c.prompt, "prompt", "", "prompt text to complete")
 	fs.StringVar(&c.tokens, "tokens", "", "prompt as comma-separated token ids")
@@ -143,13 +143,17 @@ func runModel(ctx context.Context, e env, args []string) int {
 // open loads the model of c, drawing its progress on stderr when that is
 // a terminal, then prints what was loaded.
 func open(ctx context.Context, c config, stderr io.Writer) (*engine.LLM, error) {
+	path, err := resolveModel(ctx, stderr, c.model)
+	if err != nil {
+		return nil, err
+	}
 	b := newBar(stderr, "loading "+c.model, false)
 	start := time.Now()
 	opts := engine.Options{MaxSeqs: 1, Backend: *c.backend, Progress: b.Update, Draft: c.draft, DraftMax: c.draftMax}
 	if c.lora != "" {
 		opts.Adapters = map[string]string{cliAdapter: c.lora}
 	}
-	l, err := engine.Open(ctx, c.model, opts)
+	l, err := engine.Open(ctx, path, opts)
 	b.Done(true)
 	if err != nil {
 		return nil, err
