@@ -58,6 +58,9 @@ func (f *Files) Close() error {
 // *.safetensors.index.json with its shards, or exactly one *.safetensors.
 // Several *.safetensors without an index is an *AmbiguousError.
 func OpenFiles(path string) (*Files, error) {
+	if strings.HasPrefix(path, "hf://") { // the library reaches no network: package hub pulls
+		return nil, &NotFoundError{Path: path, What: "model (a Hugging Face Hub name: pull it first, with hub.Resolve or `vkllm pull`)"}
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
