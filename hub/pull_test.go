@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -501,5 +502,37 @@ func TestFromEnv(t *testing.T) {
 	c = FromEnv()
 	if c.Token != "hf_env" || c.CacheDir != "/elsewhere" || c.Offline {
 		t.Errorf("FromEnv: %+v", c)
+	}
+}
+
+// TestPullCancel: cancelling a pull mid-file (Ctrl-C) returns the
+// context's error and keeps the bytes so far for the next pull.
+func TestPullCancel(t *testing.T) {
+	h := hubtest.New(t)
+	data := hubtest.Bytes("big", 8<<20)
+	h.Add("org/Model-GGUF", false, map[string][]byte{"model-q4_k_m.gguf": data})
+	cache := t.TempDir()
+	c := hubClient(h, cache)
+	ctx, cancel := context.WithCancel(t.Context())
+	c.Progress = func(done, total int64) {
+		if done > 0 {
+			cancel()
+		}
+	}
+	r := Ref{Owner: "org", Repo: "Model-GGUF", Quant: "Q4_K_M"}
+	if _, err := c.Pull(ctx, r); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled pull: %v", err)
+	}
+	st, err := os.Stat(filepath.Join(cache, "models--org--Model-GGUF", "blobs", hubtest.SHA256(data)+".incomplete"))
+	if err != nil || st.Size() == 0 || st.Size() == int64(len(data)) {
+		t.Fatalf("after the cancel: %v, %v; want part of the file kept", st, err)
+	}
+	c.Progress = nil
+	m, err := c.Pull(t.Context(), r)
+	if err != nil || !bytes.Equal(readPath(t, m.Path), data) {
+		t.Fatalf("the pull after: %v", err)
+	}
+	if want := fmt.Sprintf("bytes=%d-", st.Size()); !slices.Equal(h.Ranges, []string{want}) {
+		t.Errorf("Range %v, want %s", h.Ranges, want)
 	}
 }

@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -54,4 +55,35 @@ func TestChoose(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzChoose: any file list and name pick files of the list, or fail with
+// ErrNoMatch or ErrAmbiguous; never a panic.
+func FuzzChoose(f *testing.F) {
+	f.Add("m-Q4_K_M.gguf\nm-Q8_0-00001-of-00002.gguf\nm-Q8_0-00002-of-00002.gguf\nconfig.json", "Q8_0", "")
+	f.Add("config.json\nmodel.safetensors\ntokenizer.json", "", "")
+	f.Add("a/b-IQ4_XS.gguf\nmmproj.gguf", "", "a/b-IQ4_XS.gguf")
+	f.Fuzz(func(t *testing.T, list, quant, file string) {
+		var files []File
+		in := map[string]bool{}
+		for i, n := range strings.Split(list, "\n") {
+			files = append(files, File{Name: n, Size: int64(i)})
+			in[n] = true
+		}
+		c, err := choose(Ref{Owner: "o", Repo: "r", Quant: quant, File: file}, files)
+		if err != nil {
+			if !errors.Is(err, ErrNoMatch) && !errors.Is(err, ErrAmbiguous) {
+				t.Fatalf("error %v", err)
+			}
+			return
+		}
+		if len(c.files) == 0 {
+			t.Fatal("no files chosen")
+		}
+		for _, n := range c.files {
+			if !in[n] {
+				t.Fatalf("chose %q, not in the list", n)
+			}
+		}
+	})
 }

@@ -99,8 +99,10 @@ func hubError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 // repo finds the repository of a request and checks its access; nil when
-// it answered already.
-func (h *Hub) repo(w http.ResponseWriter, r *http.Request, id string) *Repo {
+// it answered already. As on the Hub, a gated repository's model info is
+// public; its files need a token with access (401 without one, 403 with
+// another).
+func (h *Hub) repo(w http.ResponseWriter, r *http.Request, id string, file bool) *Repo {
 	h.Mu.Lock()
 	repo := h.Repos[id]
 	h.Mu.Unlock()
@@ -109,7 +111,7 @@ func (h *Hub) repo(w http.ResponseWriter, r *http.Request, id string) *Repo {
 		hubError(w, http.StatusUnauthorized, "RepoNotFound", "Repository Not Found for url: "+r.URL.String())
 		return nil
 	}
-	if repo.Gated {
+	if repo.Gated && file {
 		switch auth {
 		case "":
 			hubError(w, http.StatusUnauthorized, "GatedRepo", "Access to model "+id+" is restricted. You must have access to it and be authenticated to access it. Please log in.")
@@ -134,7 +136,7 @@ func (h *Hub) serveAPI(w http.ResponseWriter, r *http.Request) {
 		h.Mu.Lock()
 		h.InfoGets++
 		h.Mu.Unlock()
-		repo := h.repo(w, r, id)
+		repo := h.repo(w, r, id, false)
 		if repo == nil {
 			return
 		}
@@ -184,7 +186,7 @@ func (h *Hub) serveAPI(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	repo := h.repo(w, r, parts[0]+"/"+parts[1])
+	repo := h.repo(w, r, parts[0]+"/"+parts[1], true)
 	if repo == nil {
 		return
 	}
