@@ -12,12 +12,14 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/internal/hubtest"
+	"github.com/vkllm/vkllm/internal/testmodel"
 )
 
 // standInHub serves the tiny test models as Hub repositories and points
 // huggingface_hub's environment (HF_ENDPOINT, HF_HUB_CACHE) at it and a
 // fresh cache: test/tiny-GGUF holds two quantisations of qwen2-tiny,
-// test/llama-tiny the sharded safetensors folder of llama-tiny, and
+// test/llama-tiny the sharded safetensors folder of llama-tiny,
+// test/tiny-split-GGUF the Q8_0 one split in two (gguf-split), and
 // test/gated is gated.
 func standInHub(t *testing.T) (*hubtest.Hub, string) {
 	h := hubtest.New(t)
@@ -40,6 +42,11 @@ func standInHub(t *testing.T) (*hubtest.Hub, string) {
 		st[e.Name()] = read(filepath.Join("../../testdata/models/llama-tiny-sharded", e.Name()))
 	}
 	h.Add("test/llama-tiny", false, st)
+	split := map[string][]byte{}
+	for _, p := range testmodel.SplitGGUF(t, "../../testdata/models/qwen2-tiny-Q8_0.gguf", t.TempDir(), "tiny-Q8_0", 2) {
+		split["Q8_0/"+filepath.Base(p)] = read(p)
+	}
+	h.Add("test/tiny-split-GGUF", false, split)
 	h.Add("test/gated", true, map[string][]byte{"m-Q4_1.gguf": read("../../testdata/models/qwen2-tiny-Q4_1.gguf")})
 	cache := t.TempDir()
 	t.Setenv("HF_ENDPOINT", h.API.URL)
@@ -119,6 +126,7 @@ func TestRunHub(t *testing.T) {
 	for _, c := range []struct{ name, local string }{
 		{"hf://test/tiny-GGUF:Q8_0", "../../testdata/models/qwen2-tiny-Q8_0.gguf"},
 		{"hf://test/llama-tiny", "../../testdata/models/llama-tiny-sharded"},
+		{"hf://test/tiny-split-GGUF:q8_0", "../../testdata/models/qwen2-tiny-Q8_0.gguf"},
 	} {
 		want := gen(c.local)
 		if got := gen(c.name); !slices.Equal(got, want) {
