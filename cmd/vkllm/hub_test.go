@@ -180,3 +180,11 @@ func TestResolveFlags(t *testing.T) {
 		t.Errorf("bench: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+func TestInspectHub(t *testing.T) {
+	standInHub(t)
+	code, out, errs := run(t, "inspect", "hf://test/tiny-split-GGUF:Q8_0")
+	if code != 0 || !strings.Contains(out, "qwen2") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
