@@ -536,3 +536,15 @@ func TestPullCancel(t *testing.T) {
 		t.Errorf("Range %v, want %s", h.Ranges, want)
 	}
 }
+
+func TestResolveLocal(t *testing.T) {
+	for _, p := range []string{"model.gguf", "/models/qwen2", "hf.co/x/y"} {
+		if got, err := Resolve(t.Context(), p, &Client{}); got != p || err != nil {
+			t.Errorf("Resolve(%q) = %q, %v; want it unchanged", p, got, err)
+		}
+	}
+	var ne *NameError
+	if _, err := Resolve(t.Context(), "hf://x", &Client{}); !errors.As(err, &ne) {
+		t.Errorf("a malformed name: %v", err)
+	}
+}

@@ -91,6 +91,12 @@ func TestPullListRmHub(t *testing.T) {
 	if _, out, _ = run(t, "list"); strings.Contains(out, "tiny") {
 		t.Errorf("list after rm:\n%s", out)
 	}
+	t.Setenv("HF_TOKEN", "hf_good") // the gated repository's files need it
+	if code, out, errs := run(t, "pull", "hf://test/gated"); code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "m-Q4_1.gguf") {
+		t.Errorf("gated, with HF_TOKEN: exit %d\n%s%s", code, out, errs)
+	}
+	t.Setenv("HF_TOKEN", "")
+	os.RemoveAll(filepath.Join(cache, "models--test--gated"))
 	for _, c := range []struct {
 		args []string
 		msg  string
