@@ -194,3 +194,12 @@ func TestInspectHub(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestDraftHub: --draft takes a Hub name as --model does.
+func TestDraftHub(t *testing.T) {
+	standInHub(t)
+	code, _, errs := run(t, "run", "--model", tinyDir, "--backend", "cpu", "--prompt", "one two one two", "--max-tokens", "8", "--draft", "hf://test/tiny-GGUF:Q4_1", "--draft-max", "3")
+	if code != 0 || !strings.Contains(errs, "drafts: ") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}

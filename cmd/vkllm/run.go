@@ -16,6 +16,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/hub"
 	"github.com/vkllm/vkllm/internal/runinfo"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer/chat"
@@ -110,10 +111,20 @@ func runModel(ctx context.Context, e env, args []string) int {
 	fs.IntVar(&c.topLogprobs, "top-logprobs", 0, "report the K most likely tokens per step (0-20, with --json)")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object at the end")
 	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "do not stop at an end-of-sequence token")
-	fs.StringVar(&c.draft, "draft", "", "speculative decoding: \"ngram\" (prompt lookup) or a draft model sharing the model's vocabulary")
+	fs.StringVar(&c.draft, "draft", "", "speculative decoding: \"ngram\" (prompt lookup) or a draft model sharing the model's vocabulary (a path or hf:// name)")
 	fs.IntVar(&c.draftMax, "draft-max", 0, "the most draft tokens per step, [1, 64] (default 8; with --draft)")
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if hub.IsName(c.draft) { // a draft model from the Hub is pulled first
+		rctx, cancel := e.interruptible(ctx)
+		p, err := resolveModel(rctx, e.stderr, c.draft)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "error: --draft: %v [%s]\n", err, errcode.Of(err))
+			return 1
+		}
+		c.draft = p
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

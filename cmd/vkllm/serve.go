@@ -16,6 +16,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/hub"
 	"github.com/vkllm/vkllm/internal/runinfo"
 	"github.com/vkllm/vkllm/server"
 )
@@ -129,6 +130,15 @@ func serve(ctx context.Context, e env, args []string) int {
 	}
 	if err := runinfo.CheckBackend(*backendName); err != nil {
 		return fail(err)
+	}
+	if hub.IsName(draft) {
+		pctx, pcancel := e.interruptible(ctx)
+		p, err := resolveModel(pctx, e.stderr, draft)
+		pcancel()
+		if err != nil {
+			return fail(fmt.Errorf("--draft: %w", err))
+		}
+		draft = p
 	}
 	if err := checkDraft(draft, draftMax); err != nil {
 		return fail(err)
