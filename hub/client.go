@@ -39,10 +39,10 @@ type Client struct {
 }
 
 // FromEnv is a Client set from huggingface_hub's environment variables:
-// HF_ENDPOINT, HF_TOKEN (else the file at HF_TOKEN_PATH, else
-// $HF_HOME/token), HF_HUB_CACHE (else $HF_HOME/hub; HF_HOME defaults to
-// $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface) and
-// HF_HUB_OFFLINE.
+// HF_ENDPOINT, HF_TOKEN (else HUGGING_FACE_HUB_TOKEN, else the file at
+// HF_TOKEN_PATH, else $HF_HOME/token), HF_HUB_CACHE (else $HF_HOME/hub;
+// HF_HOME defaults to $XDG_CACHE_HOME/huggingface, else
+// ~/.cache/huggingface) and HF_HUB_OFFLINE.
 func FromEnv() *Client {
 	home := os.Getenv("HF_HOME")
 	if home == "" {
@@ -61,6 +61,9 @@ func FromEnv() *Client {
 	}
 	if c.CacheDir == "" && home != "" {
 		c.CacheDir = filepath.Join(home, "hub")
+	}
+	if c.Token == "" {
+		c.Token = os.Getenv("HUGGING_FACE_HUB_TOKEN") // the older name
 	}
 	if c.Token == "" {
 		p := os.Getenv("HF_TOKEN_PATH")

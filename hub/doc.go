@@ -47,10 +47,11 @@
 // *HTTPError wrapping ErrNotFound.
 //
 // FromEnv reads huggingface_hub's variables: HF_ENDPOINT (a mirror),
-// HF_TOKEN (else the token file at HF_TOKEN_PATH or $HF_HOME/token, which
-// `hf auth login` writes), HF_HUB_CACHE (else $HF_HOME/hub, HF_HOME being
-// ~/.cache/huggingface by default) and HF_HUB_OFFLINE=1 (the cache only;
-// an unreachable Hub also falls back to the cache).
+// HF_TOKEN (or the older HUGGING_FACE_HUB_TOKEN; else the token file at
+// HF_TOKEN_PATH or $HF_HOME/token, which `hf auth login` writes),
+// HF_HUB_CACHE (else $HF_HOME/hub, HF_HOME being ~/.cache/huggingface by
+// default) and HF_HUB_OFFLINE=1 (the cache only; an unreachable Hub also
+// falls back to the cache).
 //
 // # The cache
 //

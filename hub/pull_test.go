@@ -487,6 +487,7 @@ func TestFromEnv(t *testing.T) {
 	t.Setenv("HF_HOME", home)
 	t.Setenv("HF_TOKEN", "")
 	t.Setenv("HF_TOKEN_PATH", "")
+	t.Setenv("HUGGING_FACE_HUB_TOKEN", "")
 	t.Setenv("HF_HUB_CACHE", "")
 	t.Setenv("HUGGINGFACE_HUB_CACHE", "")
 	t.Setenv("HF_ENDPOINT", "https://mirror.example/")

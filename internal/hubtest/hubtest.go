@@ -31,7 +31,6 @@ import (
 // repository without a token (403 with a wrong one) and 401
 // RepoNotFound for an unknown repository.
 type Hub struct {
-	t        testing.TB
 	API, CDN *httptest.Server
 	Token    string // the token gated repositories accept
 
@@ -73,7 +72,7 @@ func SHA256(data []byte) string {
 }
 
 func New(t testing.TB) *Hub {
-	h := &Hub{t: t, Repos: map[string]*Repo{}, FileGets: map[string]int{}, BlobGets: map[string]int{},
+	h := &Hub{Repos: map[string]*Repo{}, FileGets: map[string]int{}, BlobGets: map[string]int{},
 		CutAt: map[string]int64{}, LieSHA: map[string]string{}, LieSize: map[string]int64{}}
 	h.CDN = httptest.NewServer(http.HandlerFunc(h.serveCDN))
 	h.API = httptest.NewServer(http.HandlerFunc(h.serveAPI))
@@ -264,7 +263,7 @@ func (h *Hub) Count(m map[string]int, key string) int {
 	return m[key]
 }
 
-// bytesOf is n bytes of a pattern that names the file (so files differ).
+// Bytes is n bytes of a pattern that names the file (so files differ).
 func Bytes(name string, n int) []byte {
 	b := bytes.Repeat([]byte(name+"|"), n/(len(name)+1)+1)
 	return b[:n]
