@@ -10,8 +10,8 @@
 # (VK_KHR_cooperative_matrix rev 2 and VK_NV_cooperative_matrix2, compute
 # stage). So this downloads, with apt-get download only, Debian 13's
 # packages (trixie-backports' mesa-vulkan-drivers; glslc, the Vulkan
-# loader, vulkaninfo and the libraries they need, glibc and LLVM among
-# them) and unpacks them into DIR/root. Nothing is installed: programs run
+# loader, vulkaninfo, the validation layer (Debian 12's does not know the
+# extension) and the libraries they need, glibc and LLVM among them) and unpacks them into DIR/root. Nothing is installed: programs run
 # through Debian 13's own dynamic loader with its libraries
 # (DIR/run PROGRAM ARGS...), as tools/build-llama-vulkan.sh runs glslc.
 #
@@ -43,7 +43,7 @@ pkgs=(gcc-14-base glslc libbsd0 libc6 libdisplay-info2 libdrm-amdgpu1 libdrm-com
 	libelf1t64 libexpat1 libffi8 libgcc-s1 libllvm19 liblzma5 libmd0 libpng16-16t64 libshaderc1 libstdc++6
 	libtinfo6 libvulkan1 libwayland-client0 libx11-6 libx11-data libx11-xcb1 libxau6 libxcb-dri3-0
 	libxcb-present0 libxcb-randr0 libxcb-shm0 libxcb-sync1 libxcb-xfixes0 libxcb1 libxdmcp6 libxml2
-	libxshmfence1 libz3-4 libzstd1 vulkan-tools zlib1g)
+	libxshmfence1 libz3-4 libzstd1 vulkan-tools vulkan-validationlayers zlib1g)
 
 if [[ ! -f "$dir/COMPLETE" ]]; then
 	rm -rf "$dir/root" "$dir/debs" "$dir/lists" "$dir/cache"
@@ -58,8 +58,12 @@ if [[ ! -f "$dir/COMPLETE" ]]; then
 	rm -rf "$dir/lists" "$dir/cache"
 fi
 
-printf '#!/bin/sh\nexport VK_DRIVER_FILES="%s" VK_ICD_FILENAMES="%s"\nexec "%s/ld-linux-x86-64.so.2" --library-path "%s" "$@"\n' \
-	"$dir/lvp_icd.json" "$dir/lvp_icd.json" "$lib" "$lib" >"$dir/run"
+printf '#!/bin/sh\nexport VK_DRIVER_FILES="%s" VK_ICD_FILENAMES="%s" VK_LAYER_PATH="%s"\nexec "%s/ld-linux-x86-64.so.2" --library-path "%s" "$@"\n' \
+	"$dir/lvp_icd.json" "$dir/lvp_icd.json" "$dir/layers" "$lib" "$lib" >"$dir/run"
+# Debian 13's validation layer (Debian 12's predates the extension).
+mkdir -p "$dir/layers"
+sed "s|\"library_path\": *\"[^\"]*\"|\"library_path\": \"$lib/libVkLayer_khronos_validation.so\"|" \
+	"$dir/root/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json" >"$dir/layers/VkLayer_khronos_validation.json"
 chmod +x "$dir/run"
 printf '#!/bin/sh\nexec "%s/run" "%s/root/usr/bin/glslc" "$@"\n' "$dir" "$dir" >"$dir/glslc"
 chmod +x "$dir/glslc"
