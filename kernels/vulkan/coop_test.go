@@ -187,3 +187,72 @@ func coopRun(t *testing.T, b *Backend, w kernels.Tensor, x []float32, n, k, m in
 	}
 	return out
 }
+
+// TestCoopInvariance: with the cooperative-matrix kernel on, a token's
+// result does not depend on the batch it is in, on its place in the
+// batch, or on the chunking of a prompt: a 100-token product equals,
+// bitwise, each token multiplied alone (a decode step, on the 16-token
+// tile) and chunks of 7, 33 and 60 tokens (both tiles, tiles that start
+// at another token), for every CoopTypes dtype; and the whole product is
+// the same bits on other tiles (sweep candidates; for F16 and Q4_K). The default
+// configuration's kernels have their own bitwise checks (kerneltest's
+// batchInvariance through TestKernels and TestMatMulVariants); between
+// the two configurations results differ (halves in the products), which
+// the models' parity bounds decide (coop.go).
+func TestCoopInvariance(t *testing.T) {
+	b := openCoop(t, Config{})
+	defaultTile1, defaultTileN := coopTile1, coopTileN
+	const n, m = 100, 70
+	chunks := [][2]int{{0, 7}, {7, 40}, {40, 100}, {3, 4}, {64, 65}, {99, 100}}
+	for _, tn := range shaders.CoopTypes {
+		dt, _ := tensor.ParseDType(tn)
+		t.Run(tn, func(t *testing.T) {
+			ks := coopKs(dt)
+			k := ks[len(ks)-1]
+			w, _ := kerneltest.RandomWeight(t, b, dt, m, k)
+			r := rand.New(rand.NewPCG(9, uint64(dt)))
+			x := make([]float32, n*k)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			all := coopRun(t, b, w, x, n, k, m)
+			parts := chunks
+			for i := range n {
+				if i%9 == 0 {
+					parts = append(parts, [2]int{i, i + 1})
+				}
+			}
+			// Other tiles (sweep candidates) give the same bits.
+			defer func(t1, tn coopTile) { coopTile1, coopTileN = t1, tn }(coopTile1, coopTileN)
+			tiles := []coopTile{{32, 32, 16, 16, 16}, {64, 32, 32, 16, 64}, {32, 128, 32, 64, 32}}
+			if dt != tensor.F16 && dt != tensor.Q4_K {
+				tiles = nil // each tile's pipelines take seconds to build on lavapipe
+			}
+			for _, tile := range tiles {
+				if err := tile.valid(b.coopShape); err != nil || tile.shared(b.coopSG) > int(b.props.max_shared) || tile.subgroups()*b.coopSG > int(b.props.max_wg_size) {
+					t.Fatalf("tile %+v: %v", tile, err)
+				}
+				coopTileN = tile
+				got := coopRun(t, b, w, x, n, k, m)
+				coopTileN = coopTile1
+				got1 := coopRun(t, b, w, x, n, k, m)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(all[i]) || math.Float32bits(got1[i]) != math.Float32bits(all[i]) {
+						t.Fatalf("%s k %d: tile %+v gives element %d = %v, the small tile %v, the default %v", tn, k, tile, i, got[i], got1[i], all[i])
+					}
+				}
+			}
+			coopTile1, coopTileN = defaultTile1, defaultTileN
+			for _, p := range parts {
+				got := coopRun(t, b, w, x[p[0]*k:p[1]*k], p[1]-p[0], k, m)
+				for i, v := range got {
+					if want := all[p[0]*m+i]; math.Float32bits(v) != math.Float32bits(want) {
+						t.Fatalf("%s k %d: tokens %d…%d alone give element %d = %v, inside the batch of %d %v",
+							tn, k, p[0], p[1]-1, i, v, n, want)
+					}
+				}
+			}
+		})
+	}
+	checkClean(t, b)
+}
