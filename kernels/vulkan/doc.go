@@ -55,6 +55,7 @@
 //     subgroup arithmetic in compute shaders and one subgroup size (or
 //     subgroup size control to pin it); else shared-memory trees. Off with
 //     Config.NoSubgroups or VKLLM_VULKAN_DISABLE=subgroup.
+//
 //   - MatMul, matrix-vector (matmul.comp): a decode step, and prefills of
 //     fewer than 16 tokens or rows shorter than 256 (tiles of 8 tokens).
 //     Tiled (matmul_mm.comp) for 16 tokens or more and rows of 256 or
@@ -67,6 +68,7 @@
 //     either (batch invariance; kerneltest checks it). Other dtypes
 //     (Q5_0, Q5_1, Q2_K, Q3_K, Q5_K) prefill on the matrix-vector kernel.
 //     Off with Config.NoTiled or VKLLM_VULKAN_DISABLE=tiled.
+//
 //   - MatMul _fp16 (half-precision products, float32 sums) for F16, Q8_0,
 //     Q4_0, Q4_1, Q4_K and Q6_K weights, matrix-vector and tiled, only
 //     when asked for (Config.FP16 or VKLLM_VULKAN_FP16=1) and the device
