@@ -256,3 +256,24 @@ func TestCoopInvariance(t *testing.T) {
 	}
 	checkClean(t, b)
 }
+
+// TestCoopFallback: where the cooperative-matrix kernel cannot run (a
+// device without the extension, or VKLLM_VULKAN_DISABLE=coopmat),
+// Config.CoopMat leaves MatMul on the default kernels, which keep their
+// strict limits and bitwise invariance.
+func TestCoopFallback(t *testing.T) {
+	b := openTest(t, Config{CoopMat: true})
+	if b.Device().CoopMat {
+		b = openTest(t, Config{CoopMat: true, NoCoopMat: true})
+	}
+	if d := b.Device(); d.CoopMat {
+		t.Fatalf("CoopMat on with NoCoopMat: %+v", d)
+	}
+	for _, dt := range WeightDTypes() {
+		if name, ok := b.coopVariant(dt); ok {
+			t.Errorf("%v: coop variant %s without CoopMat", dt, name)
+		}
+	}
+	kerneltest.MatMulPrefillStrict(t, b)
+	checkClean(t, b)
+}
