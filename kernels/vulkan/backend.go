@@ -83,7 +83,7 @@ type Config struct {
 	// CoopMat runs every MatMul of an F32, F16, BF16, Q8_0, Q4_0, Q4_1,
 	// Q4_K or Q6_K weight on the matrix cores (matmul_coop.comp: halves
 	// in, float32 sums; coop.go) where the device has
-	// VK_KHR_cooperative_matrix with 16×16×16 f16 products (also
+	// VK_KHR_cooperative_matrix with f16 products (also
 	// VKLLM_VULKAN_COOPMAT=1). Opt-in like FP16, for the same reason.
 	CoopMat bool
 	// NoCoopMat forces the fallback kernels where CoopMat asks for the
@@ -159,14 +159,16 @@ type Backend struct {
 	// the bytes its scratch may take (more where one token needs more).
 	attnSegment int
 	attnScratch int64
+	allocs      uint64   // tensor allocations and staging buffers made
+	prof        profiler // the profile started, if any (StartProfile)
+	err         error    // the first failure while recording
+	closed      bool
+
 	// coopSG: the subgroup size the cooperative-matrix kernel runs with;
-	// coopPin: the same when it must be required at pipeline creation.
+	// coopPin: the same when it must be required at pipeline creation;
+	// coopShape: the shape it multiplies in.
 	coopSG, coopPin int
 	coopShape       coopShape
-	allocs          uint64   // tensor allocations and staging buffers made
-	prof            profiler // the profile started, if any (StartProfile)
-	err             error    // the first failure while recording
-	closed          bool
 }
 
 type pipeline struct {
@@ -176,9 +178,9 @@ type pipeline struct {
 
 // FromEnv returns cfg with the environment's settings: VKLLM_DEVICE and
 // VKLLM_VULKAN_LIB where Device and Library are empty,
-// VKLLM_VULKAN_VALIDATION=1, VKLLM_VULKAN_FP16=1 and VKLLM_VULKAN_COOPMAT=1
-// turning Validation, FP16 and CoopMat on, and VKLLM_VULKAN_DISABLE's features off (an unknown one is
-// an error).
+// VKLLM_VULKAN_VALIDATION=1, VKLLM_VULKAN_FP16=1 and
+// VKLLM_VULKAN_COOPMAT=1 turning Validation, FP16 and CoopMat on, and
+// VKLLM_VULKAN_DISABLE's features off (an unknown one is an error).
 func FromEnv(cfg Config) (Config, error) {
 	if cfg.Library == "" {
 		cfg.Library = os.Getenv("VKLLM_VULKAN_LIB")

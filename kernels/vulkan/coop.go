@@ -22,7 +22,10 @@ import (
 // lavapipe offers 8×8×8).
 //
 // Invariance: a dst element is the chain of shape-wide products over k in
-// order, whatever the tile (the shape is fixed for the device at Open), so when the kernel is on it runs every MatMul
+// order, whatever the tile (the shape is fixed for the device at Open).
+// The matrix cores cannot follow lane.glsl's order, so a crossover that
+// ran small batches on matmul.comp would change a token's bits with the
+// size of its batch; instead, when the kernel is on it runs every MatMul
 // of a CoopTypes weight, decode (n = 1) included, and a token's result is
 // the same bits alone, in any batch and in any chunk of a prompt. A
 // decode step pads its token to a 16-token tile: 16 multiply-adds per
@@ -32,10 +35,10 @@ import (
 // decode stays bound by the weights' bandwidth as on matmul.comp.
 //
 // It is opt-in (Config.CoopMat, VKLLM_VULKAN_COOPMAT=1), like the _fp16
-// variants and for the same reason: halves in the products hold
-// kerneltest's quantised bound but not the models' parity with
-// transformers (1e-4 of the largest logit); the default float32 kernels
-// keep it.
+// variants and for the same reason: halves in the products hold the
+// fp16-input bound (TestCoopMatMul) but not the models' parity with
+// transformers (1e-4 of the largest logit; TestVulkanCoopMat measures
+// 1.0e-3 to 1.5e-3 on lavapipe); the default float32 kernels keep it.
 
 // coopTile is one tile configuration (matmul_coop.comp's specialization
 // constants 1-5): tm tokens × tn weight rows per workgroup, wm × wn per
@@ -45,7 +48,8 @@ import (
 type coopTile struct{ tm, tn, wm, wn, bk int }
 
 // The tiles in use: coopTileN for calls of at least coopMinTokens tokens,
-// coopTile1 for fewer (a decode step, short batches). Candidates for the
+// coopTile1 for fewer (a decode step, short batches); coopMinTokens is
+// the crossover knob, and it picks a tile, never another kernel. Candidates for the
 // sweep (tuning per device): tm ∈ {32, 64, 128}, tn ∈ {32, 64, 128},
 // wm, wn ∈ {16, 32, 64} (up to 16 accumulators per subgroup), bk ∈ {16,
 // 32, 64}; llama.cpp's medium tile on NVIDIA is 64×64 with 32×32 per
