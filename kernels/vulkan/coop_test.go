@@ -277,3 +277,33 @@ func TestCoopFallback(t *testing.T) {
 	kerneltest.MatMulPrefillStrict(t, b)
 	checkClean(t, b)
 }
+
+// TestCoopSplit: a weight split into parts (bindings of at most 4 KiB)
+// gives the same bits on the cooperative-matrix kernel as whole.
+func TestCoopSplit(t *testing.T) {
+	whole := openCoop(t, Config{})
+	split := openCoop(t, Config{MaxWeightPart: 4096, BlockSize: 4096})
+	const n, m = 37, 70
+	for _, dt := range []tensor.DType{tensor.F16, tensor.Q8_0, tensor.Q4_K} {
+		ks := coopKs(dt)
+		k := ks[len(ks)-1]
+		ww, _ := kerneltest.RandomWeight(t, whole, dt, m, k)
+		ws, _ := kerneltest.RandomWeight(t, split, dt, m, k)
+		if p := len(ws.(*Tensor).parts); p < 2 {
+			t.Fatalf("%v: %d part(s) with a 4 KiB limit", dt, p)
+		}
+		r := rand.New(rand.NewPCG(11, uint64(dt)))
+		x := make([]float32, n*k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		want, got := coopRun(t, whole, ww, x, n, k, m), coopRun(t, split, ws, x, n, k, m)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v: element %d = %v split, %v whole", dt, i, got[i], want[i])
+			}
+		}
+	}
+	checkClean(t, whole)
+	checkClean(t, split)
+}
