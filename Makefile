@@ -37,7 +37,7 @@ test: deps $(GGUF)
 # ~/.cache/vkllm), where a device without VK_KHR_cooperative_matrix fails
 # the tests (VKLLM_REQUIRE_COOPMAT=1) instead of skipping them.
 test-coopmat:
-	eval "$$(bash tools/lavapipe-coopmat.sh | tail -n1)" && \
+	env=$$(bash tools/lavapipe-coopmat.sh) && eval "$$(tail -n1 <<<"$$env")" && \
 	go test ./kernels/vulkan/shaders/ -run 'TestSPIRVFresh/matmul_coop' && \
 	VKLLM_REQUIRE_COOPMAT=1 go test -exec "$$VKLLM_COOP_EXEC" ./kernels/vulkan/ ./models/ -run 'TestCoop|TestVulkanCoopMat'
 
