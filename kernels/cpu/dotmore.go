@@ -39,6 +39,10 @@ func q8Dot(dt tensor.DType) func(w []byte, qx []int8, dx, sx []float32) float32 
 		return dotQ5_1
 	case tensor.Q5_K:
 		return dotQ5_K
+	case tensor.Q3_K:
+		return dotQ3_K
+	case tensor.Q2_K:
+		return dotQ2_K
 	}
 	return nil
 }

@@ -20,10 +20,17 @@ func dotQ5_1AVX2(w *byte, qx *int8, dx, sx *float32, nb int) float32
 //go:noescape
 func dotQ5_KAVX2(w *byte, qx *int8, dx, sx *float32, nsb int) float32
 
+//go:noescape
+func dotQ3_KAVX2(w *byte, qx *int8, dx *float32, nsb int) float32
+
+//go:noescape
+func dotQ2_KAVX2(w *byte, qx *int8, dx *float32, nsb int) float32
+
 func init() {
 	if hasAVX2 {
 		dotIQ4_NL, dotIQ4_XS = dotIQ4_NLAsm, dotIQ4_XSAsm
 		dotQ5_0, dotQ5_1, dotQ5_K = dotQ5_0Asm, dotQ5_1Asm, dotQ5_KAsm
+		dotQ3_K, dotQ2_K = superAsm(110, dotQ3_KAVX2), superAsm(84, dotQ2_KAVX2)
 	}
 }
 
@@ -80,4 +87,17 @@ func dotQ5_KAsm(w []byte, qx []int8, dx, sx []float32) float32 {
 	}
 	_, _, _ = qx[nsb*256-1], dx[nsb*8-1], sx[nsb*8-1]
 	return dotQ5_KAVX2(&w[0], &qx[0], &dx[0], &sx[0], nsb)
+}
+
+// superAsm wraps a kernel of 256-value super-blocks of bb bytes that
+// reads qx and dx only.
+func superAsm(bb int, kernel func(w *byte, qx *int8, dx *float32, nsb int) float32) func(w []byte, qx []int8, dx, _ []float32) float32 {
+	return func(w []byte, qx []int8, dx, _ []float32) float32 {
+		nsb := len(w) / bb
+		if nsb == 0 {
+			return 0
+		}
+		_, _ = qx[nsb*256-1], dx[nsb*8-1]
+		return kernel(&w[0], &qx[0], &dx[0], nsb)
+	}
 }

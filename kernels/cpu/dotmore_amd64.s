@@ -352,3 +352,198 @@ q5kloop:
 	VZEROUPPER
 	MOVSS        X0, ret+40(FP)
 	RET
+
+// q3kmask: bytes 8g…8g+7 all g (g < 16); at 16g it picks, by vpshufb,
+// eight copies of byte 2g then eight of byte 2g+1: the two scales of
+// group g, one per 16 values.
+#define Q3KMASK4(a, b, c, d) \
+	DATA q3kmask<>+8*a(SB)/8, $(a*0x0101010101010101) \
+	DATA q3kmask<>+8*b(SB)/8, $(b*0x0101010101010101) \
+	DATA q3kmask<>+8*c(SB)/8, $(c*0x0101010101010101) \
+	DATA q3kmask<>+8*d(SB)/8, $(d*0x0101010101010101)
+
+Q3KMASK4(0, 1, 2, 3)
+Q3KMASK4(4, 5, 6, 7)
+Q3KMASK4(8, 9, 10, 11)
+Q3KMASK4(12, 13, 14, 15)
+GLOBL q3kmask<>(SB), RODATA|NOPTR, $128
+
+// Q3KGRP(g, shift, xoff, moff, soff): group g (32 values) of a Q3_K
+// super-block, its low bits (Y9 >> shift) & 3, its high bits bit g of the
+// hmask bytes in Y7: q = low | 4·high − 4 (−4…3) by the sign trick, the
+// two halves weighted by their int8 scales (X11, picked by q3kmask at
+// moff = 16g), Y0 += float(Σ)·(d·d_x,g) from soff(SP).
+#define Q3KGRP(g, shift, xoff, moff, soff) \
+	VPSRLW       $shift, Y9, Y1  \
+	VPAND        Y13, Y1, Y1     \
+	VPBROADCASTB q5bits<>+g(SB), Y5 \
+	VPAND        Y5, Y7, Y6      \
+	VPCMPEQB     Y5, Y6, Y6      \
+	VPAND        Y12, Y6, Y6     \
+	VPOR         Y6, Y1, Y1      \
+	VPSUBB       Y12, Y1, Y1     \
+	SDOT(xoff)                   \
+	VPSHUFB      q3kmask<>+moff(SB), X11, X6 \
+	VPMOVSXBW    X6, Y6          \
+	VPMADDWD     Y6, Y4, Y4      \
+	VCVTDQ2PS    Y4, Y4          \
+	VBROADCASTSS soff(SP), Y6    \
+	VFMADD231PS  Y6, Y4, Y0
+
+// func dotQ3_KAVX2(w *byte, qx *int8, dx *float32, nsb int) float32
+//
+// The 16 6-bit scales are unpacked as llama.cpp does (kmask1, kmask2 on
+// the three dwords of scales) into 16 bytes at 32(SP), less 32 in X11.
+TEXT ·dotQ3_KAVX2(SB), NOSPLIT, $48-36
+	MOVQ    w+0(FP), SI
+	MOVQ    qx+8(FP), DI
+	MOVQ    dx+16(FP), DX
+	MOVQ    nsb+24(FP), CX
+	VXORPS  Y0, Y0, Y0
+	BCASTD($0x03030303, X13, Y13)
+	BCASTD($0x04040404, X12, Y12)
+	BCASTD($0x20202020, X10, Y10)
+
+q3kloop:
+	PREFETCHT0   2048(SI)
+	MOVWLZX      108(SI), AX
+	VMOVD        AX, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VMULPS       (DX), Y8, Y8 // d·d_x,g for g = 0…7
+	VMOVUPS      Y8, 0(SP)
+	MOVL         96(SI), R10  // a0
+	MOVL         100(SI), R11 // a1
+	MOVL         104(SI), R12 // a2
+	MOVL         R10, AX      // s0 = a0 & 0x0f… | (a2 & 0x03…) << 4
+	ANDL         $0x0f0f0f0f, AX
+	MOVL         R12, BX
+	ANDL         $0x03030303, BX
+	SHLL         $4, BX
+	ORL          BX, AX
+	MOVL         AX, 32(SP)
+	MOVL         R11, AX      // s1 = a1 & 0x0f… | ((a2 >> 2) & 0x03…) << 4
+	ANDL         $0x0f0f0f0f, AX
+	MOVL         R12, BX
+	SHRL         $2, BX
+	ANDL         $0x03030303, BX
+	SHLL         $4, BX
+	ORL          BX, AX
+	MOVL         AX, 36(SP)
+	MOVL         R10, AX      // s2 = (a0 >> 4) & 0x0f… | ((a2 >> 4) & 0x03…) << 4
+	SHRL         $4, AX
+	ANDL         $0x0f0f0f0f, AX
+	MOVL         R12, BX
+	SHRL         $4, BX
+	ANDL         $0x03030303, BX
+	SHLL         $4, BX
+	ORL          BX, AX
+	MOVL         AX, 40(SP)
+	MOVL         R11, AX      // s3 = (a1 >> 4) & 0x0f… | ((a2 >> 6) & 0x03…) << 4
+	SHRL         $4, AX
+	ANDL         $0x0f0f0f0f, AX
+	MOVL         R12, BX
+	SHRL         $6, BX
+	ANDL         $0x03030303, BX
+	SHLL         $4, BX
+	ORL          BX, AX
+	MOVL         AX, 44(SP)
+	VMOVDQU      32(SP), X11
+	VPSUBB       X10, X11, X11 // the 16 scales, −32…31
+	VMOVDQU      0(SI), Y7     // hmask
+	VMOVDQU      32(SI), Y9    // qs[0:32]: groups 0…3
+	Q3KGRP(0, 0, 0, 0, 0)
+	Q3KGRP(1, 2, 32, 16, 4)
+	Q3KGRP(2, 4, 64, 32, 8)
+	Q3KGRP(3, 6, 96, 48, 12)
+	VMOVDQU      64(SI), Y9    // qs[32:64]: groups 4…7
+	Q3KGRP(4, 0, 128, 64, 16)
+	Q3KGRP(5, 2, 160, 80, 20)
+	Q3KGRP(6, 4, 192, 96, 24)
+	Q3KGRP(7, 6, 224, 112, 28)
+	ADDQ         $110, SI
+	ADDQ         $256, DI
+	ADDQ         $32, DX
+	DECQ         CX
+	JNZ          q3kloop
+	HSUM(Y0, X0, X8)
+	VZEROUPPER
+	MOVSS        X0, ret+32(FP)
+	RET
+
+// Q2KGRP(shift, xoff, moff, soff, noff): group g (moff = 16g) of a Q2_K
+// super-block, q = (Y8 >> shift) & 3 (unsigned): Y0 +=
+// float(Σ_halves sc·Σ q·q_x)·(d·d_x,g) (soff(SP)) and Y10 +=
+// float(Σ_halves m·Σ q_x)·(dmin·d_x,g) (noff(SP)); the scales' low
+// nibbles in X11, high (the mins) in X9.
+#define Q2KGRP(shift, xoff, moff, soff, noff) \
+	VPSRLW       $shift, Y8, Y1  \
+	VPAND        Y13, Y1, Y1     \
+	VMOVDQU      xoff(DI), Y2    \
+	VPMADDUBSW   Y2, Y1, Y4      \
+	VPSHUFB      q3kmask<>+moff(SB), X11, X6 \
+	VPMOVZXBW    X6, Y6          \
+	VPMADDWD     Y6, Y4, Y4      \
+	VCVTDQ2PS    Y4, Y4          \
+	VBROADCASTSS soff(SP), Y6    \
+	VFMADD231PS  Y6, Y4, Y0      \
+	VPMADDUBSW   Y2, Y12, Y4     \
+	VPSHUFB      q3kmask<>+moff(SB), X9, X6 \
+	VPMOVZXBW    X6, Y6          \
+	VPMADDWD     Y6, Y4, Y4      \
+	VCVTDQ2PS    Y4, Y4          \
+	VBROADCASTSS noff(SP), Y6    \
+	VFMADD231PS  Y6, Y4, Y10
+
+// func dotQ2_KAVX2(w *byte, qx *int8, dx *float32, nsb int) float32
+TEXT ·dotQ2_KAVX2(SB), NOSPLIT, $64-36
+	MOVQ    w+0(FP), SI
+	MOVQ    qx+8(FP), DI
+	MOVQ    dx+16(FP), DX
+	MOVQ    nsb+24(FP), CX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y10, Y10, Y10
+	BCASTD($0x03030303, X13, Y13)
+	BCASTD($0x01010101, X12, Y12)
+	BCASTD($0x0f0f0f0f, X14, Y14)
+
+q2kloop:
+	PREFETCHT0   2048(SI)
+	VMOVUPS      (DX), Y5
+	MOVWLZX      80(SI), AX
+	VMOVD        AX, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VMULPS       Y5, Y8, Y8    // d·d_x,g
+	VMOVUPS      Y8, 0(SP)
+	MOVWLZX      82(SI), AX
+	VMOVD        AX, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VMULPS       Y5, Y8, Y8    // dmin·d_x,g
+	VMOVUPS      Y8, 32(SP)
+	VMOVDQU      0(SI), X11
+	VPSRLW       $4, X11, X9
+	VPAND        X14, X9, X9   // mins
+	VPAND        X14, X11, X11 // scales
+	VMOVDQU      16(SI), Y8    // qs[0:32]: groups 0…3
+	Q2KGRP(0, 0, 0, 0, 32)
+	Q2KGRP(2, 32, 16, 4, 36)
+	Q2KGRP(4, 64, 32, 8, 40)
+	Q2KGRP(6, 96, 48, 12, 44)
+	VMOVDQU      48(SI), Y8    // qs[32:64]: groups 4…7
+	Q2KGRP(0, 128, 64, 16, 48)
+	Q2KGRP(2, 160, 80, 20, 52)
+	Q2KGRP(4, 192, 96, 24, 56)
+	Q2KGRP(6, 224, 112, 28, 60)
+	ADDQ         $84, SI
+	ADDQ         $256, DI
+	ADDQ         $32, DX
+	DECQ         CX
+	JNZ          q2kloop
+	HSUM(Y0, X0, X8)
+	HSUM(Y10, X10, X8)
+	VSUBSS       X10, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+32(FP)
+	RET

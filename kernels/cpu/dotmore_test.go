@@ -11,7 +11,7 @@ import (
 )
 
 // moreTypes are dotmore.go's weight dtypes.
-var moreTypes = []tensor.DType{tensor.IQ4_NL, tensor.IQ4_XS, tensor.Q5_0, tensor.Q5_1, tensor.Q5_K}
+var moreTypes = []tensor.DType{tensor.IQ4_NL, tensor.IQ4_XS, tensor.Q5_0, tensor.Q5_1, tensor.Q5_K, tensor.Q3_K, tensor.Q2_K}
 
 // TestUploadTakesMoreDTypes: the dtypes of the downloaded files that
 // dotmore.go serves upload and take the fast kernel, not the dequantising
@@ -135,9 +135,6 @@ func TestDotMoreKernel(t *testing.T) {
 	t.Logf("kernels: %s", SIMD())
 	r := rand.New(rand.NewPCG(41, 3))
 	for _, c := range moreCases {
-		if q8Dot(c.dt) == nil {
-			continue // not on the fast path yet
-		}
 		for _, blocks := range []int{0, 1, 2, 3, 7, 40} {
 			w, qx, dx, sx, _, scale := moreRow(t, r, c, blocks)
 			got, gof := q8Dot(c.dt)(w, qx, dx, sx), c.goDot(w, qx, dx, sx)

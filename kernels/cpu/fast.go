@@ -92,7 +92,7 @@ const (
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
 //	                           dotQ4_K / dotQ6_K
 //	IQ4_NL, IQ4_XS, Q5_0,      the same, then q8Dot's kernel
-//	Q5_1, Q5_K                 (dotmore.go)
+//	Q5_1, Q5_K, Q3_K, Q2_K     (dotmore.go)
 //	F32, F16, BF16 weights     dotF32 / dotF16 / dotBF16 on x, in place
 //	                           (F16, BF16: by tiles where SIMD has
 //	                           them, tileF16 / tileBF16)

@@ -10,7 +10,7 @@ import (
 )
 
 // MatMulQ8 is MatMul for a backend that multiplies Q8_0, Q4_0, Q4_1, Q4_K,
-// Q6_K, IQ4_NL, IQ4_XS, Q5_0, Q5_1 and Q5_K weights by
+// Q6_K, IQ4_NL, IQ4_XS, Q5_0, Q5_1, Q5_K, Q3_K and Q2_K weights by
 // activations quantised to 8 bits per block of 32, as
 // llama.cpp's vec_dot_q8_0_q8_0 / q4_0_q8_0 / q4_1_q8_1 do (llama.cpp
 // quantises per 256 for the K-quants; this suite's rule is per 32 for
@@ -95,7 +95,7 @@ func refMatMulQ8(x, w []float32, n, k, m int) []float64 {
 
 // q8Types are the weight dtypes MatMulQ8 covers.
 var q8Types = []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K,
-	tensor.IQ4_NL, tensor.IQ4_XS, tensor.Q5_0, tensor.Q5_1, tensor.Q5_K}
+	tensor.IQ4_NL, tensor.IQ4_XS, tensor.Q5_0, tensor.Q5_1, tensor.Q5_K, tensor.Q3_K, tensor.Q2_K}
 
 func q8Type(dt tensor.DType) bool { return slices.Contains(q8Types, dt) }
 
