@@ -30,6 +30,7 @@ func All(t *testing.T, b kernels.Backend) {
 		{"MatMul", MatMul},
 		{"Add", Add},
 		{"RMSNorm", RMSNorm},
+		{"AddRMSNorm", AddRMSNorm},
 		{"RoPE", RoPE},
 		{"SwiGLU", SwiGLU},
 		{"KVWrite", KVWrite},

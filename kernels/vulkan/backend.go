@@ -130,9 +130,17 @@ type Backend struct {
 	blocks []*block
 	used   int64 // device memory held in blocks
 
-	pipes   map[string]*pipeline
+	pipes   map[pipeKey]*pipeline
+	sets    map[setKey]C.uint64_t // descriptor sets by pipeline and bound ranges
+	maxSets int                   // the most sets kept (maxSets)
+	push    [pushWords]uint32     // the push constants of the dispatch being recorded
 	staging arena
 	freqs   map[string]*Tensor // RoPE frequency tables by parameters
+	// lastRoPE's table is lastFreqs: the last one freqTable returned.
+	lastRoPE  kernels.RoPE
+	lastFreqs *Tensor
+	// subgroupNames maps a reducing shader to its _subgroup variant.
+	subgroupNames map[string]string
 	hz      hazards
 	scr     *Tensor // attention scratch
 	// attnSegment: cells per segment of split attention; attnScratch:
@@ -143,6 +151,13 @@ type Backend struct {
 	prof        profiler // the profile started, if any (StartProfile)
 	err         error    // the first failure while recording
 	closed      bool
+}
+
+// pipeKey names a pipeline: its variant and specialization constants.
+type pipeKey struct {
+	name string
+	n    int
+	spec [16]uint32
 }
 
 type pipeline struct {
@@ -192,7 +207,7 @@ func Open(cfg Config) (*Backend, error) {
 	default:
 		return nil, &Error{Op: "vkCreateInstance", Result: int32(r)}
 	}
-	b := &Backend{ctx: ctx, cfg: cfg, pipes: map[string]*pipeline{}, freqs: map[string]*Tensor{}}
+	b := &Backend{ctx: ctx, cfg: cfg, pipes: map[pipeKey]*pipeline{}, sets: map[setKey]C.uint64_t{}, maxSets: maxSets, subgroupNames: map[string]string{}, freqs: map[string]*Tensor{}}
 	idx, err := b.pick(cfg.Device)
 	if err != nil {
 		C.vkl_close(ctx)
@@ -444,7 +459,11 @@ func (b *Backend) validation() error {
 // constants spec (constant_id i = spec[i]; 0 is the workgroup size),
 // creating it on first use.
 func (b *Backend) pipeline(name string, spec []uint32) *pipeline {
-	key := fmt.Sprint(name, spec)
+	if len(spec) > len(pipeKey{}.spec) {
+		panic(bad("%s: %d specialization constants", name, len(spec)))
+	}
+	key := pipeKey{name: name, n: len(spec)}
+	copy(key.spec[:], spec)
 	if p, ok := b.pipes[key]; ok {
 		return p
 	}
@@ -458,8 +477,7 @@ func (b *Backend) pipeline(name string, spec []uint32) *pipeline {
 	}
 	ccode := C.CBytes(code)
 	defer C.free(ccode)
-	var sp [16]uint32
-	copy(sp[:], spec)
+	sp := key.spec
 	pinned := 0
 	if strings.HasSuffix(name, "_subgroup") {
 		pinned = b.info.PinnedSubgroup

@@ -36,6 +36,16 @@ func touches(list []bufRange, s bufRange) bool {
 // order records a barrier if a command reading reads and writing writes
 // depends on one recorded since the last barrier, then notes its ranges.
 func (b *Backend) order(reads, writes []part) {
+	if b.hazard(reads, writes) {
+		if r := C.vkl_barrier(b.ctx); r != C.VK_SUCCESS {
+			b.fail(&Error{Op: "vkCmdPipelineBarrier", Result: int32(r)})
+		}
+	}
+}
+
+// hazard reports whether a command reading reads and writing writes
+// needs a barrier before it (the caller records it) and notes its ranges.
+func (b *Backend) hazard(reads, writes []part) bool {
 	h := &b.hz
 	need := false
 	for _, p := range reads {
@@ -46,9 +56,6 @@ func (b *Backend) order(reads, writes []part) {
 		need = need || touches(h.written, s) || touches(h.read, s)
 	}
 	if need {
-		if r := C.vkl_barrier(b.ctx); r != C.VK_SUCCESS {
-			b.fail(&Error{Op: "vkCmdPipelineBarrier", Result: int32(r)})
-		}
 		h.read, h.written = h.read[:0], h.written[:0]
 		h.barriers++
 	}
@@ -58,6 +65,7 @@ func (b *Backend) order(reads, writes []part) {
 	for _, p := range writes {
 		h.written = append(h.written, spanOf(p))
 	}
+	return need
 }
 
 // submit submits the recorded work and waits; nothing is pending after.

@@ -127,7 +127,8 @@ func (b *Backend) release(p part) {
 		blk.free = slices.Delete(blk.free, i, i+1)
 	}
 	if len(blk.free) == 1 && blk.free[0].size == blk.size {
-		b.flush() // the block may still be read by recorded work
+		b.flush()    // the block may still be read by recorded work
+		b.dropSets() // and cached descriptor sets name it
 		C.vkl_buffer_free(b.ctx, blk.buf, blk.mem)
 		b.blocks = slices.DeleteFunc(b.blocks, func(x *block) bool { return x == blk })
 		b.used -= blk.size

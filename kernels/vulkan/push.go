@@ -16,7 +16,7 @@ type pcBinary struct { // binary.comp (add, swiglu)
 	Total, M, BN uint32
 }
 
-type pcNorm struct { // rms_norm.comp
+type pcNorm struct { // rms_norm.comp (rms_norm, add_rms_norm)
 	N, D uint32
 	Eps  float32
 }

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define POOL_SETS 4096
+// Descriptor sets per pool of the set cache (vkl_set); a full pool adds one.
+#define POOL_SETS 1024
 // Timestamps per command buffer when profiling; one more would submit.
 #define POOL_QUERIES 4096
 #define MAX_BIND 8
@@ -38,9 +39,11 @@ struct vkl_ctx {
 	VkCommandPool cpool;
 	VkCommandBuffer cb;
 	VkFence fence;
-	VkDescriptorPool dpool;
+	// The set cache's pools: sets live until vkl_sets_reset, across
+	// submits; pools[0..npools) exist, cur is the one allocated from.
+	VkDescriptorPool *pools;
+	int npools, cur;
 	int recording;
-	int nsets;
 	uint64_t submits;
 	int budget_ext;
 	VkPhysicalDeviceMemoryProperties memprops;
@@ -433,12 +436,6 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 	if ((r = c->AllocateCommandBuffers(c->dev, &cbi, &c->cb)) != VK_SUCCESS) return r;
 	VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
 	if ((r = c->CreateFence(c->dev, &fci, NULL, &c->fence)) != VK_SUCCESS) return r;
-	VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, POOL_SETS * MAX_BIND};
-	VkDescriptorPoolCreateInfo dpi = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-	dpi.maxSets = POOL_SETS;
-	dpi.poolSizeCount = 1;
-	dpi.pPoolSizes = &ps;
-	if ((r = c->CreateDescriptorPool(c->dev, &dpi, NULL, &c->dpool)) != VK_SUCCESS) return r;
 	props->validation = c->validation;
 	return VK_SUCCESS;
 }
@@ -447,7 +444,7 @@ void vkl_close(vkl_ctx *c) {
 	if (!c) return;
 	if (c->dev) {
 		c->DeviceWaitIdle(c->dev);
-		if (c->dpool) c->DestroyDescriptorPool(c->dev, c->dpool, NULL);
+		for (int k = 0; k < c->npools; k++) c->DestroyDescriptorPool(c->dev, c->pools[k], NULL);
 		if (c->qpool) c->DestroyQueryPool(c->dev, c->qpool, NULL);
 		if (c->fence) c->DestroyFence(c->dev, c->fence, NULL);
 		if (c->cpool) c->DestroyCommandPool(c->dev, c->cpool, NULL);
@@ -456,6 +453,7 @@ void vkl_close(vkl_ctx *c) {
 	if (c->messenger) c->DestroyDebugUtilsMessengerEXT(c->inst, c->messenger, NULL);
 	if (c->inst) c->DestroyInstance(c->inst, NULL);
 	free(c->phys);
+	free(c->pools);
 	free(c->qtags);
 	free(c->ltags);
 	free(c->lvals);
@@ -739,28 +737,44 @@ int vkl_submit(vkl_ctx *c) {
 	}
 	c->nq = 0;
 	c->ResetCommandPool(c->dev, c->cpool, 0);
-	c->ResetDescriptorPool(c->dev, c->dpool, 0);
-	c->nsets = 0;
 	return r;
 }
 
 uint64_t vkl_submits(vkl_ctx *c) { return c->submits; }
 
-int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs,
-	const uint64_t *ranges, const void *push, uint32_t gx, uint32_t gy, uint32_t gz) {
-	VkResult r;
-	if (c->nsets >= POOL_SETS) {
-		if ((r = vkl_submit(c)) != VK_SUCCESS) return r;
-	}
-	if ((r = prof_before(c)) != VK_SUCCESS) return r;
-	if ((r = begin(c)) != VK_SUCCESS) return r;
+static VkResult new_pool(vkl_ctx *c) {
+	VkDescriptorPool *ps = realloc(c->pools, (size_t)(c->npools + 1) * sizeof *ps);
+	if (!ps) return VK_ERROR_OUT_OF_HOST_MEMORY;
+	c->pools = ps;
+	VkDescriptorPoolSize sz = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, POOL_SETS * MAX_BIND};
+	VkDescriptorPoolCreateInfo dpi = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+	dpi.maxSets = POOL_SETS;
+	dpi.poolSizeCount = 1;
+	dpi.pPoolSizes = &sz;
+	VkResult r = c->CreateDescriptorPool(c->dev, &dpi, NULL, &c->pools[c->npools]);
+	if (r == VK_SUCCESS) c->npools++;
+	return r;
+}
+
+int vkl_set(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs, const uint64_t *ranges, uint64_t *out) {
+	*out = 0;
 	VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-	ai.descriptorPool = c->dpool;
 	ai.descriptorSetCount = 1;
 	ai.pSetLayouts = &p->dsl;
-	VkDescriptorSet set;
-	if ((r = c->AllocateDescriptorSets(c->dev, &ai, &set)) != VK_SUCCESS) return r;
-	c->nsets++;
+	VkDescriptorSet set = VK_NULL_HANDLE;
+	VkResult r = VK_ERROR_OUT_OF_POOL_MEMORY;
+	while (c->cur < c->npools) {
+		ai.descriptorPool = c->pools[c->cur];
+		if ((r = c->AllocateDescriptorSets(c->dev, &ai, &set)) == VK_SUCCESS) break;
+		if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) return r;
+		c->cur++;
+	}
+	if (r != VK_SUCCESS) {
+		if ((r = new_pool(c)) != VK_SUCCESS) return r;
+		c->cur = c->npools - 1;
+		ai.descriptorPool = c->pools[c->cur];
+		if ((r = c->AllocateDescriptorSets(c->dev, &ai, &set)) != VK_SUCCESS) return r;
+	}
 	VkDescriptorBufferInfo bi[MAX_BIND];
 	VkWriteDescriptorSet w[MAX_BIND];
 	for (int k = 0; k < p->nbind; k++) {
@@ -773,8 +787,24 @@ int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *
 		w[k].pBufferInfo = &bi[k];
 	}
 	c->UpdateDescriptorSets(c->dev, (uint32_t)p->nbind, w, 0, NULL);
+	*out = (uint64_t)(uintptr_t)set;
+	return VK_SUCCESS;
+}
+
+void vkl_sets_reset(vkl_ctx *c) {
+	for (int k = 0; k < c->npools; k++) c->ResetDescriptorPool(c->dev, c->pools[k], 0);
+	c->cur = 0;
+}
+
+int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const void *push,
+	uint32_t gx, uint32_t gy, uint32_t gz) {
+	VkResult r;
+	if ((r = prof_before(c)) != VK_SUCCESS) return r;
+	if ((r = begin(c)) != VK_SUCCESS) return r;
+	if (with_barrier) barrier(c);
+	VkDescriptorSet ds = (VkDescriptorSet)(uintptr_t)set;
 	c->CmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
-	c->CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
+	c->CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &ds, 0, NULL);
 	if (p->pcsize > 0) c->CmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)p->pcsize, push);
 	c->CmdDispatch(c->cb, gx, gy, gz);
 	return VK_SUCCESS;

@@ -77,12 +77,19 @@ int vkl_pipeline(vkl_ctx *c, const uint32_t *code, uint64_t size, int nbind, int
 	const uint32_t *spec, int nspec, uint32_t subgroup_size, vkl_pipe **out);
 void vkl_pipeline_free(vkl_ctx *c, vkl_pipe *p);
 
+// Descriptor sets. vkl_set writes a set for p's layout binding bufs[k]
+// (offs[k], ranges[k]) at binding k; it stays valid across submits until
+// vkl_sets_reset, which the caller runs only when no recorded or
+// submitted work uses a set (after vkl_submit).
+int vkl_set(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs, const uint64_t *ranges, uint64_t *set);
+void vkl_sets_reset(vkl_ctx *c);
+
 // Recording. The caller orders commands with vkl_barrier (a full
-// compute/transfer memory barrier) where one depends on another. A call
-// may submit and wait on its own when the descriptor pool is exhausted
-// (the order of work is kept).
-int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs,
-	const uint64_t *ranges, const void *push, uint32_t gx, uint32_t gy, uint32_t gz);
+// compute/transfer memory barrier) where one depends on another, or with
+// vkl_dispatch's with_barrier (the same barrier before the dispatch, in
+// the same call).
+int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const void *push,
+	uint32_t gx, uint32_t gy, uint32_t gz);
 int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t dstoff, uint64_t size);
 int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size);
 int vkl_barrier(vkl_ctx *c);

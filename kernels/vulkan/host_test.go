@@ -1,0 +1,112 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// TestDispatchAllocs: once its pipelines and descriptor sets exist,
+// recording a step's small ops allocates nothing on the Go heap.
+func TestDispatchAllocs(t *testing.T) {
+	b := openTest(t, Config{})
+	x, _ := b.NewTensor(tensor.F32, 2, 64)
+	y, _ := b.NewTensor(tensor.F32, 2, 64)
+	w, _ := b.NewTensor(tensor.F32, 64)
+	pos, _ := b.NewTensor(tensor.I32, 2)
+	cache, _ := b.NewTensor(tensor.F16, 8, 64)
+	cells, _ := b.NewTensor(tensor.I32, 2)
+	if err := b.SetI32(cells, []int32{3, 5}); err != nil {
+		t.Fatal(err)
+	}
+	rope := kernels.RoPE{Style: kernels.RoPENeox, HeadDim: 16, Theta: 10000}
+	step := func() {
+		b.Add(y, y, x)
+		b.RMSNorm(x, y, w, 1e-6)
+		b.SwiGLU(y, y, x)
+		b.RoPE(x, pos, rope)
+		b.KVWrite(cache, x, cells)
+	}
+	step()
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(50, step); n != 0 {
+		t.Errorf("%v allocations a step of %d ops", n, 5)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, b)
+}
+
+// TestDescriptorSets: a repeated step writes no new descriptor set; a
+// full cache starts over without changing results; a freed buffer's sets
+// go with it (a new tensor that gets its memory back is bound right).
+func TestDescriptorSets(t *testing.T) {
+	b := openTest(t, Config{BlockSize: 1 << 16})
+	x, _ := b.NewTensor(tensor.F32, 4, 8)
+	y, _ := b.NewTensor(tensor.F32, 4, 8)
+	one := make([]float32, 32)
+	for i := range one {
+		one[i] = float32(i)
+	}
+	if err := b.SetF32(x, one); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 4; n++ { // views of 1…4 rows: four sets
+		b.Add(b.View(y, n, 8), b.View(y, n, 8), b.View(x, n, 8))
+	}
+	sets := len(b.sets)
+	for n := 1; n <= 4; n++ {
+		b.Add(b.View(y, n, 8), b.View(y, n, 8), b.View(x, n, 8))
+	}
+	if len(b.sets) != sets {
+		t.Errorf("%d sets after repeating the step, %d before", len(b.sets), sets)
+	}
+	b.maxSets = 2
+	for range 3 {
+		for n := 1; n <= 4; n++ {
+			b.Add(b.View(y, n, 8), b.View(y, n, 8), b.View(x, n, 8))
+		}
+	}
+	b.maxSets = maxSets
+	got := make([]float32, 32)
+	if err := b.GetF32(y, got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got { // row r was added 5·(4-r) times
+		if want := float32(5*(4-i/8)) * one[i]; v != want {
+			t.Fatalf("element %d = %v, want %v", i, v, want)
+		}
+	}
+
+	// A tensor of its own block, freed, and a new one in its place.
+	for round := range 3 {
+		big, err := b.NewTensor(tensor.F32, 1<<15)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := b.NewTensor(tensor.F32, 1<<15)
+		v := make([]float32, 1<<15)
+		for i := range v {
+			v[i] = float32(round + 1)
+		}
+		if err := b.SetF32(src, v); err != nil {
+			t.Fatal(err)
+		}
+		b.Add(big, src, src)
+		if err := b.GetF32(big, v); err != nil {
+			t.Fatal(err)
+		}
+		if v[0] != float32(2*(round+1)) || v[len(v)-1] != v[0] {
+			t.Fatalf("round %d: %v … %v, want %v", round, v[0], v[len(v)-1], 2*(round+1))
+		}
+		b.Free(big)
+		b.Free(src)
+	}
+	checkClean(t, b)
+}
