@@ -141,8 +141,8 @@ type Backend struct {
 	lastFreqs *Tensor
 	// subgroupNames maps a reducing shader to its _subgroup variant.
 	subgroupNames map[string]string
-	hz      hazards
-	scr     *Tensor // attention scratch
+	hz            hazards
+	scr           *Tensor // attention scratch
 	// attnSegment: cells per segment of split attention; attnScratch:
 	// the bytes its scratch may take (more where one token needs more).
 	attnSegment int
