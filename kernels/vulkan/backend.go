@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"unsafe"
 
@@ -24,7 +23,7 @@ import (
 
 func init() {
 	kernels.Register(kernels.Vulkan, func(o kernels.Options) (kernels.Backend, error) {
-		cfg, err := FromEnv(Config{Device: o.Device})
+		cfg, err := FromEnv(Config{Device: o.Device, Need: o.Need})
 		if err != nil {
 			return nil, err
 		}
@@ -38,8 +37,14 @@ func init() {
 // kernels.Open, models.WithBackendName and the commands honour them).
 type Config struct {
 	// Device picks a device by index ("1") or name substring; "" takes
-	// the best device (discrete, integrated, virtual, then CPU).
+	// the best device: of the best type present (discrete, integrated,
+	// virtual, then CPU), the one with the most free memory
+	// (VK_EXT_memory_budget, else the heap size) that has Need bytes free.
 	Device string
+	// Need is the device memory the caller will place (the model's
+	// weights; 0: unknown). With Device "", Open fails with a *FitError
+	// (errcode OOM_VRAM) when no device has that much free.
+	Need int64
 	// Library is the loader to dlopen; "" takes libvulkan.so.1.
 	Library string
 	// Validation enables VK_LAYER_KHRONOS_validation when it is installed
@@ -208,7 +213,7 @@ func Open(cfg Config) (*Backend, error) {
 		return nil, &Error{Op: "vkCreateInstance", Result: int32(r)}
 	}
 	b := &Backend{ctx: ctx, cfg: cfg, pipes: map[pipeKey]*pipeline{}, sets: map[setKey]C.uint64_t{}, maxSets: maxSets, subgroupNames: map[string]string{}, freqs: map[string]*Tensor{}}
-	idx, err := b.pick(cfg.Device)
+	idx, err := b.pick(cfg.Device, cfg.Need)
 	if err != nil {
 		C.vkl_close(ctx)
 		return nil, err
@@ -306,41 +311,21 @@ func boolInt(v bool) C.int {
 	return 0
 }
 
-// pick chooses a device: by index, by name substring, or the best type.
-func (b *Backend) pick(want string) (int, error) {
-	n := int(C.vkl_device_count(b.ctx))
-	names := make([]string, n)
-	types := make([]int32, n)
-	for i := range n {
+// pick chooses a device with chooseDevice from what the driver lists.
+func (b *Backend) pick(want string, need int64) (int, error) {
+	devs := make([]candidate, int(C.vkl_device_count(b.ctx)))
+	for i := range devs {
 		var di C.vkl_devinfo
 		C.vkl_device_info(b.ctx, C.int(i), &di)
-		names[i], types[i] = C.GoString(&di.name[0]), int32(di._type)
-	}
-	if n == 0 {
-		return 0, fmt.Errorf("%w: the driver lists no device", ErrNoDevice)
-	}
-	if want != "" {
-		if i, err := strconv.Atoi(want); err == nil {
-			if i < 0 || i >= n {
-				return 0, fmt.Errorf("%w: index %d of %d devices %q", ErrNoDevice, i, n, names)
-			}
-			return i, nil
+		var heap, used, budget C.uint64_t
+		C.vkl_device_memory(b.ctx, C.int(i), &heap, &used, &budget)
+		free := int64(heap)
+		if budget > 0 {
+			free = max(int64(budget)-int64(used), 0)
 		}
-		for i, name := range names {
-			if strings.Contains(strings.ToLower(name), strings.ToLower(want)) {
-				return i, nil
-			}
-		}
-		return 0, fmt.Errorf("%w: none named %q among %q", ErrNoDevice, want, names)
+		devs[i] = candidate{Name: C.GoString(&di.name[0]), Type: typeNames[int32(di._type)], Free: free}
 	}
-	rank := map[int32]int{2: 0, 1: 1, 3: 2, 0: 3, 4: 4} // discrete first, CPU last
-	best := 0
-	for i := range n {
-		if rank[types[i]] < rank[types[best]] {
-			best = i
-		}
-	}
-	return best, nil
+	return chooseDevice(devs, want, need)
 }
 
 // Name implements kernels.Backend.

@@ -3,8 +3,11 @@
 package vulkan
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/tensor"
 )
@@ -109,4 +112,26 @@ func TestDescriptorSets(t *testing.T) {
 		b.Free(src)
 	}
 	checkClean(t, b)
+}
+
+// TestOpenNeed: a Need no device has free fails with a *FitError naming
+// the device; a Need that fits opens it; a named device ignores Need.
+func TestOpenNeed(t *testing.T) {
+	v := openTest(t, Config{})
+	name := v.Device().Name
+	_, err := Open(Config{Need: 1 << 60})
+	var fe *FitError
+	if !errors.As(err, &fe) || errcode.Of(err) != errcode.OOMVRAM || !strings.Contains(err.Error(), name) {
+		t.Fatalf("Open with 1 EiB needed: %v, want a FitError naming %q", err, name)
+	}
+	for _, cfg := range []Config{{Need: 1 << 20}, {Need: 1 << 60, Device: "0"}} {
+		b, err := Open(cfg)
+		if err != nil {
+			t.Fatalf("Open(%+v): %v", cfg, err)
+		}
+		b.Close()
+	}
+	if _, err := kernels.Open(kernels.Auto, kernels.Options{Need: 1 << 60}); errcode.Of(err) != errcode.OOMVRAM {
+		t.Errorf("auto with 1 EiB needed: %v, want OOM_VRAM rather than the CPU", err)
+	}
 }

@@ -482,6 +482,35 @@ void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget) {
 		}
 }
 
+void vkl_device_memory(vkl_ctx *c, int i, uint64_t *heap, uint64_t *used, uint64_t *budget) {
+	*heap = *used = *budget = 0;
+	if (i < 0 || (uint32_t)i >= c->nphys) return;
+	VkPhysicalDevice pd = c->phys[i];
+	uint32_t n = 0;
+	c->EnumerateDeviceExtensionProperties(pd, NULL, &n, NULL);
+	VkExtensionProperties *ep = calloc(n + 1, sizeof *ep);
+	if (!ep) return;
+	c->EnumerateDeviceExtensionProperties(pd, NULL, &n, ep);
+	int ext = has_ext(ep, n, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME) && c->GetPhysicalDeviceMemoryProperties2;
+	free(ep);
+	VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+	VkPhysicalDeviceMemoryProperties2 p = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+	if (ext) {
+		p.pNext = &b;
+		c->GetPhysicalDeviceMemoryProperties2(pd, &p);
+	} else {
+		c->GetPhysicalDeviceMemoryProperties(pd, &p.memoryProperties);
+	}
+	for (uint32_t k = 0; k < p.memoryProperties.memoryHeapCount; k++) {
+		if (!(p.memoryProperties.memoryHeaps[k].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) continue;
+		if (p.memoryProperties.memoryHeaps[k].size > *heap) *heap = p.memoryProperties.memoryHeaps[k].size;
+		if (ext) {
+			*used += b.heapUsage[k];
+			*budget += b.heapBudget[k];
+		}
+	}
+}
+
 static int find_type(vkl_ctx *c, uint32_t bits, VkMemoryPropertyFlags want) {
 	for (uint32_t k = 0; k < c->memprops.memoryTypeCount; k++)
 		if ((bits & (1u << k)) && (c->memprops.memoryTypes[k].propertyFlags & want) == want) return (int)k;

@@ -68,6 +68,10 @@ void vkl_close(vkl_ctx *c);
 int vkl_messages(vkl_ctx *c, char *last, int n);
 
 void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget);
+// Device i's memory before it is opened: its largest device-local heap,
+// and VK_EXT_memory_budget's usage and budget summed over those heaps
+// (0 where the device lacks the extension).
+void vkl_device_memory(vkl_ctx *c, int i, uint64_t *heap, uint64_t *used, uint64_t *budget);
 
 // kind 0: device-local; 1: host-visible, coherent, mapped.
 int vkl_buffer(vkl_ctx *c, uint64_t size, int kind, uint64_t *buf, uint64_t *mem, void **mapped);
