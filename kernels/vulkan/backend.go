@@ -135,12 +135,14 @@ type Backend struct {
 	blocks []*block
 	used   int64 // device memory held in blocks
 
-	pipes   map[pipeKey]*pipeline
-	sets    map[setKey]C.uint64_t // descriptor sets by pipeline and bound ranges
-	maxSets int                   // the most sets kept (maxSets)
-	push    [pushWords]uint32     // the push constants of the dispatch being recorded
-	staging arena
-	freqs   map[string]*Tensor // RoPE frequency tables by parameters
+	pipes      map[pipeKey]*pipeline
+	sets       map[setKey]C.uint64_t // descriptor sets by pipeline and bound ranges
+	maxSets    int                   // the most sets kept (maxSets)
+	recorded   int                   // dispatches since the last submit that waited
+	pieceFirst int                   // pieceFirst, 0: no pieces
+	push       [pushWords]uint32     // the push constants of the dispatch being recorded
+	staging    arena
+	freqs      map[string]*Tensor // RoPE frequency tables by parameters
 	// lastRoPE's table is lastFreqs: the last one freqTable returned.
 	lastRoPE  kernels.RoPE
 	lastFreqs *Tensor
@@ -212,7 +214,7 @@ func Open(cfg Config) (*Backend, error) {
 	default:
 		return nil, &Error{Op: "vkCreateInstance", Result: int32(r)}
 	}
-	b := &Backend{ctx: ctx, cfg: cfg, pipes: map[pipeKey]*pipeline{}, sets: map[setKey]C.uint64_t{}, maxSets: maxSets, subgroupNames: map[string]string{}, freqs: map[string]*Tensor{}}
+	b := &Backend{ctx: ctx, cfg: cfg, pipes: map[pipeKey]*pipeline{}, sets: map[setKey]C.uint64_t{}, maxSets: maxSets, pieceFirst: pieceFirst, subgroupNames: map[string]string{}, freqs: map[string]*Tensor{}}
 	idx, err := b.pick(cfg.Device, cfg.Need)
 	if err != nil {
 		C.vkl_close(ctx)
@@ -362,9 +364,13 @@ func (b *Backend) Memory() (used, budget int64) {
 	return b.used, budget
 }
 
-// Submits counts the command buffers submitted so far (one per Sync or
-// read of results, plus one per uploaded weight part).
+// Submits counts the submits that waited so far (one per Sync or read
+// of results, plus one per uploaded weight part); Pieces counts those
+// that did not (a long step's first parts).
 func (b *Backend) Submits() uint64 { return uint64(C.vkl_submits(b.ctx)) }
+
+// Pieces counts the parts of steps submitted without waiting so far.
+func (b *Backend) Pieces() uint64 { return uint64(C.vkl_pieces(b.ctx)) }
 
 // Pipelines counts the pipelines created so far (one per variant and
 // specialization constants used); tests use it to check that a warmed-up

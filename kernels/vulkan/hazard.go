@@ -71,5 +71,6 @@ func (b *Backend) hazard(reads, writes []part) bool {
 // submit submits the recorded work and waits; nothing is pending after.
 func (b *Backend) submit() C.int {
 	b.hz.read, b.hz.written = b.hz.read[:0], b.hz.written[:0]
+	b.recorded = 0
 	return C.vkl_submit(b.ctx)
 }

@@ -135,3 +135,39 @@ func TestOpenNeed(t *testing.T) {
 		t.Errorf("auto with 1 EiB needed: %v, want OOM_VRAM rather than the CPU", err)
 	}
 }
+
+// TestPieces: a long step is submitted in pieces while it is recorded
+// (the device starts early), and ordered across them: each Add reads the
+// previous one's sum, in and across the pieces.
+func TestPieces(t *testing.T) {
+	b := openTest(t, Config{})
+	x, _ := b.NewTensor(tensor.F32, 1, 8)
+	y, _ := b.NewTensor(tensor.F32, 1, 8)
+	if err := b.SetF32(x, []float32{1, 2, 3, 4, 5, 6, 7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	p0, s0 := b.Pieces(), b.Submits()
+	const n = pieceFirst + 5*pieceEvery + 7
+	for range n {
+		b.Add(y, y, x)
+	}
+	if got := b.Pieces() - p0; got != 6 {
+		t.Errorf("%d pieces for %d dispatches, want 6", got, n)
+	}
+	got := make([]float32, 8)
+	if err := b.GetF32(y, got); err != nil {
+		t.Fatal(err)
+	}
+	if d := b.Submits() - s0; d != 1 {
+		t.Errorf("%d submits that waited, want 1", d)
+	}
+	for i, v := range got {
+		if v != float32(n*(i+1)) {
+			t.Fatalf("element %d = %v, want %v", i, v, n*(i+1))
+		}
+	}
+	checkClean(t, b)
+}

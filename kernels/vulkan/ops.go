@@ -63,7 +63,23 @@ func (b *Backend) dispatchSpec(name string, spec []uint32, binds []part, pc any,
 		C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz)); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "dispatch " + name, Result: int32(r)})
 	}
+	b.recorded++
+	if f := b.pieceFirst; f > 0 && (b.recorded == f || b.recorded > f && (b.recorded-f)%pieceEvery == 0) {
+		if r := C.vkl_piece(b.ctx); r != C.VK_SUCCESS {
+			b.fail(&Error{Op: "vkQueueSubmit", Result: int32(r)})
+		}
+	}
 }
+
+// A step is submitted in pieces, without waiting, so that the device
+// starts on it while the host still records: the first after pieceFirst
+// dispatches (small, to start the device early), then every pieceEvery
+// (each submit costs the host some microseconds). Backend.pieceFirst is
+// pieceFirst; 0 (benchmarks of the recording alone) turns pieces off.
+const (
+	pieceFirst = 32
+	pieceEvery = 128
+)
 
 // maxBind is the most bindings a shader may have (vk.c's MAX_BIND).
 const maxBind = 8

@@ -12,6 +12,8 @@
 // Timestamps per command buffer when profiling; one more would submit.
 #define POOL_QUERIES 4096
 #define MAX_BIND 8
+// Command buffers in flight at once (vkl_piece).
+#define NSLOT 4
 
 struct vkl_pipe {
 	VkDescriptorSetLayout dsl;
@@ -36,9 +38,18 @@ struct vkl_ctx {
 	VkDevice dev;
 	VkQueue queue;
 	uint32_t qfam;
+	// Command buffers: slot NSLOT of each; cb, cpool and fence are the
+	// slot being recorded. vkl_piece submits a slot without waiting
+	// (busy until its fence is waited on) and moves to the next.
+	VkCommandPool cpools[NSLOT];
+	VkCommandBuffer cbs[NSLOT];
+	VkFence fences[NSLOT];
+	int busy[NSLOT];
+	int slot;
 	VkCommandPool cpool;
 	VkCommandBuffer cb;
 	VkFence fence;
+	uint64_t pieces;
 	// The set cache's pools: sets live until vkl_sets_reset, across
 	// submits; pools[0..npools) exist, cur is the one allocated from.
 	VkDescriptorPool *pools;
@@ -426,16 +437,22 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 			c->memprops.memoryHeaps[k].size > props->device_local_heap)
 			props->device_local_heap = c->memprops.memoryHeaps[k].size;
 
-	VkCommandPoolCreateInfo cpi = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-	cpi.queueFamilyIndex = c->qfam;
-	if ((r = c->CreateCommandPool(c->dev, &cpi, NULL, &c->cpool)) != VK_SUCCESS) return r;
-	VkCommandBufferAllocateInfo cbi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-	cbi.commandPool = c->cpool;
-	cbi.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-	cbi.commandBufferCount = 1;
-	if ((r = c->AllocateCommandBuffers(c->dev, &cbi, &c->cb)) != VK_SUCCESS) return r;
-	VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-	if ((r = c->CreateFence(c->dev, &fci, NULL, &c->fence)) != VK_SUCCESS) return r;
+	for (int k = 0; k < NSLOT; k++) {
+		VkCommandPoolCreateInfo cpi = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+		cpi.queueFamilyIndex = c->qfam;
+		if ((r = c->CreateCommandPool(c->dev, &cpi, NULL, &c->cpools[k])) != VK_SUCCESS) return r;
+		VkCommandBufferAllocateInfo cbi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+		cbi.commandPool = c->cpools[k];
+		cbi.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+		cbi.commandBufferCount = 1;
+		if ((r = c->AllocateCommandBuffers(c->dev, &cbi, &c->cbs[k])) != VK_SUCCESS) return r;
+		VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+		if ((r = c->CreateFence(c->dev, &fci, NULL, &c->fences[k])) != VK_SUCCESS) return r;
+	}
+	c->slot = 0;
+	c->cpool = c->cpools[0];
+	c->cb = c->cbs[0];
+	c->fence = c->fences[0];
 	props->validation = c->validation;
 	return VK_SUCCESS;
 }
@@ -446,8 +463,10 @@ void vkl_close(vkl_ctx *c) {
 		c->DeviceWaitIdle(c->dev);
 		for (int k = 0; k < c->npools; k++) c->DestroyDescriptorPool(c->dev, c->pools[k], NULL);
 		if (c->qpool) c->DestroyQueryPool(c->dev, c->qpool, NULL);
-		if (c->fence) c->DestroyFence(c->dev, c->fence, NULL);
-		if (c->cpool) c->DestroyCommandPool(c->dev, c->cpool, NULL);
+		for (int k = 0; k < NSLOT; k++) {
+			if (c->fences[k]) c->DestroyFence(c->dev, c->fences[k], NULL);
+			if (c->cpools[k]) c->DestroyCommandPool(c->dev, c->cpools[k], NULL);
+		}
 		c->DestroyDevice(c->dev, NULL);
 	}
 	if (c->messenger) c->DestroyDebugUtilsMessengerEXT(c->inst, c->messenger, NULL);
@@ -744,9 +763,9 @@ static void barrier(vkl_ctx *c) {
 	c->CmdPipelineBarrier(c->cb, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-int vkl_submit(vkl_ctx *c) {
-	if (!c->recording) return VK_SUCCESS;
-	if (c->nq > 0) stamp(c, VKL_TS_END); // the end of the last call
+// end_submit ends the command buffer being recorded (with a barrier
+// making its writes visible to the host) and submits it with its fence.
+static VkResult end_submit(vkl_ctx *c) {
 	c->recording = 0;
 	VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
 	mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -754,20 +773,65 @@ int vkl_submit(vkl_ctx *c) {
 	c->CmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
 		VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
 	VkResult r = c->EndCommandBuffer(c->cb);
-	if (r == VK_SUCCESS) {
-		VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
-		si.commandBufferCount = 1;
-		si.pCommandBuffers = &c->cb;
-		r = c->QueueSubmit(c->queue, 1, &si, c->fence);
-		c->submits++;
-		if (r == VK_SUCCESS) r = c->WaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
-		c->ResetFences(c->dev, 1, &c->fence);
-		if (r == VK_SUCCESS) r = prof_collect(c);
-	}
-	c->nq = 0;
-	c->ResetCommandPool(c->dev, c->cpool, 0);
+	if (r != VK_SUCCESS) return r;
+	VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
+	si.commandBufferCount = 1;
+	si.pCommandBuffers = &c->cb;
+	r = c->QueueSubmit(c->queue, 1, &si, c->fence);
+	if (r == VK_SUCCESS) c->busy[c->slot] = 1;
 	return r;
 }
+
+// settle waits for slot k's submitted work and makes the slot free.
+static VkResult settle(vkl_ctx *c, int k) {
+	if (!c->busy[k]) return VK_SUCCESS;
+	VkResult r = c->WaitForFences(c->dev, 1, &c->fences[k], VK_TRUE, UINT64_MAX);
+	c->ResetFences(c->dev, 1, &c->fences[k]);
+	c->ResetCommandPool(c->dev, c->cpools[k], 0);
+	c->busy[k] = 0;
+	return r;
+}
+
+static void use_slot(vkl_ctx *c, int k) {
+	c->slot = k;
+	c->cpool = c->cpools[k];
+	c->cb = c->cbs[k];
+	c->fence = c->fences[k];
+}
+
+int vkl_piece(vkl_ctx *c) {
+	if (!c->recording || c->prof) return VK_SUCCESS; // profiling keeps one command buffer in flight
+	VkResult r = end_submit(c);
+	c->pieces++;
+	int next = (c->slot + 1) % NSLOT;
+	VkResult w = settle(c, next); // at most NSLOT pieces in flight
+	use_slot(c, next);
+	return r != VK_SUCCESS ? r : w;
+}
+
+int vkl_submit(vkl_ctx *c) {
+	VkResult r = VK_SUCCESS;
+	if (c->recording) {
+		if (c->nq > 0) stamp(c, VKL_TS_END); // the end of the last call
+		r = end_submit(c);
+		c->submits++;
+	} else {
+		int any = 0;
+		for (int k = 0; k < NSLOT; k++) any |= c->busy[k];
+		if (!any) return VK_SUCCESS;
+	}
+	// Wait for every slot, the pieces submitted before first.
+	for (int i = 1; i <= NSLOT; i++) {
+		VkResult w = settle(c, (c->slot + i) % NSLOT);
+		if (r == VK_SUCCESS) r = w;
+	}
+	if (r == VK_SUCCESS) r = prof_collect(c);
+	c->nq = 0;
+	use_slot(c, 0);
+	return r;
+}
+
+uint64_t vkl_pieces(vkl_ctx *c) { return c->pieces; }
 
 uint64_t vkl_submits(vkl_ctx *c) { return c->submits; }
 

@@ -97,8 +97,18 @@ int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const 
 int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t dstoff, uint64_t size);
 int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size);
 int vkl_barrier(vkl_ctx *c);
-// Submit what was recorded and wait; returns the first failure.
+// Submit what was recorded and wait (for the pieces too); returns the
+// first failure.
 int vkl_submit(vkl_ctx *c);
+// Submit what was recorded so far without waiting, so the device starts
+// on it while the host records the rest; the next command starts a new
+// command buffer (of NSLOT, waiting for the oldest when all are in
+// flight). Commands after it are ordered against those before by
+// vkl_barrier as within one command buffer (a barrier's first scope is
+// every command submitted earlier to the queue). Does nothing while
+// profiling.
+int vkl_piece(vkl_ctx *c);
+uint64_t vkl_pieces(vkl_ctx *c);
 // How many submits happened (for tests).
 uint64_t vkl_submits(vkl_ctx *c);
 
