@@ -110,6 +110,17 @@ func TestDescriptorSets(t *testing.T) {
 		}
 		b.Free(big)
 		b.Free(src)
+		live := map[uint64]bool{0: true} // 0: an unused binding
+		for _, blk := range b.blocks {
+			live[uint64(blk.buf)] = true
+		}
+		for k := range b.sets {
+			for _, r := range k.r {
+				if !live[uint64(r.buf)] {
+					t.Fatalf("round %d: a cached set binds a freed buffer", round)
+				}
+			}
+		}
 	}
 	checkClean(t, b)
 }
