@@ -205,12 +205,12 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 			b.RMSNorm(qh, qh, ly.qNorm, eps)
 			b.RMSNorm(kh, kh, ly.kNorm, eps)
 		}
-		if c.RoPE(l) {
-			b.RoPE(q, pos, m.rope)
-			b.RoPE(k, pos, m.rope)
+		if c.RoPE(l) { // q and k rotated, k and v to the caches
+			kernels.RoPEKVWrite(b, q, k, v, pos, ctx.kCache[l], ctx.vCache[l], cl, m.rope)
+		} else {
+			b.KVWrite(ctx.kCache[l], k, cl)
+			b.KVWrite(ctx.vCache[l], v, cl)
 		}
-		b.KVWrite(ctx.kCache[l], k, cl)
-		b.KVWrite(ctx.vCache[l], v, cl)
 		lv := vis
 		if c.Windowed(l) {
 			lv = visSWA

@@ -194,6 +194,12 @@ func (t *opTimer) RMSNorm(dst, x, w kernels.Tensor, eps float32) {
 	t.timed("RMSNorm", 0, func() { t.Backend.RMSNorm(dst, x, w, eps) })
 }
 
+// RoPEKVWrite runs as the decoder would on the wrapped backend
+// (kernels.RoPEKVWrite), timed as one op.
+func (t *opTimer) RoPEKVWrite(q, k, v, pos, kCache, vCache, cells kernels.Tensor, p kernels.RoPE) {
+	t.timed("RoPEKVWrite", 0, func() { kernels.RoPEKVWrite(t.Backend, q, k, v, pos, kCache, vCache, cells, p) })
+}
+
 // AddRMSNorm runs as the decoder would on the wrapped backend
 // (kernels.AddRMSNorm), timed as one op.
 func (t *opTimer) AddRMSNorm(sum, dst, a, b, w kernels.Tensor, eps float32) {

@@ -32,6 +32,7 @@ func All(t *testing.T, b kernels.Backend) {
 		{"RMSNorm", RMSNorm},
 		{"AddRMSNorm", AddRMSNorm},
 		{"RoPE", RoPE},
+		{"RoPEKVWrite", RoPEKVWrite},
 		{"SwiGLU", SwiGLU},
 		{"KVWrite", KVWrite},
 		{"KVShift", KVShift},

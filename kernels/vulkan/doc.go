@@ -93,13 +93,15 @@
 //     models' parity tests (1e-4 of the largest logit: on the tiny test
 //     models they miss it by up to 12 times), which the default float32
 //     variants keep.
-//
 //   - RMSNorm: one workgroup per row (256 invocations from rows of 2048,
 //     else 64), vec4 loads where the row length is a multiple of 4; its
 //     summation order depends on the row length and the device only.
 //     AddRMSNorm (kernels.AddRMSNormer, the decoder's residual add and
 //     the next norm) is the same kernel with the add in its first pass:
 //     bitwise Add then RMSNorm.
+//   - RoPEKVWrite (kernels.RoPEKVWriter: a layer's RoPE of q and k and
+//     the KV writes of k and v) is one dispatch of rope.comp, bitwise
+//     the four ops.
 //
 // On lavapipe the default is the float32, subgroup and tiled variants;
 // DeviceInfo says which are in use (Subgroups, Tiled, FP16). There are no

@@ -478,6 +478,36 @@ func (b *Backend) RoPE(x, pos kernels.Tensor, p kernels.RoPE) {
 		pcRoPE{N: uint32(n), Dim: uint32(dim), HeadDim: uint32(p.HeadDim), Neox: neox(p), Rows: uint32(n)}, gx, gy, 1)
 }
 
+// RoPEKVWrite implements kernels.RoPEKVWriter: one dispatch of
+// rope.comp's ROPE_KV variant, one invocation per pair of q, of k and of
+// v. Caches of two dtypes take the four ops.
+func (b *Backend) RoPEKVWrite(q, k, v, pos, kCache, vCache, cells kernels.Tensor, p kernels.RoPE) {
+	const op = "RoPEKVWrite"
+	qs, ks, vs, ps := activation(op, q), activation(op, k), activation(op, v), ints(op, pos)
+	kc, vc, cl := cacheOf(op, kCache), cacheOf(op, vCache), ints(op, cells)
+	if kc.dt != vc.dt {
+		kernels.RoPEKVWrite(struct{ kernels.Backend }{b}, q, k, v, pos, kCache, vCache, cells, p)
+		return
+	}
+	checkRoPE(op, p)
+	n, dim, kdim := qs.rows, qs.cols, ks.cols
+	if dim%p.HeadDim != 0 || kdim%p.HeadDim != 0 || ks.rows != n || vs.rows != n || vs.cols != kdim ||
+		numel(ps) != n || numel(cl) != n || kc.cols != kdim || vc.cols != kdim || vc.rows != kc.rows {
+		panic(bad("%s: q %v, k %v, v %v, %d positions, caches %v and %v, %d cells, head dim %d", op, qs, ks, vs, numel(ps), kc, vc, numel(cl), p.HeadDim))
+	}
+	if n == 0 || dim+kdim == 0 {
+		return
+	}
+	f := b.freqTable(p)
+	if f == nil {
+		return
+	}
+	gx, gy := grid((n*(dim/2+kdim) + wg - 1) / wg)
+	b.dispatch(cacheName(kc, "rope_kv_f16", "rope_kv_f32"),
+		[]part{qs.parts[0], ps.parts[0], f.parts[0], ks.parts[0], vs.parts[0], kc.parts[0], vc.parts[0], cl.parts[0]},
+		pcRoPEKV{N: uint32(n), Dim: uint32(dim), HeadDim: uint32(p.HeadDim), Neox: neox(p), Rows: uint32(kc.rows), KDim: uint32(kdim)}, gx, gy, 1)
+}
+
 // KVShift implements kernels.Backend with rope.comp over the listed rows.
 // The cells must be distinct (as the models' shifts are); cells outside
 // the cache are skipped (the CPU backend panics: the ids are on the device).

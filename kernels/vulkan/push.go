@@ -26,6 +26,12 @@ type pcRoPE struct { // rope.comp (rope, kv_shift)
 	Rows                  uint32 // kv_shift: cache rows
 }
 
+type pcRoPEKV struct { // rope.comp (rope_kv)
+	N, Dim, HeadDim, Neox uint32
+	Rows                  uint32 // the caches' cells
+	KDim                  uint32
+}
+
 type pcKVWrite struct { // kv_write.comp
 	N, Dim, Rows uint32
 }

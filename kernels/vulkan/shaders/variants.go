@@ -71,6 +71,8 @@ var Variants = func() []Variant {
 	add("rope_f32", "rope.comp")
 	add("kv_shift_f32", "rope.comp", "KVSHIFT")
 	add("kv_shift_f16", "rope.comp", "KVSHIFT", "CACHE_F16")
+	add("rope_kv_f32", "rope.comp", "ROPE_KV")
+	add("rope_kv_f16", "rope.comp", "ROPE_KV", "CACHE_F16")
 	add("kv_write_f32", "kv_write.comp")
 	add("kv_write_f16", "kv_write.comp", "CACHE_F16")
 	add("attention_f32", "attention.comp")
