@@ -91,8 +91,8 @@ func Open(name string, opts Options) (Backend, error) {
 				return b, nil
 			}
 			b.Close()
-		} else if errcode.Of(err) == errcode.OOMVRAM {
-			return nil, err
+		} else if sw := (interface{ Software() bool })(nil); errcode.Of(err) == errcode.OOMVRAM && !(errors.As(err, &sw) && sw.Software()) {
+			return nil, err // a GPU without room for the model
 		}
 		return Open(CPU, opts)
 	}

@@ -67,7 +67,7 @@ func chooseDevice(devs []candidate, want string, need int64) (int, error) {
 	}
 	e := &FitError{Need: need}
 	for _, i := range order {
-		e.Devices = append(e.Devices, DeviceFree{Index: i, Name: devs[i].Name, Free: devs[i].Free})
+		e.Devices = append(e.Devices, DeviceFree{Index: i, Name: devs[i].Name, Free: devs[i].Free, Software: devs[i].Type == "cpu"})
 	}
 	return 0, e
 }
@@ -80,9 +80,22 @@ type FitError struct {
 
 // DeviceFree is one device's free memory in a FitError.
 type DeviceFree struct {
-	Index int
-	Name  string
-	Free  int64 // bytes
+	Index    int
+	Name     string
+	Free     int64 // bytes
+	Software bool  // a CPU implementation (lavapipe)
+}
+
+// Software reports that every device listed is a CPU implementation of
+// Vulkan: kernels.Open("auto") then takes the CPU backend, as it does
+// when such a device opens.
+func (e *FitError) Software() bool {
+	for _, d := range e.Devices {
+		if !d.Software {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *FitError) Error() string {

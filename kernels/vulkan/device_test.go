@@ -40,6 +40,9 @@ func TestChooseDevice(t *testing.T) {
 				t.Errorf("%s: %v, %v; want a FitError (OOM_VRAM)", c.name, got, err)
 				continue
 			}
+			if fe.Software() {
+				t.Errorf("%s: FitError.Software with GPUs listed", c.name)
+			}
 			for _, d := range c.devs {
 				if !strings.Contains(err.Error(), d.Name) || !strings.Contains(err.Error(), gib(d.Free)) {
 					t.Errorf("%s: %q does not say what %s has free", c.name, err, d.Name)
@@ -50,6 +53,9 @@ func TestChooseDevice(t *testing.T) {
 		if err != nil || got != c.got {
 			t.Errorf("%s: device %d, %v; want %d", c.name, got, err, c.got)
 		}
+	}
+	if _, err := chooseDevice([]candidate{lvp}, "", 1000*gb); err == nil || !err.(*FitError).Software() {
+		t.Errorf("llvmpipe alone, too small: %v, want a FitError with Software()", err)
 	}
 	for _, c := range []struct {
 		devs []candidate
