@@ -13,7 +13,8 @@ import (
 func TestPushSizes(t *testing.T) {
 	mirror := map[string]any{
 		"get_rows_": pcRows{}, "matmul_": pcMatMul{}, "add_": pcBinary{}, "swiglu_": pcBinary{},
-		"rms_norm_": pcNorm{}, "rope_": pcRoPE{}, "kv_shift_": pcRoPE{}, "kv_write_": pcKVWrite{},
+		"rms_norm_": pcNorm{}, "add_rms_norm_": pcNorm{}, "rope_": pcRoPE{}, "rope_kv_": pcRoPEKV{},
+		"kv_shift_": pcRoPE{}, "kv_write_": pcKVWrite{},
 		"attention_": pcAttention{}, "attention_combine_": pcCombine{},
 	}
 	for _, v := range shaders.Variants {
