@@ -23,9 +23,10 @@
 // Host cost of a dispatch: one cgo call and no Go allocation once its
 // pipeline and descriptor set exist. Descriptor sets are cached by
 // pipeline and bound (buffer, offset, range), across submits: a
-// Context's tensors are allocated once, so every decode step of a batch
-// size reuses the same sets (a prefill's length adds its own; the cache
-// starts over past 16384 sets, and when a block of memory is freed).
+// Context's tensors are allocated once and a view binds its whole tensor,
+// so every step reuses the same sets whatever its batch size or width
+// (the cache starts over past 16384 sets, and when a block of memory is
+// freed).
 //
 // The loader (libvulkan.so.1) is opened at run time, so a binary without a
 // Vulkan driver starts and kernels.Open("vulkan") returns a *NoDriverError;

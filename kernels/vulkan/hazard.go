@@ -22,7 +22,11 @@ type bufRange struct {
 	off, end int64
 }
 
-func spanOf(p part) bufRange { return bufRange{p.blk.buf, p.off, p.off + p.size} }
+// spanOf is the range p is bound over: a view's tracks its whole tensor
+// (a superset of the view's bytes, so no barrier is ever missed; views
+// start at their tensor's first byte, so one overlapping another's tensor
+// overlaps it anyway), as the validation layer sees the binding.
+func spanOf(p part) bufRange { return bufRange{p.blk.buf, p.off, p.off + p.binding()} }
 
 func touches(list []bufRange, s bufRange) bool {
 	for _, x := range list {

@@ -48,13 +48,17 @@ func TestDispatchAllocs(t *testing.T) {
 	checkClean(t, b)
 }
 
-// TestDescriptorSets: a repeated step writes no new descriptor set; a
-// full cache starts over without changing results; a freed buffer's sets
-// go with it (a new tensor that gets its memory back is bound right).
+// TestDescriptorSets: views of a tensor of every row count share one
+// descriptor set, and a repeated step writes no new one; a full cache
+// starts over without changing results; a freed buffer's sets go with it
+// (a new tensor that gets its memory back is bound right).
 func TestDescriptorSets(t *testing.T) {
 	b := openTest(t, Config{BlockSize: 1 << 16})
 	x, _ := b.NewTensor(tensor.F32, 4, 8)
-	y, _ := b.NewTensor(tensor.F32, 4, 8)
+	var ys [4]kernels.Tensor
+	for i := range ys {
+		ys[i], _ = b.NewTensor(tensor.F32, 4, 8)
+	}
 	one := make([]float32, 32)
 	for i := range one {
 		one[i] = float32(i)
@@ -62,30 +66,42 @@ func TestDescriptorSets(t *testing.T) {
 	if err := b.SetF32(x, one); err != nil {
 		t.Fatal(err)
 	}
-	for n := 1; n <= 4; n++ { // views of 1…4 rows: four sets
-		b.Add(b.View(y, n, 8), b.View(y, n, 8), b.View(x, n, 8))
-	}
 	sets := len(b.sets)
-	for n := 1; n <= 4; n++ {
-		b.Add(b.View(y, n, 8), b.View(y, n, 8), b.View(x, n, 8))
+	for n := 1; n <= 4; n++ { // views of 1…4 rows: one set
+		b.Add(b.View(ys[0], n, 8), b.View(ys[0], n, 8), b.View(x, n, 8))
 	}
+	if len(b.sets) != sets+1 {
+		t.Errorf("%d sets for Adds over views of 1…4 rows, want 1", len(b.sets)-sets)
+	}
+	step := func() {
+		for _, y := range ys { // four sets
+			b.Add(y, y, x)
+		}
+	}
+	step()
+	sets = len(b.sets)
+	step()
 	if len(b.sets) != sets {
 		t.Errorf("%d sets after repeating the step, %d before", len(b.sets), sets)
 	}
 	b.maxSets = 2
 	for range 3 {
-		for n := 1; n <= 4; n++ {
-			b.Add(b.View(y, n, 8), b.View(y, n, 8), b.View(x, n, 8))
-		}
+		step()
 	}
 	b.maxSets = maxSets
 	got := make([]float32, 32)
-	if err := b.GetF32(y, got); err != nil {
-		t.Fatal(err)
-	}
-	for i, v := range got { // row r was added 5·(4-r) times
-		if want := float32(5*(4-i/8)) * one[i]; v != want {
-			t.Fatalf("element %d = %v, want %v", i, v, want)
+	for k, y := range ys {
+		if err := b.GetF32(y, got); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range got { // 5 steps, and ys[0] row r 4-r times more
+			want := 5 * one[i]
+			if k == 0 {
+				want += float32(4-i/8) * one[i]
+			}
+			if v != want {
+				t.Fatalf("y%d element %d = %v, want %v", k, i, v, want)
+			}
 		}
 	}
 

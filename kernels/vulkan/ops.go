@@ -91,9 +91,9 @@ type setKey struct {
 }
 
 // maxSets bounds the descriptor set cache (Backend.maxSets; tests lower
-// it); past it the cache starts over. A decode step of a given batch size binds the same ranges every
-// step (the tensors are allocated at NewContext), so it hits the cache;
-// prefills of varying lengths add sets for each length.
+// it); past it the cache starts over. A step binds the same ranges every
+// time (a Context's tensors are allocated at NewContext, and a view binds
+// its whole tensor), so steps of every batch size and width hit it.
 const maxSets = 1 << 14
 
 // set returns the descriptor set binding binds to p's layout, written
@@ -111,7 +111,7 @@ func (b *Backend) set(p *pipeline, binds []part) C.uint64_t {
 	}
 	var bufs, offs, ranges [maxBind]C.uint64_t
 	for i, q := range binds {
-		bufs[i], offs[i], ranges[i] = q.blk.buf, C.uint64_t(q.off), C.uint64_t(q.size)
+		bufs[i], offs[i], ranges[i] = q.blk.buf, C.uint64_t(q.off), C.uint64_t(q.binding())
 	}
 	var s C.uint64_t
 	if r := C.vkl_set(b.ctx, p.p, &bufs[0], &offs[0], &ranges[0], &s); r != C.VK_SUCCESS {
