@@ -138,6 +138,7 @@ type Backend struct {
 	pipes      map[pipeKey]*pipeline
 	sets       map[setKey]C.uint64_t // descriptor sets by pipeline and bound ranges
 	maxSets    int                   // the most sets kept (maxSets)
+	setWrites  uint64                // sets written so far
 	recorded   int                   // dispatches since the last submit that waited
 	pieceFirst int                   // pieceFirst, 0: no pieces
 	push       [pushWords]uint32     // the push constants of the dispatch being recorded
@@ -376,6 +377,10 @@ func (b *Backend) Pieces() uint64 { return uint64(C.vkl_pieces(b.ctx)) }
 // specialization constants used); tests use it to check that a warmed-up
 // run creates none.
 func (b *Backend) Pipelines() int { return len(b.pipes) }
+
+// DescriptorSets counts the descriptor sets written so far (each is
+// cached: tests use it to check that warmed-up steps write none).
+func (b *Backend) DescriptorSets() uint64 { return b.setWrites }
 
 // Allocations counts the device memory allocations made so far: every
 // tensor's memory carved out of the blocks (NewTensor, Upload and the

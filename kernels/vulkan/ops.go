@@ -119,6 +119,7 @@ func (b *Backend) set(p *pipeline, binds []part) C.uint64_t {
 		return 0
 	}
 	b.sets[k] = s
+	b.setWrites++
 	return s
 }
 
