@@ -773,12 +773,14 @@ static VkResult end_submit(vkl_ctx *c) {
 	c->CmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
 		VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
 	VkResult r = c->EndCommandBuffer(c->cb);
-	if (r != VK_SUCCESS) return r;
-	VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
-	si.commandBufferCount = 1;
-	si.pCommandBuffers = &c->cb;
-	r = c->QueueSubmit(c->queue, 1, &si, c->fence);
+	if (r == VK_SUCCESS) {
+		VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
+		si.commandBufferCount = 1;
+		si.pCommandBuffers = &c->cb;
+		r = c->QueueSubmit(c->queue, 1, &si, c->fence);
+	}
 	if (r == VK_SUCCESS) c->busy[c->slot] = 1;
+	else c->ResetCommandPool(c->dev, c->cpool, 0); // the work is lost; the slot is free
 	return r;
 }
 
