@@ -38,7 +38,7 @@ struct vkl_ctx {
 	VkDevice dev;
 	VkQueue queue;
 	uint32_t qfam;
-	// Command buffers: slot NSLOT of each; cb, cpool and fence are the
+	// Command buffers: NSLOT of each; cb, cpool and fence are those of the
 	// slot being recorded. vkl_piece submits a slot without waiting
 	// (busy until its fence is waited on) and moves to the next.
 	VkCommandPool cpools[NSLOT];
