@@ -135,22 +135,11 @@ type Backend struct {
 	blocks []*block
 	used   int64 // device memory held in blocks
 
-	pipes      map[pipeKey]*pipeline
-	sets       map[setKey]C.uint64_t // descriptor sets by pipeline and bound ranges
-	maxSets    int                   // the most sets kept (maxSets)
-	setWrites  uint64                // sets written so far
-	recorded   int                   // dispatches since the last submit that waited
-	pieceFirst int                   // pieceFirst, 0: no pieces
-	push       [pushWords]uint32     // the push constants of the dispatch being recorded
-	staging    arena
-	freqs      map[string]*Tensor // RoPE frequency tables by parameters
-	// lastRoPE's table is lastFreqs: the last one freqTable returned.
-	lastRoPE  kernels.RoPE
-	lastFreqs *Tensor
-	// subgroupNames maps a reducing shader to its _subgroup variant.
-	subgroupNames map[string]string
-	hz            hazards
-	scr           *Tensor // attention scratch
+	pipes   map[pipeKey]*pipeline
+	staging arena
+	freqs   map[string]*Tensor // RoPE frequency tables by parameters
+	hz      hazards
+	scr     *Tensor // attention scratch
 	// attnSegment: cells per segment of split attention; attnScratch:
 	// the bytes its scratch may take (more where one token needs more).
 	attnSegment int
@@ -159,6 +148,23 @@ type Backend struct {
 	prof        profiler // the profile started, if any (StartProfile)
 	err         error    // the first failure while recording
 	closed      bool
+
+	// The host side of recording (ops.go): descriptor sets by pipeline
+	// and bound ranges, at most maxSets (maxSets), setWrites written so
+	// far; dispatches recorded since the last submit that waited, and
+	// the first piece's (pieceFirst, 0: no pieces); the push constants
+	// of the dispatch being recorded; the last RoPE table freqTable
+	// returned and its parameters; the _subgroup names of reducing
+	// shaders.
+	sets          map[setKey]C.uint64_t
+	maxSets       int
+	setWrites     uint64
+	recorded      int
+	pieceFirst    int
+	push          [pushWords]uint32
+	lastRoPE      kernels.RoPE
+	lastFreqs     *Tensor
+	subgroupNames map[string]string
 }
 
 // pipeKey names a pipeline: its variant and specialization constants.
