@@ -135,20 +135,6 @@ type Backend struct {
 	blocks []*block
 	used   int64 // device memory held in blocks
 
-	pipes   map[pipeKey]*pipeline
-	staging arena
-	freqs   map[string]*Tensor // RoPE frequency tables by parameters
-	hz      hazards
-	scr     *Tensor // attention scratch
-	// attnSegment: cells per segment of split attention; attnScratch:
-	// the bytes its scratch may take (more where one token needs more).
-	attnSegment int
-	attnScratch int64
-	allocs      uint64   // tensor allocations and staging buffers made
-	prof        profiler // the profile started, if any (StartProfile)
-	err         error    // the first failure while recording
-	closed      bool
-
 	// The host side of recording (ops.go): descriptor sets by pipeline
 	// and bound ranges, at most maxSets (maxSets), setWrites written so
 	// far; dispatches recorded since the last submit that waited, and
@@ -165,6 +151,20 @@ type Backend struct {
 	lastRoPE      kernels.RoPE
 	lastFreqs     *Tensor
 	subgroupNames map[string]string
+
+	pipes   map[pipeKey]*pipeline
+	staging arena
+	freqs   map[string]*Tensor // RoPE frequency tables by parameters
+	hz      hazards
+	scr     *Tensor // attention scratch
+	// attnSegment: cells per segment of split attention; attnScratch:
+	// the bytes its scratch may take (more where one token needs more).
+	attnSegment int
+	attnScratch int64
+	allocs      uint64   // tensor allocations and staging buffers made
+	prof        profiler // the profile started, if any (StartProfile)
+	err         error    // the first failure while recording
+	closed      bool
 }
 
 // pipeKey names a pipeline: its variant and specialization constants.
