@@ -120,6 +120,7 @@ func open(ctx context.Context, files *Files, o options) (*Model, error) {
 	var err error
 	m := &Model{Files: files, Config: files.Config, backend: o.backend}
 	if m.backend == nil {
+		o.kopts.Need = files.Size // a GPU backend picks a device with room for the weights
 		if m.backend, err = kernels.Open(o.backendName, o.kopts); err != nil {
 			files.Close()
 			return nil, fmt.Errorf("models: %w", err)

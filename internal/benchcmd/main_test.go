@@ -16,16 +16,17 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// qwen2-tiny's ops in one forward: 2 layers; per layer two norms, Q/K/V
-// (one MatMuls) with three bias adds and two residual adds, two RoPEs,
-// two KV writes, one attention, O and down, gate and up (one MatMuls),
-// one SwiGLU; then the final norm, the embedding and output rows, the
-// lm_head.
+// qwen2-tiny's ops in one forward: 2 layers; the first layer's attention
+// norm; per layer Q/K/V (one MatMuls) with three bias adds, RoPE and KV
+// writes (one RoPEKVWrite), one attention, O and down, gate and up (one
+// MatMuls), one SwiGLU, and two residual adds each with the norm after
+// it (AddRMSNorm: the FFN's, then the next layer's or the final one);
+// then the embedding and output rows, the lm_head.
 func tinyOps(forwards int) map[string]int {
 	const layers = 2
 	return map[string]int{
-		"RMSNorm": (2*layers + 1) * forwards, "MatMuls×3": layers * forwards, "MatMuls×2": layers * forwards,
-		"Add": 5 * layers * forwards, "RoPE": 2 * layers * forwards, "KVWrite": 2 * layers * forwards,
+		"RMSNorm": forwards, "AddRMSNorm": 2 * layers * forwards, "MatMuls×3": layers * forwards, "MatMuls×2": layers * forwards,
+		"Add": 3 * layers * forwards, "RoPEKVWrite": layers * forwards,
 		"Attention": layers * forwards, "SwiGLU": layers * forwards, "GetRows": 2 * forwards,
 		"MatMul": (2*layers + 1) * forwards,
 	}

@@ -193,6 +193,18 @@ func (t *opTimer) Add(dst, a, b kernels.Tensor) {
 func (t *opTimer) RMSNorm(dst, x, w kernels.Tensor, eps float32) {
 	t.timed("RMSNorm", 0, func() { t.Backend.RMSNorm(dst, x, w, eps) })
 }
+
+// RoPEKVWrite runs as the decoder would on the wrapped backend
+// (kernels.RoPEKVWrite), timed as one op.
+func (t *opTimer) RoPEKVWrite(q, k, v, pos, kCache, vCache, cells kernels.Tensor, p kernels.RoPE) {
+	t.timed("RoPEKVWrite", 0, func() { kernels.RoPEKVWrite(t.Backend, q, k, v, pos, kCache, vCache, cells, p) })
+}
+
+// AddRMSNorm runs as the decoder would on the wrapped backend
+// (kernels.AddRMSNorm), timed as one op.
+func (t *opTimer) AddRMSNorm(sum, dst, a, b, w kernels.Tensor, eps float32) {
+	t.timed("AddRMSNorm", 0, func() { kernels.AddRMSNorm(t.Backend, sum, dst, a, b, w, eps) })
+}
 func (t *opTimer) RoPE(x, pos kernels.Tensor, p kernels.RoPE) {
 	t.timed("RoPE", 0, func() { t.Backend.RoPE(x, pos, p) })
 }

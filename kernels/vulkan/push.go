@@ -16,7 +16,7 @@ type pcBinary struct { // binary.comp (add, swiglu)
 	Total, M, BN uint32
 }
 
-type pcNorm struct { // rms_norm.comp
+type pcNorm struct { // rms_norm.comp (rms_norm, add_rms_norm)
 	N, D uint32
 	Eps  float32
 }
@@ -24,6 +24,12 @@ type pcNorm struct { // rms_norm.comp
 type pcRoPE struct { // rope.comp (rope, kv_shift)
 	N, Dim, HeadDim, Neox uint32
 	Rows                  uint32 // kv_shift: cache rows
+}
+
+type pcRoPEKV struct { // rope.comp (rope_kv)
+	N, Dim, HeadDim, Neox uint32
+	Rows                  uint32 // the caches' cells
+	KDim                  uint32
 }
 
 type pcKVWrite struct { // kv_write.comp

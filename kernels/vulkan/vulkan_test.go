@@ -397,8 +397,8 @@ func TestBarriers(t *testing.T) {
 	checkClean(t, b)
 }
 
-// TestManyDispatches: more dispatches than the descriptor pool holds
-// (the backend then submits on its own mid-way) still run in order.
+// TestManyDispatches: thousands of dependent dispatches (submitted in
+// pieces while recorded, on every command buffer in turn) run in order.
 func TestManyDispatches(t *testing.T) {
 	b := openTest(t, Config{})
 	x, _ := b.NewTensor(tensor.F32, 1, 8)

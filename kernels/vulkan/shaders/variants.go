@@ -75,11 +75,17 @@ var Variants = func() []Variant {
 	}
 	add("add_f32", "binary.comp", "OP_ADD")
 	add("swiglu_f32", "binary.comp", "OP_SWIGLU")
-	add("rms_norm_f32", "rms_norm.comp")
-	add("rms_norm_f32_subgroup", "rms_norm.comp", "SUBGROUP")
+	for _, op := range []struct{ name, def string }{{"rms_norm", "NORM"}, {"add_rms_norm", "ADD"}} {
+		for _, vec := range []struct{ suffix, def string }{{"_f32", "SCALAR"}, {"_f32_vec4", "VEC4"}} {
+			add(op.name+vec.suffix, "rms_norm.comp", op.def, vec.def)
+			add(op.name+vec.suffix+"_subgroup", "rms_norm.comp", op.def, vec.def, "SUBGROUP")
+		}
+	}
 	add("rope_f32", "rope.comp")
 	add("kv_shift_f32", "rope.comp", "KVSHIFT")
 	add("kv_shift_f16", "rope.comp", "KVSHIFT", "CACHE_F16")
+	add("rope_kv_f32", "rope.comp", "ROPE_KV")
+	add("rope_kv_f16", "rope.comp", "ROPE_KV", "CACHE_F16")
 	add("kv_write_f32", "kv_write.comp")
 	add("kv_write_f16", "kv_write.comp", "CACHE_F16")
 	add("attention_f32", "attention.comp")
