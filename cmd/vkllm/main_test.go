@@ -59,7 +59,8 @@ func TestCommands(t *testing.T) {
 		{"unknown command", []string{"fly"}, 2, "", `error: unknown command "fly"`},
 		{"serve -h", []string{"serve", "-h"}, 0, "", "-api-key"},
 		{"run -h", []string{"run", "-h"}, 0, "", "-prompt"},
-		{"bench -h", []string{"bench", "-h"}, 2, "", "-pp"}, // the bench command's own flag set
+		{"bench -h", []string{"bench", "-h"}, 0, "", "measure prefill and decode speed"}, // described, as every command
+		{"bench -h flags", []string{"bench", "-h"}, 0, "", "-pp"},
 		{"inspect -h", []string{"inspect", "-h"}, 0, "", "-json"},
 		{"tokenize -h", []string{"tokenize", "-h"}, 0, "", "-add-special"},
 		{"bad flag", []string{"run", "--bogus"}, 2, "", "flag provided but not defined: -bogus"},
@@ -70,7 +71,8 @@ func TestCommands(t *testing.T) {
 		{"inspect no path", []string{"inspect"}, 2, "", "usage: vkllm inspect"},
 		{"pull unknown", []string{"pull", "gpt-7"}, 1, "", `error: pull: unknown model "gpt-7"; known models: smollm2`},
 		{"pull no name", []string{"pull"}, 2, "", "usage: vkllm pull"},
-		{"bench without model", []string{"bench"}, 2, "", "one of --model and --synthetic is required"},
+		{"bench without model", []string{"bench"}, 2, "", "error: give --model PATH or --synthetic SHAPE:DTYPE (vkllm bench -h lists the flags)\n"},
+		{"bench bad tg", []string{"bench", "--synthetic", "x", "--tg", "0"}, 2, "", "error: --tg must be ≥ 1, got 0\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
