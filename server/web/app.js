@@ -1,6 +1,6 @@
 // The chat page: conversations kept in localStorage, the chat itself
 // through POST /v1/chat/completions with stream: true on this origin.
-import { renderMarkdown } from "./markdown.js";
+import { renderMarkdown, copyText } from "./markdown.js";
 
 const STORE = "vkllm.chat.v1"; // {conversations: [...], current: id}
 const KEY = "vkllm.apiKey";
@@ -11,9 +11,16 @@ const ui = {
   model: $("model"), title: $("conv-title"), status: $("status"), settings: $("settings"),
   system: $("system"), temperature: $("temperature"), top_p: $("top_p"), max_tokens: $("max_tokens"),
   seed: $("seed"), sidebar: $("sidebar"), keyDialog: $("key-dialog"), keyInput: $("key-input"),
+  top_k: $("top_k"), min_p: $("min_p"), repetition_penalty: $("repetition_penalty"),
+  presence_penalty: $("presence_penalty"), frequency_penalty: $("frequency_penalty"), stop_strings: $("stop_strings"),
+  search: $("search"),
 };
 
-const SETTINGS = ["temperature", "top_p", "max_tokens", "seed"];
+// SETTINGS are a conversation's numeric sampler settings, each sent under
+// its own name when set; stop_strings (one a line) is the other.
+const SETTINGS = ["temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
+  "frequency_penalty", "max_tokens", "seed"];
+const noSettings = () => ({ system: "", stop_strings: "", ...Object.fromEntries(SETTINGS.map((k) => [k, null])) });
 
 // saved is the JSON of each conversation as this tab last wrote or read
 // it: a conversation whose JSON differs was changed here since.
@@ -25,7 +32,9 @@ let loadError = null; // why the model list could not be had
 let active = null; // the generation in flight: {conv, msg, controller}
 // draft holds the settings typed while there is no conversation yet; the
 // first one takes them.
-const draft = { system: "", temperature: null, top_p: null, max_tokens: null, seed: null };
+const draft = noSettings();
+let attachment = null; // {name, text}: a text file to send with the next message
+let search = ""; // the conversation list's filter
 
 // ---- storage ----
 
@@ -58,7 +67,7 @@ function cleanConversation(x) {
     });
   const c = {
     id: str(x.id), title: str(x.title, "Imported chat") || "Imported chat", named: !!x.named, model: str(x.model),
-    system: str(x.system), messages: msgs, created: num(x.created) ?? Date.now(),
+    system: str(x.system), stop_strings: str(x.stop_strings), messages: msgs, created: num(x.created) ?? Date.now(),
   };
   for (const k of SETTINGS) c[k] = num(x[k]);
   return c;
@@ -131,12 +140,11 @@ function newConversation() {
   const c = {
     id: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random(),
     title: "New chat", named: false, model: ui.model.value || models[0] || "",
-    system: "", temperature: null, top_p: null, max_tokens: null, seed: null,
-    messages: [], created: Date.now(),
+    ...noSettings(), messages: [], created: Date.now(),
   };
   if (!current()) { // the first: it takes what was typed before it
     Object.assign(c, draft);
-    Object.assign(draft, { system: "", temperature: null, top_p: null, max_tokens: null, seed: null });
+    Object.assign(draft, noSettings());
   }
   state.conversations.unshift(c);
   state.current = c.id;
@@ -271,11 +279,13 @@ async function generate(c) {
     stream_options: { include_usage: true } };
   const msg = { role: "assistant", content: "", model: c.model };
   c.messages.push(msg);
-  for (const k of ["temperature", "top_p", "max_tokens", "seed"]) {
+  for (const k of SETTINGS) {
     if (c[k] !== null && c[k] !== undefined && c[k] !== "") body[k] = Number(c[k]);
   }
+  const stops = stopList(c.stop_strings);
+  if (stops.length) body.stop = stops;
   const controller = new AbortController();
-  active = { conv: c, msg, controller };
+  active = { conv: c, msg, controller, pieces: 0, tFirst: 0 };
   setBusy(true);
   renderMessages();
   const t0 = performance.now();
@@ -314,7 +324,8 @@ async function generate(c) {
             if (chunk.usage) usage = chunk.usage;
             for (const ch of chunk.choices || []) {
               if (ch.delta && ch.delta.content) {
-                if (!tFirst) tFirst = performance.now();
+                if (!tFirst) tFirst = active.tFirst = performance.now();
+                active.pieces++; // a content chunk is a token, or a few
                 msg.content += ch.delta.content;
                 paint(msg);
               }
@@ -377,7 +388,12 @@ function paint(msg) {
     paintQueued = false;
     const node = ui.messages.querySelector(".msg.streaming .content");
     if (node && active && active.msg === msg) {
-      renderMarkdown(msg.content, node);
+      renderAnswer(msg.content, node, true);
+      const live = ui.messages.querySelector(".msg.streaming .meta.live");
+      const secs = (performance.now() - active.tFirst) / 1000;
+      if (live && active.pieces > 1 && secs > 0) {
+        live.textContent = `${active.pieces} tokens · ${((active.pieces - 1) / secs).toFixed(1)} tok/s`;
+      }
       ui.messages.scrollTop = ui.messages.scrollHeight;
     }
   });
@@ -388,6 +404,11 @@ async function send(text) {
   if (active || !text.trim()) return;
   if (!c.named && c.messages.length === 0) c.title = text.trim().split("\n")[0].slice(0, 48);
   c.model = ui.model.value || c.model;
+  if (attachment) { // the file goes first, fenced, as context for the question
+    const fence = "`".repeat(Math.max(3, ...[...attachment.text.matchAll(/`+/g)].map((m) => m[0].length + 1)));
+    text = `File ${attachment.name}:\n${fence}\n${attachment.text}\n${fence}\n\n${text}`;
+    setAttachment(null);
+  }
   c.messages.push({ role: "user", content: text });
   save();
   renderList();
@@ -414,7 +435,53 @@ async function editAndRegenerate(c, i, text) {
   await generate(c);
 }
 
+// stopList is the stop strings of a settings box: one a line, blank lines
+// left out.
+function stopList(s) {
+  return String(s || "").split("\n").filter((x) => x !== "");
+}
+
+// setAttachment shows (or, with null, removes) the file to send next.
+function setAttachment(a) {
+  attachment = a;
+  $("attachment").hidden = !a;
+  $("attachment-name").textContent = a ? `📎 ${a.name} (${a.text.length} characters)` : "";
+}
+
 // ---- rendering ----
+
+// splitThink parts a thinking model's answer (Qwen3, DeepSeek-R1) into
+// its reasoning, between <think> and </think> at the start, and the
+// answer after it. open is true while the reasoning is still streaming.
+export function splitThink(text) {
+  const m = /^\s*<think>([\s\S]*?)(<\/think>|$)/.exec(text);
+  if (!m) return { think: null, answer: text, open: false };
+  return { think: m[1].trim(), answer: text.slice(m[0].length).replace(/^\s+/, ""), open: !m[2] };
+}
+
+// renderAnswer renders an assistant's text into node: the reasoning of a
+// thinking model folded in a <details>, the answer as Markdown.
+function renderAnswer(text, node, streaming) {
+  const { think, answer, open } = splitThink(text);
+  if (think === null) {
+    renderMarkdown(text, node);
+    return;
+  }
+  const prev = node.querySelector(":scope > details.think");
+  const d = document.createElement("details");
+  d.className = "think";
+  d.open = !!(prev && prev.open); // a reader's choice survives the repaint
+  const sum = document.createElement("summary");
+  sum.textContent = open && streaming ? "Thinking…" : "Reasoning";
+  const body = document.createElement("div");
+  body.className = "think-body";
+  renderMarkdown(think, body);
+  d.append(sum, body);
+  const rest = document.createElement("div");
+  rest.className = "answer";
+  renderMarkdown(answer, rest);
+  node.replaceChildren(d, rest);
+}
 
 function announce(text) {
   ui.status.textContent = text;
@@ -426,8 +493,15 @@ function renderAll() {
   renderMessages();
 }
 
+// matches reports whether conversation c has q (lower case) in its title
+// or a message.
+function matches(c, q) {
+  return !q || c.title.toLowerCase().includes(q) || c.messages.some((m) => m.content.toLowerCase().includes(q));
+}
+
 function renderList() {
-  ui.list.replaceChildren(...state.conversations.map((c) => {
+  const q = search.trim().toLowerCase();
+  ui.list.replaceChildren(...state.conversations.filter((c) => matches(c, q)).map((c) => {
     const li = document.createElement("li");
     li.dataset.id = c.id;
     if (c.id === state.current) li.className = "current";
@@ -515,6 +589,7 @@ function renderSettings() {
   document.title = c ? c.title + " · vkllm" : "vkllm chat";
   const from = c || draft;
   ui.system.value = from.system;
+  ui.stop_strings.value = from.stop_strings || "";
   for (const k of SETTINGS) ui[k].value = from[k] !== null && from[k] !== undefined ? from[k] : "";
   if (c && c.model && models.includes(c.model)) ui.model.value = c.model;
 }
@@ -567,7 +642,7 @@ function renderMessages() {
     const content = document.createElement("div");
     content.className = "content";
     if (m.role === "assistant") {
-      renderMarkdown(m.content, content);
+      renderAnswer(m.content, content, active && active.msg === m);
       if (active && active.msg === m) box.classList.add("streaming");
     } else {
       content.textContent = m.content;
@@ -577,6 +652,11 @@ function renderMessages() {
       box.setAttribute("role", "alert");
     }
     box.append(who, content);
+    if (active && active.msg === m) {
+      const live = document.createElement("p");
+      live.className = "meta live";
+      box.append(live);
+    }
     if (m.meta || m.stopped) {
       const meta = document.createElement("p");
       meta.className = "meta";
@@ -586,6 +666,19 @@ function renderMessages() {
     if (!active) {
       const actions = document.createElement("div");
       actions.className = "actions";
+      if (m.role !== "error" && m.content) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "copy-msg";
+        b.textContent = "Copy";
+        b.setAttribute("aria-label", "Copy this message");
+        b.onclick = async () => {
+          const ok = await copyText(m.content);
+          b.textContent = ok ? "Copied" : "Copy failed";
+          setTimeout(() => (b.textContent = "Copy"), 1500);
+        };
+        actions.append(b);
+      }
       if (m.role === "user") {
         const b = document.createElement("button");
         b.type = "button";
@@ -740,10 +833,33 @@ $("toggle-settings").onclick = () => {
   $("toggle-settings").setAttribute("aria-expanded", String(!ui.settings.hidden));
 };
 ui.model.onchange = () => { const c = current(); if (c) { c.model = ui.model.value; save(); } };
-ui.system.onchange = () => {
-  const c = current();
-  (c || draft).system = ui.system.value;
-  if (c) save();
+for (const k of ["system", "stop_strings"]) {
+  ui[k].onchange = () => {
+    const c = current();
+    (c || draft)[k] = ui[k].value;
+    if (c) save();
+  };
+}
+ui.search.addEventListener("input", () => { search = ui.search.value; renderList(); });
+$("attach").onclick = () => $("attach-file").click();
+$("attachment-remove").onclick = () => { setAttachment(null); ui.input.focus(); };
+$("attach-file").onchange = async (e) => {
+  const f = e.target.files[0];
+  e.target.value = "";
+  if (!f) return;
+  if (f.size > 1 << 20) {
+    announce(`${f.name} is over 1 MiB; attach a smaller text file.`);
+    alert(`${f.name} is over 1 MiB; attach a smaller text file.`);
+    return;
+  }
+  const text = await f.text();
+  if (text.includes("\u0000")) {
+    announce(`${f.name} is not a text file.`);
+    alert(`${f.name} is not a text file.`);
+    return;
+  }
+  setAttachment({ name: f.name, text });
+  ui.input.focus();
 };
 for (const k of SETTINGS) {
   ui[k].onchange = () => {

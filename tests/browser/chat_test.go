@@ -83,13 +83,15 @@ func startServer(t *testing.T, apiKey string) *testServer {
 			return &server.Model{Gen: &scripted{text: markdownAnswer, tok: tiny.Gen.Tokenizer()}}, nil
 		case "broken":
 			return &server.Model{Gen: &scripted{text: strings.Repeat("partial answer ", 20), failAfter: 4, tok: tiny.Gen.Tokenizer()}}, nil
+		case "think": // a thinking model's answer: reasoning, then the answer
+			return &server.Model{Gen: &scripted{text: "<think>Two and two: the secret reasoning.</think>\n\nThe answer is **4**.", tok: tiny.Gen.Tokenizer()}}, nil
 		case "hold": // a first token that takes seconds: time to stop before it
 			return &server.Model{Gen: &scripted{text: "late answer", delay: 5 * time.Second, tok: tiny.Gen.Tokenizer()}}, nil
 		}
 		return nil, fmt.Errorf("unknown test model %q", sp.Name)
 	}
 	srv, err := server.New(server.Config{APIKey: apiKey, Open: open, Models: []server.Spec{
-		{Name: "tiny", Path: tinyModel}, {Name: "script"}, {Name: "broken"}, {Name: "hold"}}})
+		{Name: "tiny", Path: tinyModel}, {Name: "script"}, {Name: "broken"}, {Name: "hold"}, {Name: "think"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

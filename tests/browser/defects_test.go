@@ -276,8 +276,8 @@ func TestPageDefects(t *testing.T) {
 			t.Errorf("GET /favicon.ico: %s", got)
 		}
 		models := eval[[]string](p, `[...document.querySelectorAll("#model option")].map(o => o.value)`)
-		if strings.Join(models, ",") != "tiny,script,broken,hold" {
-			t.Errorf("the model picker lists %q, want tiny, script, broken, hold", models)
+		if strings.Join(models, ",") != "tiny,script,broken,hold,think" {
+			t.Errorf("the model picker lists %q, want tiny, script, broken, hold, think", models)
 		}
 	})
 }
