@@ -445,7 +445,7 @@ function stopList(s) {
 function setAttachment(a) {
   attachment = a;
   $("attachment").hidden = !a;
-  $("attachment-name").textContent = a ? `📎 ${a.name} (${a.text.length} characters)` : "";
+  $("attachment-name").textContent = a ? `Attached: ${a.name} (${a.text.length} characters)` : "";
 }
 
 // ---- rendering ----

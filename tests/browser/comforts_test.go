@@ -152,7 +152,7 @@ func TestPageComforts(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "notes.txt")
 		os.WriteFile(file, []byte("line one\nline two"), 0o644)
 		p.do(chromedp.SetUploadFiles(chromedp.CSS("#attach-file"), []string{file}))
-		p.waitJS(`!document.getElementById("attachment").hidden`, 3*time.Second)
+		p.waitJS(`document.getElementById("attachment").checkVisibility()`, 3*time.Second)
 		n := len(ts.chatBodies())
 		p.send("summarise it")
 		p.settled()
@@ -167,7 +167,7 @@ func TestPageComforts(t *testing.T) {
 		if len(req.Messages) != 1 || req.Messages[0].Content != want {
 			t.Errorf("the request was %q, want the file then the question", bodies)
 		}
-		if !eval[bool](p, `document.getElementById("attachment").hidden`) {
+		if eval[bool](p, `document.getElementById("attachment").checkVisibility()`) {
 			t.Error("the attachment stays after the send")
 		}
 	})
