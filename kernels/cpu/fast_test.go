@@ -12,7 +12,7 @@ import (
 )
 
 // The fast path passes every op of the conformance suite; MatMul as
-// kerneltest.MatMulQ8 (Q8_0, Q4_0, Q4_1: the emulated Q8-activation
+// kerneltest.MatMulQ8 (Q8_0, Q4_0, Q4_1, …: the emulated Q8-activation
 // arithmetic at LimitF32Dot) and kerneltest.MatMulNotQ8 (every other
 // dtype at LimitF32Dot), both with bitwise batch invariance.
 func TestFastConformance(t *testing.T) {
