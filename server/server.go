@@ -354,7 +354,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models,
 // /v1/models/{id}, /tokenize, /detokenize, /v1/ (any other /v1/ URL: 404
 // in OpenAI's error shape), /health, /ready, /metrics, and the chat
-// page at / with its assets under /web/ (see web.go). It panics,
+// page at / with its icon and its assets under /web/ (see web.go). It panics,
 // as http.ServeMux does, when mux already has one of these patterns.
 func (s *Server) Register(mux *http.ServeMux) {
 	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.logged(h)) }
@@ -371,6 +371,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP)
 	web := webHandler()
 	handle("/{$}", web.ServeHTTP)
+	handle("/favicon.ico", web.ServeHTTP)
 	handle("/web/", web.ServeHTTP)
 }
 
@@ -632,17 +633,26 @@ func loadingError(name string) *apiError {
 // modelCard is an entry of GET /v1/models. MaxModelLen is the most
 // tokens one request may hold, prompt and completion together (vLLM's
 // max_model_len); it is left out when the model's Generator does not say.
+// Root is the NAME the model was served under, so that NAME and
+// NAME:QUANT read as one model; Parent, as vLLM's LoRA cards, is the
+// NAME a NAME:ADAPTER applies to.
 type modelCard struct {
 	ID          string `json:"id"`
 	Object      string `json:"object"`
 	Created     int64  `json:"created"`
 	OwnedBy     string `json:"owned_by"`
+	Root        string `json:"root"`
+	Parent      string `json:"parent,omitempty"`
 	MaxModelLen int    `json:"max_model_len,omitempty"`
 }
 
-// newModelCard is the card of model m listed as id, loaded at at.
-func newModelCard(id string, m *Model, at time.Time) modelCard {
-	c := modelCard{ID: id, Object: "model", Created: at.Unix(), OwnedBy: "vkllm"}
+// newModelCard is the card of model m, served as root, listed as id and
+// loaded at at.
+func newModelCard(id, root string, m *Model, at time.Time) modelCard {
+	c := modelCard{ID: id, Object: "model", Created: at.Unix(), OwnedBy: "vkllm", Root: root}
+	if a, ok := strings.CutPrefix(id, root+":"); ok && slices.Contains(m.Adapters, a) {
+		c.Parent = root
+	}
 	if g, ok := m.Gen.(interface{ MaxLen() int }); ok {
 		c.MaxModelLen = g.MaxLen()
 	}
@@ -658,7 +668,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	add := func(id string, e *entry) {
 		if !seen[id] {
 			seen[id] = true
-			list = append(list, newModelCard(id, e.m, e.at))
+			list = append(list, newModelCard(id, e.spec.Name, e.m, e.at))
 		}
 	}
 	for _, e := range s.entries {

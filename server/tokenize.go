@@ -146,7 +146,6 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request, body [
 type modelInfo struct {
 	modelCard
 	Quantization string `json:"quantization,omitempty"`
-	Root         string `json:"root"`
 }
 
 // handleModel is GET /v1/models/{id}: the id of a loaded model as
@@ -166,6 +165,6 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	info := modelInfo{modelCard: newModelCard(id, m, at), Quantization: m.Quant, Root: root}
+	info := modelInfo{modelCard: newModelCard(id, root, m, at), Quantization: m.Quant}
 	writeJSON(w, http.StatusOK, info)
 }

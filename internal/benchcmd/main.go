@@ -95,6 +95,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -201,7 +202,15 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	draft := fs.String("draft", "", `speculative decoding instead: "ngram", "miss" (drafts always rejected) or a draft model's path`)
 	draftMax := fs.Int("draft-max", 8, "with --draft: the most draft tokens per step, [1, 64]")
 	reps := fs.Int("reps", 5, "with --draft: runs of each side, alternated")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n\n"+
+			"measure prefill and decode speed (with --draft: speculative decoding's speedup; with --peer: llama.cpp's on the same file).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	kv, kvOK := map[string]tensor.DType{"f32": tensor.F32, "f16": tensor.F16}[*kvName]
@@ -210,8 +219,28 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sizes, err := parseSizes(*batch)
-	if (*model == "") == (*synthetic == "") || *pp < 1 || *tg < 1 || *threads < 1 || *peerReps < 1 || err != nil {
-		fmt.Fprintln(stderr, "error: one of --model and --synthetic is required; --pp, --tg, --threads and --peer-reps must be ≥ 1; --batch is a list like 1,4,16")
+	// One problem at a time, the one the user has.
+	problem := ""
+	switch {
+	case *model == "" && *synthetic == "":
+		problem = "give --model PATH or --synthetic SHAPE:DTYPE (vkllm bench -h lists the flags)"
+	case *model != "" && *synthetic != "":
+		problem = "give one of --model and --synthetic, not both"
+	case err != nil:
+		problem = "--batch is a list of sizes like 1,4,16: " + err.Error()
+	default:
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"pp", *pp}, {"tg", *tg}, {"threads", *threads}, {"peer-reps", *peerReps}} {
+			if f.v < 1 {
+				problem = fmt.Sprintf("--%s must be ≥ 1, got %d", f.name, f.v)
+				break
+			}
+		}
+	}
+	if problem != "" {
+		fmt.Fprintln(stderr, "error: "+problem)
 		return 2
 	}
 	src := source{name: *model, peerPath: *model}

@@ -29,6 +29,9 @@ type SpecResult struct {
 	Acceptance float64   `json:"acceptance"`
 	PlainRuns  []float64 `json:"plain_runs"`
 	DraftRuns  []float64 `json:"draft_runs"`
+	// CacheHits counts the runs answered from an inference cache: 0, or
+	// the rates time replays.
+	CacheHits uint64 `json:"inference_cache_hits"`
 	// The process's CPU time per generated token (prompt included), in
 	// µs, medians: a busy machine disturbs it less than wall time.
 	PlainCPUUS float64 `json:"plain_cpu_us_per_token"`
@@ -65,7 +68,9 @@ func (p missProposer) Propose(_ []int32, k int) []int32 {
 // miss or a draft model's path) and without, alternated, and reports the
 // medians.
 func benchSpec(path, backend string, threads int, draft string, draftMax, tg, reps int, text string, progress io.Writer) (*SpecResult, error) {
-	base := engine.Options{Backend: backend, Threads: threads, MaxSeqs: 1, NoPrefixCache: true}
+	// No prefix cache and no inference cache: every run computes its
+	// whole answer (the warm-up's would otherwise be replayed).
+	base := engine.Options{Backend: backend, Threads: threads, MaxSeqs: 1, NoPrefixCache: true, CacheBytes: -1}
 	plain, err := engine.Open(context.Background(), path, base)
 	if err != nil {
 		return nil, err
@@ -144,6 +149,7 @@ func benchSpec(path, backend string, threads int, draft string, draftMax, tg, re
 	}
 	res.PlainCPUUS, res.DraftCPUUS = median(cpuA), median(cpuB)
 	st := spec.Stats()
+	res.CacheHits = plain.Stats().InferenceCacheHits + st.InferenceCacheHits
 	if n := st.DraftTokens - before.DraftTokens; n > 0 {
 		res.Acceptance = float64(st.DraftAccepted-before.DraftAccepted) / float64(n)
 	}

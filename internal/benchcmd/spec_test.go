@@ -19,6 +19,9 @@ func TestSpec(t *testing.T) {
 			if r.PlainTPS <= 0 || r.DraftTPS <= 0 || len(r.PlainRuns) != 2 || len(r.DraftRuns) != 2 || r.Tokens != 24 || r.Prompt < 20 {
 				t.Fatalf("%+v", r)
 			}
+			if r.CacheHits != 0 {
+				t.Errorf("%d runs were replayed from the inference cache: the rates are not the model's", r.CacheHits)
+			}
 			if d := r.Speedup - r.DraftTPS/r.PlainTPS; d > 1e-9 || d < -1e-9 {
 				t.Errorf("speedup %v, rates %v and %v", r.Speedup, r.DraftTPS, r.PlainTPS)
 			}

@@ -70,12 +70,13 @@ func (b slowBackend) GetRows(dst, table, ids kernels.Tensor) {
 }
 
 // scripted is a model whose answer is fixed text, streamed a few
-// characters at a time: the browser test needs answers a random-weights
-// model will not write (Markdown, HTML that must not run). When failAfter
-// > 0 the stream ends with an error after that many pieces.
+// characters at a time after delay: the browser test needs answers a
+// random-weights model will not write (Markdown, HTML that must not run).
+// When failAfter > 0 the stream ends with an error after that many pieces.
 type scripted struct {
 	text      string
 	failAfter int
+	delay     time.Duration // before the first piece
 	tok       *tokenizer.Tokenizer
 }
 
@@ -93,6 +94,11 @@ func (s *scripted) StreamTokens(ctx context.Context, prompt []int32, p sampler.P
 
 func (s *scripted) stream(ctx context.Context) iter.Seq2[engine.Delta, error] {
 	return func(yield func(engine.Delta, error) bool) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.delay):
+		}
 		text, n := s.text, 0
 		for len(text) > 0 {
 			k := min(7, len(text))
