@@ -35,8 +35,20 @@ var ErrResponseFormat = errcode.New(errcode.BadParams, "engine: bad response for
 // vocabulary.
 var schemas = sampler.NewSchemaCache(256)
 
-// ResponseSchema is the compiled schema of rf: nil for free text.
-func ResponseSchema(rf ResponseFormat) (*sampler.Schema, error) {
+// WithResponseFormat makes the reply of Stream one JSON document, as
+// ChatRequest.ResponseFormat does for a chat: each choice is decoded
+// under its own sampler.SchemaConstraint (a caller's Constraint beside
+// it is refused with ErrResponseFormat).
+func WithResponseFormat(rf ResponseFormat) StreamOption {
+	return func(r *Request) { r.format = &rf }
+}
+
+// key names the format's constraint for the inference cache: its type
+// and schema text.
+func (rf ResponseFormat) key() string { return "format:" + rf.Type + ":" + string(rf.Schema) }
+
+// responseSchema is the compiled schema of rf: nil for free text.
+func responseSchema(rf ResponseFormat) (*sampler.Schema, error) {
 	switch rf.Type {
 	case "", FormatText:
 		return nil, nil
@@ -54,16 +66,3 @@ func ResponseSchema(rf ResponseFormat) (*sampler.Schema, error) {
 	}
 	return nil, fmt.Errorf("%w: type %q; expected %q, %q or %q", ErrResponseFormat, rf.Type, FormatText, FormatJSONObject, FormatJSONSchema)
 }
-
-// ToolSchemaError is a tool whose parameters schema cannot be enforced
-// on a forced call; it wraps the *sampler.SchemaError.
-type ToolSchemaError struct {
-	Name string // the tool's function name
-	Err  error
-}
-
-func (e *ToolSchemaError) Error() string {
-	return fmt.Sprintf("engine: tool %q: parameters: %v", e.Name, e.Err)
-}
-
-func (e *ToolSchemaError) Unwrap() []error { return []error{ErrToolChoice, e.Err} }

@@ -145,7 +145,7 @@ func TestChatResponseFormatErrors(t *testing.T) {
 // TestChatToolArgsSchema: a forced call's arguments follow its tool's
 // parameters schema, on the random model.
 func TestChatToolArgsSchema(t *testing.T) {
-	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 2})
+	l := openToolLLM(t, 2)
 	defer l.Close()
 	const params = `{"type":"object","properties":{"city":{"type":"string","maxLength":12},"unit":{"enum":["c","f"]},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","unit","days"],"additionalProperties":false}`
 	v := schemaValidator(t, params)

@@ -110,7 +110,7 @@ func TestInferenceCacheMisses(t *testing.T) {
 	streamAll(t, l, "hello world", base)
 	other := uint64(2)
 	constraint := func() sampler.Constraint {
-		return sampler.NewSchemaConstraint(sampler.JSONObjectSchema, ToolVocab(l.Tokenizer()), 4)
+		return sampler.NewSchemaConstraint(sampler.JSONObjectSchema, l.vocab(), 4)
 	}
 	for _, c := range []struct {
 		name   string

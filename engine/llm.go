@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -584,9 +583,9 @@ func (l *LLM) collect(ctx context.Context, ids []string, boxes []*mailbox) ([]Re
 type ChatRequest struct {
 	Messages []chat.Message
 	// Tools are the functions the model may call; the template describes
-	// them (a template that knows no tools gets none) and the reply's
-	// calls are parsed out of its text, in the template's format (see
-	// LLM.ToolFormat).
+	// them (when it knows no tools, a system message describes them in
+	// the Hermes format) and the reply's calls are parsed out of its
+	// text, in the template's format (see LLM.ToolFormat).
 	Tools []chat.Tool
 	// ToolChoice is ToolAuto ("" too), ToolNone (no tools offered),
 	// ToolRequired (the reply is one call of one of Tools) or the name of
@@ -594,12 +593,8 @@ type ChatRequest struct {
 	// A forced call is decoded under a sampler.ToolCallConstraint, so
 	// even a model that never calls tools writes a valid one: one of the
 	// names, a JSON object for arguments that follows the tool's
-	// Parameters schema (see ToolCallGrammar).
+	// Parameters schema (a *ToolSchemaError when it cannot be enforced).
 	ToolChoice string
-	// RawToolCalls leaves the reply's text as the model wrote it, its
-	// tool calls unparsed, for a caller that reads them itself (the
-	// OpenAI server streams them as its clients expect).
-	RawToolCalls bool
 	// Kwargs are extra template variables (enable_thinking, date_string, …).
 	Kwargs map[string]any
 	// ResponseFormat, when set to JSON, makes the reply one JSON
@@ -615,86 +610,16 @@ type ChatRequest struct {
 	LiteralContent bool
 }
 
-// Roles are the message roles Chat accepts, as OpenAI's API: "developer"
-// is its newer name for "system".
-var Roles = []string{"system", "developer", "user", "assistant", "tool"}
-
-// ErrUnknownRole is wrapped by every *RoleError.
-var ErrUnknownRole = errcode.New(errcode.BadParams, "engine: unknown message role")
-
-// RoleError is a message whose role is not one of Roles.
-type RoleError struct {
-	Index int // in the messages
-	Role  string
-}
-
-func (e *RoleError) Error() string {
-	return fmt.Sprintf("engine: messages[%d]: unknown role %q; expected one of %s", e.Index, e.Role, strings.Join(Roles, ", "))
-}
-
-func (e *RoleError) Unwrap() error { return ErrUnknownRole }
-
-// CheckRoles returns a *RoleError for the first message whose role is not
-// one of Roles, or nil.
-func CheckRoles(msgs []chat.Message) error {
-	for i, m := range msgs {
-		if !slices.Contains(Roles, m.Role) {
-			return &RoleError{Index: i, Role: m.Role}
-		}
-	}
-	return nil
-}
-
-// systemForDeveloper returns msgs with "developer" messages as "system"
-// (a copy when there are any; msgs is not changed).
-func systemForDeveloper(msgs []chat.Message) []chat.Message {
-	if !slices.ContainsFunc(msgs, func(m chat.Message) bool { return m.Role == "developer" }) {
-		return msgs
-	}
-	out := slices.Clone(msgs)
-	for i := range out {
-		if out[i].Role == "developer" {
-			out[i].Role = "system"
-		}
-	}
-	return out
-}
-
-// RenderChat renders a conversation with the model's chat template (ChatML
-// when it has none), with the generation prompt, as apply_chat_template.
-// An empty conversation is refused with sampler.ErrEmptyPrompt, a message
-// whose role is not one of Roles with a *RoleError; a "developer"
-// message is rendered as "system". The tools offered are those of
-// ToolChoice (a bad one is refused with ErrToolChoice).
-func (l *LLM) RenderChat(req ChatRequest) (string, error) { return l.renderChat(req, true) }
-
-// renderChat is RenderChat, the generation prompt added or not.
-func (l *LLM) renderChat(req ChatRequest, addGenerationPrompt bool) (string, error) {
-	if len(req.Messages) == 0 {
-		return "", errcode.Wrap(errcode.EmptyPrompt, sampler.ErrEmptyPrompt)
-	}
-	if err := CheckRoles(req.Messages); err != nil {
-		return "", err
-	}
-	tools, err := offered(req)
-	if err != nil {
-		return "", err
-	}
-	req.Tools = tools
-	req.Messages = systemForDeveloper(req.Messages)
-	cc := l.chat
-	if cc == nil {
-		cc = &chat.Config{}
-	}
-	tpl, err := chat.Parse(cc.TemplateFor(len(req.Tools) > 0))
-	if err != nil {
-		return "", err
-	}
-	in := cc.Input(&chat.Request{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: &addGenerationPrompt})
-	for k, v := range req.Kwargs {
-		in.Kwargs[k] = v
-	}
-	return tpl.Render(in)
+// RenderChat is the prompt StreamChat runs for req: the conversation
+// rendered with the model's chat template (ChatML when it has none),
+// with the generation prompt, as apply_chat_template, the tools offered
+// described to the model. An empty conversation is refused with
+// sampler.ErrEmptyPrompt, a message of an unknown role with a
+// *RoleError, a bad ToolChoice with ErrToolChoice; a "developer"
+// message is rendered as "system".
+func (l *LLM) RenderChat(req ChatRequest) (string, error) {
+	p, err := l.prompt(req, true)
+	return p.text, err
 }
 
 // Chat renders the conversation through the chat template and generates
@@ -738,7 +663,13 @@ func (r *Result) add(o Output) {
 // iteration early, or cancelling ctx, aborts the request (every choice)
 // and frees its cells.
 func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
-	return l.stream(ctx, func() ([]string, []*mailbox, error) { return l.submit([]string{prompt}, params, opts...) })
+	return l.stream(ctx, func() ([]string, []*mailbox, error) {
+		params, opts, err := l.withFormat(params, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return l.submit([]string{prompt}, params, opts...)
+	})
 }
 
 // StreamChat is Stream for a conversation rendered through the chat
@@ -751,22 +682,24 @@ func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params, 
 // constrained) on its own.
 func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
 	return func(yield func(Delta, error) bool) {
-		var t chatTurn
+		var t *chatPlan
 		submit := func() ([]string, []*mailbox, error) {
 			err := l.admit(1)
 			if err == nil {
-				t, err = l.prepareChat(req, params, opts)
+				t, err = l.plan(req, params, opts)
 			}
 			if err != nil {
 				return nil, nil, err
 			}
-			return l.submitEncoded([]string{t.prompt}, t.params, false, t.literal, t.opts...)
+			return l.submitEncoded([]string{t.text}, t.params, false, t.literal, t.opts...)
 		}
 		for d, err := range l.stream(ctx, submit) {
 			if err == nil {
-				t.parse(&d)
+				if err = t.parse(&d); err != nil {
+					d = Delta{}
+				}
 			}
-			if !yield(d, err) {
+			if !yield(d, err) || err != nil {
 				return
 			}
 		}
@@ -776,6 +709,10 @@ func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Pa
 // StreamTokens is Stream for a prompt given as token ids.
 func (l *LLM) StreamTokens(ctx context.Context, prompt []int32, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
 	return l.stream(ctx, func() ([]string, []*mailbox, error) {
+		params, opts, err := l.withFormat(params, opts)
+		if err != nil {
+			return nil, nil, err
+		}
 		id := l.newID()
 		req := &Request{ID: id, Prompt: append([]int32(nil), prompt...), Params: params}
 		for _, o := range opts {

@@ -12,12 +12,24 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/vkllm/vkllm/internal/testmodel"
 	"github.com/vkllm/vkllm/sampler"
 )
 
 func openLLM(t testing.TB, opts Options) *LLM {
 	t.Helper()
 	l, err := Open(context.Background(), tinyModel, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// openToolLLM opens the tiny model with 1024 positions: a prompt that
+// describes tools in the Hermes format is longer than its 256.
+func openToolLLM(t testing.TB, maxSeqs int) *LLM {
+	t.Helper()
+	l, err := Open(context.Background(), testmodel.LongContext(t, tinyModel, 1024), Options{ContextLen: 1024, MaxSeqs: maxSeqs})
 	if err != nil {
 		t.Fatal(err)
 	}

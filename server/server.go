@@ -96,17 +96,10 @@ type Model struct {
 	Gen Generator
 	// Quant is the GGUF quantisation ("Q4_1", "F16", …), "" when unknown.
 	Quant string
-	// ToolFormat is how the model writes tool calls (from its chat
-	// template); FormatNone means the template knows no tools and the
-	// server describes them itself in the Hermes format and parses that.
-	ToolFormat chat.Format
 	// Adapters name the model's LoRA adapters (engine.Options.Adapters):
 	// a request for "NAME:ADAPTER" runs with engine.WithAdapter(ADAPTER),
 	// and /v1/models lists it.
 	Adapters []string
-
-	vocabOnce  sync.Once
-	vocabBytes *sampler.Vocab // see vocab
 }
 
 // Spec is one --model NAME=PATH.
@@ -296,9 +289,12 @@ func (s *Server) load() {
 			s.log.Error("model failed to load", "model", e.spec.Name, "path", e.spec.Path, "err", err)
 		} else {
 			attrs := []any{"model", e.spec.Name, "path", e.spec.Path, "quant", m.Quant,
-				"tool_format", m.ToolFormat, "took", time.Since(start).Round(time.Millisecond)}
-			if b, ok := m.Gen.(interface{ Model() *models.Model }); ok {
-				attrs = append(attrs, "backend", kernels.Describe(b.Model().Backend()))
+				"took", time.Since(start).Round(time.Millisecond)}
+			if b, ok := m.Gen.(interface {
+				Model() *models.Model
+				ToolFormat() chat.Format
+			}); ok {
+				attrs = append(attrs, "backend", kernels.Describe(b.Model().Backend()), "tool_format", b.ToolFormat())
 			}
 			s.log.Info("model loaded", attrs...)
 		}

@@ -715,24 +715,51 @@ type fakeGen struct {
 	reply string
 	mu    sync.Mutex
 	reqs  []engine.ChatRequest
-	ps    []sampler.Params // of each chat request (the Constraint: choice 0's)
-	shift int              // added to every delta's Index: a broken Generator
+	shift int // added to every delta's Index: a broken Generator
 }
 
+// StreamChat replays the reply as a model that writes Hermes tool calls
+// would have it streamed by engine.LLM.StreamChat: with tools offered,
+// each choice's text is parsed into content and tool-call deltas, a
+// reply with calls finishes with "tool_calls", and a forced call the
+// reply lacks ends the stream with engine.ErrNoToolCall.
 func (f *fakeGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
-	var r engine.Request
-	for _, o := range opts {
-		o(&r)
-	}
-	rec := p
-	if len(r.Constraints) > 0 {
-		rec.Constraint = r.Constraints[0] // choice 0's, as the engine samples it
-	}
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
-	f.ps = append(f.ps, rec)
 	f.mu.Unlock()
-	return f.Stream(ctx, "", p, opts...)
+	if len(req.Tools) == 0 || req.ToolChoice == engine.ToolNone {
+		return f.Stream(ctx, "", p, opts...)
+	}
+	forced := req.ToolChoice != "" && req.ToolChoice != engine.ToolAuto
+	return func(yield func(engine.Delta, error) bool) {
+		parsers := map[int]*chat.ToolParser{}
+		for d, err := range f.Stream(ctx, "", p, opts...) {
+			if err != nil {
+				yield(d, err)
+				return
+			}
+			pr := parsers[d.Index]
+			if pr == nil {
+				pr = chat.NewToolParser(chat.FormatQwen, nil)
+				parsers[d.Index] = pr
+			}
+			d.TextDelta, d.ToolCalls = pr.Add(d.TextDelta)
+			if d.Finished {
+				rest, more, _ := pr.Finish()
+				d.TextDelta, d.ToolCalls = d.TextDelta+rest, append(d.ToolCalls, more...)
+				if len(pr.Calls()) == 0 && forced {
+					yield(engine.Delta{}, engine.ErrNoToolCall)
+					return
+				}
+				if len(pr.Calls()) > 0 {
+					d.FinishReason = "tool_calls"
+				}
+			}
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Stream replays the reply word by word for each choice (WithChoices),
