@@ -13,7 +13,7 @@ run: $(GGUF)
 	go run ./cmd/vkllm run --model $(GGUF) --prompt "The capital of France is" --max-tokens 32
 
 # Packages with goroutines also run under the race detector.
-RACE_PKGS ?= ./kernels/cpu ./kv ./sampler ./engine ./server ./cmd/...
+RACE_PKGS ?= ./kernels/cpu ./kv ./sampler/... ./engine ./server ./cmd/...
 
 # The model tests run on the exact reference (cpu-ref) and again on the
 # fast path (cpu), including the real model against llama.cpp's tokens.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/sampler/grammar"
 	"github.com/vkllm/vkllm/tokenizer"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
@@ -201,7 +202,7 @@ func systemForDeveloper(msgs []chat.Message) []chat.Message {
 }
 
 // ToolSchemaError is a tool whose parameters schema cannot be enforced
-// on a forced call; it wraps ErrToolChoice and the *sampler.SchemaError.
+// on a forced call; it wraps ErrToolChoice and the *grammar.SchemaError.
 type ToolSchemaError struct {
 	Index int    // in ChatRequest.Tools
 	Name  string // the tool's function name
@@ -217,9 +218,9 @@ func (e *ToolSchemaError) Unwrap() []error { return []error{ErrToolChoice, e.Err
 // toolCallGrammar is the grammar of a forced call of one of req's
 // offered tools in format f. A tool's arguments follow its Parameters
 // schema (none, or null: any object).
-func toolCallGrammar(f chat.Format, req ChatRequest, tools []chat.Tool) (*sampler.ToolCallGrammar, error) {
+func toolCallGrammar(f chat.Format, req ChatRequest, tools []chat.Tool) (*grammar.ToolCallGrammar, error) {
 	names := make([]string, len(tools))
-	args := make([]*sampler.Schema, len(tools))
+	args := make([]*grammar.Schema, len(tools))
 	for i, t := range tools {
 		names[i] = t.Function.Name
 		if p := bytes.TrimSpace(t.Function.Parameters); len(p) > 0 && string(p) != "null" {
@@ -232,13 +233,13 @@ func toolCallGrammar(f chat.Format, req ChatRequest, tools []chat.Tool) (*sample
 				return nil, bad(err)
 			}
 			if !s.AllowsObject() {
-				return nil, bad(&sampler.SchemaError{Feature: "type", Msg: "the arguments must be an object"})
+				return nil, bad(&grammar.SchemaError{Feature: "type", Msg: "the arguments must be an object"})
 			}
 			args[i] = s
 		}
 	}
 	pre, mid, suf := f.CallSyntax()
-	g, err := sampler.NewToolCallGrammarArgs(pre, mid, suf, names, args)
+	g, err := grammar.NewToolCallGrammarArgs(pre, mid, suf, names, args)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrToolChoice, err)
 	}
@@ -247,13 +248,13 @@ func toolCallGrammar(f chat.Format, req ChatRequest, tools []chat.Tool) (*sample
 
 // vocab is the model's vocabulary as the constraints read it, built at
 // the first constrained chat and kept for the LLM's life.
-func (l *LLM) vocab() *sampler.Vocab {
+func (l *LLM) vocab() *grammar.Vocab {
 	l.vocabOnce.Do(func() {
 		special := make([]bool, l.tok.VocabSize())
 		for id := range special {
 			special[id] = l.tok.IsSpecial(int32(id))
 		}
-		l.toolVocab = sampler.NewVocab(l.tok.Pieces(), special, l.tok.EOS())
+		l.toolVocab = grammar.NewVocab(l.tok.Pieces(), special, l.tok.EOS())
 	})
 	return l.toolVocab
 }
@@ -264,7 +265,7 @@ type chatPlan struct {
 	params  sampler.Params
 	opts    []StreamOption     // the caller's, and the choices' constraints
 	parsers []*chat.ToolParser // one per choice; nil when no tools are offered
-	grammar *sampler.ToolCallGrammar
+	grammar *grammar.ToolCallGrammar
 }
 
 // plan renders req and sets up each choice (opts may ask for several:
@@ -304,7 +305,7 @@ func (l *LLM) plan(req ChatRequest, params sampler.Params, opts []StreamOption) 
 	}
 	js, _ := json.Marshal(p.tools)
 	t.params, t.opts = constrain(params, opts, func() sampler.Constraint {
-		return sampler.NewToolCallConstraint(t.grammar, l.vocab(), params.MaxTokens)
+		return grammar.NewToolCallConstraint(t.grammar, l.vocab(), params.MaxTokens)
 	}, fmt.Sprintf("tools:%v:%s", p.format, js))
 	return t, nil
 }
@@ -336,7 +337,7 @@ func (l *LLM) withFormat(params sampler.Params, opts []StreamOption) (sampler.Pa
 		return params, opts, fmt.Errorf("%w: a response format needs the model's vocabulary", ErrNoTokenizer)
 	}
 	params, opts = constrain(params, opts, func() sampler.Constraint {
-		return sampler.NewSchemaConstraint(s, l.vocab(), params.MaxTokens)
+		return grammar.NewSchemaConstraint(s, l.vocab(), params.MaxTokens)
 	}, r.format.key())
 	return params, opts, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/sampler/grammar"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
@@ -123,7 +124,7 @@ func TestChatResponseFormatErrors(t *testing.T) {
 		req  ChatRequest
 		also error
 	}{
-		{"unsupported keyword", ChatRequest{Messages: msgs, ResponseFormat: &ResponseFormat{Type: FormatJSONSchema, Schema: []byte(`{"type":"string","format":"date"}`)}}, sampler.ErrSchema},
+		{"unsupported keyword", ChatRequest{Messages: msgs, ResponseFormat: &ResponseFormat{Type: FormatJSONSchema, Schema: []byte(`{"type":"string","format":"date"}`)}}, grammar.ErrSchema},
 		{"no schema", ChatRequest{Messages: msgs, ResponseFormat: &ResponseFormat{Type: FormatJSONSchema}}, nil},
 		{"unknown type", ChatRequest{Messages: msgs, ResponseFormat: &ResponseFormat{Type: "yaml"}}, nil},
 		{"forced tool call", ChatRequest{Messages: msgs, Tools: toolList("f"), ToolChoice: ToolRequired, ResponseFormat: &ResponseFormat{Type: FormatJSONObject}}, nil},
@@ -133,7 +134,7 @@ func TestChatResponseFormatErrors(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}
-	var se *sampler.SchemaError
+	var se *grammar.SchemaError
 	_, err := l.Chat(ctx, ChatRequest{Messages: msgs, ToolChoice: ToolRequired, Tools: []chat.Tool{{Type: "function",
 		Function: chat.ToolFunction{Name: "f", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"not":{}}}}`)}}}}, p)
 	var te *ToolSchemaError

@@ -18,6 +18,7 @@ import (
 	"github.com/vkllm/vkllm/kv"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/sampler/grammar"
 	"github.com/vkllm/vkllm/tensor"
 	"github.com/vkllm/vkllm/tokenizer"
 	"github.com/vkllm/vkllm/tokenizer/chat"
@@ -122,7 +123,7 @@ type LLM struct {
 	// toolFormat is how the template has the model write tool calls.
 	toolFormat chat.Format
 	vocabOnce  sync.Once
-	toolVocab  *sampler.Vocab // see vocab
+	toolVocab  *grammar.Vocab // see vocab
 	opts       Options
 	// maxLen is the most tokens one request may hold (Engine.MaxLen); a
 	// longer prompt is refused before it is queued.
@@ -590,7 +591,7 @@ type ChatRequest struct {
 	// ToolChoice is ToolAuto ("" too), ToolNone (no tools offered),
 	// ToolRequired (the reply is one call of one of Tools) or the name of
 	// one of Tools (the reply is one call of it, the only tool offered).
-	// A forced call is decoded under a sampler.ToolCallConstraint, so
+	// A forced call is decoded under a grammar.ToolCallConstraint, so
 	// even a model that never calls tools writes a valid one: one of the
 	// names, a JSON object for arguments that follows the tool's
 	// Parameters schema (a *ToolSchemaError when it cannot be enforced).

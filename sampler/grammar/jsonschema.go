@@ -1,4 +1,4 @@
-package sampler
+package grammar
 
 import (
 	"bytes"
@@ -63,7 +63,7 @@ const (
 )
 
 // ErrSchema is wrapped by every *SchemaError.
-var ErrSchema = errors.New("sampler: unsupported or invalid JSON schema")
+var ErrSchema = errors.New("grammar: unsupported or invalid JSON schema")
 
 // SchemaError is a schema that cannot be compiled: a feature outside the
 // supported subset, a malformed keyword, an unsatisfiable schema or one
@@ -81,7 +81,7 @@ func (e *SchemaError) Error() string {
 	} else {
 		p = "#" + p
 	}
-	return fmt.Sprintf("sampler: JSON schema at %s: %s: %s", p, e.Feature, e.Msg)
+	return fmt.Sprintf("grammar: JSON schema at %s: %s: %s", p, e.Feature, e.Msg)
 }
 
 func (e *SchemaError) Unwrap() error { return ErrSchema }

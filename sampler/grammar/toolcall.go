@@ -1,4 +1,4 @@
-package sampler
+package grammar
 
 import (
 	"errors"
@@ -31,7 +31,7 @@ import (
 // ErrToolCallGrammar is returned for a ToolCallGrammar that cannot be
 // built: no tool names, an empty name or one with a '"' or '\', or an
 // empty mid.
-var ErrToolCallGrammar = errors.New("sampler: bad tool-call grammar")
+var ErrToolCallGrammar = errors.New("grammar: bad tool-call grammar")
 
 // ToolCallGrammar is the text of one forced call: literal prefix, mid and
 // suffix around one of the names and a JSON object. It is read-only once
