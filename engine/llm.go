@@ -108,8 +108,14 @@ type Result struct {
 	Usage        Usage
 }
 
-// Delta is one piece of a Stream: the Output of one engine step.
-type Delta = Output
+// Delta is one piece of a Stream: the Output of one engine step, and,
+// for a chat that offers tools, the tool calls its text completes.
+type Delta struct {
+	Output
+	// ToolCalls are the pieces of the calls this delta's text completes
+	// (see LLM.StreamChat); TextDelta is then the content around them.
+	ToolCalls []chat.ToolCallDelta
+}
 
 // LLM serves Generate and Stream from any goroutine. One goroutine (the
 // loop) owns an Engine over the model's one Context and batches every
@@ -560,7 +566,7 @@ func (l *LLM) collect(ctx context.Context, ids []string, boxes []*mailbox) ([]Re
 		for {
 			outs, err, done := b.take()
 			for _, o := range outs {
-				res[i].add(o)
+				res[i].add(Delta{Output: o})
 			}
 			if err != nil {
 				l.abort(ids...)
@@ -642,7 +648,7 @@ func (l *LLM) Chat(ctx context.Context, req ChatRequest, params sampler.Params) 
 	return res, nil
 }
 
-func (r *Result) add(o Output) {
+func (r *Result) add(o Delta) {
 	for _, d := range o.ToolCalls {
 		if d.Index == len(r.ToolCalls) {
 			r.ToolCalls = append(r.ToolCalls, chat.ToolCall{ID: d.ID, Type: d.Type, Function: chat.FunctionCall{Name: d.Function.Name}})
@@ -754,7 +760,7 @@ func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, e
 				if o.Finished {
 					open--
 				}
-				if !yield(o, nil) {
+				if !yield(Delta{Output: o}, nil) {
 					if open > 0 {
 						l.abort(ids...)
 					}

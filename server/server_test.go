@@ -777,7 +777,7 @@ func (f *fakeGen) Stream(ctx context.Context, _ string, p sampler.Params, opts .
 					yield(engine.Delta{}, ctx.Err())
 					return
 				}
-				d := engine.Delta{Index: c + f.shift, NewTokens: []int32{int32(i)}, TextDelta: w}
+				d := engine.Delta{Output: engine.Output{Index: c + f.shift, NewTokens: []int32{int32(i)}, TextDelta: w}}
 				if i == len(words)-1 {
 					d.Finished, d.FinishReason = true, "stop"
 					d.Usage = engine.Usage{PromptTokens: 3, CompletionTokens: len(words)}

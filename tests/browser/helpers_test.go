@@ -97,7 +97,7 @@ func (s *scripted) stream(ctx context.Context) iter.Seq2[engine.Delta, error] {
 		for len(text) > 0 {
 			k := min(7, len(text))
 			n++
-			if !yield(engine.Delta{NewTokens: []int32{1}, TextDelta: text[:k]}, nil) {
+			if !yield(engine.Delta{Output: engine.Output{NewTokens: []int32{1}, TextDelta: text[:k]}}, nil) {
 				return
 			}
 			text = text[k:]
@@ -111,8 +111,8 @@ func (s *scripted) stream(ctx context.Context) iter.Seq2[engine.Delta, error] {
 			case <-time.After(15 * time.Millisecond):
 			}
 		}
-		yield(engine.Delta{Finished: true, FinishReason: "stop",
-			Usage: engine.Usage{PromptTokens: 10, CompletionTokens: n}}, nil)
+		yield(engine.Delta{Output: engine.Output{Finished: true, FinishReason: "stop",
+			Usage: engine.Usage{PromptTokens: 10, CompletionTokens: n}}}, nil)
 	}
 }
 
