@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
@@ -139,107 +138,11 @@ type LLM struct {
 	// encodeSlots bounds the prompts tokenised at once (GOMAXPROCS).
 	encodeSlots chan struct{}
 
-	w     *worker
-	done  chan struct{}   // closed when the loop has returned
+	loop  *loop
 	cache *inferenceCache // nil when Options.CacheBytes < 0
 
-	mu      sync.Mutex
-	pending int // accepted, not finished
-	nextID  uint64
-	closed  bool
-}
-
-// worker is the Context, its Engine and what the loop that owns them
-// shares with the callers.
-type worker struct {
-	ctx   *models.Context
-	draft *draftModel           // the draft model's Context (and model), if any
-	eng   *Engine               // the loop's only
-	inbox []command             // commands the loop has not taken yet (l.mu)
-	wake  chan struct{}         // cap 1: the inbox has something
-	stats atomic.Pointer[Stats] // published by the loop after each step
-}
-
-// command is one inbox entry: an add, an abort, a session's end, or a
-// query.
-type command struct {
-	req        *Request
-	box        *mailbox
-	abort      string
-	endSession string
-	query      func(*worker)
-}
-
-// mailbox collects one request's outputs for its caller.
-type mailbox struct {
-	mu       sync.Mutex
-	outs     []Output
-	err      error
-	choices  int           // the request's (Request.N, at least 1)
-	finished int           // final outputs delivered
-	done     bool          // every choice's final output, or err, delivered to the box
-	signal   chan struct{} // cap 1
-	// rec, when set, gathers the outputs for the inference cache; they
-	// are stored when every choice has finished other than by abort.
-	rec   *recording
-	cache *inferenceCache
-}
-
-func newMailbox(choices int) *mailbox {
-	return &mailbox{choices: max(choices, 1), signal: make(chan struct{}, 1)}
-}
-
-// last reports whether the box waits for one final output only.
-func (b *mailbox) last() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.finished+1 >= b.choices
-}
-
-func (b *mailbox) put(o Output, err error) {
-	b.mu.Lock()
-	if !b.done {
-		if err != nil {
-			b.err = err
-		} else {
-			b.outs = append(b.outs, o)
-		}
-		if o.Finished {
-			b.finished++
-		}
-		b.done = err != nil || b.finished >= b.choices
-		b.record(o, err)
-	}
-	b.mu.Unlock()
-	select {
-	case b.signal <- struct{}{}:
-	default:
-	}
-}
-
-// record adds o to the box's recording, and stores the recording in the
-// cache once the request has finished well (b.mu held).
-func (b *mailbox) record(o Output, err error) {
-	if b.rec == nil {
-		return
-	}
-	if err != nil || o.FinishReason == "abort" {
-		b.rec = nil
-		return
-	}
-	b.rec.outs = append(b.rec.outs, o)
-	if b.done {
-		b.cache.put(b.rec.key, b.rec.outs)
-		b.rec = nil
-	}
-}
-
-// take returns what arrived since the last take.
-func (b *mailbox) take() (outs []Output, err error, done bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	outs, b.outs = b.outs, nil
-	return outs, b.err, b.done
+	mu     sync.Mutex
+	nextID uint64
 }
 
 // Open opens a model folder or GGUF file with its tokenizer and starts the
@@ -336,10 +239,8 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 		ctx.Close()
 		return nil, err
 	}
-	w := &worker{ctx: ctx, eng: eng, draft: d, wake: make(chan struct{}, 1)}
-	st := eng.Stats()
-	w.stats.Store(&st)
-	l := &LLM{model: m, tok: tok, opts: opts, maxLen: eng.MaxLen(), w: w, done: make(chan struct{}),
+	lp := newLoop(eng, ctx, d, opts.MaxPending)
+	l := &LLM{model: m, tok: tok, opts: opts, maxLen: eng.MaxLen(), loop: lp,
 		encodeSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	switch {
 	case opts.CacheBytes == 0:
@@ -347,10 +248,7 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	case opts.CacheBytes > 0:
 		l.cache = newInferenceCache(opts.CacheBytes)
 	}
-	go func() {
-		defer close(l.done)
-		l.loop(w)
-	}()
+	go lp.run()
 	return l, nil
 }
 
@@ -394,26 +292,10 @@ func (l *LLM) Model() *models.Model { return l.model }
 // Close stops the loop (unfinished requests end with ErrClosed), waits
 // for it, and frees the Context and the model.
 func (l *LLM) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		<-l.done
+	if !l.loop.close() {
 		return nil
 	}
-	l.closed = true
-	l.mu.Unlock()
-	l.w.poke()
-	<-l.done
-	l.w.draft.close()
-	l.w.ctx.Close()
 	return l.model.Close()
-}
-
-func (w *worker) poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
 }
 
 // send queues commands for the loop, in order. Adds count against
@@ -438,23 +320,18 @@ func (l *LLM) send(cmds ...command) error {
 		}
 		adds++
 	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return ErrClosed
-	}
-	if l.pending+adds > l.opts.MaxPending {
-		l.mu.Unlock()
-		return fmt.Errorf("%w: %d pending, at most %d", ErrQueueFull, l.pending, l.opts.MaxPending)
-	}
-	l.pending += adds
-	for i, c := range cmds {
-		if hits == nil || hits[i] == nil {
-			l.w.inbox = append(l.w.inbox, c)
+	queued := cmds
+	if hits != nil {
+		queued = nil
+		for i, c := range cmds {
+			if hits[i] == nil {
+				queued = append(queued, c)
+			}
 		}
 	}
-	l.w.poke()
-	l.mu.Unlock()
+	if err := l.loop.enqueue(queued, adds); err != nil {
+		return err
+	}
 	for i, outs := range hits {
 		if outs != nil {
 			l.cache.hit()
@@ -790,11 +667,11 @@ func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, e
 // idle sessions) are freed first.
 func (l *LLM) kvUsed(clear bool) (int, error) {
 	ch := make(chan int, 1)
-	q := func(w *worker) {
+	q := func(lp *loop) {
 		if clear {
-			w.clear()
+			lp.clear()
 		}
-		ch <- w.ctx.Used()
+		ch <- lp.ctx.Used()
 	}
 	if err := l.send(command{query: q}); err != nil {
 		return 0, err
@@ -802,7 +679,7 @@ func (l *LLM) kvUsed(clear bool) (int, error) {
 	select {
 	case u := <-ch:
 		return u, nil
-	case <-l.done:
+	case <-l.loop.done:
 		return 0, ErrClosed
 	}
 }
@@ -815,132 +692,17 @@ func (l *LLM) ClearCache() error {
 	return err
 }
 
-// clear frees w's retained sequences and publishes its stats.
-func (w *worker) clear() {
-	w.eng.ClearCache()
-	st := w.eng.Stats()
-	w.stats.Store(&st)
-}
-
 // Stats is a snapshot of the load and counters as of the loop's last
 // step. It never waits for a step, so a metrics scrape is cheap. A
 // request is counted from the moment it is accepted until it finishes:
 // before the loop has added it to the engine (in the inbox, or in the
 // step that adds it), as waiting.
 func (l *LLM) Stats() Stats {
-	s := *l.w.stats.Load()
+	s := *l.loop.stats.Load()
 	s.Finished = maps.Clone(s.Finished)
 	if l.cache != nil {
 		s.InferenceCacheHits, s.InferenceCacheBytes = l.cache.stats()
 	}
-	l.mu.Lock()
-	s.Waiting += max(0, l.pending-(s.Running+s.Waiting))
-	l.mu.Unlock()
+	s.Waiting += max(0, l.loop.pendingCount()-(s.Running+s.Waiting))
 	return s
-}
-
-// loop owns w's engine: it takes its inbox, steps while there is work,
-// and delivers outputs; it sleeps when idle and returns on Close.
-func (l *LLM) loop(w *worker) {
-	boxes := map[string]*mailbox{}
-	finish := func(id string, o Output, err error) {
-		if b := boxes[id]; b != nil {
-			delete(boxes, id)
-			l.mu.Lock() // before the caller hears of the end, so its next call finds room
-			l.pending--
-			l.mu.Unlock()
-			b.put(o, err)
-		}
-	}
-	for {
-		l.mu.Lock()
-		cmds, closed := w.inbox, l.closed
-		w.inbox = nil
-		l.mu.Unlock()
-		if closed {
-			for _, c := range cmds {
-				if c.req != nil {
-					boxes[c.req.ID] = c.box
-				}
-			}
-			for id := range boxes {
-				w.eng.Abort(id)
-				finish(id, Output{}, ErrClosed)
-			}
-			return
-		}
-		var queries []func(*worker)
-		l.guard(w, boxes, finish, func() {
-			for _, c := range cmds {
-				switch {
-				case c.req != nil:
-					boxes[c.req.ID] = c.box
-					if err := w.eng.Add(*c.req); err != nil {
-						finish(c.req.ID, Output{}, err)
-					}
-				case c.query != nil:
-					queries = append(queries, c.query)
-				case c.endSession != "":
-					if err := w.eng.EndSession(c.endSession); err != nil {
-						l.fail(w, boxes, finish, err)
-					}
-				default:
-					w.eng.Abort(c.abort)
-				}
-			}
-			if w.eng.HasUnfinished() {
-				l.step(w, boxes, finish)
-			}
-		})
-		st := w.eng.Stats()
-		w.stats.Store(&st)
-		for _, q := range queries { // after the step that reported the aborts before them (and its stats)
-			q(w)
-		}
-		if !w.eng.HasUnfinished() {
-			<-w.wake // a send after the inbox was taken left a wake-up
-		}
-	}
-}
-
-// guard runs the loop's work on w's engine; a panic there (sampling, a
-// Constraint, stop strings, detokenising) fails w's requests with a
-// *PanicError and frees their cells, as a failed step does, and the loop
-// goes on.
-func (l *LLM) guard(w *worker, boxes map[string]*mailbox, finish func(string, Output, error), work func()) {
-	defer func() {
-		if v := recover(); v != nil {
-			l.fail(w, boxes, finish, recovered(v))
-		}
-	}()
-	work()
-}
-
-// step runs one engine step and delivers its outputs.
-func (l *LLM) step(w *worker, boxes map[string]*mailbox, finish func(string, Output, error)) {
-	outs, err := w.eng.Step()
-	for _, o := range outs {
-		b := boxes[o.ID]
-		switch {
-		case b == nil:
-		case o.Finished && b.last(): // the request's last choice
-			finish(o.ID, o, nil)
-		default:
-			b.put(o, nil)
-		}
-	}
-	if err != nil {
-		l.fail(w, boxes, finish, err)
-	}
-}
-
-// fail ends every request of w with err after its cache failed, and frees
-// everything it holds.
-func (l *LLM) fail(w *worker, boxes map[string]*mailbox, finish func(string, Output, error), err error) {
-	for id := range boxes {
-		w.eng.Abort(id)
-		finish(id, Output{}, err)
-	}
-	w.eng.Step() // reports the aborts, to nobody
-	w.eng.ClearCache()
 }

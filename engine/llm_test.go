@@ -45,9 +45,7 @@ func checkNoCells(t testing.TB, l *LLM) {
 	if used != 0 {
 		t.Fatalf("%d cells in use", used)
 	}
-	l.mu.Lock()
-	p := l.pending
-	l.mu.Unlock()
+	p := l.loop.pendingCount()
 	if p != 0 {
 		t.Fatalf("%d requests still pending", p)
 	}
@@ -277,9 +275,7 @@ func TestRandomized(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkNoCells(t, l)
-	l.mu.Lock()
-	left := l.pending
-	l.mu.Unlock()
+	left := l.loop.pendingCount()
 	if left != 0 {
 		t.Fatalf("%d requests still pending", left)
 	}
