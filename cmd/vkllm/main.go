@@ -25,6 +25,8 @@ import (
 	"sync"
 	"syscall"
 
+	_ "github.com/vkllm/vkllm/kernels/cpu"    // registers "cpu" for --backend cpu|auto
+	_ "github.com/vkllm/vkllm/kernels/cpuref" // registers "cpu-ref"
 	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 
 	"github.com/vkllm/vkllm/internal/benchcmd"

@@ -106,6 +106,7 @@ import (
 	"sync"
 	"time"
 
+	_ "github.com/vkllm/vkllm/kernels/cpuref" // registers "cpu-ref"
 	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 
 	"github.com/vkllm/vkllm/errcode"
