@@ -29,7 +29,7 @@ import (
 	_ "github.com/vkllm/vkllm/kernels/cpuref" // registers "cpu-ref"
 	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 
-	"github.com/vkllm/vkllm/internal/benchcmd"
+	"github.com/vkllm/vkllm/cmd/internal/benchcmd"
 )
 
 // env is what a command runs with: its standard streams and the
