@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"math"
 	"net/http"
 	"time"
 
@@ -72,13 +71,8 @@ func parsePrompts(raw json.RawMessage) ([]prompt, *apiError) {
 }
 
 // maxPending is the requests m's generator queues at once (each prompt
-// of a completion is one), unbounded when it does not say.
-func maxPending(m *Model) int {
-	if g, ok := m.Gen.(interface{ MaxPending() int }); ok {
-		return g.MaxPending()
-	}
-	return math.MaxInt
-}
+// of a completion is one).
+func maxPending(m *Model) int { return m.Gen.MaxPending() }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req completionRequest

@@ -87,6 +87,8 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 		return badParam("response_format", "%v", err)
 	case errors.Is(err, engine.ErrNoToolCall):
 		return errNoToolCall
+	case errors.Is(err, errors.ErrUnsupported):
+		return badParam("model", "the model does not support this: %v", err)
 	case errors.As(err, &fe):
 		return badParam(fe.Field, "%s", fe.Error())
 	case errors.Is(err, sampler.ErrEmptyPrompt):

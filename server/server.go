@@ -77,7 +77,9 @@ import (
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
-// Generator is what the server needs of a model; *engine.LLM is one.
+// Generator is what the server needs of a model; *engine.LLM is one. A
+// Generator that lacks a capability (tokenizing on request, embeddings)
+// returns errors.ErrUnsupported from its methods, answered 400.
 type Generator interface {
 	// The Stream calls run one request; with engine.WithChoices its
 	// choices share one prefill and their Deltas carry their Index.
@@ -88,6 +90,19 @@ type Generator interface {
 	// Tokenizer is the model's; a Generator without one (nil) fails
 	// its load with engine.ErrNoTokenizer.
 	Tokenizer() *tokenizer.Tokenizer
+	// MaxPending bounds the requests queued at once (each prompt of a
+	// completion is one); MaxLen is the most tokens of one request (0:
+	// not said).
+	MaxPending() int
+	MaxLen() int
+	// ClearCache frees the retained K/V (cached prefixes, idle sessions).
+	ClearCache() error
+	// Model and ToolFormat say what was loaded, for the log (Model: nil
+	// when there is none).
+	Model() *models.Model
+	ToolFormat() chat.Format
+	Tokenizing
+	Embedder
 	Close() error
 }
 
@@ -290,12 +305,10 @@ func (s *Server) load() {
 		} else {
 			attrs := []any{"model", e.spec.Name, "path", e.spec.Path, "quant", m.Quant,
 				"took", time.Since(start).Round(time.Millisecond)}
-			if b, ok := m.Gen.(interface {
-				Model() *models.Model
-				ToolFormat() chat.Format
-			}); ok {
-				attrs = append(attrs, "backend", kernels.Describe(b.Model().Backend()), "tool_format", b.ToolFormat())
+			if mm := m.Gen.Model(); mm != nil {
+				attrs = append(attrs, "backend", kernels.Describe(mm.Backend()))
 			}
+			attrs = append(attrs, "tool_format", m.Gen.ToolFormat())
 			s.log.Info("model loaded", attrs...)
 		}
 		e.m, e.err, e.at = m, err, time.Now()
@@ -639,9 +652,7 @@ type modelCard struct {
 // newModelCard is the card of model m listed as id, loaded at at.
 func newModelCard(id string, m *Model, at time.Time) modelCard {
 	c := modelCard{ID: id, Object: "model", Created: at.Unix(), OwnedBy: "vkllm"}
-	if g, ok := m.Gen.(interface{ MaxLen() int }); ok {
-		c.MaxModelLen = g.MaxLen()
-	}
+	c.MaxModelLen = m.Gen.MaxLen()
 	return c
 }
 
@@ -730,9 +741,7 @@ type namedModel struct {
 func (s *Server) ClearCache(name string) error {
 	for _, e := range s.entries {
 		if e.spec.Name == name && isReady(e) && e.m != nil {
-			if c, ok := e.m.Gen.(interface{ ClearCache() error }); ok {
-				return c.ClearCache()
-			}
+			return e.m.Gen.ClearCache()
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -711,6 +712,7 @@ func itoa(v uint64) string { b, _ := json.Marshal(v); return string(b) }
 // fakeGen replays a fixed reply and records the chat requests it gets,
 // to test tool calls: the tiny random model never writes one.
 type fakeGen struct {
+	genBase
 	tok   *tokenizer.Tokenizer
 	reply string
 	mu    sync.Mutex
@@ -793,6 +795,34 @@ func (f *fakeGen) Stream(ctx context.Context, _ string, p sampler.Params, opts .
 func (f *fakeGen) StreamTokens(ctx context.Context, _ []int32, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
 	return f.Stream(ctx, "", p, opts...)
 }
+
+// genBase is what a fake Generator has of the capabilities it lacks:
+// no queue bound, no max_model_len, nothing to clear, no tokenizing on
+// request nor embeddings (errors.ErrUnsupported).
+type genBase struct{}
+
+func (genBase) MaxPending() int         { return math.MaxInt }
+func (genBase) MaxLen() int             { return 0 }
+func (genBase) ClearCache() error       { return nil }
+func (genBase) Model() *models.Model    { return nil }
+func (genBase) ToolFormat() chat.Format { return chat.FormatNone }
+func (genBase) Tokenize(string, bool) ([]int32, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) TokenizeChat(engine.ChatRequest, bool) ([]int32, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) Detokenize([]int32) (string, error) { return "", errors.ErrUnsupported }
+func (genBase) EmbedConfig() (engine.EmbedConfig, error) {
+	return engine.EmbedConfig{}, errors.ErrUnsupported
+}
+func (genBase) Embed(context.Context, []string, engine.EmbedOptions) ([]engine.Embedding, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) EmbedTokens(context.Context, [][]int32, engine.EmbedOptions) ([]engine.Embedding, error) {
+	return nil, errors.ErrUnsupported
+}
+
 func (f *fakeGen) Stats() engine.Stats             { return engine.Stats{} }
 func (f *fakeGen) Tokenizer() *tokenizer.Tokenizer { return f.tok }
 func (f *fakeGen) Close() error                    { return nil }

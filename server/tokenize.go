@@ -47,11 +47,7 @@ func (s *Server) tokenizing(name string) (Tokenizing, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	t, ok := m.Gen.(Tokenizing)
-	if !ok {
-		return nil, badParam("model", "the model %q does not tokenize on request", name)
-	}
-	return t, nil
+	return m.Gen, nil
 }
 
 // handleTokenize is vLLM's POST /tokenize: {"model", "prompt",

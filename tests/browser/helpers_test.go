@@ -2,9 +2,11 @@ package browser
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,8 +23,10 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
+	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // chromiumPath is Debian's chromium, or skips the test naming how to get it.
@@ -74,9 +78,37 @@ func (b slowBackend) GetRows(dst, table, ids kernels.Tensor) {
 // model will not write (Markdown, HTML that must not run). When failAfter
 // > 0 the stream ends with an error after that many pieces.
 type scripted struct {
+	genBase
 	text      string
 	failAfter int
 	tok       *tokenizer.Tokenizer
+}
+
+// genBase is what a fake server.Generator has of the capabilities it
+// lacks: no queue bound, no max_model_len, nothing to clear, no
+// tokenizing on request nor embeddings (errors.ErrUnsupported).
+type genBase struct{}
+
+func (genBase) MaxPending() int         { return math.MaxInt }
+func (genBase) MaxLen() int             { return 0 }
+func (genBase) ClearCache() error       { return nil }
+func (genBase) Model() *models.Model    { return nil }
+func (genBase) ToolFormat() chat.Format { return chat.FormatNone }
+func (genBase) Tokenize(string, bool) ([]int32, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) TokenizeChat(engine.ChatRequest, bool) ([]int32, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) Detokenize([]int32) (string, error) { return "", errors.ErrUnsupported }
+func (genBase) EmbedConfig() (engine.EmbedConfig, error) {
+	return engine.EmbedConfig{}, errors.ErrUnsupported
+}
+func (genBase) Embed(context.Context, []string, engine.EmbedOptions) ([]engine.Embedding, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) EmbedTokens(context.Context, [][]int32, engine.EmbedOptions) ([]engine.Embedding, error) {
+	return nil, errors.ErrUnsupported
 }
 
 func (s *scripted) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
