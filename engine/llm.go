@@ -662,35 +662,33 @@ func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, e
 	}
 }
 
-// kvUsed asks the loop for the cells in use, after every command sent
-// before it (tests). With clear, retained sequences (cached prefixes,
-// idle sessions) are freed first.
-func (l *LLM) kvUsed(clear bool) (int, error) {
-	ch := make(chan int, 1)
-	q := func(lp *loop) {
-		if clear {
-			lp.clear()
-		}
-		ch <- lp.ctx.Used()
-	}
-	if err := l.send(command{query: q}); err != nil {
-		return 0, err
+// query runs f on the loop, after every command sent before it, and
+// waits for it.
+func (l *LLM) query(f func(*loop)) error {
+	ran := make(chan struct{})
+	if err := l.send(command{query: func(lp *loop) { f(lp); close(ran) }}); err != nil {
+		return err
 	}
 	select {
-	case u := <-ch:
-		return u, nil
+	case <-ran:
+		return nil
 	case <-l.loop.done:
-		return 0, ErrClosed
+		return ErrClosed
 	}
+}
+
+// cellsUsed is the cells in use after every command sent before it
+// (tests).
+func (l *LLM) cellsUsed() (int, error) {
+	var n int
+	err := l.query(func(lp *loop) { n = lp.ctx.Used() })
+	return n, err
 }
 
 // ClearCache frees the retained sequences: cached prefixes and idle
 // sessions (whose next turn then recomputes its conversation). With no
 // request running, no cell is in use afterwards.
-func (l *LLM) ClearCache() error {
-	_, err := l.kvUsed(true)
-	return err
-}
+func (l *LLM) ClearCache() error { return l.query((*loop).clear) }
 
 // Stats is a snapshot of the load and counters as of the loop's last
 // step. It never waits for a step, so a metrics scrape is cheap. A

@@ -38,7 +38,10 @@ func openToolLLM(t testing.TB, maxSeqs int) *LLM {
 
 func checkNoCells(t testing.TB, l *LLM) {
 	t.Helper()
-	used, err := l.kvUsed(true)
+	if err := l.ClearCache(); err != nil {
+		t.Fatal(err)
+	}
+	used, err := l.cellsUsed()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +273,7 @@ func TestRandomized(t *testing.T) {
 	case <-time.After(240 * time.Second):
 		t.Fatal("requests lost: not every stream ended")
 	}
-	used, err := l.kvUsed(false) // no sessions left; cached prefixes may hold cells
+	used, err := l.cellsUsed() // no sessions left; cached prefixes may hold cells
 	if err != nil {
 		t.Fatal(err)
 	}
