@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,6 +143,39 @@ func TestEngineCore(t *testing.T) {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if p == module+"tokenizer/chat" || p == module+"sampler/grammar" {
 				t.Errorf("engine/%s (core) imports %s", name, p)
+			}
+		}
+	}
+}
+
+// goFile is a Go file's name in a package doc.
+var goFile = regexp.MustCompile(`\b[a-z0-9_]+\.go\b`)
+
+// TestDocFiles: every Go file a package doc names exists in the package
+// (file maps drift: two did).
+func TestDocFiles(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel := range layers {
+		dir := filepath.Join(root, rel)
+		pkg, err := build.ImportDir(dir, 0)
+		if err != nil {
+			continue // not there: TestImports says so
+		}
+		for _, name := range pkg.GoFiles {
+			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Doc == nil {
+				continue
+			}
+			for _, ref := range goFile.FindAllString(f.Doc.Text(), -1) {
+				if _, err := os.Stat(filepath.Join(dir, ref)); err != nil {
+					t.Errorf("%s/%s: the package doc names %s, which is not there", rel, name, ref)
+				}
 			}
 		}
 	}
