@@ -1,6 +1,6 @@
 //go:build unix
 
-package sampler
+package grammar
 
 import "syscall"
 

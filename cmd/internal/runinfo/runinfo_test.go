@@ -47,9 +47,9 @@ func TestTokens(t *testing.T) {
 
 func TestLoaded(t *testing.T) {
 	for path, want := range map[string]string{
-		"../../testdata/models/qwen2-tiny":           `^loaded qwen2-tiny \(qwen2, F32, \d+K params, 0\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`,
-		"../../testdata/models/qwen2-tiny/":          `^loaded qwen2-tiny \(qwen2, F32, \d+K params, 0\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`,
-		"../../testdata/models/llama-tiny-Q4_1.gguf": `^loaded llama-tiny \(llama, Q4_1, \d+K params, 0\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`,
+		"../../../testdata/models/qwen2-tiny":           `^loaded qwen2-tiny \(qwen2, F32, \d+K params, 0\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`,
+		"../../../testdata/models/qwen2-tiny/":          `^loaded qwen2-tiny \(qwen2, F32, \d+K params, 0\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`,
+		"../../../testdata/models/llama-tiny-Q4_1.gguf": `^loaded llama-tiny \(llama, Q4_1, \d+K params, 0\.\d\d MiB\) on cpu \([^)]+, \d+ threads\) in \d+\.\d\d s$`,
 	} {
 		m, err := models.Open(context.Background(), path)
 		if err != nil {

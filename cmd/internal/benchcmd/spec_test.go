@@ -10,9 +10,9 @@ import (
 // positions take a short text): both sides measured, the speedup their
 // ratio, no draft kept by the always-missing source.
 func TestSpec(t *testing.T) {
-	for _, draft := range []string{"ngram", "miss", "../../testdata/models/qwen2-tiny-Q4_0.gguf"} {
+	for _, draft := range []string{"ngram", "miss", "../../../testdata/models/qwen2-tiny-Q4_0.gguf"} {
 		t.Run(draft, func(t *testing.T) {
-			r, err := benchSpec("../../testdata/models/qwen2-tiny", "cpu", 2, draft, 4, 24, 2, "the cat sat on the mat, the cat sat", io.Discard)
+			r, err := benchSpec("../../../testdata/models/qwen2-tiny", "cpu", 2, draft, 4, 24, 2, "the cat sat on the mat, the cat sat", io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

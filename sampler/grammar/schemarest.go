@@ -1,4 +1,4 @@
-package sampler
+package grammar
 
 // completion is the fewest bytes that finish the document from s (0: it
 // may end here): the sum of each frame's rest, a frame's rest counting

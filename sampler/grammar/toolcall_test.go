@@ -1,4 +1,4 @@
-package sampler
+package grammar
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
-const tinyDir = "../testdata/models/qwen2-tiny"
+const tinyDir = "../../testdata/models/qwen2-tiny"
 
 // grammar is the grammar of a forced call in format f.
 func grammar(t testing.TB, f chat.Format, names ...string) *ToolCallGrammar {

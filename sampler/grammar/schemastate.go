@@ -1,4 +1,4 @@
-package sampler
+package grammar
 
 import "unicode/utf8"
 

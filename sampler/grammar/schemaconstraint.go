@@ -1,4 +1,4 @@
-package sampler
+package grammar
 
 // SchemaConstraint is the Constraint of a reply that is one JSON document
 // of a Schema, then an end token. A step's mask comes from a walk of the

@@ -107,11 +107,12 @@ import (
 	"sync"
 	"time"
 
+	_ "github.com/vkllm/vkllm/kernels/cpuref" // registers "cpu-ref"
 	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 
+	"github.com/vkllm/vkllm/cmd/internal/runinfo"
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/internal/mmap"
-	"github.com/vkllm/vkllm/internal/runinfo"
 	"github.com/vkllm/vkllm/internal/synth"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kernels/cpu"

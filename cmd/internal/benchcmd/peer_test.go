@@ -163,7 +163,7 @@ func TestLlamaBenchMissing(t *testing.T) {
 	t.Run("command", func(t *testing.T) {
 		t.Setenv("VKLLM_LLAMA_BENCH", filepath.Join(t.TempDir(), "no-such-llama-bench"))
 		var out, errs bytes.Buffer
-		args := []string{"--model", "../../testdata/models/qwen2-tiny-F16.gguf", "--pp", "8", "--tg", "4",
+		args := []string{"--model", "../../../testdata/models/qwen2-tiny-F16.gguf", "--pp", "8", "--tg", "4",
 			"--threads", "2", "--no-bandwidth", "--peer", "llama.cpp"}
 		if rc := Run(args, &out, &errs); rc != 1 || !strings.Contains(errs.String(), "tools/build-llama-bench.sh") {
 			t.Fatalf("rc %d, stderr %q", rc, errs.String())

@@ -1,5 +1,5 @@
 //go:build !unix
 
-package sampler
+package grammar
 
 func cpuTime() int64 { return 0 }

@@ -85,7 +85,7 @@ func TestOps(t *testing.T) {
 	for _, c := range []struct{ backend, clock string }{{"cpu", "host"}, {"vulkan", "gpu"}} {
 		t.Run(c.backend, func(t *testing.T) {
 			var out, errs bytes.Buffer
-			args := []string{"--model", "../../testdata/models/qwen2-tiny-F16.gguf", "--backend", c.backend, "--pp", "8", "--tg", "4",
+			args := []string{"--model", "../../../testdata/models/qwen2-tiny-F16.gguf", "--backend", c.backend, "--pp", "8", "--tg", "4",
 				"--threads", "2", "--no-bandwidth", "--ops", "--json"}
 			if rc := Run(args, &out, &errs); rc != 0 {
 				needVulkan(t, c.backend, errs.String())
@@ -163,7 +163,7 @@ func TestWarmUp(t *testing.T) {
 // steps: it reports a bandwidth, and the peak RSS left out the probe's
 // 64 MiB buffer where Linux lets the mark be reset.
 func TestWindowProbe(t *testing.T) {
-	res, err := bench(source{name: "../../testdata/models/qwen2-tiny-F16.gguf"}, "cpu", 8, 16, 2, tensor.F32, nil, false, true, io.Discard)
+	res, err := bench(source{name: "../../../testdata/models/qwen2-tiny-F16.gguf"}, "cpu", 8, 16, 2, tensor.F32, nil, false, true, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestWindowProbe(t *testing.T) {
 // TestBatched runs the batched decode for two sizes: each reports its
 // size, min(tg, 32) steps and a rate.
 func TestBatched(t *testing.T) {
-	res, err := bench(source{name: "../../testdata/models/qwen2-tiny-F16.gguf"}, "cpu", 8, 4, 2, tensor.F32, []int{1, 3}, false, false, io.Discard)
+	res, err := bench(source{name: "../../../testdata/models/qwen2-tiny-F16.gguf"}, "cpu", 8, 4, 2, tensor.F32, []int{1, 3}, false, false, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,12 +248,12 @@ func TestSynthetic(t *testing.T) {
 // with exit code 2 before anything runs.
 func TestSyntheticFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"--synthetic", "qwen2.5-0.5b-tiny:Q8_0", "--model", "../../testdata/models/qwen2-tiny-F16.gguf"},
+		{"--synthetic", "qwen2.5-0.5b-tiny:Q8_0", "--model", "../../../testdata/models/qwen2-tiny-F16.gguf"},
 		{},
 		{"--synthetic", "gpt-5:Q8_0"},
 		{"--synthetic", "qwen2.5-0.5b:Q3_K"},
 		{"--synthetic", "qwen2.5-0.5b-tiny:Q8_0", "--peer", "llama.cpp"},
-		{"--model", "../../testdata/models/qwen2-tiny-F16.gguf", "--write-gguf", "x.gguf"},
+		{"--model", "../../../testdata/models/qwen2-tiny-F16.gguf", "--write-gguf", "x.gguf"},
 	} {
 		var errs bytes.Buffer
 		if rc := Run(args, io.Discard, &errs); rc != 2 {
@@ -267,7 +267,7 @@ func TestSyntheticFlags(t *testing.T) {
 func TestPeerFailureKeepsResult(t *testing.T) {
 	t.Setenv("VKLLM_LLAMA_BENCH", filepath.Join(t.TempDir(), "no-llama-bench"))
 	var out, errs bytes.Buffer
-	args := []string{"--model", "../../testdata/models/qwen2-tiny-F16.gguf", "--backend", "cpu", "--pp", "8", "--tg", "2",
+	args := []string{"--model", "../../../testdata/models/qwen2-tiny-F16.gguf", "--backend", "cpu", "--pp", "8", "--tg", "2",
 		"--threads", "1", "--no-bandwidth", "--json", "--peer", "llama.cpp"}
 	if rc := Run(args, &out, &errs); rc != 1 {
 		t.Fatalf("rc %d, want 1: %s", rc, errs.String())

@@ -1,4 +1,4 @@
-package sampler
+package grammar
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 func realTokenizer(tb testing.TB, name string) *tokenizer.Tokenizer {
 	tb.Helper()
 	read := func(file string) []byte {
-		f, err := os.Open(filepath.Join("../testdata/tokenizers", name, file))
+		f, err := os.Open(filepath.Join("../../testdata/tokenizers", name, file))
 		if err != nil {
 			tb.Fatal(err)
 		}

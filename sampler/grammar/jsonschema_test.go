@@ -1,4 +1,4 @@
-package sampler
+package grammar
 
 import (
 	"bytes"
@@ -285,7 +285,7 @@ func ExampleCompileSchema() {
 	fmt.Println(err)
 	// Output:
 	// 7 true false
-	// sampler: JSON schema at #: format: keyword "format" is not supported
+	// grammar: JSON schema at #: format: keyword "format" is not supported
 }
 
 func TestSchemaCache(t *testing.T) {
