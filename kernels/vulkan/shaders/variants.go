@@ -77,6 +77,8 @@ var Variants = func() []Variant {
 	add("attention_split_f16", "attention.comp", "CACHE_F16", "SPLIT")
 	add("attention_split_f32_subgroup", "attention.comp", "SPLIT", "SUBGROUP")
 	add("attention_split_f16_subgroup", "attention.comp", "CACHE_F16", "SPLIT", "SUBGROUP")
+	add("attention_prefill_f32", "attention_prefill.comp")
+	add("attention_prefill_f16", "attention_prefill.comp", "CACHE_F16")
 	add("attention_combine_f32", "attention_combine.comp")
 	return v
 }()
