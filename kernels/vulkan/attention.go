@@ -2,6 +2,8 @@
 
 package vulkan
 
+import "strings"
+
 // AttentionTuning holds the attention kernels' knobs. A zero field takes
 // its default. Only Segments changes results (it moves the cut of a list
 // into segments, identically in decode and prefill, so batch, chunk and
@@ -79,4 +81,30 @@ func (t AttentionTuning) prefillShared(rows int) int {
 // into (the grid's z of a split decode).
 func attnSegs(width, segs int) int {
 	return min(segs, (width+attnChunk-1)/attnChunk)
+}
+
+// llvmpipeLoops is the loop iterations llvmpipe (lavapipe) runs in one
+// shader invocation, all loops together, before it silently leaves them
+// (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, 65535), with a margin.
+const llvmpipeLoops = 60000
+
+// prefillFits reports whether the prefill kernel may walk lists of width
+// entries with rows query rows of hd per workgroup on this device. On
+// llvmpipe one workgroup walks a row's whole list, and past the loop
+// limit it would leave its loops and write garbage (a 13000-cell list
+// with 16 rows of 8 did): there the decode kernel, whose workgroups walk
+// one segment each, takes such batches. The count is an upper bound of
+// the back-edges one invocation takes per chunk.
+func (b *Backend) prefillFits(width, rows, hd int) bool {
+	if !strings.Contains(b.info.Name, "llvmpipe") {
+		return true
+	}
+	wgp := b.attn.PrefillWG
+	per := func(n int) int { return (n+wgp-1)/wgp + 1 } // a loop over n items
+	items := per(rows * hd)
+	chunk := 1 + items + per(attnChunk) + per(rows*attnChunk) + // merges, lists
+		per(attnChunk*hd) + per(rows*attnChunk)*(hd+1) + // K tile, scores
+		2*attnChunk + per(rows*attnChunk) + items + // softmax
+		per(attnChunk*hd) + items*(attnChunk+1) // V tile, sums
+	return (width+attnChunk-1)/attnChunk*chunk <= llvmpipeLoops
 }

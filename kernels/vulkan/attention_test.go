@@ -197,3 +197,104 @@ func TestAttentionInvariance(t *testing.T) {
 		})
 	}
 }
+
+// TestAttentionLongPrompt: the last prefill chunk of a long prompt (256
+// tokens at positions up to 8191, and 32767 without -short) over a
+// cache of the whole prompt, two query heads of 8 over one KV head,
+// makes no device allocation once reserved (the prefill kernel has no
+// score matrix and no scratch: its memory does not grow with the
+// prompt), matches the float64 reference, and gives the last token the
+// bits of a decode step over the same list (the decode kernel, split
+// into 32 segments). On llvmpipe 8192 cells run the prefill kernel and
+// 32768 the decode kernel (prefillFits: its loop limit).
+func TestAttentionLongPrompt(t *testing.T) {
+	for _, cells := range []int{8192, 32768} {
+		if cells > 8192 && testing.Short() {
+			t.Skip("32k cells under -short")
+		}
+		const n, heads, kvHeads, hd = 256, 2, 1, 8
+		b := openTest(t, Config{})
+		if cells == 8192 && !b.prefillFits(cells, 16, hd) {
+			t.Fatalf("%d cells of %d rows of %d do not run the prefill kernel", cells, 16, hd)
+		}
+		r := rand.New(rand.NewPCG(3, uint64(cells)))
+		a := attnBatch{n: n, heads: heads, kvHeads: kvHeads, hd: hd, cells: cells, width: cells}
+		randn := func(m int) []float32 {
+			x := make([]float32, m)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			return x
+		}
+		a.q, a.k, a.v = randn(n*heads*hd), randn(cells*kvHeads*hd), randn(cells*kvHeads*hd)
+		a.vis = make([]int32, n*cells)
+		for i := range n { // token i at position cells−n+i sees cells 0..its position
+			for j := range cells {
+				a.vis[i*cells+j] = -1
+				if j <= cells-n+i {
+					a.vis[i*cells+j] = int32(j)
+				}
+			}
+		}
+		at := newAttnTensors(t, b, a, tensor.F32)
+		if err := b.ReserveAttention(n, heads, hd, cells); err != nil {
+			t.Fatal(err)
+		}
+		base := b.Allocations()
+		b.Attention(at.dst, at.q, at.k, at.v, at.vis, heads, kvHeads, 0.25)
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if d := b.Allocations() - base; d != 0 {
+			t.Errorf("%d cells: the prefill of %d tokens made %d device allocations", cells, n, d)
+		}
+		got := make([]float32, n*heads*hd)
+		if err := b.GetF32(at.dst, got); err != nil {
+			t.Fatal(err)
+		}
+		// The float64 reference for every token.
+		var num, den float64
+		for i := range n {
+			l := cells - n + i + 1
+			for h := range heads {
+				s := make([]float64, l)
+				mx := math.Inf(-1)
+				for j := range l {
+					var dot float64
+					for e := range hd {
+						dot += float64(a.q[(i*heads+h)*hd+e]) * float64(a.k[j*hd+e])
+					}
+					s[j] = dot * 0.25
+					mx = math.Max(mx, s[j])
+				}
+				var sum float64
+				for j := range s {
+					s[j] = math.Exp(s[j] - mx)
+					sum += s[j]
+				}
+				for e := range hd {
+					var acc float64
+					for j := range l {
+						acc += s[j] * float64(a.v[j*hd+e])
+					}
+					w := acc / sum
+					d := float64(got[(i*heads+h)*hd+e]) - w
+					num, den = num+d*d, den+w*w
+				}
+			}
+		}
+		if num/den > 1e-9 {
+			t.Errorf("%d cells: NMSE %.3g against float64, want ≤ 1e-9", cells, num/den)
+		}
+		// The last token alone: a decode step.
+		last := attnBatch{n: 1, heads: heads, kvHeads: kvHeads, hd: hd, cells: cells, width: cells,
+			q: a.q[(n-1)*heads*hd:], k: a.k, v: a.v, vis: a.vis[(n-1)*cells:]}
+		one := attend(t, b, last, tensor.F32)
+		for e := range one {
+			if g, w := one[e], got[(n-1)*heads*hd+e]; math.Float32bits(g) != math.Float32bits(w) {
+				t.Fatalf("%d cells: the last token alone: element %d = %v, in the prefill %v", cells, e, g, w)
+			}
+		}
+		checkClean(t, b)
+	}
+}

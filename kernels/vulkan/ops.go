@@ -336,7 +336,8 @@ func (b *Backend) KVWrite(k, src, cells kernels.Tensor) {
 // Attention implements kernels.Backend. A batch of at least
 // AttentionTuning.PrefillMin tokens runs the prefill kernel
 // (attention_prefill.comp: tiles of queries against chunks of keys, no
-// scratch); a smaller one the decode kernel (attention.comp: one
+// scratch; on llvmpipe only where it stays within its loop limit:
+// prefillFits); a smaller one the decode kernel (attention.comp: one
 // workgroup per token, KV head, group of query heads and segment of the
 // list), whose segments then merge (attention_combine.comp). Each token
 // gets the same bits from either (shaders/common/attention.glsl).
@@ -366,8 +367,8 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 	gsz := min(g, t.HeadsPerGroup) // query heads per workgroup
 	groups := (g + gsz - 1) / gsz
 	binds := []part{qs.parts[0], ks.parts[0], vs.parts[0], ls.parts[0], d.parts[0]}
-	if n >= t.PrefillMin {
-		rows := max(gsz, min(t.QueryRows, 32*t.PrefillWG/hd))
+	rows := max(gsz, min(t.QueryRows, 32*t.PrefillWG/hd))
+	if n >= t.PrefillMin && b.prefillFits(width, rows, hd) {
 		tq := rows / gsz
 		pc := pcPrefill{N: uint32(n), Heads: uint32(heads), KVHeads: uint32(kvHeads), HD: uint32(hd), Width: uint32(width),
 			Scale: scale, Segs: uint32(t.Segments), TQ: uint32(tq)}
@@ -433,8 +434,11 @@ func (b *Backend) ReserveAttention(rows, heads, headDim, maxWidth int) error {
 	if b.closed {
 		return errors.New("vulkan: reserve attention: backend closed")
 	}
-	rows = min(rows, b.attn.PrefillMin-1)
-	zs := attnSegs(maxWidth, b.attn.Segments)
+	t := b.attn
+	if b.prefillFits(maxWidth, max(8, min(t.QueryRows, 32*t.PrefillWG/max(headDim, 1))), headDim) {
+		rows = min(rows, t.PrefillMin-1) // larger batches run the prefill kernel
+	}
+	zs := attnSegs(maxWidth, t.Segments)
 	if rows == 0 || heads == 0 || headDim == 0 || zs <= 1 {
 		return nil // no split: Attention needs no scratch
 	}
