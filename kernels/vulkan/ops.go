@@ -367,6 +367,10 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 	gsz := min(g, t.HeadsPerGroup) // query heads per workgroup
 	groups := (g + gsz - 1) / gsz
 	binds := []part{qs.parts[0], ks.parts[0], vs.parts[0], ls.parts[0], d.parts[0]}
+	cache := typeName(ks.dt)
+	if hd%4 == 0 {
+		cache += "_v4" // 4-element loads of the cache
+	}
 	rows := max(gsz, min(t.QueryRows, 32*t.PrefillWG/hd))
 	if n >= t.PrefillMin && b.prefillFits(width, rows, hd) {
 		tq := rows / gsz
@@ -374,7 +378,7 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 			Scale: scale, Segs: uint32(t.Segments), TQ: uint32(tq)}
 		gx, gy := grid((n + tq - 1) / tq * kvHeads * groups)
 		spec := []uint32{uint32(t.PrefillWG), uint32(tq * gsz), uint32(t.TileFloats), uint32(gsz)}
-		b.dispatchSpec("attention_prefill_"+typeName(ks.dt), spec, binds, pc, gx, gy, 1)
+		b.dispatchSpec("attention_prefill_"+cache, spec, binds, pc, gx, gy, 1)
 		return
 	}
 	spec := []uint32{wg, uint32(gsz), uint32(t.TileFloats)}
@@ -383,7 +387,7 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 	zs := attnSegs(width, t.Segments)
 	if zs <= 1 { // one segment: the decode kernel writes the result
 		gx, gy := grid(n * kvHeads * groups)
-		b.dispatchSpec(b.reduceVariant("attention_"+typeName(ks.dt)), spec, binds, pc, gx, gy, 1)
+		b.dispatchSpec(b.reduceVariant("attention_"+cache), spec, binds, pc, gx, gy, 1)
 		return
 	}
 	// The scratch holds the segments of m tokens at a time: a batch
@@ -397,7 +401,7 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 	m := min(n, numel(b.scr)/per)
 	pc.Zs = uint32(zs)
 	sp := b.scr.parts[0]
-	split := b.reduceVariant("attention_split_" + typeName(ks.dt))
+	split := b.reduceVariant("attention_split_" + cache)
 	for lo := 0; lo < n; lo += m {
 		c := min(m, n-lo)
 		pc.N, pc.Row0 = uint32(c), uint32(lo)

@@ -32,33 +32,25 @@
 // chunk's loads in flight at once) and that the chunks run side by side:
 // 4 segments × 8 KV heads = 32 workgroups of one chunk each, against the
 // old kernel's 32 workgroups (one per query head) walking 4 chunks with
-// 128 dependent scalar loads per cell. At 32k cells the step reads 128 MiB
+// 128 scalar loads of a scattered row per cell. At 32k cells the step reads 128 MiB
 // (27 µs at 4.8 TB/s): pc.segs = 32 segments × 8 KV heads = 256
-// workgroups of 16 chunks, 2 per SM, each with 64 invocations × 32
-// loads of a 16 KiB tile in flight: ≈ 4 MiB in flight over the card,
-// what its bandwidth-latency product asks for. GMAX (heads per
-// workgroup) trades K/V reuse for workgroups on small models (the 0.5B
-// has 2 KV heads of 7 query heads each): a tuning knob, like pc.segs
-// and KVT; none changes a result except pc.segs, which moves the cut
-// (the same in decode and prefill, so invariance holds for any value).
+// workgroups of 16 chunks, about 2 per SM; with KVT = 4096 floats a K or
+// V tile of 32 cells × 128 is 64 independent 2-byte loads per invocation,
+// 8 KiB per workgroup, ≈ 2 MiB in flight over the card: about half of
+// what 4.8 TB/s × ~1 µs asks, so the sweep should try pc.segs 64 and
+// 128 and KVT 8192 there. GMAX (query heads per workgroup) trades K/V
+// reuse for workgroups on small models (the 0.5B has 2 KV heads of 7
+// query heads: 2 × 4 segments = 8 workgroups at 256 cells; GMAX 1 gives
+// 56): a knob like pc.segs and KVT; none changes a result except
+// pc.segs, which moves the cut (the same in decode and prefill, so
+// invariance holds for any value).
 #include "common/base.glsl"
 
 layout(constant_id = 1) const uint GMAX = 8; // query heads per workgroup, ≤ 8
 layout(constant_id = 2) const uint KVT = 4096; // floats of the K/V tile, ≥ hd
 
 layout(binding = 0) readonly buffer QB { float q[]; };
-#ifdef CACHE_F16
-#extension GL_EXT_shader_16bit_storage : require
-layout(binding = 1) readonly buffer KB { uint16_t k[]; };
-layout(binding = 2) readonly buffer VB { uint16_t v[]; };
-float ldk(uint i) { return f16ToF32(uint(k[i])); }
-float ldv(uint i) { return f16ToF32(uint(v[i])); }
-#else
-layout(binding = 1) readonly buffer KB { float k[]; };
-layout(binding = 2) readonly buffer VB { float v[]; };
-float ldk(uint i) { return k[i]; }
-float ldv(uint i) { return v[i]; }
-#endif
+#include "common/cache.glsl"
 layout(binding = 3) readonly buffer VB3 { int vis[]; };
 layout(binding = 4) writeonly buffer DB { float dst[]; };
 
@@ -71,6 +63,7 @@ layout(push_constant) uniform PC {
 } pc;
 
 #include "common/attention.glsl"
+#define CID(x) cid[x]
 
 // Accumulators an invocation holds: GMAX·hd ≤ 8·256 outputs over WG = 64.
 #define NACC 32
@@ -111,7 +104,7 @@ void main() {
 		for (uint g = 0u; g < 8u; g++) s[g] = NEG;
 		for (uint c0 = 0u; c0 < last; c0 += R) {
 			uint rn = min(R, last - c0);
-			for (uint i = tid; i < rn * hd; i += WG) tile[i] = ldk(uint(cid[c0 + i / hd]) * kvDim + ko + i % hd);
+			LOAD_TILE(ldk, ldk4)
 			barrier();
 			if (tid >= c0 && tid < c0 + rn) {
 				for (uint g = 0u; g < 8u; g++) {
@@ -160,7 +153,7 @@ void main() {
 		}
 		for (uint c0 = 0u; c0 < last; c0 += R) {
 			uint rn = min(R, last - c0);
-			for (uint i = tid; i < rn * hd; i += WG) tile[i] = ldv(uint(cid[c0 + i / hd]) * kvDim + ko + i % hd);
+			LOAD_TILE(ldv, ldv4)
 			barrier();
 			for (uint r = 0u; r < NACC; r++) {
 				uint it = tid + r * WG;

@@ -31,18 +31,7 @@ layout(constant_id = 2) const uint KVT = 4096; // floats of the K/V tile, ≥ hd
 layout(constant_id = 3) const uint GMAX = 8; // query heads per workgroup, ≤ QROWS
 
 layout(binding = 0) readonly buffer QB { float q[]; };
-#ifdef CACHE_F16
-#extension GL_EXT_shader_16bit_storage : require
-layout(binding = 1) readonly buffer KB { uint16_t k[]; };
-layout(binding = 2) readonly buffer VB { uint16_t v[]; };
-float ldk(uint i) { return f16ToF32(uint(k[i])); }
-float ldv(uint i) { return f16ToF32(uint(v[i])); }
-#else
-layout(binding = 1) readonly buffer KB { float k[]; };
-layout(binding = 2) readonly buffer VB { float v[]; };
-float ldk(uint i) { return k[i]; }
-float ldv(uint i) { return v[i]; }
-#endif
+#include "common/cache.glsl"
 layout(binding = 3) readonly buffer VB3 { int vis[]; };
 layout(binding = 4) writeonly buffer DB { float dst[]; };
 
@@ -54,6 +43,7 @@ layout(push_constant) uniform PC {
 } pc;
 
 #include "common/attention.glsl"
+#define CID(x) cref[x]
 
 // Accumulators an invocation holds: QROWS·hd outputs over WG ≤ NACC·WG.
 #define NACC 32
@@ -155,7 +145,7 @@ void main() {
 		barrier();
 		for (uint c0 = 0u; c0 < span; c0 += R) {
 			uint rn = min(R, span - c0);
-			for (uint i = tid; i < rn * hd; i += WG) tile[i] = ldk(uint(cref[c0 + i / hd]) * kvDim + ko + i % hd);
+			LOAD_TILE(ldk, ldk4)
 			barrier();
 			for (uint i = tid; i < nrows * rn; i += WG) {
 				uint r = i / rn, c = c0 + i % rn;
@@ -226,7 +216,7 @@ void main() {
 		}
 		for (uint c0 = 0u; c0 < span; c0 += R) {
 			uint rn = min(R, span - c0);
-			for (uint i = tid; i < rn * hd; i += WG) tile[i] = ldv(uint(cref[c0 + i / hd]) * kvDim + ko + i % hd);
+			LOAD_TILE(ldv, ldv4)
 			barrier();
 			for (uint r = 0u; r < NACC; r++) {
 				uint it = tid + r * WG;
