@@ -59,7 +59,11 @@
 // the batch, the chunking of a prompt or the placement of its cells
 // (kerneltest.AttentionInvariance). AttentionTuning's other knobs (heads
 // per workgroup, query rows per tile, tile sizes, workgroup size) move
-// work between invocations without changing a bit.
+// work between invocations without changing a bit. Both kernels read K
+// and V a chunk at a time into shared memory, with 4-element loads (the
+// _v4 variants) where the head dim is a multiple of 4. On llvmpipe, which
+// leaves a shader's loops after 65535 iterations in all, a batch whose
+// walk would pass that runs the decode kernel instead.
 //
 // # Kernel variants
 //
