@@ -28,8 +28,10 @@ type AttentionTuning struct {
 	// candidates 64, 128, 256).
 	PrefillWG int
 	// PrefillMin is the batch size from which Attention runs the prefill
-	// kernel instead of decode's split one (default 8; candidates 2, 4,
-	// 8, 16, 32). Both give every token the same bits.
+	// kernel instead of decode's split one (default 32, so that batched
+	// decode of up to 31 sequences, whose lists share no cells, keeps the
+	// split's parallelism; candidates 8, 16, 32, 64). Both give every
+	// token the same bits.
 	PrefillMin int
 	// TileFloats is the K/V tile in shared memory, in floats (default
 	// 4096, less where the device's shared memory is smaller; candidates
@@ -58,7 +60,7 @@ func (t AttentionTuning) resolve(maxShared int) AttentionTuning {
 	def(&t.HeadsPerGroup, 8, 1, 8)
 	def(&t.PrefillWG, 128, 64, 1024)
 	def(&t.QueryRows, 16, 1, 256)
-	def(&t.PrefillMin, 8, 1, 1<<30)
+	def(&t.PrefillMin, 32, 1, 1<<30)
 	def(&t.TileFloats, 4096, attnMaxHD, 1<<16)
 	for t.TileFloats > attnMaxHD && max(t.decodeShared(), t.prefillShared(t.QueryRows)) > maxShared {
 		t.TileFloats /= 2

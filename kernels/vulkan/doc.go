@@ -37,7 +37,7 @@
 // no query pool exists.
 //
 // Attention has two kernels that give a token the same bits. A batch of
-// fewer than AttentionTuning.PrefillMin (8) tokens runs the decode kernel
+// fewer than AttentionTuning.PrefillMin (32) tokens runs the decode kernel
 // (shaders/attention.comp): one workgroup per token, KV head, group of
 // its query heads (one K/V load serves the group) and segment of the
 // token's list. The list is cut into chunks of 64 entries by rank and the
