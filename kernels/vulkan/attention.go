@@ -20,6 +20,11 @@ type AttentionTuning struct {
 	// serves with each K/V load (default 8, at most 8; candidates 1, 2,
 	// 4, 8: fewer make more workgroups on models with few KV heads).
 	HeadsPerGroup int
+	// Workgroups is the decode kernel's target: where a step has fewer
+	// workgroups, it gives each fewer query heads (halving from
+	// HeadsPerGroup down to 1) until it has as many (default 128, about a
+	// large GPU's SMs; candidates 1 (off), 64, 128, 256, 512).
+	Workgroups int
 	// QueryRows is the prefill kernel's tile: query rows (tokens × heads
 	// of a group) that share each K/V load (default 16; candidates 8,
 	// 16, 32), capped so that rows × head dim ≤ 32 × PrefillWG.
@@ -59,6 +64,7 @@ func (t AttentionTuning) resolve(maxShared int) AttentionTuning {
 	def(&t.Segments, 32, 1, 1<<16)
 	def(&t.HeadsPerGroup, 8, 1, 8)
 	def(&t.PrefillWG, 128, 64, 1024)
+	def(&t.Workgroups, 128, 1, 1<<20)
 	def(&t.QueryRows, 16, 1, 256)
 	def(&t.PrefillMin, 32, 1, 1<<30)
 	def(&t.TileFloats, 4096, attnMaxHD, 1<<16)

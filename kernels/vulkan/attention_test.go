@@ -179,13 +179,14 @@ func TestReserveAttentionErrors(t *testing.T) {
 // TestAttentionInvariance runs kerneltest.AttentionInvariance (a token's
 // bits the same in a prefill batch, any chunk of it, alone and in
 // another placement) under tunings that move every boundary: the
-// defaults; 2 segments (several chunks a segment, merged); one query
+// defaults; 2 segments (several chunks a segment, merged) with every
+// decode workgroup serving all its KV head's query heads; one query
 // head per workgroup and small prefill tiles and K/V tiles (every
 // sub-tile path); prefill from 2 tokens; and the decode kernel alone.
 func TestAttentionInvariance(t *testing.T) {
 	for name, tune := range map[string]AttentionTuning{
 		"default":    {},
-		"segments 2": {Segments: 2},
+		"segments 2": {Segments: 2, Workgroups: 1},
 		"small":      {HeadsPerGroup: 1, QueryRows: 3, TileFloats: 256, PrefillWG: 64, Segments: 3},
 		"prefill 2":  {PrefillMin: 2, HeadsPerGroup: 3, QueryRows: 8},
 		"decode":     {PrefillMin: 1 << 20, Segments: 5},

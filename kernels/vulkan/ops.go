@@ -381,10 +381,17 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 		b.dispatchSpec("attention_prefill_"+cache, spec, binds, pc, gx, gy, 1)
 		return
 	}
+	zs := attnSegs(width, t.Segments)
+	// Fewer query heads per workgroup until the step has
+	// AttentionTuning.Workgroups of them (a short list on a model with few
+	// KV heads): K/V reuse traded for parallelism, the same bits.
+	for gsz > 1 && n*kvHeads*groups*zs < t.Workgroups {
+		gsz = (gsz + 1) / 2
+		groups = (g + gsz - 1) / gsz
+	}
 	spec := []uint32{wg, uint32(gsz), uint32(t.TileFloats)}
 	pc := pcAttention{N: uint32(n), Heads: uint32(heads), KVHeads: uint32(kvHeads), HD: uint32(hd), Width: uint32(width),
 		Scale: scale, Segs: uint32(t.Segments)}
-	zs := attnSegs(width, t.Segments)
 	if zs <= 1 { // one segment: the decode kernel writes the result
 		gx, gy := grid(n * kvHeads * groups)
 		b.dispatchSpec(b.reduceVariant("attention_"+cache), spec, binds, pc, gx, gy, 1)

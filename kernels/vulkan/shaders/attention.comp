@@ -30,9 +30,11 @@
 // step is latency-bound, and what counts is how many dependent trips to
 // memory a workgroup makes (one per chunk for K, one for V, all of a
 // chunk's loads in flight at once) and that the chunks run side by side:
-// 4 segments × 8 KV heads = 32 workgroups of one chunk each, against the
-// old kernel's 32 workgroups (one per query head) walking 4 chunks with
-// 128 scalar loads of a scattered row per cell. At 32k cells the step reads 128 MiB
+// 4 segments × 8 KV heads × 4 query heads = 128 workgroups of one chunk
+// each (the host gives a workgroup fewer query heads of its KV head, down
+// to one, until a step has AttentionTuning.Workgroups = 128 of them),
+// against the old kernel's 32 workgroups (one per query head) walking 4
+// chunks with 128 scalar loads of a scattered row per cell. At 32k cells the step reads 128 MiB
 // (27 µs at 4.8 TB/s): pc.segs = 32 segments × 8 KV heads = 256
 // workgroups of 16 chunks, about 2 per SM; with KVT = 4096 floats a K or
 // V tile of 32 cells × 128 is 64 independent 2-byte loads per invocation,
@@ -40,8 +42,9 @@
 // what 4.8 TB/s × ~1 µs asks, so the sweep should try pc.segs 64 and
 // 128 and KVT 8192 there. GMAX (query heads per workgroup) trades K/V
 // reuse for workgroups on small models (the 0.5B has 2 KV heads of 7
-// query heads: 2 × 4 segments = 8 workgroups at 256 cells; GMAX 1 gives
-// 56): a knob like pc.segs and KVT; none changes a result except
+// query heads: 2 × 4 segments = 8 workgroups at 256 cells with GMAX 8,
+// 56 with the host's choice of 1): a knob like pc.segs and KVT, and
+// none changes a result except
 // pc.segs, which moves the cut (the same in decode and prefill, so
 // invariance holds for any value).
 #include "common/base.glsl"
