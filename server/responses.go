@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -42,7 +43,7 @@ const (
 // responsesRequest is the body of POST /v1/responses.
 type responsesRequest struct {
 	Model              string            `json:"model"`
-	Input              json.RawMessage   `json:"input"`
+	Input              inputItems        `json:"input"`
 	Instructions       *string           `json:"instructions"`
 	Tools              []responseTool    `json:"tools"`
 	ToolChoice         json.RawMessage   `json:"tool_choice"`
@@ -64,6 +65,29 @@ type responsesRequest struct {
 	FrequencyPenalty  *float64  `json:"frequency_penalty"`
 	RepetitionPenalty *float64  `json:"repetition_penalty"`
 	Stop              stopField `json:"stop"`
+}
+
+// inputItems is a request's input: a string (one user message) or an
+// array of items. It is typed, not raw, so that the body's checks of
+// keys reach into the items.
+type inputItems []inputItem
+
+func (in *inputItems) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		*in = inputItems{{Role: "user", Content: slices.Clone(b)}}
+		return nil
+	}
+	var its []inputItem
+	if err := json.Unmarshal(b, &its); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return err
+		}
+		return badParam("input", "input must be a string or an array of items")
+	}
+	*in = its
+	return nil
 }
 
 // responseTool is a tool of a Responses request: only "function" ones,
@@ -160,6 +184,23 @@ type outputText struct {
 	Logprobs    []any  `json:"logprobs"`
 }
 
+// MarshalJSON writes a message's content even when it has no part yet
+// (OpenAI's output_item.added says "content": []).
+func (it responseItem) MarshalJSON() ([]byte, error) {
+	type plain responseItem
+	if it.Type != "message" {
+		return json.Marshal(plain(it))
+	}
+	content := it.Content
+	if content == nil {
+		content = []outputText{}
+	}
+	return json.Marshal(struct {
+		plain
+		Content []outputText `json:"content"`
+	}{plain(it), content})
+}
+
 func newOutputText(s string) outputText {
 	return outputText{Type: "output_text", Text: s, Annotations: []any{}, Logprobs: []any{}}
 }
@@ -239,7 +280,11 @@ func (s *Server) planResponse(req *responsesRequest, m *Model, key string) (*res
 		if t.Type != "function" {
 			return nil, badParam(fmt.Sprintf("tools[%d].type", i), "only function tools are supported, got %q", t.Type)
 		}
-		cr.Tools = append(cr.Tools, chat.Tool{Type: t.Type, Function: chat.ToolFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+		ps := t.Parameters
+		if string(bytes.TrimSpace(ps)) == "null" { // the official clients send "parameters": null for none
+			ps = nil
+		}
+		cr.Tools = append(cr.Tools, chat.Tool{Type: t.Type, Function: chat.ToolFunction{Name: t.Name, Description: t.Description, Parameters: ps}})
 	}
 	if tc := bytes.TrimSpace(req.ToolChoice); len(tc) > 0 && tc[0] == '{' { // {"type": "function", "name": …}
 		var named struct{ Type, Name string }
@@ -294,18 +339,9 @@ func (s *Server) planResponse(req *responsesRequest, m *Model, key string) (*res
 // function_call items of an assistant turn (joined to the assistant
 // message just before them, if any) and function_call_output items
 // ("tool" messages).
-func responseInput(raw json.RawMessage) ([]chat.Message, *apiError) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
+func responseInput(items inputItems) ([]chat.Message, *apiError) {
+	if items == nil {
 		return nil, badParam("input", "input is required")
-	}
-	var text string
-	if json.Unmarshal(raw, &text) == nil {
-		return []chat.Message{{Role: "user", Content: text}}, nil
-	}
-	var items []inputItem
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, badParam("input", "input must be a string or an array of items")
 	}
 	var msgs []chat.Message
 	calls := false // the last message is an assistant turn that items may add calls to
@@ -391,7 +427,8 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, body []
 		return
 	}
 	if s.cfg.LogPrompts {
-		s.note(r, req.Model, req.Input)
+		in, _ := json.Marshal(req.Input)
+		s.note(r, req.Model, in)
 	} else {
 		s.note(r, req.Model, nil)
 	}
