@@ -536,3 +536,28 @@ func TestResponsesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeResponses: any body of POST /v1/responses is decoded and its
+// input mapped to messages without a panic, or refused with a clean 4xx.
+func FuzzDecodeResponses(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","input":"hi","instructions":"be brief","max_output_tokens":5}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"x"}]}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_image"}]}],"tools":[{"type":"web_search"}]}`,
+		`{"model":"m","input":42,"text":{"format":{"type":"json_schema","schema":{}}},"tool_choice":{"type":"function","name":"f"}}`,
+		`{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]}],"store":"no"}`,
+		`[1,2]`, `null`, ``, `{"input":`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req responsesRequest
+		if e := decodeBody(body, &req); e != nil {
+			checkDecodeError(t, e)
+			return
+		}
+		if _, e := responseInput(req.Input); e != nil {
+			checkDecodeError(t, e)
+		}
+	})
+}
