@@ -561,3 +561,47 @@ func FuzzDecodeResponses(f *testing.F) {
 		}
 	})
 }
+
+// TestResponsesTiny runs the tiny model end to end: a forced call is a
+// function_call item whose arguments are a JSON object (the library's
+// grammar), and a response continued by previous_response_id reuses the
+// K/V of the conversation so far from the prefix cache.
+func TestResponsesTiny(t *testing.T) {
+	ts := newToolServer(t)
+	c := ts.client()
+	ctx := context.Background()
+	resp, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "tiny", Input: textInput("Weather in Paris?"),
+		MaxOutputTokens: openai.Int(90), Tools: []responses.ToolUnionParam{weatherFn},
+		ToolChoice: responses.ResponseNewParamsToolChoiceUnion{OfFunctionTool: &responses.ToolChoiceFunctionParam{Name: "get_weather"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	for _, it := range resp.Output {
+		if it.Type == "function_call" {
+			calls++
+			var args map[string]any
+			if fc := it.AsFunctionCall(); fc.Name != "get_weather" || json.Unmarshal([]byte(fc.Arguments), &args) != nil {
+				t.Errorf("call %s", it.RawJSON())
+			}
+		}
+	}
+	if calls == 0 {
+		t.Fatalf("no call: %s", resp.RawJSON())
+	}
+
+	long := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 12)
+	r1, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "tiny", Input: textInput(long), MaxOutputTokens: openai.Int(8), Temperature: openai.Float(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "tiny", Input: textInput("And then?"), MaxOutputTokens: openai.Int(8),
+		Temperature: openai.Float(0), PreviousResponseID: openai.String(r1.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Usage.InputTokens <= r1.Usage.InputTokens || r2.Usage.InputTokensDetails.CachedTokens < r1.Usage.InputTokens/2 {
+		t.Errorf("continued: %d input tokens, %d cached; the first had %d", r2.Usage.InputTokens, r2.Usage.InputTokensDetails.CachedTokens, r1.Usage.InputTokens)
+	}
+	ts.settle()
+}
