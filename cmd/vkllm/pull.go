@@ -237,7 +237,7 @@ func extract(whl, file, dst string, progress io.Writer) error {
 		return err
 	}
 	part := out.Name()
-	defer os.Remove(part) // after the rename, nothing is there
+	defer os.Remove(part)                    // after the rename, nothing is there
 	if err := out.Chmod(0o644); err != nil { // CreateTemp's is 0600
 		out.Close()
 		return err
