@@ -188,7 +188,7 @@ func withSystem(msgs []chat.Message, text string) []chat.Message {
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req chatRequest
-	if e := decodeBody(body, &req); e != nil {
+	if e := decodeBody(body, &req, s.messagesLimit()); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -319,6 +319,10 @@ func validArgs(args string) bool {
 var errNoToolCall = newError(http.StatusInternalServerError, "server_error", "tool_call_failed",
 	"tool_choice asked for a tool call, and the model's reply is not a valid call of an offered tool")
 
+// errStopCutCall answers a forced call that a stop string of the request
+// cut short: the request's fault.
+var errStopCutCall = badParam("stop", "a stop string ended the reply before the forced tool call (tool_choice) was complete")
+
 // reason is a choice's finish_reason: "tool_calls" when it made calls,
 // else the engine's. A forced call (tool_choice required or named) that
 // the reply lacks, or that names another tool or has no JSON object for
@@ -328,6 +332,9 @@ func (c *chatOut) reason(ch *choiceState, calls []chat.ToolCall, truncated bool)
 		return "length", nil
 	}
 	if g := c.plan.grammar; g != nil {
+		if (len(calls) == 0 || truncated) && ch.reason == "stop" && len(c.plan.params.Stop) > 0 {
+			return "", errStopCutCall
+		}
 		if len(calls) == 0 || truncated {
 			return "", errNoToolCall
 		}

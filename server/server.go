@@ -28,6 +28,8 @@
 //	server.go      Server: the model registry, background loading, routing,
 //	               API key, body limit, request logs, Close
 //	api.go         request bodies and their validation into sampler.Params
+//	strictjson.go  keys matched exactly and once, arrays bounded as a body
+//	               is decoded (Config.MaxMessages)
 //	generate.go    running the n choices of a request (one engine stream
 //	               each) and turning their deltas into events
 //	chat.go        POST /v1/chat/completions (tools and tool calls too)
@@ -148,6 +150,11 @@ type Config struct {
 	// times MaxBodyBytes. A request waits for its turn within BodyTimeout,
 	// and is answered 503 when it does not get one.
 	MaxBodyReads int
+	// MaxMessages bounds the messages of a chat or /tokenize request
+	// (default 2048, OpenAI's): they are counted as the body is decoded,
+	// so a body of many tiny messages is refused (400, code
+	// too_many_messages) before any is decoded or rendered.
+	MaxMessages int
 	// WriteTimeout bounds the write of each streamed event (default 30 s):
 	// a client that stops reading its stream for longer loses it, and its
 	// request is aborted.
@@ -235,6 +242,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.cfg.MaxBodyReads == 0 {
 		s.cfg.MaxBodyReads = 16
+	}
+	if s.cfg.MaxMessages == 0 {
+		s.cfg.MaxMessages = 2048
 	}
 	if s.cfg.WriteTimeout == 0 {
 		s.cfg.WriteTimeout = 30 * time.Second
@@ -408,7 +418,10 @@ func (s *Server) logged(h http.HandlerFunc) http.Handler {
 		}()
 		defer func() {
 			status := rec.status
-			if status == 0 {
+			switch {
+			case status == 0 && r.Context().Err() != nil:
+				status = clientGone.Status // nothing was answered: the client went away
+			case status == 0:
 				status = http.StatusOK
 			}
 			attrs := append([]slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path),

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/tokenizer"
+	"github.com/vkllm/vkllm/tokenizer/chat"
+)
+
+// blockEmbedder is a fakeGen whose embeddings wait for their context.
+type blockEmbedder struct {
+	fakeGen
+	started chan struct{}
+}
+
+func (b *blockEmbedder) EmbedConfig() (engine.EmbedConfig, error) {
+	return engine.EmbedConfig{Size: 4, MaxTokens: 64}, nil
+}
+
+func (b *blockEmbedder) Embed(ctx context.Context, inputs []string, opts engine.EmbedOptions) ([]engine.Embedding, error) {
+	b.started <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (b *blockEmbedder) EmbedTokens(ctx context.Context, inputs [][]int32, opts engine.EmbedOptions) ([]engine.Embedding, error) {
+	return b.Embed(ctx, nil, opts)
+}
+
+// TestSmallHardening: the small holes of the second hardening round
+// answer 400 (or, for a client that left, log no internal error).
+func TestSmallHardening(t *testing.T) {
+	ts, _ := newFakeServer(t, "no call here")
+	for _, c := range []struct{ name, body, param string }{
+		{"case-folded key", `{"model":"fake","messages":[{"role":"user","content":"a"}],"max_tokens":1,"MAX_TOKENS":7}`, "MAX_TOKENS"},
+		{"case-folded key alone", `{"model":"fake","messages":[{"role":"user","content":"a"}],"Max_Tokens":7}`, "Max_Tokens"},
+		{"case-folded message key", `{"model":"fake","messages":[{"role":"user","Role":"system","content":"a"}]}`, "messages[0].Role"},
+		{"duplicate key", `{"model":"fake","messages":[{"role":"user","content":"a"}],"max_tokens":1,"max_tokens":7}`, "max_tokens"},
+		{"duplicate nested key", `{"model":"fake","messages":[{"role":"user","content":"a","content":"b"}]}`, "messages[0].content"},
+		{"logit_bias +1", `{"model":"fake","messages":[{"role":"user","content":"a"}],"logit_bias":{"+1":5}}`, "logit_bias"},
+		{"logit_bias 01", `{"model":"fake","messages":[{"role":"user","content":"a"}],"logit_bias":{"01":5}}`, "logit_bias"},
+		{"duplicate tool names", `{"model":"fake","messages":[{"role":"user","content":"a"}],"tools":[` +
+			`{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}]}`, "tools[1].function.name"},
+		{"huge stop", `{"model":"fake","messages":[{"role":"user","content":"a"}],"stop":"` + strings.Repeat("x", 64<<10) + `"}`, "stop"},
+		{"many stops", `{"model":"fake","messages":[{"role":"user","content":"a"}],"stop":[` + strings.Repeat(`"x",`, 100) + `"y"]}`, "stop"},
+		{"stop cuts a forced call", `{"model":"fake","messages":[{"role":"user","content":"a"}],"stop":["{"],"tool_choice":"required",` +
+			`"tools":[{"type":"function","function":{"name":"f"}}]}`, "stop"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, b := ts.do("POST", "/v1/chat/completions", "application/json", c.body)
+			e := errorBody(t, b)
+			if code != http.StatusBadRequest || e["param"] != c.param {
+				t.Fatalf("%d %s, want a 400 naming %s", code, b, c.param)
+			}
+		})
+	}
+	// A valid logit_bias key still works.
+	if code, _, b := ts.do("POST", "/v1/chat/completions", "application/json",
+		`{"model":"fake","messages":[{"role":"user","content":"a"}],"logit_bias":{"1":5,"10":-1}}`); code != http.StatusOK {
+		t.Fatalf("logit_bias 1 and 10: %d %s", code, b)
+	}
+
+	t.Run("embeddings client leaves", func(t *testing.T) {
+		tok, err := tokenizer.FromFile(tinyDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &blockEmbedder{fakeGen: fakeGen{tok: tok}, started: make(chan struct{}, 1)}
+		logged := &logCapture{}
+		ts := newTestServer(t, Config{Models: []Spec{{Name: "fake", Path: "-"}}, Logger: slog.New(logged),
+			Open: func(Spec) (*Model, error) { return &Model{Gen: g, ToolFormat: chat.FormatNone}, nil }})
+		ts.waitLoaded()
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "POST", ts.hs.URL+"/v1/embeddings", strings.NewReader(`{"model":"fake","input":"a"}`))
+		req.Header.Set("Content-Type", "application/json")
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if resp, err := (&http.Client{Transport: ts.tr}).Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		<-g.started
+		cancel()
+		<-done
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(logged.String(), "path=/v1/embeddings") && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		log := logged.String()
+		if strings.Contains(log, "ERROR") || !strings.Contains(log, "status=499") {
+			t.Fatalf("log:\n%s\nwant no ERROR and status 499", log)
+		}
+	})
+}
+
+// TestManySmallMessages: bodies of many tiny messages (empty ones, whose text is no bound) are refused
+// (400 too_many_messages) as they are decoded, before any message is
+// rendered: concurrent ones cost about their bodies, to chat and to
+// /tokenize alike.
+func TestManySmallMessages(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	ts.waitLoaded()
+	const clients, msgs = 4, 20000
+	body := `{"model":"tiny","messages":[` + strings.Repeat(`{"role":"user","content":""},`, msgs-1) + `{"role":"user","content":"a"}]}`
+	for _, path := range []string{"/v1/chat/completions", "/tokenize"} {
+		t.Run(path, func(t *testing.T) {
+			bodies := make([][]byte, clients)
+			codes := make([]int, clients)
+			grew := heapPeak(func() {
+				var wg sync.WaitGroup
+				for i := range clients {
+					wg.Go(func() {
+						resp, err := http.Post(ts.hs.URL+path, "application/json", strings.NewReader(body))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						defer resp.Body.Close()
+						codes[i] = resp.StatusCode
+						bodies[i], _ = io.ReadAll(resp.Body)
+					})
+				}
+				wg.Wait()
+			})
+			t.Logf("heap grew by %.1f MiB with %d concurrent bodies of %d messages (%d KiB)", grew, clients, msgs, len(body)>>10)
+			for i := range clients {
+				e := errorBody(t, bodies[i])
+				if codes[i] != http.StatusBadRequest || e["code"] != "too_many_messages" || e["param"] != "messages" {
+					t.Fatalf("client %d: %d %s, want 400 too_many_messages", i, codes[i], bodies[i])
+				}
+			}
+			// The bodies, read and walked: about 4 × 0.6 MiB, far below
+			// what decoding and rendering 20,000 messages each costs.
+			if grew > 24 {
+				t.Errorf("heap grew by %.1f MiB; want at most 24", grew)
+			}
+		})
+	}
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	ts.settle()
+}
