@@ -148,3 +148,41 @@ func TestManySmallMessages(t *testing.T) {
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	ts.settle()
 }
+
+// TestHugeEmbeddingInputs: concurrent embedding inputs far longer than
+// the context are refused (400) for the memory of their bodies, not of
+// tokenising them.
+func TestHugeEmbeddingInputs(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	ts.waitLoaded()
+	const clients, size = 8, 3 << 20
+	body := `{"model":"tiny","input":["a","` + strings.Repeat("the sea ", size/8) + `"]}`
+	codes := make([]int, clients)
+	grew := heapPeak(func() {
+		var wg sync.WaitGroup
+		for i := range clients {
+			wg.Go(func() {
+				resp, err := http.Post(ts.hs.URL+"/v1/embeddings", "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				codes[i] = resp.StatusCode
+			})
+		}
+		wg.Wait()
+	})
+	t.Logf("heap grew by %.0f MiB with %d concurrent %d MiB inputs", grew, clients, size>>20)
+	for i, c := range codes {
+		if c != http.StatusBadRequest {
+			t.Errorf("client %d: status %d, want 400", i, c)
+		}
+	}
+	// The bodies themselves, read and decoded: about 2 × 8 × 3 MiB.
+	if grew > 160 {
+		t.Errorf("heap grew by %.0f MiB; want at most 160 (the bodies, not their tokens)", grew)
+	}
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	ts.settle()
+}
