@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/vkllm/vkllm/models"
+import (
+	"slices"
+
+	"github.com/vkllm/vkllm/models"
+)
 
 // sequence is a request inside the engine. The scheduler reads and moves
 // the fields above the line (the block manager sets numCached and
@@ -68,10 +72,12 @@ func (s *scheduler) remove(q *sequence) {
 	s.running = removeSeq(s.running, q)
 }
 
+// removeSeq removes q from qs; slices.Delete clears the freed slot, so
+// the backing array holds no ended sequence (nor its sampler).
 func removeSeq(qs []*sequence, q *sequence) []*sequence {
 	for i, x := range qs {
 		if x == q {
-			return append(qs[:i], qs[i+1:]...)
+			return slices.Delete(qs, i, i+1)
 		}
 	}
 	return qs
@@ -166,6 +172,7 @@ func (s *scheduler) next(m *blockManager) (*schedule, error) {
 		if err := m.allocate(q, h); err != nil {
 			return nil, err
 		}
+		s.waiting[0] = nil // the array behind the queue holds no ended sequence
 		s.waiting = s.waiting[1:]
 		s.running = append(s.running, q)
 		sc.chunks = append(sc.chunks, chunk{seq: q, start: q.numCached, n: n, sample: q.numCached+n == len(q.tokens)})
