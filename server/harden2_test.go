@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
@@ -185,4 +187,102 @@ func TestHugeEmbeddingInputs(t *testing.T) {
 	}
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	ts.settle()
+}
+
+// holdGen sends `tokens` tokens (each delta with the running Usage, as
+// the engine's) and then waits for its context: a stream its client
+// leaves.
+type holdGen struct {
+	fakeGen
+	tokens int
+	sent   chan struct{} // closed when the tokens are sent
+	once   sync.Once
+}
+
+func (g *holdGen) Stream(ctx context.Context, _ string, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
+	return func(yield func(engine.Delta, error) bool) {
+		for i := range g.tokens {
+			d := engine.Delta{NewTokens: []int32{int32(i % 100)}, TextDelta: "x",
+				Usage: engine.Usage{PromptTokens: 7, CompletionTokens: i + 1}}
+			if !yield(d, nil) {
+				return
+			}
+		}
+		g.once.Do(func() { close(g.sent) })
+		<-ctx.Done()
+		yield(engine.Delta{}, ctx.Err())
+	}
+}
+
+func (g *holdGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
+	return g.Stream(ctx, "", p, opts...)
+}
+
+// TestTokensChargedAsSent: a key's tokens are charged as they are sent,
+// so a stream its client leaves before its end pays for what it got:
+// the key is over its TPM at once, while the stream is still open and
+// after it, and the request log shows the tokens of the request that
+// was left.
+func TestTokensChargedAsSent(t *testing.T) {
+	tok, err := tokenizer.FromFile(tinyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &holdGen{fakeGen: fakeGen{tok: tok, reply: "a"}, tokens: 150, sent: make(chan struct{})}
+	keys, err := NewKeys([]Key{{ID: "k", Secret: "s", TPM: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := &logCapture{}
+	ts := newTestServer(t, Config{Models: []Spec{{Name: "fake", Path: "-"}}, Keys: keys, Logger: slog.New(logged),
+		Open: func(Spec) (*Model, error) { return &Model{Gen: g, ToolFormat: chat.FormatNone}, nil }})
+	ts.waitLoaded()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.hs.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"fake","stream":true,"messages":[{"role":"user","content":"a"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer s")
+	resp, err := (&http.Client{Transport: ts.tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.sent
+	// probe is the status of another request of the key (0: no answer
+	// within 2 s: it was admitted and waits on holdGen).
+	probe := func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "POST", ts.hs.URL+"/v1/chat/completions",
+			strings.NewReader(`{"model":"fake","messages":[{"role":"user","content":"a"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer s")
+		resp, err := (&http.Client{Transport: ts.tr}).Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// The stream is open, its 150 tokens sent: the key has spent them.
+	if code := probe(); code != http.StatusTooManyRequests {
+		t.Errorf("while the stream is open: status %d, want 429", code)
+	}
+	cancel() // the client leaves
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logged.String(), "status=200") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code := probe(); code != http.StatusTooManyRequests {
+		t.Errorf("after the stream was left: status %d, want 429", code)
+	}
+	var left string
+	for _, l := range strings.Split(logged.String(), "\n") {
+		if strings.Contains(l, "status=200") { // the stream had begun
+			left = l
+		}
+	}
+	if !strings.Contains(left, "prompt_tokens=7") || !strings.Contains(left, "completion_tokens=150") {
+		t.Errorf("the left request's log record %q, want prompt_tokens=7 completion_tokens=150; log:\n%s", left, logged)
+	}
 }

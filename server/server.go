@@ -498,7 +498,8 @@ func (s *Server) api(method string, h http.HandlerFunc) http.HandlerFunc {
 				writeError(w, refused.error(key))
 				return
 			}
-			defer func() { keys.release(key, info.tokens()) }()
+			info.charge = func(n int) { keys.charge(key, n) }
+			defer func() { keys.release(key, info.uncharged()) }()
 		}
 		if r.ContentLength > s.cfg.MaxBodyBytes {
 			dropBody(w)
