@@ -286,3 +286,45 @@ func TestTokensChargedAsSent(t *testing.T) {
 		t.Errorf("the left request's log record %q, want prompt_tokens=7 completion_tokens=150; log:\n%s", left, logged)
 	}
 }
+
+// TestHostCheck: a server without a key answers only its own names as
+// Host (IP literals, localhost, AllowedHosts), so a page rebound to it
+// by DNS gets a 403; with a key, any Host is served.
+func TestHostCheck(t *testing.T) {
+	ts, _ := newFakeServer(t, "hi")
+	ts.srv.cfg.AllowedHosts = []string{"vkllm.internal", ".corp.example"}
+	keyed := newTestServer(t, Config{APIKey: "k", Models: []Spec{{Name: "fake", Path: "-"}},
+		Open: func(Spec) (*Model, error) { return ts.srv.entries[0].m, nil }})
+	keyed.waitLoaded()
+	chatBody := `{"model":"fake","messages":[{"role":"user","content":"a"}]}`
+	status := func(ts *testServer, method, path, host string) int {
+		req, _ := http.NewRequest(method, ts.hs.URL+path, strings.NewReader(chatBody))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer k")
+		resp, err := (&http.Client{Transport: ts.tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		host string
+		want int
+	}{
+		{ts.hs.Listener.Addr().String(), 200}, {"localhost:8080", 200}, {"LOCALHOST", 200}, {"app.localhost", 200},
+		{"[::1]:8080", 200}, {"10.1.2.3", 200}, {"vkllm.internal:8080", 200}, {"gpu.corp.example", 200},
+		{"rebind.attacker.example", 403}, {"attacker.example:8080", 403}, {"vkllm.internal.attacker.example", 403},
+	} {
+		for _, ep := range []struct{ method, path string }{{"POST", "/v1/chat/completions"}, {"GET", "/"}, {"GET", "/v1/models"}} {
+			if got := status(ts, ep.method, ep.path, c.host); got != c.want {
+				t.Errorf("keyless, Host %q, %s %s: %d, want %d", c.host, ep.method, ep.path, got, c.want)
+			}
+		}
+	}
+	if got := status(keyed, "POST", "/v1/chat/completions", "rebind.attacker.example"); got != 200 {
+		t.Errorf("with a key, Host rebind.attacker.example: %d, want 200", got)
+	}
+}

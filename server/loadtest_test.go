@@ -190,7 +190,7 @@ func stall(ctx context.Context, url string) bool {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
 	go c.Write(make([]byte, size-1))
 	_, err = io.Copy(io.Discard, c) // the answer (408), then the close
 	return ctx.Err() == nil

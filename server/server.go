@@ -28,6 +28,7 @@
 //	server.go      Server: the model registry, background loading, routing,
 //	               API key, body limit, request logs, Close
 //	api.go         request bodies and their validation into sampler.Params
+//	host.go        the Host check of a server without a key (DNS rebinding)
 //	strictjson.go  keys matched exactly and once, arrays bounded as a body
 //	               is decoded (Config.MaxMessages)
 //	generate.go    running the n choices of a request (one engine stream
@@ -138,6 +139,13 @@ type Config struct {
 	// OpenAI's x-ratelimit-* headers; Keys.Set changes them while the
 	// server runs.
 	Keys *Keys
+	// AllowedHosts are the names, beside IP literals and localhost, that
+	// a server without an API key (neither APIKey nor Keys) answers as its
+	// Host: a request for any other is refused (403 host_not_allowed), so
+	// a web page cannot reach the server through DNS rebinding. An entry
+	// ".example.com" allows that domain and its subdomains, "*" any Host
+	// (behind a proxy that checks it). With a key, any Host is served.
+	AllowedHosts []string
 	// MaxBodyBytes bounds a request body (default 4 MiB); a bigger one is
 	// answered 413, at once when its Content-Length says so.
 	MaxBodyBytes int64
@@ -429,6 +437,9 @@ func (s *Server) logged(h http.HandlerFunc) http.Handler {
 				slog.Duration("duration", time.Since(start)), slog.String("remote", r.RemoteAddr)}, info.attrs()...)
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		}()
+		if s.checkHost(rec, r) {
+			return
+		}
 		h(rec, r)
 	})
 }

@@ -92,6 +92,7 @@ func serve(ctx context.Context, e env, args []string) int {
 		cacheBytes   int64
 		draft        string
 		draftMax     int
+		allowedHosts string
 	)
 	fs := newFlags(e, "serve")
 	fs.Var(&specs, "model", "NAME=PATH of a model folder or .gguf file (repeatable; several files under one NAME are told apart as NAME:QUANT)")
@@ -99,6 +100,7 @@ func serve(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&apiKeyFile, "api-key-file", "", "require Authorization: Bearer KEY on /v1/, KEY being one of this file's keys, one a line: \"KEY_ID KEY [concurrency=N] [tpm=N]\" or a lone KEY; SIGHUP reloads it (else $VKLLM_API_KEY, when set)")
 	backendName := runinfo.BackendFlag(fs)
+	fs.StringVar(&allowedHosts, "allowed-hosts", "", "without an API key, the Host names served beside IP addresses, localhost and --addr's host: comma-separated, \".example.com\" for a domain and its subdomains, \"*\" for any (other names get 403: DNS rebinding)")
 	fs.IntVar(&maxSeqs, "max-seqs", 16, "requests running at once per model")
 	fs.IntVar(&ctxLen, "ctx", 0, "KV cells per model, shared by its requests (0: min(model positions, 4096))")
 	fs.IntVar(&pending, "max-pending", 256, "requests queued or running per model; more get 429")
@@ -162,6 +164,7 @@ func serve(ctx context.Context, e env, args []string) int {
 		WriteTimeout:   writeTimeout,
 		LiteralContent: literal,
 		Logger:         reqLogger,
+		AllowedHosts:   hostNames(addr, allowedHosts),
 	})
 	if err != nil {
 		return fail(err)
@@ -369,4 +372,20 @@ func (s *loadBarSet) done() {
 	if s.cur != nil {
 		s.cur.Done(false)
 	}
+}
+
+// hostNames are the names a keyless server answers as Host beside IP
+// literals and localhost: the host of addr when it is a name, and the
+// comma-separated list.
+func hostNames(addr, list string) []string {
+	var names []string
+	if h, _, err := net.SplitHostPort(addr); err == nil && h != "" && net.ParseIP(h) == nil {
+		names = append(names, h)
+	}
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
 }
