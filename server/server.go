@@ -28,6 +28,8 @@
 //	server.go      Server: the model registry, background loading, routing,
 //	               API key, body limit, request logs, Close
 //	api.go         request bodies and their validation into sampler.Params
+//	conn.go        Listen: connections bounded in all, per client address
+//	               and idle time, with a reserve for /health and /ready
 //	host.go        the Host check of a server without a key (DNS rebinding)
 //	strictjson.go  keys matched exactly and once, arrays bounded as a body
 //	               is decoded (Config.MaxMessages)
@@ -437,7 +439,7 @@ func (s *Server) logged(h http.HandlerFunc) http.Handler {
 				slog.Duration("duration", time.Since(start)), slog.String("remote", r.RemoteAddr)}, info.attrs()...)
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		}()
-		if s.checkHost(rec, r) {
+		if checkReserve(rec, r) || s.checkHost(rec, r) {
 			return
 		}
 		h(rec, r)
