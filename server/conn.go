@@ -27,6 +27,12 @@ type ConnLimits struct {
 	// while more than 3/4 of Max are open (default 1 s); otherwise the
 	// http.Server's IdleTimeout applies.
 	IdleTimeout time.Duration
+	// SendBuffer is each connection's socket send buffer in bytes
+	// (default 64 KiB; negative: the system's, which grows to MiBs). A
+	// stream whose client stops reading fills the buffers at once and
+	// its next event's write times out (Config.WriteTimeout), ending the
+	// request and freeing its cells, instead of first filling MiBs.
+	SendBuffer int
 }
 
 // Listen wraps ln with the limits lim and sets the hooks of hs that they
@@ -48,6 +54,9 @@ func (s *Server) Listen(hs *http.Server, ln net.Listener, lim ConnLimits) net.Li
 	lim.Reserve = min(lim.Reserve, lim.Max-1)
 	if lim.IdleTimeout <= 0 {
 		lim.IdleTimeout = time.Second
+	}
+	if lim.SendBuffer == 0 {
+		lim.SendBuffer = 64 << 10
 	}
 	l := &limitListener{Listener: ln, lim: lim, slots: make(chan struct{}, lim.Max), done: make(chan struct{}),
 		perClient: map[string]int{}, idle: map[*limitedConn]time.Time{}}
@@ -128,6 +137,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			c.Close()
 			<-l.slots
 			continue
+		}
+		if tc, ok := c.(*net.TCPConn); ok && l.lim.SendBuffer > 0 {
+			tc.SetWriteBuffer(l.lim.SendBuffer)
 		}
 		l.perClient[client]++
 		l.open++

@@ -2,13 +2,20 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tokenizer"
 )
 
 // connServer serves ts's server through Listen with lim on a loopback
@@ -155,4 +162,61 @@ func TestConnectionsFair(t *testing.T) {
 			c.Close()
 		}
 	})
+}
+
+// endlessGen streams 200-byte deltas until its context ends, counting
+// the bytes it gave.
+type endlessGen struct {
+	fakeGen
+	bytes atomic.Int64
+	ended chan struct{}
+}
+
+func (g *endlessGen) Stream(ctx context.Context, _ string, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
+	return func(yield func(engine.Delta, error) bool) {
+		defer func() { g.ended <- struct{}{} }()
+		text := strings.Repeat("y", 200)
+		for ctx.Err() == nil {
+			g.bytes.Add(int64(len(text)))
+			if !yield(engine.Delta{NewTokens: []int32{1}, TextDelta: text}, nil) {
+				return
+			}
+		}
+		yield(engine.Delta{}, ctx.Err())
+	}
+}
+
+func (g *endlessGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
+	return g.Stream(ctx, "", p, opts...)
+}
+
+// TestSlowReaderDetected: a stream whose client stops reading ends (its
+// request aborted) after little more than the socket buffers' worth of
+// events and the write timeout, not after MiBs filled the kernel's
+// autotuned buffers.
+func TestSlowReaderDetected(t *testing.T) {
+	tok, err := tokenizer.FromFile(tinyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &endlessGen{fakeGen: fakeGen{tok: tok}, ended: make(chan struct{}, 1)}
+	ts := newTestServer(t, Config{Models: []Spec{{Name: "fake", Path: "-"}}, WriteTimeout: 300 * time.Millisecond,
+		Open: func(Spec) (*Model, error) { return &Model{Gen: g}, nil }})
+	ts.waitLoaded()
+	addr := connServer(t, ts, ConnLimits{})
+	c := dialFrom(t, "127.0.0.1", addr)
+	defer c.Close()
+	body := `{"model":"fake","stream":true,"messages":[{"role":"user","content":"a"}]}`
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	// The client reads nothing more.
+	select {
+	case <-g.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream of a client that reads nothing was not ended in 10 s")
+	}
+	sent := g.bytes.Load()
+	t.Logf("%d KiB of text generated before the stream was ended", sent>>10)
+	if sent > 1<<20 {
+		t.Errorf("%d KiB generated for a client that read nothing; want at most 1 MiB", sent>>10)
+	}
 }
