@@ -20,6 +20,7 @@ type sequence struct {
 	session     string           // the session it belongs to, if any
 	adapter     models.AdapterID // its LoRA adapter (NoAdapter: the base model)
 	adapterName string           // its name, "" for none
+	scope       string           // Request.CacheScope: prefixes are shared within it only
 	// ---
 	seqID int32 // KV sequence id while it holds one (from the block manager), else -1
 	post  postState

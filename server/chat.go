@@ -219,7 +219,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte)
 	}
 	stream := func(ctx context.Context) iter.Seq2[engine.Delta, error] {
 		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n, constraints...), engine.WithAdapter(adapter),
-			engine.WithConstraintKey(pl.constraintKey))
+			engine.WithConstraintKey(pl.constraintKey), s.cacheScope(r))
 	}
 	ctx := r.Context()
 	run := s.startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, pl.n)

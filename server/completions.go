@@ -146,13 +146,13 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 			}
 			if pr.ids != nil {
 				return m.Gen.StreamTokens(ctx, pr.ids, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter),
-					engine.WithConstraintKey(req.ResponseFormat.key()))
+					engine.WithConstraintKey(req.ResponseFormat.key()), s.cacheScope(r))
 			}
 			if pr.text == "" {
 				return func(yield func(engine.Delta, error) bool) { yield(engine.Delta{}, sampler.ErrEmptyPrompt) }
 			}
 			return m.Gen.Stream(ctx, pr.text, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter),
-				engine.WithConstraintKey(req.ResponseFormat.key()))
+				engine.WithConstraintKey(req.ResponseFormat.key()), s.cacheScope(r))
 		}
 	}
 	ctx := r.Context()

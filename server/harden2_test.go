@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"iter"
 	"log/slog"
@@ -326,5 +328,74 @@ func TestHostCheck(t *testing.T) {
 	}
 	if got := status(keyed, "POST", "/v1/chat/completions", "rebind.attacker.example"); got != 200 {
 		t.Errorf("with a key, Host rebind.attacker.example: %d, want 200", got)
+	}
+}
+
+// TestCacheScopedByKey: with API keys, one key's prompts are not served
+// from another's cache: neither its inference-cache answer nor its
+// cached prefix shows in the other key's cached_tokens, while a key
+// still reuses its own; with SharedCache the keys share both.
+func TestCacheScopedByKey(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprint("shared ", shared), func(t *testing.T) {
+			keys, err := NewKeys([]Key{{ID: "a", Secret: "sa"}, {ID: "b", Secret: "sb"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := newTestServer(t, Config{Keys: keys, SharedCache: shared})
+			ts.waitLoaded()
+			prompts := []string{strings.Repeat("the quick brown fox jumps over the lazy dog ", 6),
+				strings.Repeat("a tale of two cities and of the sea ", 6)}
+			cached := func(secret string, prompt, maxTokens int) (int, int) {
+				code, _, b := ts.do("POST", "/v1/chat/completions", "application/json",
+					fmt.Sprintf(`{"model":"tiny","temperature":0,"max_tokens":%d,"messages":[{"role":"user","content":%q}]}`, maxTokens, prompts[prompt]),
+					"Authorization", "Bearer "+secret)
+				if code != 200 {
+					t.Fatalf("%d %s", code, b)
+				}
+				var resp struct {
+					Usage struct {
+						PromptTokens int `json:"prompt_tokens"`
+						Details      struct {
+							Cached int `json:"cached_tokens"`
+						} `json:"prompt_tokens_details"`
+					} `json:"usage"`
+				}
+				json.Unmarshal(b, &resp)
+				ts.settleRunning()
+				return resp.Usage.Details.Cached, resp.Usage.PromptTokens
+			}
+			cached("sa", 0, 2)
+			cached("sa", 1, 2)
+			same, n := cached("sb", 0, 2)   // a's request again: its inference-cache answer?
+			prefix, _ := cached("sb", 1, 3) // a's prompt: its cached prefix?
+			own, _ := cached("sa", 1, 4)    // a's own prefix
+			t.Logf("prompt %d tokens: b's repeat of a's request %d cached, b's same prompt %d, a's own %d", n, same, prefix, own)
+			if own == 0 {
+				t.Fatalf("a's own prefix was not reused")
+			}
+			if shared {
+				if same != n || prefix == 0 {
+					t.Errorf("shared caches: b got %d and %d cached tokens of a's, want %d and > 0", same, prefix, n)
+				}
+				return
+			}
+			if same != 0 || prefix != 0 {
+				t.Errorf("b got %d (repeat) and %d (prefix) cached tokens of a's prompt; want 0", same, prefix)
+			}
+		})
+	}
+}
+
+// settleRunning waits (at most 5 s) until the first model runs and
+// queues no request, its caches kept.
+func (ts *testServer) settleRunning() {
+	ts.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for st := ts.gen().Stats(); st.Running != 0 || st.Waiting != 0; st = ts.gen().Stats() {
+		if time.Now().After(deadline) {
+			ts.t.Fatalf("not settled: %+v", st)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

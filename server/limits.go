@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vkllm/vkllm/engine"
 )
 
 // Key is one API key with its limits.
@@ -222,6 +224,17 @@ func (k *Keys) release(key Key, tokens int) {
 	if tokens > 0 {
 		u.spent = append(u.spent, spend{at: k.now(), tokens: tokens})
 	}
+}
+
+// cacheScope is the engine's cache scope of r (engine.WithCacheScope):
+// its key's id when keys are configured and do not share the caches
+// (Config.SharedCache), else none.
+func (s *Server) cacheScope(r *http.Request) engine.StreamOption {
+	scope := ""
+	if s.cfg.Keys != nil && !s.cfg.SharedCache {
+		scope = "key:" + infoOf(r.Context()).keyID
+	}
+	return engine.WithCacheScope(scope)
 }
 
 // charge counts tokens that a request of key is sending now (it pays

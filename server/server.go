@@ -148,6 +148,14 @@ type Config struct {
 	// ".example.com" allows that domain and its subdomains, "*" any Host
 	// (behind a proxy that checks it). With a key, any Host is served.
 	AllowedHosts []string
+	// SharedCache lets API keys share the caches. By default, with keys
+	// (APIKey or Keys), each key's requests reuse only that key's cached
+	// prefixes and inference-cache answers, so one key cannot learn from
+	// a fast answer or cached_tokens whether another sent a prompt; set
+	// it when the keys trust each other (a long system prompt they all
+	// send is then computed once). Without keys every request shares
+	// both caches.
+	SharedCache bool
 	// MaxBodyBytes bounds a request body (default 4 MiB); a bigger one is
 	// answered 413, at once when its Content-Length says so.
 	MaxBodyBytes int64
