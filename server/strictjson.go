@@ -69,7 +69,7 @@ func (w *keyWalker) token() (json.Token, bool) {
 func (w *keyWalker) at() string {
 	var b strings.Builder
 	for i, p := range w.path {
-		if i > 0 && p[0] != '[' {
+		if i > 0 && !strings.HasPrefix(p, "[") { // a key may be ""
 			b.WriteByte('.')
 		}
 		b.WriteString(p)
