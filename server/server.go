@@ -12,9 +12,14 @@
 // how many are read at once (Config.MaxBodyReads); each streamed event
 // has a write deadline (Config.WriteTimeout), so a client that stops
 // reading gives its request up; a prompt too long for the context is
-// refused before it is tokenised in full (see engine.LLM). Clients see
-// model names and states, never file paths or load errors (the log has
-// them).
+// refused before it is tokenised in full (see engine.LLM). Keys are
+// matched exactly and once, and messages counted as a body is decoded
+// (Config.MaxMessages). Listen bounds connections per client address
+// and keeps a reserve for /health and /ready. With API keys, tokens are
+// charged as they are sent and each key has its own cache scope
+// (Config.SharedCache); without, only the server's own names are
+// answered as Host (Config.AllowedHosts). Clients see model names and
+// states, never file paths or load errors (the log has them).
 //
 // Browsers: the server sends no CORS headers and answers no preflight,
 // so a page of another origin cannot read its answers nor send it an
