@@ -108,11 +108,11 @@ func (m *blockManager) match(q *sequence) hit {
 		return noHit
 	}
 	h := noHit
-	if e, n := m.pool.match(q.adapter, q.tokens); e != nil {
+	if e, n := m.pool.match(q.adapter, q.scope, q.tokens); e != nil {
 		h = hit{n: n, src: e.seqID, entry: e}
 	}
 	for id, r := range m.running {
-		if r.adapter != q.adapter {
+		if r.adapter != q.adapter || r.scope != q.scope {
 			continue
 		}
 		n := commonPrefix(r.tokens[:r.numCached], head) / BlockSize * BlockSize
@@ -188,7 +188,7 @@ func (m *blockManager) deallocate(q *sequence) error {
 		if err := m.cells.SeqRm(models.SeqID(q.seqID), int32(n), -1); err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
-		m.pool.addPrefix(q.seqID, q.adapter, append([]int32(nil), toks[:n]...))
+		m.pool.addPrefix(q.seqID, q.adapter, q.scope, append([]int32(nil), toks[:n]...))
 	default:
 		return m.release(q)
 	}

@@ -42,6 +42,11 @@ var ErrToolChoice = errcode.New(errcode.BadParams, "engine: bad tool choice")
 // (a stop string did, say). The grammar makes it rare.
 var ErrNoToolCall = errors.New("engine: the reply is not the forced tool call")
 
+// ErrStopCutCall ends the stream of a forced tool call that one of the
+// request's stop strings ended before the call was whole: the request's
+// fault, not the model's (it also wraps ErrNoToolCall).
+var ErrStopCutCall = fmt.Errorf("%w: a stop string ended the reply before the call was complete", ErrNoToolCall)
+
 // ToolFormat is how the model writes tool calls, read from its chat
 // template: FormatNone when the template knows no tools (a Chat with
 // tools then describes them in the Hermes format, FormatQwen, and reads
@@ -379,6 +384,8 @@ func (t *chatPlan) parse(d *Delta) error {
 		made := p.Calls()
 		switch {
 		case d.FinishReason == "length" && (truncated || len(made) == 0):
+		case t.grammar != nil && !t.validCalls(made, truncated) && d.FinishReason == "stop" && len(t.params.Stop) > 0:
+			return ErrStopCutCall
 		case t.grammar != nil && !t.validCalls(made, truncated):
 			return fmt.Errorf("%w (finish reason %q)", ErrNoToolCall, d.FinishReason)
 		case len(made) > 0 && !truncated && (d.FinishReason == "stop" || d.FinishReason == "length"):

@@ -65,9 +65,14 @@ func (l *LLM) Embed(ctx context.Context, inputs []string, opts EmbedOptions) ([]
 	if l.tok == nil {
 		return nil, fmt.Errorf("%w: embed token ids with EmbedTokens", ErrNoTokenizer)
 	}
+	for i, s := range inputs { // every input's bytes before any is tokenised
+		if err := l.checkBytes(len(s)); err != nil {
+			return nil, fmt.Errorf("input %d: %w", i, err)
+		}
+	}
 	toks := make([][]int32, len(inputs))
 	for i, s := range inputs {
-		t, err := l.tok.Encode(s, true)
+		t, err := l.encode(s, true, nil) // stops past the context
 		if err != nil {
 			return nil, fmt.Errorf("input %d: %w", i, err)
 		}

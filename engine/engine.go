@@ -200,7 +200,7 @@ func (e *Engine) Add(r Request) error {
 // newSequence is a waiting sequence for one choice of r, sampled with p.
 func (e *Engine) newSequence(r *Request, p sampler.Params) *sequence {
 	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1, session: r.Session,
-		adapter: e.adapters[r.Adapter], adapterName: r.Adapter,
+		adapter: e.adapters[r.Adapter], adapterName: r.Adapter, scope: r.CacheScope,
 		tokens: append(make([]int32, 0, len(r.Prompt)+16), r.Prompt...)}
 	post := &q.post
 	post.params = p

@@ -163,6 +163,7 @@ func keyOf(r *Request) (k cacheKey, ok bool) {
 	u64(uint64(max(r.N, 1)))
 	str(r.Adapter)
 	str(r.constraintKey)
+	str(r.CacheScope)
 	h.Sum(k[:0])
 	return k, true
 }

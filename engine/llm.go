@@ -278,6 +278,12 @@ func WithAdapter(name string) StreamOption {
 	return func(r *Request) { r.Adapter = name }
 }
 
+// WithCacheScope runs the request in a cache scope (Request.CacheScope):
+// only requests of the same scope reuse its cached prefixes and answers.
+func WithCacheScope(scope string) StreamOption {
+	return func(r *Request) { r.CacheScope = scope }
+}
+
 // contextSeqs is the sequence ids of the LLM's Context: running requests
 // and as many again for retained sequences, up to kv.MaxSeqs.
 func contextSeqs(running int) int { return max(running, min(2*running, kv.MaxSeqs)) }

@@ -34,6 +34,12 @@ type Request struct {
 	// request runs with; "" runs the base model. Cached prefixes and
 	// sessions are reused only by requests of the same adapter.
 	Adapter string
+	// CacheScope, when set, isolates what the request shares through the
+	// caches: its cached prefixes and inference-cache answers are reused
+	// only by requests of the same scope (vLLM's cache_salt), so that one
+	// tenant cannot learn from timing or cached_tokens whether another
+	// sent a prompt.
+	CacheScope string
 	// Embed, when set, makes this an embedding request: its prompt is
 	// computed (batched with the generations, in the same steps) and no
 	// token is drawn; its one final Output carries the pooled vector in

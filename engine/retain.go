@@ -19,6 +19,7 @@ type retained struct {
 	tokens  []int32
 	session string           // "" for a prefix-cache entry
 	adapter models.AdapterID // the LoRA adapter its K/V were computed with
+	scope   string           // the cache scope of the request that computed it
 	hashes  []uint64         // chain hash of each whole block (prefix entries)
 	lastUse uint64
 }
@@ -43,11 +44,13 @@ func newPool() *pool {
 // toks: hash i covers the adapter and toks[:(i+1)*BlockSize], so equal
 // hashes mean equal prefixes computed with the same adapter (up to 64-bit
 // collisions, which match() rules out by comparing both).
-func (p *pool) blockHashes(adapter models.AdapterID, toks []int32) []uint64 {
+func (p *pool) blockHashes(adapter models.AdapterID, scope string, toks []int32) []uint64 {
 	n := len(toks) / BlockSize
 	hs := make([]uint64, n)
 	var h maphash.Hash
 	h.SetSeed(p.seed)
+	h.WriteString(scope) // the scope and adapter open the chain
+	h.WriteByte(0)
 	var buf [4 * BlockSize]byte
 	buf[0], buf[1], buf[2], buf[3] = byte(adapter), byte(adapter>>8), byte(adapter>>16), byte(adapter>>24)
 	h.Write(buf[:4])
@@ -65,15 +68,15 @@ func (p *pool) blockHashes(adapter models.AdapterID, toks []int32) []uint64 {
 // blocks with toks, leaving at least one token of toks to compute (its
 // logits are needed). It returns the entry and the number of tokens it
 // covers.
-func (p *pool) match(adapter models.AdapterID, toks []int32) (*retained, int) {
+func (p *pool) match(adapter models.AdapterID, scope string, toks []int32) (*retained, int) {
 	limit := (len(toks) - 1) / BlockSize
 	if limit <= 0 || len(p.blocks) == 0 {
 		return nil, 0
 	}
-	hs := p.blockHashes(adapter, toks[:limit*BlockSize])
+	hs := p.blockHashes(adapter, scope, toks[:limit*BlockSize])
 	for b := limit - 1; b >= 0; b-- { // longest first
 		r := p.blocks[hs[b]]
-		if r == nil || r.adapter != adapter || len(r.hashes) <= b || r.hashes[b] != hs[b] {
+		if r == nil || r.adapter != adapter || r.scope != scope || len(r.hashes) <= b || r.hashes[b] != hs[b] {
 			continue
 		}
 		n := (b + 1) * BlockSize
@@ -99,8 +102,8 @@ func equalTokens(a, b []int32) bool {
 
 // addPrefix retains seq as a prefix entry for toks (its K/V, computed
 // with adapter).
-func (p *pool) addPrefix(seq int32, adapter models.AdapterID, toks []int32) {
-	r := &retained{seqID: seq, tokens: toks, adapter: adapter, hashes: p.blockHashes(adapter, toks)}
+func (p *pool) addPrefix(seq int32, adapter models.AdapterID, scope string, toks []int32) {
+	r := &retained{seqID: seq, tokens: toks, adapter: adapter, scope: scope, hashes: p.blockHashes(adapter, scope, toks)}
 	p.touch(r)
 	p.entries[seq] = r
 	for _, h := range r.hashes {

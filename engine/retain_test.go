@@ -182,9 +182,9 @@ func TestPoolVictimOrder(t *testing.T) {
 	p := newPool()
 	toks := make([]int32, 2*BlockSize)
 	p.addSession("old", 0, models.NoAdapter, toks)
-	p.addPrefix(1, models.NoAdapter, toks)
+	p.addPrefix(1, models.NoAdapter, "", toks)
 	p.addSession("new", 2, models.NoAdapter, toks)
-	p.addPrefix(3, models.NoAdapter, toks[:BlockSize])
+	p.addPrefix(3, models.NoAdapter, "", toks[:BlockSize])
 	var order []int32
 	for len(p.entries) > 0 {
 		v := p.victim(nil)
@@ -194,7 +194,7 @@ func TestPoolVictimOrder(t *testing.T) {
 	if !slices.Equal(order, []int32{1, 3, 0, 2}) {
 		t.Fatalf("eviction order %v", order)
 	}
-	if _, n := p.match(models.NoAdapter, toks); n != 0 {
+	if _, n := p.match(models.NoAdapter, "", toks); n != 0 {
 		t.Fatalf("an empty pool matched %d tokens", n)
 	}
 }

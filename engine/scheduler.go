@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/vkllm/vkllm/models"
+import (
+	"slices"
+
+	"github.com/vkllm/vkllm/models"
+)
 
 // sequence is a request inside the engine. The scheduler reads and moves
 // the fields above the line (the block manager sets numCached and
@@ -16,6 +20,7 @@ type sequence struct {
 	session     string           // the session it belongs to, if any
 	adapter     models.AdapterID // its LoRA adapter (NoAdapter: the base model)
 	adapterName string           // its name, "" for none
+	scope       string           // Request.CacheScope: prefixes are shared within it only
 	// ---
 	seqID int32 // KV sequence id while it holds one (from the block manager), else -1
 	post  postState
@@ -68,10 +73,12 @@ func (s *scheduler) remove(q *sequence) {
 	s.running = removeSeq(s.running, q)
 }
 
+// removeSeq removes q from qs; slices.Delete clears the freed slot, so
+// the backing array holds no ended sequence (nor its sampler).
 func removeSeq(qs []*sequence, q *sequence) []*sequence {
 	for i, x := range qs {
 		if x == q {
-			return append(qs[:i], qs[i+1:]...)
+			return slices.Delete(qs, i, i+1)
 		}
 	}
 	return qs
@@ -166,6 +173,7 @@ func (s *scheduler) next(m *blockManager) (*schedule, error) {
 		if err := m.allocate(q, h); err != nil {
 			return nil, err
 		}
+		s.waiting[0] = nil // the array behind the queue holds no ended sequence
 		s.waiting = s.waiting[1:]
 		s.running = append(s.running, q)
 		sc.chunks = append(sc.chunks, chunk{seq: q, start: q.numCached, n: n, sample: q.numCached+n == len(q.tokens)})

@@ -172,3 +172,27 @@ func TestChatToolsChoices(t *testing.T) {
 		}
 	}
 }
+
+// TestChatStopCutsForcedCall: a stop string that ends a forced call's
+// reply before the call is whole is the request's fault
+// (ErrStopCutCall, which also is an ErrNoToolCall); without the stop the
+// same request makes its call.
+func TestChatStopCutsForcedCall(t *testing.T) {
+	l := openToolLLM(t, 1)
+	defer l.Close()
+	ctx := context.Background()
+	req := ChatRequest{Messages: []chat.Message{{Role: "user", Content: "Weather in Paris?"}}, Tools: toolList("get_weather"), ToolChoice: ToolRequired}
+	seed := uint64(0)
+	p := sampler.Params{Temperature: 1, Seed: &seed, MaxTokens: 60}
+	res, err := l.Chat(ctx, req, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCall(t, "no stop", res, "get_weather")
+	p.Stop = []string{"{"}
+	_, err = l.Chat(ctx, req, p)
+	if !errors.Is(err, ErrStopCutCall) || !errors.Is(err, ErrNoToolCall) {
+		t.Fatalf("stop %q: %v, want ErrStopCutCall", p.Stop, err)
+	}
+	checkNoCells(t, l)
+}

@@ -13,6 +13,9 @@ import (
 // refSample is the reference draw: Sample with the whole vocabulary
 // sorted, as the sampler did before it selected only the head.
 func refSample(s *Sampler, logits []float32) int32 {
+	if s.hold() {
+		defer s.release()
+	}
 	x := s.adjusted(logits)
 	if s.p.Temperature == 0 {
 		return argmax(x)
@@ -324,6 +327,7 @@ func TestBoundsSettleDraws(t *testing.T) {
 	} {
 		p.Seed = seed(7)
 		s := New(p, nil)
+		s.hold() // keep the buffers between draws, to look at them
 		exact, head := 0, 0
 		for i := range draws {
 			s.Sample(lmLogits(vocab, uint64(i)))
@@ -359,6 +363,7 @@ func TestZBounds(t *testing.T) {
 			mx = max(mx, v)
 		}
 		s := New(Params{}, nil)
+		s.hold()
 		s.grow(n)
 		s.weigh(x, mx)
 		var z float64

@@ -3,18 +3,46 @@ package sampler
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 )
 
 // Sampler draws tokens for one sequence.
 type Sampler struct {
-	p       Params
-	rng     *rand.Rand
-	seen    map[int32]bool // prompt and output tokens (repetition penalty)
-	counts  map[int32]int  // output tokens (frequency, presence)
-	scratch []float64      // (vocab) adjusted logits
-	allowed []bool         // (vocab) Constraint's mask
-	dist    []float64      // (vocab) Verify's target distribution
-	sel                    // the draw's selection buffers (draw.go)
+	p      Params
+	rng    *rand.Rand
+	seen   map[int32]bool // prompt and output tokens (repetition penalty)
+	counts map[int32]int  // output tokens (frequency, presence)
+	*bufs                 // only during a call (see hold)
+}
+
+// bufs are the vocabulary-sized buffers of one call of Sample, Dist or
+// Verify. They hold nothing from one call to the next, so a Sampler
+// takes them from a pool for the call only: the memory of idle samplers
+// (the many choices of requests waiting or ended) is their history, and
+// the buffers in use are bounded by the draws running at once.
+type bufs struct {
+	scratch []float64 // (vocab) adjusted logits
+	allowed []bool    // (vocab) Constraint's mask
+	dist    []float64 // (vocab) Verify's target distribution
+	sel               // the draw's selection buffers (draw.go)
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bufs) }}
+
+// hold gives s buffers for a call, unless it has them (a call within
+// a call), and reports whether it took them: then release gives them
+// back at the end of the call.
+func (s *Sampler) hold() bool {
+	if s.bufs != nil {
+		return false
+	}
+	s.bufs = bufPool.Get().(*bufs)
+	return true
+}
+
+func (s *Sampler) release() {
+	bufPool.Put(s.bufs)
+	s.bufs = nil
 }
 
 // New returns a Sampler for validated params; prompt seeds the repetition
@@ -45,6 +73,9 @@ func (s *Sampler) Accept(t int32) {
 
 // Sample returns the next token for logits (not modified).
 func (s *Sampler) Sample(logits []float32) int32 {
+	if s.hold() {
+		defer s.release()
+	}
 	if s.p.Temperature == 0 {
 		return argmax(s.adjusted(logits))
 	}

@@ -21,6 +21,9 @@ import (
 // At temperature 0, or for a row without a distribution, it is one-hot
 // at the greedy choice.
 func (s *Sampler) Dist(logits []float32, dst []float64) []float64 {
+	if s.hold() {
+		defer s.release()
+	}
 	dst = slices.Grow(dst[:0], len(logits))[:len(logits)]
 	clear(dst)
 	if s.p.Temperature == 0 {
@@ -92,6 +95,9 @@ func (s *Sampler) Dist(logits []float32, dst []float64) []float64 {
 // accepts each token that it keeps before it verifies the next draft
 // (penalties and the Constraint then see it).
 func (s *Sampler) Verify(logits []float32, draft int32, q []float64) (tok int32, accepted bool) {
+	if s.hold() {
+		defer s.release()
+	}
 	if s.p.Temperature == 0 {
 		tok = s.Sample(logits)
 		return tok, tok == draft

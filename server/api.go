@@ -24,6 +24,13 @@ import (
 // MaxN is the most choices one request may ask for (n).
 const MaxN = 16
 
+// MaxStop and MaxStopBytes bound a request's stop strings: how many, and
+// the bytes of each (every delta is checked against each of them).
+const (
+	MaxStop      = 16
+	MaxStopBytes = 1024
+)
+
 // samplingFields are the request fields shared by both endpoints.
 type samplingFields struct {
 	Model               string             `json:"model"`
@@ -217,10 +224,14 @@ func tooLarge(limit int64) *apiError {
 }
 
 // decodeBody decodes a request body, a JSON object, into v; its errors
-// name JSON types and fields, never Go types.
-func decodeBody(data []byte, v any) *apiError {
+// name JSON types and fields, never Go types. Keys are matched exactly,
+// once each, and the arrays of limits bounded (see checkKeys).
+func decodeBody(data []byte, v any, limits ...arrayLimit) *apiError {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return newError(http.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body is empty; send a JSON object")
+	}
+	if e := checkKeys(data, reflect.TypeOf(v), limits); e != nil {
+		return e
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		var ae *apiError
@@ -343,13 +354,21 @@ func (f *samplingFields) params() (sampler.Params, int, *apiError) {
 		p.LogitBias = make(map[int32]float64, len(f.LogitBias))
 		for k, v := range f.LogitBias {
 			id, err := strconv.ParseInt(k, 10, 32)
-			if err != nil || id < 0 {
-				return p, 0, badParam("logit_bias", "logit_bias keys must be token ids, got %q", k)
+			if err != nil || id < 0 || strconv.FormatInt(id, 10) != k { // "+1" and "01" would alias "1"
+				return p, 0, badParam("logit_bias", "logit_bias keys must be token ids in decimal, got %q", k)
 			}
 			if math.IsNaN(v) {
 				return p, 0, badParam("logit_bias", "logit_bias[%s] is not a number", k)
 			}
 			p.LogitBias[int32(id)] = v
+		}
+	}
+	if len(f.Stop) > MaxStop {
+		return p, 0, badParam("stop", "at most %d stop strings, got %d", MaxStop, len(f.Stop))
+	}
+	for i, st := range f.Stop {
+		if len(st) > MaxStopBytes {
+			return p, 0, badParam("stop", "stop[%d] is %d bytes; at most %d", i, len(st), MaxStopBytes)
 		}
 	}
 	p.Stop = f.Stop
@@ -363,7 +382,12 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // engine.ChatRequest.ToolChoice: "auto", "none", "required" or the
 // name of a function (the library checks it is one of the tools).
 func (r *chatRequest) toolChoice() (string, *apiError) {
+	names := make(map[string]bool, len(r.Tools))
 	for i, t := range r.Tools {
+		if names[t.Function.Name] {
+			return "", badParam(fmt.Sprintf("tools[%d].function.name", i), "the tool name %q is given twice", t.Function.Name)
+		}
+		names[t.Function.Name] = true
 		if t.Type != "function" {
 			return "", badParam(fmt.Sprintf("tools[%d].type", i), "tool type must be \"function\", got %q", t.Type)
 		}

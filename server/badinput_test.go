@@ -29,7 +29,7 @@ func TestBadInput(t *testing.T) {
 	rf := func(schema string) string {
 		return `{` + ok + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":` + schema + `}}}`
 	}
-	hugeBias := `{` + ok + `,"logit_bias":{` + strings.Repeat(`"1":1,`, 10) + `"999999999":1}}`
+	hugeBias := `{` + ok + `,"logit_bias":{"1":1,"2":1,"3":1,"999999999":1}}`
 	cases := []struct {
 		name, method, path, ctype, body string
 		status                          int

@@ -117,7 +117,7 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req chatRequest
-	if e := decodeBody(body, &req); e != nil {
+	if e := decodeBody(body, &req, s.messagesLimit()); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -138,7 +138,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte)
 		return
 	}
 	stream := func(ctx context.Context) iter.Seq2[engine.Delta, error] {
-		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n), engine.WithAdapter(adapter))
+		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n), engine.WithAdapter(adapter), s.cacheScope(r))
 	}
 	ctx := r.Context()
 	run := s.startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, pl.n)

@@ -128,7 +128,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 	streams := make([]func(context.Context) iter.Seq2[engine.Delta, error], len(prompts)) // one per prompt, of n choices
 	for k, pr := range prompts {
 		streams[k] = func(ctx context.Context) iter.Seq2[engine.Delta, error] {
-			opts := []engine.StreamOption{engine.WithChoices(n), engine.WithAdapter(adapter)}
+			opts := []engine.StreamOption{engine.WithChoices(n), engine.WithAdapter(adapter), s.cacheScope(r)}
 			if rf := req.ResponseFormat.engine(); rf != nil {
 				opts = append(opts, engine.WithResponseFormat(*rf))
 			}

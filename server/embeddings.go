@@ -206,6 +206,9 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, body [
 		vecs, err = emb.Embed(r.Context(), in.texts, opts)
 	}
 	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away: nothing to answer, no internal error
+		}
 		writeError(w, embeddingError(err, s.cfg.Logf))
 		return
 	}

@@ -85,6 +85,8 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 		return badParam("tool_choice", "%v", err)
 	case errors.Is(err, engine.ErrResponseFormat):
 		return badParam("response_format", "%v", err)
+	case errors.Is(err, engine.ErrStopCutCall):
+		return badParam("stop", "a stop string ended the reply before the forced tool call (tool_choice) was complete")
 	case errors.Is(err, engine.ErrNoToolCall):
 		return errNoToolCall
 	case errors.Is(err, errors.ErrUnsupported):

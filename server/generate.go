@@ -85,7 +85,7 @@ func (s *Server) startRun(ctx context.Context, streams []func(context.Context) i
 				ev := event{k * n, d, err}
 				if err == nil {
 					ev.i += d.Index
-					info.observe(d, time.Now())
+					info.observe(ev.i, d, time.Now())
 				}
 				select {
 				case r.events <- ev:

@@ -64,7 +64,7 @@ func rawPost(t *testing.T, addr, path string, length int) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, length)
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, length)
 	return c
 }
 
@@ -147,7 +147,7 @@ func TestSlowClients(t *testing.T) {
 			}
 			conns = append(conns, c)
 			body := `{"model":"tiny","messages":[{"role":"user","content":"talk"}],"max_tokens":900,"ignore_eos":true,"stream":true,"logprobs":true,"top_logprobs":20}`
-			fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		}
 		for _, c := range conns { // the streams began
 			c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -220,7 +220,7 @@ func TestTooLargeAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2048\r\nExpect: 100-continue\r\n\r\n")
+	fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2048\r\nExpect: 100-continue\r\n\r\n")
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	status, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 413") {

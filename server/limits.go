@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vkllm/vkllm/engine"
 )
 
 // Key is one API key with its limits.
@@ -20,10 +22,12 @@ type Key struct {
 	Secret string // what a client sends as "Authorization: Bearer SECRET"
 	// Concurrency bounds the key's requests in flight (0: no bound).
 	Concurrency int
-	// TPM bounds the tokens (prompt and completion) of the key's
-	// requests that ended in the last minute (0: no bound). A request is
-	// admitted while the key is under its bound and charged what it used
-	// when it ends, so one request may take the key past it.
+	// TPM bounds the tokens (prompt and completion) the key's requests
+	// were sent in the last minute (0: no bound). A request is admitted
+	// while the key is under its bound and charged as its tokens are
+	// sent (a request that ends early, by a disconnect or an abort,
+	// pays for what it got), so requests in flight may take the key
+	// past it.
 	TPM int
 }
 
@@ -220,6 +224,34 @@ func (k *Keys) release(key Key, tokens int) {
 	if tokens > 0 {
 		u.spent = append(u.spent, spend{at: k.now(), tokens: tokens})
 	}
+}
+
+// cacheScope is the engine's cache scope of r (engine.WithCacheScope):
+// its key's id when keys are configured and do not share the caches
+// (Config.SharedCache), else none.
+func (s *Server) cacheScope(r *http.Request) engine.StreamOption {
+	scope := ""
+	if s.cfg.Keys != nil && !s.cfg.SharedCache {
+		scope = "key:" + infoOf(r.Context()).keyID
+	}
+	return engine.WithCacheScope(scope)
+}
+
+// charge counts tokens that a request of key is sending now (it pays
+// as it goes: a request cut short still pays for what it sent).
+func (k *Keys) charge(key Key, tokens int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	u := k.usage[key.ID]
+	if u == nil || tokens <= 0 {
+		return
+	}
+	now := k.now()
+	if n := len(u.spent); n > 0 && now.Sub(u.spent[n-1].at) < 100*time.Millisecond {
+		u.spent[n-1].tokens += tokens // one spend per 100 ms at most
+		return
+	}
+	u.spent = append(u.spent, spend{at: now, tokens: tokens})
 }
 
 // prune drops the spends older than a minute and returns the tokens of

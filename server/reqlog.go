@@ -29,12 +29,28 @@ type reqInfo struct {
 	mu                   sync.Mutex
 	model                string
 	prompt               string // only with Config.LogPrompts
-	promptTokens, cached int
-	completionTokens     int
+	promptTokens, cached int    // of a request without a stream (embeddings)
+	choices              map[int]*choiceCount
 	ttft                 time.Duration // 0: no token drawn
 	reasons              []string      // finish reasons, one per choice
 	start                time.Time     // the request's arrival
+	// charge, when set (a key with limits), is told each token as it is
+	// sent; charged is how many it was told.
+	charge  func(tokens int)
+	charged int
 }
+
+// choiceCount is what one choice of a stream has cost so far: its
+// latest Usage (the engine's deltas carry the running counts) and the
+// tokens it sent, for a Generator whose deltas carry no Usage until the
+// last.
+type choiceCount struct {
+	lead  bool // choice 0 of its stream: the prompt is counted here
+	usage engine.Usage
+	sent  int
+}
+
+func (c *choiceCount) completion() int { return max(c.usage.CompletionTokens, c.sent) }
 
 type infoKey struct{}
 
@@ -91,30 +107,76 @@ func (i *reqInfo) addPromptTokens(n int) {
 	i.mu.Unlock()
 }
 
-// observe notes one delta of choice index (of a stream whose choice 0
-// counts the prompt) at time now.
-func (i *reqInfo) observe(d engine.Delta, now time.Time) {
+// observe notes one delta of choice i of the request, choice d.Index
+// of its stream (whose choice 0 counts the prompt), at time now, and
+// charges the tokens it adds to the key (as they are sent, so that a
+// request that ends early, by a disconnect or an abort, pays for what
+// it got).
+func (i *reqInfo) observe(idx int, d engine.Delta, now time.Time) {
 	i.mu.Lock()
-	defer i.mu.Unlock()
 	if len(d.NewTokens) > 0 && i.ttft == 0 && !i.start.IsZero() {
 		i.ttft = max(now.Sub(i.start), time.Nanosecond)
 	}
-	if !d.Finished {
-		return
+	if i.choices == nil {
+		i.choices = map[int]*choiceCount{}
 	}
-	i.reasons = append(i.reasons, d.FinishReason)
-	i.completionTokens += d.Usage.CompletionTokens
-	if d.Index == 0 {
-		i.promptTokens += d.Usage.PromptTokens
-		i.cached += d.Usage.CachedTokens
+	c := i.choices[idx]
+	if c == nil {
+		c = &choiceCount{lead: d.Index == 0}
+		i.choices[idx] = c
+	}
+	c.sent += len(d.NewTokens)
+	if d.Usage != (engine.Usage{}) {
+		c.usage = d.Usage
+	}
+	if d.Finished {
+		i.reasons = append(i.reasons, d.FinishReason)
+	}
+	charge, owed := i.owed()
+	i.mu.Unlock()
+	if charge != nil && owed > 0 {
+		charge(owed)
 	}
 }
 
-// tokens is the prompt and completion tokens noted so far.
-func (i *reqInfo) tokens() int {
+// owed is the charge function and the tokens not yet charged, which it
+// counts as charged; i.mu is held.
+func (i *reqInfo) owed() (func(int), int) {
+	if i.charge == nil {
+		return nil, 0
+	}
+	n := i.count() - i.charged
+	i.charged += n
+	return i.charge, n
+}
+
+// counts are the prompt, cached and completion tokens noted so far;
+// i.mu is held.
+func (i *reqInfo) counts() (prompt, cached, completion int) {
+	prompt, cached = i.promptTokens, i.cached
+	for _, c := range i.choices {
+		if c.lead {
+			prompt += c.usage.PromptTokens
+			cached += c.usage.CachedTokens
+		}
+		completion += c.completion()
+	}
+	return prompt, cached, completion
+}
+
+func (i *reqInfo) count() int {
+	p, _, c := i.counts()
+	return p + c
+}
+
+// uncharged is the tokens noted and not yet charged (and counts them as
+// charged): what a request owes its key when it ends.
+func (i *reqInfo) uncharged() int {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	return i.promptTokens + i.completionTokens
+	n := i.count() - i.charged
+	i.charged += n
+	return n
 }
 
 // attrs are the log attributes of the request's model and tokens; the
@@ -130,9 +192,10 @@ func (i *reqInfo) attrs() []slog.Attr {
 		return a
 	}
 	reasons := slices.Clone(i.reasons)
+	prompt, cached, completion := i.counts()
 	a = append(a, slog.String("model", i.model),
-		slog.Int("prompt_tokens", i.promptTokens), slog.Int("cached_tokens", i.cached),
-		slog.Int("completion_tokens", i.completionTokens),
+		slog.Int("prompt_tokens", prompt), slog.Int("cached_tokens", cached),
+		slog.Int("completion_tokens", completion),
 		slog.Duration("ttft", i.ttft), slog.String("finish_reason", strings.Join(reasons, ",")))
 	if i.prompt != "" {
 		a = append(a, slog.String("prompt", i.prompt))

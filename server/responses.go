@@ -417,7 +417,7 @@ func inputText(raw json.RawMessage, param string, required bool) (string, *apiEr
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req responsesRequest
-	if e := decodeBody(body, &req); e != nil {
+	if e := decodeBody(body, &req, arrayLimit{field: "input", max: s.cfg.MaxMessages, code: "too_many_messages"}); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -439,7 +439,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, body []
 		return
 	}
 	stream := func(ctx context.Context) iter.Seq2[engine.Delta, error] {
-		return m.Gen.StreamChat(ctx, pl.chat.req, pl.chat.params, engine.WithAdapter(adapter))
+		return m.Gen.StreamChat(ctx, pl.chat.req, pl.chat.params, engine.WithAdapter(adapter), s.cacheScope(r))
 	}
 	ctx := r.Context()
 	run := s.startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, 1)

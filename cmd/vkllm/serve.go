@@ -93,6 +93,8 @@ func serve(ctx context.Context, e env, args []string) int {
 		cacheBytes   int64
 		draft        string
 		draftMax     int
+		allowedHosts string
+		perClient    int
 	)
 	fs := newFlags(e, "serve")
 	fs.Var(&specs, "model", "NAME=PATH of a model folder or .gguf file, or NAME=hf://OWNER/REPO[:QUANT] (pulled first) (repeatable; several files under one NAME are told apart as NAME:QUANT)")
@@ -100,10 +102,12 @@ func serve(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&apiKeyFile, "api-key-file", "", "require Authorization: Bearer KEY on /v1/, KEY being one of this file's keys, one a line: \"KEY_ID KEY [concurrency=N] [tpm=N]\" or a lone KEY; SIGHUP reloads it (else $VKLLM_API_KEY, when set)")
 	backendName := runinfo.BackendFlag(fs)
+	fs.StringVar(&allowedHosts, "allowed-hosts", "", "without an API key, the Host names served beside IP addresses, localhost and --addr's host: comma-separated, \".example.com\" for a domain and its subdomains, \"*\" for any (other names get 403: DNS rebinding)")
 	fs.IntVar(&maxSeqs, "max-seqs", 16, "requests running at once per model")
 	fs.IntVar(&ctxLen, "ctx", 0, "KV cells per model, shared by its requests (0: min(model positions, 4096))")
 	fs.IntVar(&pending, "max-pending", 256, "requests queued or running per model; more get 429")
-	fs.IntVar(&maxConns, "max-conns", 512, "client connections open at once; more wait to be accepted")
+	fs.IntVar(&maxConns, "max-conns", 512, "client connections open at once; more wait to be accepted (the last 1/32 serve only /health and /ready; past 3/4, idle keep-alive connections close after 1 s)")
+	fs.IntVar(&perClient, "max-conns-per-client", 0, "connections open at once from one client address; more are closed at once (0: max-conns/4)")
 	fs.DurationVar(&bodyTimeout, "body-timeout", 30*time.Second, "how long a client may take to send a request body")
 	fs.DurationVar(&writeTimeout, "write-timeout", 30*time.Second, "how long a streaming client may stop reading before its stream is dropped")
 	fs.BoolVar(&literal, "literal-content", false, "tokenise chat message content as plain text, so special-token text in it (<|im_end|>) is not a control token (requests may set literal_content)")
@@ -181,6 +185,7 @@ func serve(ctx context.Context, e env, args []string) int {
 		WriteTimeout:   writeTimeout,
 		LiteralContent: literal,
 		Logger:         reqLogger,
+		AllowedHosts:   hostNames(addr, allowedHosts),
 	})
 	if err != nil {
 		return fail(err)
@@ -190,7 +195,8 @@ func serve(ctx context.Context, e env, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	ln = limitListener(ln, maxConns)
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	ln = srv.Listen(hs, ln, server.ConnLimits{Max: maxConns, PerClient: perClient})
 	ctx, cancel := e.interruptible(ctx)
 	defer cancel()
 	if e.hangups != nil && keys != nil {
@@ -206,7 +212,6 @@ func serve(ctx context.Context, e env, args []string) int {
 			}
 		}()
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
 		err := srv.WaitLoaded(ctx)
 		bars.done()
@@ -299,51 +304,6 @@ func reloadKeys(path string, keys *server.Keys, log *slog.Logger) {
 	log.Info("SIGHUP: API keys reloaded", "keys", len(list))
 }
 
-// limitListener accepts at most n connections open at once; Accept waits
-// for one to close beyond that (golang.org/x/net/netutil.LimitListener's
-// contract).
-func limitListener(l net.Listener, n int) net.Listener {
-	return &limited{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-type limited struct {
-	net.Listener
-	slots     chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func (l *limited) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
-	}
-	return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
-}
-
-func (l *limited) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}
-
 // dropRequests is a slog.Handler that leaves out the per-request records.
 type dropRequests struct{ slog.Handler }
 
@@ -388,4 +348,20 @@ func (s *loadBarSet) done() {
 	if s.cur != nil {
 		s.cur.Done(false)
 	}
+}
+
+// hostNames are the names a keyless server answers as Host beside IP
+// literals and localhost: the host of addr when it is a name, and the
+// comma-separated list.
+func hostNames(addr, list string) []string {
+	var names []string
+	if h, _, err := net.SplitHostPort(addr); err == nil && h != "" && net.ParseIP(h) == nil {
+		names = append(names, h)
+	}
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
 }

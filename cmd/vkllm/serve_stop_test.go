@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -186,46 +185,4 @@ func TestReloadKeys(t *testing.T) {
 	if !strings.Contains(logb.String(), "not reloaded") || strings.Contains(logb.String(), "sk-") {
 		t.Errorf("log:\n%s", logb.String())
 	}
-}
-
-// TestLimitListener: beyond n open connections, the next is accepted
-// only when one closes.
-func TestLimitListener(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := limitListener(inner, 2)
-	defer ln.Close()
-	accepted := make(chan net.Conn, 3)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
-	for range 3 {
-		c, err := net.Dial("tcp", inner.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-	}
-	first, second := <-accepted, <-accepted
-	select {
-	case <-accepted:
-		t.Fatal("a third connection was accepted while two are open")
-	case <-time.After(200 * time.Millisecond):
-	}
-	first.Close()
-	select {
-	case c := <-accepted:
-		c.Close()
-	case <-time.After(5 * time.Second):
-		t.Fatal("the third connection was not accepted after one closed")
-	}
-	second.Close()
 }

@@ -1,0 +1,220 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// ConnLimits bound the connections of a listener wrapped by
+// Server.Listen, so that no client can hold them all: one client of 512
+// keep-alive connections would otherwise shut every other out.
+type ConnLimits struct {
+	// Max is the most connections open at once (default 512); beyond it
+	// Accept waits for one to close.
+	Max int
+	// PerClient is the most connections open at once from one client
+	// address (default Max/4); a connection beyond it is closed at once.
+	PerClient int
+	// Reserve is how many of Max are kept for probes (default Max/32,
+	// at least 2): a connection accepted when only the reserve is left
+	// is served /health and /ready only; any other request on it is
+	// answered 503 (code server_busy) and the connection closed.
+	Reserve int
+	// IdleTimeout is how long a keep-alive connection may stay idle
+	// while more than 3/4 of Max are open (default 1 s); otherwise the
+	// http.Server's IdleTimeout applies.
+	IdleTimeout time.Duration
+	// SendBuffer is each connection's socket send buffer in bytes
+	// (default 64 KiB; negative: the system's, which grows to MiBs). A
+	// stream whose client stops reading fills the buffers at once and
+	// its next event's write times out (Config.WriteTimeout), ending the
+	// request and freeing its cells, instead of first filling MiBs.
+	SendBuffer int
+}
+
+// Listen wraps ln with the limits lim and sets the hooks of hs that they
+// need (ConnContext, ConnState: any hooks already set still run). Serve
+// hs on the listener it returns:
+//
+//	hs := &http.Server{Handler: srv.Handler()}
+//	hs.Serve(srv.Listen(hs, ln, server.ConnLimits{}))
+func (s *Server) Listen(hs *http.Server, ln net.Listener, lim ConnLimits) net.Listener {
+	if lim.Max <= 0 {
+		lim.Max = 512
+	}
+	if lim.PerClient <= 0 {
+		lim.PerClient = max(lim.Max/4, 1)
+	}
+	if lim.Reserve <= 0 {
+		lim.Reserve = max(lim.Max/32, 2)
+	}
+	lim.Reserve = min(lim.Reserve, lim.Max-1)
+	if lim.IdleTimeout <= 0 {
+		lim.IdleTimeout = time.Second
+	}
+	if lim.SendBuffer == 0 {
+		lim.SendBuffer = 64 << 10
+	}
+	l := &limitListener{Listener: ln, lim: lim, slots: make(chan struct{}, lim.Max), done: make(chan struct{}),
+		perClient: map[string]int{}, idle: map[*limitedConn]time.Time{}}
+	prevCtx, prevState := hs.ConnContext, hs.ConnState
+	hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if prevCtx != nil {
+			ctx = prevCtx(ctx, c)
+		}
+		if lc, ok := c.(*limitedConn); ok && lc.reserved {
+			ctx = context.WithValue(ctx, reservedKey{}, true)
+		}
+		return ctx
+	}
+	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		if lc, ok := c.(*limitedConn); ok {
+			l.state(lc, st)
+		}
+		if prevState != nil {
+			prevState(c, st)
+		}
+	}
+	go l.sweep()
+	return l
+}
+
+// reservedKey marks the context of a request on a reserve connection.
+type reservedKey struct{}
+
+// checkReserve answers 503 to a request other than a probe on a reserve
+// connection, and reports whether it did.
+func checkReserve(w http.ResponseWriter, r *http.Request) bool {
+	if r.Context().Value(reservedKey{}) == nil || r.URL.Path == "/health" || r.URL.Path == "/ready" {
+		return false
+	}
+	w.Header().Set("Connection", "close")
+	if r.ContentLength != 0 {
+		dropBody(w)
+	}
+	e := newError(http.StatusServiceUnavailable, "server_error", "server_busy",
+		"the server has too many connections open; retry shortly")
+	e.RetryAfter = 1
+	writeError(w, e)
+	return true
+}
+
+type limitListener struct {
+	net.Listener
+	lim       ConnLimits
+	slots     chan struct{} // one per open connection (Max)
+	done      chan struct{}
+	closeOnce sync.Once
+
+	mu        sync.Mutex
+	open      int
+	perClient map[string]int
+	idle      map[*limitedConn]time.Time // keep-alive connections waiting, since when
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.slots
+			return nil, err
+		}
+		client := c.RemoteAddr().String()
+		if h, _, err := net.SplitHostPort(client); err == nil {
+			client = h
+		}
+		l.mu.Lock()
+		if l.perClient[client] >= l.lim.PerClient {
+			l.mu.Unlock()
+			c.Close()
+			<-l.slots
+			continue
+		}
+		if tc, ok := c.(*net.TCPConn); ok && l.lim.SendBuffer > 0 {
+			tc.SetWriteBuffer(l.lim.SendBuffer)
+		}
+		l.perClient[client]++
+		l.open++
+		reserved := l.open > l.lim.Max-l.lim.Reserve
+		l.mu.Unlock()
+		return &limitedConn{Conn: c, l: l, client: client, reserved: reserved}, nil
+	}
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// state follows a connection's http.ConnState: an idle one may be closed
+// by sweep.
+func (l *limitListener) state(c *limitedConn, st http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st == http.StateIdle {
+		l.idle[c] = time.Now()
+	} else {
+		delete(l.idle, c)
+	}
+}
+
+// sweep closes the connections idle longer than lim.IdleTimeout while
+// more than 3/4 of Max are open, until the listener closes.
+func (l *limitListener) sweep() {
+	t := time.NewTicker(l.lim.IdleTimeout / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case now := <-t.C:
+			var stale []*limitedConn
+			l.mu.Lock()
+			if l.open > l.lim.Max*3/4 {
+				for c, since := range l.idle {
+					if now.Sub(since) >= l.lim.IdleTimeout {
+						stale = append(stale, c)
+						delete(l.idle, c)
+					}
+				}
+			}
+			l.mu.Unlock()
+			for _, c := range stale {
+				c.Close()
+			}
+		}
+	}
+}
+
+// limitedConn is a connection counted by its listener until it closes.
+type limitedConn struct {
+	net.Conn
+	l        *limitListener
+	client   string
+	reserved bool // accepted into the reserve: probes only
+	once     sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		l := c.l
+		l.mu.Lock()
+		l.open--
+		if l.perClient[c.client]--; l.perClient[c.client] <= 0 {
+			delete(l.perClient, c.client)
+		}
+		delete(l.idle, c)
+		l.mu.Unlock()
+		<-l.slots
+	})
+	return err
+}

@@ -1,0 +1,222 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"iter"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/tokenizer"
+)
+
+// connServer serves ts's server through Listen with lim on a loopback
+// listener of its own, and returns its address.
+func connServer(t *testing.T, ts *testServer, lim ConnLimits) string {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: ts.srv.Handler(), IdleTimeout: time.Minute}
+	ln := ts.srv.Listen(hs, inner, lim)
+	var wg sync.WaitGroup
+	wg.Go(func() { hs.Serve(ln) })
+	t.Cleanup(func() { hs.Close(); wg.Wait() })
+	return inner.Addr().String()
+}
+
+// dialFrom opens a connection to addr from the loopback address src
+// (127.0.0.0/8: each is another client address).
+func dialFrom(t *testing.T, src, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 2 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// get sends GET path on c (keep-alive) and returns the status, 0 when
+// no answer came within 2 s or the connection was closed.
+func get(c net.Conn, path string) int {
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path); err != nil {
+		return 0
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	c.SetDeadline(time.Time{})
+	return resp.StatusCode
+}
+
+// TestConnectionsFair: one client address holding many keep-alive
+// connections does not shut others out; when only the reserve is left,
+// probes still answer and other requests get 503; under pressure idle
+// connections are closed; beyond Max, Accept waits for one to close.
+func TestConnectionsFair(t *testing.T) {
+	ts, _ := newFakeServer(t, "hi")
+
+	t.Run("per client", func(t *testing.T) {
+		addr := connServer(t, ts, ConnLimits{Max: 64, PerClient: 8, IdleTimeout: time.Minute})
+		var hog []net.Conn
+		served := 0
+		for range 40 { // one client opens 40 keep-alive connections
+			c := dialFrom(t, "127.0.0.1", addr)
+			hog = append(hog, c)
+			if get(c, "/v1/models") == 200 {
+				served++
+			}
+		}
+		defer func() {
+			for _, c := range hog {
+				c.Close()
+			}
+		}()
+		if served != 8 {
+			t.Errorf("one client got %d connections served, want 8", served)
+		}
+		other := dialFrom(t, "127.0.0.2", addr)
+		defer other.Close()
+		if got := get(other, "/v1/models"); got != 200 {
+			t.Errorf("another client: %d, want 200", got)
+		}
+	})
+
+	t.Run("reserve and idle", func(t *testing.T) {
+		addr := connServer(t, ts, ConnLimits{Max: 16, PerClient: 16, Reserve: 2, IdleTimeout: 300 * time.Millisecond})
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for i := range 14 { // every slot but the reserve, busy (not idle: no request yet)
+			conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.1.%d", i+1), addr))
+		}
+		time.Sleep(100 * time.Millisecond) // accepted
+		probe := dialFrom(t, "127.0.2.1", addr)
+		conns = append(conns, probe)
+		if got := get(probe, "/health"); got != 200 {
+			t.Errorf("/health on a reserve connection: %d, want 200", got)
+		}
+		work := dialFrom(t, "127.0.2.2", addr)
+		conns = append(conns, work)
+		if got := get(work, "/v1/models"); got != 503 {
+			t.Errorf("/v1/models on a reserve connection: %d, want 503", got)
+		}
+		// The 14 make a request each and go idle: under pressure, they
+		// are closed after the short idle timeout.
+		for i, c := range conns[:14] {
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Fatalf("connection %d: %d", i, got)
+			}
+		}
+		time.Sleep(time.Second)
+		closed := 0
+		for _, c := range conns[:14] {
+			c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); err != nil && !strings.Contains(err.Error(), "timeout") {
+				closed++
+			}
+		}
+		if closed < 10 {
+			t.Errorf("%d of 14 idle connections closed under pressure, want most", closed)
+		}
+		fresh := dialFrom(t, "127.0.3.1", addr)
+		conns = append(conns, fresh)
+		if got := get(fresh, "/v1/models"); got != 200 {
+			t.Errorf("a new connection after the idle ones closed: %d, want 200", got)
+		}
+	})
+
+	t.Run("max waits", func(t *testing.T) {
+		addr := connServer(t, ts, ConnLimits{Max: 4, PerClient: 4, Reserve: 1, IdleTimeout: time.Minute})
+		var conns []net.Conn
+		for i := range 4 {
+			conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.4.%d", i+1), addr))
+		}
+		time.Sleep(100 * time.Millisecond)
+		late := dialFrom(t, "127.0.4.9", addr)
+		defer late.Close()
+		if got := get(late, "/health"); got != 0 {
+			t.Errorf("a fifth connection was served (%d) while four are open", got)
+		}
+		conns[0].Close()
+		if got := get(late, "/health"); got != 200 {
+			t.Errorf("the fifth connection after one closed: %d, want 200", got)
+		}
+		for _, c := range conns[1:] {
+			c.Close()
+		}
+	})
+}
+
+// endlessGen streams 200-byte deltas until its context ends, counting
+// the bytes it gave.
+type endlessGen struct {
+	fakeGen
+	bytes atomic.Int64
+	ended chan struct{}
+}
+
+func (g *endlessGen) Stream(ctx context.Context, _ string, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
+	return func(yield func(engine.Delta, error) bool) {
+		defer func() { g.ended <- struct{}{} }()
+		text := strings.Repeat("y", 200)
+		for ctx.Err() == nil {
+			g.bytes.Add(int64(len(text)))
+			if !yield(engine.Delta{Output: engine.Output{NewTokens: []int32{1}, TextDelta: text}}, nil) {
+				return
+			}
+		}
+		yield(engine.Delta{}, ctx.Err())
+	}
+}
+
+func (g *endlessGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
+	return g.Stream(ctx, "", p, opts...)
+}
+
+// TestSlowReaderDetected: a stream whose client stops reading ends (its
+// request aborted) after little more than the socket buffers' worth of
+// events and the write timeout, not after MiBs filled the kernel's
+// autotuned buffers.
+func TestSlowReaderDetected(t *testing.T) {
+	tok, err := tokenizer.FromFile(tinyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &endlessGen{fakeGen: fakeGen{tok: tok}, ended: make(chan struct{}, 1)}
+	ts := newTestServer(t, Config{Models: []Spec{{Name: "fake", Path: "-"}}, WriteTimeout: 300 * time.Millisecond,
+		Open: func(Spec) (*Model, error) { return &Model{Gen: g}, nil }})
+	ts.waitLoaded()
+	addr := connServer(t, ts, ConnLimits{})
+	c := dialFrom(t, "127.0.0.1", addr)
+	defer c.Close()
+	body := `{"model":"fake","stream":true,"messages":[{"role":"user","content":"a"}]}`
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	// The client reads nothing more.
+	select {
+	case <-g.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream of a client that reads nothing was not ended in 10 s")
+	}
+	sent := g.bytes.Load()
+	t.Logf("%d KiB of text generated before the stream was ended", sent>>10)
+	if sent > 1<<20 {
+		t.Errorf("%d KiB generated for a client that read nothing; want at most 1 MiB", sent>>10)
+	}
+}
