@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -512,9 +513,14 @@ func TestErrorStatuses(t *testing.T) {
 	release := make(chan struct{})
 	opts := tinyOptions()
 	opts.MaxPending = 1
+	var busy atomic.Bool
 	ts := newTestServer(t, Config{APIKey: "sekret", Open: func(s Spec) (*Model, error) {
 		<-release
-		return OpenModel(context.Background(), s.Path, opts)
+		m, err := OpenModel(context.Background(), s.Path, opts)
+		if err == nil {
+			m.Gen = fullQueueGen{m.Gen, &busy}
+		}
+		return m, err
 	}})
 	good := ts.client(option.WithAPIKey("sekret"))
 	ctx := context.Background()
@@ -554,26 +560,36 @@ func TestErrorStatuses(t *testing.T) {
 	}
 	errorBody(t, b)
 
-	// 429: MaxPending is 1 and a long stream holds it.
-	sctx, cancel := context.WithCancel(ctx)
-	long := good.Chat.Completions.NewStreaming(sctx, openai.ChatCompletionNewParams{Model: "tiny", Messages: user("go on"),
-		MaxTokens: openai.Int(900), Temperature: openai.Float(0)}, option.WithJSONSet("ignore_eos", true))
-	if !long.Next() {
-		t.Fatalf("long stream: %v", long.Err())
-	}
-	_, err = good.Chat.Completions.New(ctx, msg)
+	// 429: the engine's queue is full (engine.ErrQueueFull; the engine's
+	// tests hold MaxPending to it). A long stream on the tiny model can
+	// finish before a second request arrives, so the queue is shown full
+	// by the Generator rather than by timing.
+	busy.Store(true)
+	_, err = good.Chat.Completions.New(ctx, msg, option.WithMaxRetries(0))
+	busy.Store(false)
 	ae = checkAPIError(t, err, 429, "")
 	if ae.Response.Header.Get("Retry-After") == "" {
 		t.Error("429 without Retry-After")
 	}
-	cancel()
-	long.Close()
 	ts.settle()
 	// Afterwards the server still answers.
 	if _, err := good.Chat.Completions.New(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
 	ts.settle()
+}
+
+// fullQueueGen is a Generator whose queue is full while busy is set.
+type fullQueueGen struct {
+	Generator
+	busy *atomic.Bool
+}
+
+func (g fullQueueGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
+	if g.busy.Load() {
+		return func(yield func(engine.Delta, error) bool) { yield(engine.Delta{}, engine.ErrQueueFull) }
+	}
+	return g.Generator.StreamChat(ctx, req, p, opts...)
 }
 
 // TestDisconnect: a streaming client that goes away mid-answer frees its
