@@ -84,12 +84,18 @@ type Config struct {
 	// size even where the device has only one (tests use it to run that
 	// path); it has no effect without subgroup size control.
 	PinSubgroups bool
+	// Tuning overrides kernels' tuning constants (specialization
+	// constants: workgroup size, rows per workgroup, …) by key and knob,
+	// over the committed file of the device (tuning.go). A knob changes
+	// speed, never a result.
+	Tuning Tuning
 }
 
 // DeviceInfo describes the opened device.
 type DeviceInfo struct {
 	Index          int
 	Name           string
+	Vendor         uint32 // PCI vendor ID
 	Type           string // "discrete", "integrated", "virtual", "cpu", "other"
 	Software       bool
 	MaxBufferRange int64
@@ -120,6 +126,7 @@ type Backend struct {
 	props C.vkl_props
 	info  DeviceInfo
 	cfg   Config
+	tune  Tuning // the device's tuning file under Config.Tuning
 
 	maxRange  int64 // bytes one binding may cover
 	maxPart   int64 // bytes of one part of a split weight
@@ -209,13 +216,18 @@ func Open(cfg Config) (*Backend, error) {
 	var di C.vkl_devinfo
 	C.vkl_device_info(ctx, C.int(idx), &di)
 	b.info = DeviceInfo{
-		Index: idx, Name: C.GoString(&di.name[0]), Type: typeNames[int32(di._type)], Software: di._type == 4,
+		Index: idx, Name: C.GoString(&di.name[0]), Vendor: uint32(di.vendor), Type: typeNames[int32(di._type)], Software: di._type == 4,
 		MaxBufferRange: int64(p.max_storage_range), SubgroupSize: int(p.subgroup_size),
 		Subgroups: !cfg.NoSubgroups && p.subgroup_ops&0x5 == 0x5 && p.subgroup_size >= 4 && p.subgroup_size <= wg,
 		Storage16: p.storage16 != 0, Float16: p.float16 != 0, Int8: p.int8 != 0,
 		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0,
 	}
 	b.info.FP16 = b.info.Float16 && cfg.FP16
+	if err := cfg.Tuning.Check(); err != nil {
+		C.vkl_close(ctx)
+		return nil, err
+	}
+	b.tune = tuningFor(b.info.Vendor, b.info.Name, cfg.Tuning)
 	b.info.Tiled = !cfg.NoTiled && p.max_wg_size >= mmWG && p.max_shared >= mmShared
 	// A dot's summation order must not change between pipelines (batch
 	// invariance), so the subgroup variants need one subgroup size: pinned
