@@ -160,8 +160,9 @@ type pipeline struct {
 // FromEnv returns cfg with the environment's settings: VKLLM_DEVICE and
 // VKLLM_VULKAN_LIB where Device and Library are empty,
 // VKLLM_VULKAN_VALIDATION=1 and VKLLM_VULKAN_FP16=1 turning Validation
-// and FP16 on, and VKLLM_VULKAN_DISABLE's features off (an unknown one is
-// an error).
+// and FP16 on, VKLLM_VULKAN_DISABLE's features off (an unknown one is
+// an error), and VKLLM_VULKAN_TUNING's file (a sweep's tuning) as Tuning
+// where Tuning is nil.
 func FromEnv(cfg Config) (Config, error) {
 	if cfg.Library == "" {
 		cfg.Library = os.Getenv("VKLLM_VULKAN_LIB")
@@ -177,6 +178,17 @@ func FromEnv(cfg Config) (Config, error) {
 	}
 	if err := disable(&cfg, os.Getenv("VKLLM_VULKAN_DISABLE")); err != nil {
 		return cfg, err
+	}
+	if path := os.Getenv("VKLLM_VULKAN_TUNING"); path != "" && cfg.Tuning == nil {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("vulkan: VKLLM_VULKAN_TUNING: %w", err)
+		}
+		d, err := ParseDeviceTuning(b)
+		if err != nil {
+			return cfg, fmt.Errorf("vulkan: VKLLM_VULKAN_TUNING=%s: %w", path, err)
+		}
+		cfg.Tuning = d.Kernels
 	}
 	return cfg, nil
 }

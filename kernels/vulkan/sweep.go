@@ -42,6 +42,8 @@ type SweepOptions struct {
 	// Candidates, if set, limits each family to its first candidates
 	// (the default first), for quick runs.
 	Candidates int
+	// Only, if set, keeps the candidates it accepts (and the default).
+	Only func(Knobs) bool
 	// Progress receives a line per family and weight type.
 	Progress io.Writer
 }
@@ -164,7 +166,7 @@ func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes [
 	def := f.knobs(nil)
 	cands := []Knobs{def}
 	for _, c := range f.Candidates() {
-		if !sameKnobs(c, def) {
+		if !sameKnobs(c, def) && (o.Only == nil || o.Only(c)) {
 			cands = append(cands, c)
 		}
 	}

@@ -5,10 +5,13 @@ package vulkan
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vkllm/vkllm/tensor"
 )
 
 // sweepShapes are small shapes that reach every path of the matrix-vector
@@ -28,17 +31,44 @@ var sweepShapes = []SweepShape{
 // are within kerneltest's LimitQuant of float64 sums; the batch family
 // runs 5 tokens, so every toks leaves a partial tile. It runs Sweep end
 // to end, as `vkllm bench --sweep` does, so its tuning must load.
-// VKLLM_SWEEP_QUICK=1 limits it to 4 candidates a family.
+//
+// Every combination of every weight type is 1638 candidates, too long on
+// lavapipe for every run: by default the test runs, for each weight type,
+// the candidates that differ from the default in one knob (every value of
+// every knob), and every combination for Q4_0; VKLLM_SWEEP_FULL=1 runs
+// every combination of every type.
 func TestSweepCandidates(t *testing.T) {
 	b := openTest(t, Config{})
 	o := SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1}
-	if os.Getenv("VKLLM_SWEEP_QUICK") == "1" {
-		o.Candidates = 4
+	full := os.Getenv("VKLLM_SWEEP_FULL") == "1"
+	var dt tensor.DType // the type being swept, for Only
+	o.Only = func(k Knobs) bool {
+		if full || dt == tensor.Q4_0 {
+			return true
+		}
+		fam := "matvec"
+		if k["toks"] > 1 {
+			fam = "matvec_batch"
+		}
+		diff := 0
+		for name, v := range Families[fam].Default {
+			if k[name] != v {
+				diff++
+			}
+		}
+		return diff <= 1
 	}
 	t0 := time.Now()
-	res, err := b.Sweep(o)
-	if err != nil {
-		t.Fatal(err)
+	res := &SweepResult{Tuning: DeviceTuning{Kernels: Tuning{}}}
+	for _, dt = range WeightDTypes() {
+		o.DTypes = []tensor.DType{dt}
+		r, err := b.Sweep(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Rows = append(res.Rows, r.Rows...)
+		maps.Copy(res.Tuning.Kernels, r.Tuning.Kernels)
+		res.Tuning.Vendor, res.Tuning.Device = r.Tuning.Vendor, r.Tuning.Device
 	}
 	t.Logf("%d rows in %v, %d pipelines", len(res.Rows), time.Since(t0), b.Pipelines())
 	keys := map[string]int{}
@@ -51,9 +81,11 @@ func TestSweepCandidates(t *testing.T) {
 	for _, dt := range WeightDTypes() {
 		for _, fam := range sweepFamilies {
 			key := fam + "/" + typeName(dt)
-			want := len(Families[fam].Candidates())
-			if o.Candidates > 0 {
-				want = min(want, o.Candidates)
+			want := 0
+			for _, k := range Families[fam].Candidates() {
+				if o.Only(k) || sameKnobs(k, Families[fam].Default) {
+					want++
+				}
 			}
 			if keys[key] != want {
 				t.Errorf("%s: %d candidates run, want %d", key, keys[key], want)
