@@ -32,35 +32,43 @@ var sweepShapes = []SweepShape{
 // runs 5 tokens, so every toks leaves a partial tile. It runs Sweep end
 // to end, as `vkllm bench --sweep` does, so its tuning must load.
 //
-// Every combination of every weight type is 1638 candidates, too long on
-// lavapipe for every run: by default the test runs, for each weight type,
-// the candidates that differ from the default in one knob (every value of
-// every knob), and every combination for Q4_0; VKLLM_SWEEP_FULL=1 runs
-// every combination of every type.
+// Every combination for every weight type is 1638 candidates, minutes on
+// lavapipe: by default each weight type runs a covering set (every value
+// of every knob at least once, and the largest workgroup with the most
+// rows and groups a step); VKLLM_SWEEP_FULL=1 runs every combination, and
+// VKLLM_SWEEP_TYPES (e.g. Q4_0,F16) limits the weight types.
 func TestSweepCandidates(t *testing.T) {
 	b := openTest(t, Config{})
 	o := SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1}
 	full := os.Getenv("VKLLM_SWEEP_FULL") == "1"
-	var dt tensor.DType // the type being swept, for Only
-	o.Only = func(k Knobs) bool {
-		if full || dt == tensor.Q4_0 {
-			return true
-		}
-		fam := "matvec"
-		if k["toks"] > 1 {
-			fam = "matvec_batch"
-		}
-		diff := 0
-		for name, v := range Families[fam].Default {
-			if k[name] != v {
-				diff++
+	o.Only = func(k Knobs) bool { return full || coveringSet(k) }
+	for name, f := range Families {
+		for knob, vals := range f.Space {
+			for _, v := range vals {
+				covered := f.Default[knob] == v
+				for _, c := range f.Candidates() {
+					covered = covered || coveringSet(c) && c[knob] == v
+				}
+				if !covered {
+					t.Errorf("%s: the covering set never takes %s=%d", name, knob, v)
+				}
 			}
 		}
-		return diff <= 1
+	}
+	types := WeightDTypes()
+	if s := os.Getenv("VKLLM_SWEEP_TYPES"); s != "" {
+		types = nil
+		for _, name := range strings.Split(s, ",") {
+			dt, ok := tensor.ParseDType(name)
+			if !ok {
+				t.Fatalf("VKLLM_SWEEP_TYPES: %q", name)
+			}
+			types = append(types, dt)
+		}
 	}
 	t0 := time.Now()
 	res := &SweepResult{Tuning: DeviceTuning{Kernels: Tuning{}}}
-	for _, dt = range WeightDTypes() {
+	for _, dt := range types {
 		o.DTypes = []tensor.DType{dt}
 		r, err := b.Sweep(o)
 		if err != nil {
@@ -78,7 +86,7 @@ func TestSweepCandidates(t *testing.T) {
 			t.Errorf("%s %v: %s", r.Key, r.Knobs, r.Wrong)
 		}
 	}
-	for _, dt := range WeightDTypes() {
+	for _, dt := range types {
 		for _, fam := range sweepFamilies {
 			key := fam + "/" + typeName(dt)
 			want := 0
@@ -114,11 +122,11 @@ func TestSweepCandidates(t *testing.T) {
 	checkClean(t, b)
 }
 
-// TestSweepNoSubgroups runs the candidates of the Q4_0 and F16 kernels with
-// the shared-memory reductions.
+// TestSweepNoSubgroups runs TestSweepCandidates' covering set of the Q4_0
+// and F16 kernels with the shared-memory reductions.
 func TestSweepNoSubgroups(t *testing.T) {
 	b := openTest(t, Config{NoSubgroups: true})
-	res, err := b.Sweep(SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1, DTypes: WeightDTypes()[1:5]})
+	res, err := b.Sweep(SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1, DTypes: []tensor.DType{tensor.Q4_0, tensor.F16}, Only: coveringSet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,4 +136,20 @@ func TestSweepNoSubgroups(t *testing.T) {
 		}
 	}
 	checkClean(t, b)
+}
+
+// coveringSet holds the candidates TestSweepCandidates runs by default
+// (with each family's default): together they take every value of every
+// knob of Families' spaces, each with small unrolled loops (lavapipe
+// compiles the largest combinations slowly).
+func coveringSet(k Knobs) bool {
+	for _, c := range []Knobs{
+		{"wg": 64, "rows": 4, "toks": 1, "bpi": 1}, {"wg": 256, "rows": 1, "toks": 1, "bpi": 4},
+		{"wg": 64, "rows": 4, "toks": 2, "bpi": 1}, {"wg": 256, "rows": 1, "toks": 16, "bpi": 1}, {"wg": 64, "rows": 1, "toks": 4, "bpi": 1},
+	} {
+		if sameKnobs(k, c) {
+			return true
+		}
+	}
+	return false
 }

@@ -15,7 +15,9 @@
 #      tuned kernel timed with GPU timestamps on the 0.5B and 8B matrices)
 #      into $OUT/sweep.txt (the table) and $OUT/tuning.json (the chosen
 #      tuning, to commit as kernels/vulkan/tuning/VENDOR-NAME.json), which
-#      every later step uses (VKLLM_VULKAN_TUNING); SWEEP=0 skips it;
+#      every later step uses (VKLLM_VULKAN_TUNING); SWEEP=0 skips it,
+#      SWEEP=only runs setup, facts and the sweep alone (a call of its
+#      own: a full sweep takes a few minutes of the budget);
 #   4. writes each synthetic model once as GGUF for the peer, runs steps 5
 #      and 6, then, round after round, benches each model with vkllm (prefill pp, decode tg,
 #      batched decode 1, 4 and 16) followed by llama.cpp's llama-bench (the
@@ -45,7 +47,7 @@
 # PEER=0 leaves llama.cpp out of the bench rounds (a second run, when the
 # first has the peer's figures).
 #
-# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0] bash tools/gpu/check.sh [--small]
+# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0|only] bash tools/gpu/check.sh [--small]
 # Exit status: 0 when every step ran and passed, 1 otherwise (the results
 # are written either way).
 set -uo pipefail
@@ -282,8 +284,14 @@ if ! step setup setup; then
 	exit 1
 fi
 step facts facts
+if [[ $do_sweep == only ]]; then
+	step sweep sweep
+	python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
+	echo "total $(($(date +%s) - start)) s; results in $out"
+	exit $failed
+fi
 step tests tests
-if ((do_sweep)); then
+if [[ $do_sweep != 0 ]]; then
 	step sweep sweep
 else
 	skip sweep "SWEEP=0"
