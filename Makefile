@@ -6,7 +6,7 @@ MODEL_DIR ?= $(HOME)/.cache/vkllm/smollm2
 GGUF      := $(MODEL_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
 PYTHON    ?= python3
 
-.PHONY: run test deps real-model real-model-safetensors goldens fmt
+.PHONY: run test test-coopmat deps real-model real-model-safetensors goldens fmt
 
 run: $(GGUF)
 	go run ./cmd/vkllm inspect $(GGUF)
@@ -28,7 +28,18 @@ test: deps $(GGUF)
 	go test -race -short $(RACE_PKGS)
 	cd tests/browser && go vet ./... && go test ./...
 	cd deploy && go vet ./... && go test ./...
+	$(MAKE) test-coopmat
 	CGO_ENABLED=0 go build ./...
+
+# test-coopmat runs the cooperative-matrix tests, which the system's
+# lavapipe (Mesa 22.3) and glslc cannot: on a private Mesa 26.1 lavapipe
+# and Debian 13's glslc (tools/lavapipe-coopmat.sh downloads them once into
+# ~/.cache/vkllm), where a device without VK_KHR_cooperative_matrix fails
+# the tests (VKLLM_REQUIRE_COOPMAT=1) instead of skipping them.
+test-coopmat:
+	env=$$(bash tools/lavapipe-coopmat.sh) && eval "$$(tail -n1 <<<"$$env")" && \
+	go test ./kernels/vulkan/shaders/ -run 'TestSPIRVFresh/matmul_coop' && \
+	VKLLM_REQUIRE_COOPMAT=1 go test -exec "$$VKLLM_COOP_EXEC" ./kernels/vulkan/ ./models/ -run 'TestCoop|TestVulkanCoopMat'
 
 # deps installs the system packages the tests need when they are missing.
 deps:

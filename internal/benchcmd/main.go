@@ -194,7 +194,7 @@ type BatchResult struct {
 func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vkllm bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "model folder or .gguf file")
+	model := fs.String("model", "", "model folder or .gguf file, or a Hub name hf://OWNER/REPO[:QUANT] (pulled first by vkllm)")
 	synthetic := fs.String("synthetic", "", "bench a random model built in memory, SHAPE:DTYPE ("+strings.Join(synth.Shapes(), ", ")+"; F16, Q8_0, Q4_0, Q4_K, …), instead of --model")
 	seed := fs.Uint64("seed", 1, "--synthetic's random seed")
 	writeGGUF := fs.String("write-gguf", "", "write the --synthetic model to this .gguf file and exit")

@@ -80,6 +80,15 @@ type Config struct {
 	// in chunks of tokens, with the same results. Tests lower it to run
 	// the chunks.
 	AttentionScratch int64
+	// CoopMat runs every MatMul of an F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+	// Q4_K or Q6_K weight on the matrix cores (matmul_coop.comp: halves
+	// in, float32 sums; coop.go) where the device has
+	// VK_KHR_cooperative_matrix with f16 products (also
+	// VKLLM_VULKAN_COOPMAT=1). Opt-in like FP16, for the same reason.
+	CoopMat bool
+	// NoCoopMat forces the fallback kernels where CoopMat asks for the
+	// cooperative one (also VKLLM_VULKAN_DISABLE=coopmat).
+	NoCoopMat bool
 	// PinSubgroups creates the subgroup variants with a required subgroup
 	// size even where the device has only one (tests use it to run that
 	// path); it has no effect without subgroup size control.
@@ -112,7 +121,18 @@ type DeviceInfo struct {
 	Tiled bool
 	// FP16 reports that MatMul runs its _fp16 variants: Config.FP16 and
 	// the device has Float16.
-	FP16         bool
+	FP16 bool
+	// CoopMatDevice reports that the device has VK_KHR_cooperative_matrix
+	// in compute shaders (enabled) with an f16·f16+f32 shape the kernel
+	// can use; CoopShapes lists every shape it offers, as "MxNxK A*B+C=R".
+	CoopMatDevice bool
+	CoopShapes    []string
+	// CoopMat reports that MatMul runs the cooperative-matrix kernel:
+	// Config.CoopMat, CoopMatDevice, a subgroup size known at pipeline
+	// creation, and the tiles within the device's workgroup limits;
+	// CoopShape is the shape it multiplies in ("16x16x16").
+	CoopMat      bool
+	CoopShape    string
 	MemoryBudget bool // VK_EXT_memory_budget
 	Validation   bool // the validation layer is on
 }
@@ -150,6 +170,12 @@ type Backend struct {
 	prof        profiler // the profile started, if any (StartProfile)
 	err         error    // the first failure while recording
 	closed      bool
+
+	// coopSG: the subgroup size the cooperative-matrix kernel runs with;
+	// coopPin: the same when it must be required at pipeline creation;
+	// coopShape: the shape it multiplies in.
+	coopSG, coopPin int
+	coopShape       coopShape
 }
 
 type pipeline struct {
@@ -159,10 +185,11 @@ type pipeline struct {
 
 // FromEnv returns cfg with the environment's settings: VKLLM_DEVICE and
 // VKLLM_VULKAN_LIB where Device and Library are empty,
-// VKLLM_VULKAN_VALIDATION=1 and VKLLM_VULKAN_FP16=1 turning Validation
-// and FP16 on, VKLLM_VULKAN_DISABLE's features off (an unknown one is
-// an error), and VKLLM_VULKAN_TUNING's file (a sweep's tuning) as Tuning
-// where Tuning is nil.
+// VKLLM_VULKAN_VALIDATION=1, VKLLM_VULKAN_FP16=1 and
+// VKLLM_VULKAN_COOPMAT=1 turning Validation, FP16 and CoopMat on,
+// VKLLM_VULKAN_DISABLE's features off (an unknown one is an error), and
+// VKLLM_VULKAN_TUNING's file (a sweep's tuning) as Tuning where Tuning
+// is nil.
 func FromEnv(cfg Config) (Config, error) {
 	if cfg.Library == "" {
 		cfg.Library = os.Getenv("VKLLM_VULKAN_LIB")
@@ -175,6 +202,9 @@ func FromEnv(cfg Config) (Config, error) {
 	}
 	if os.Getenv("VKLLM_VULKAN_FP16") == "1" {
 		cfg.FP16 = true
+	}
+	if os.Getenv("VKLLM_VULKAN_COOPMAT") == "1" {
+		cfg.CoopMat = true
 	}
 	if err := disable(&cfg, os.Getenv("VKLLM_VULKAN_DISABLE")); err != nil {
 		return cfg, err
@@ -255,6 +285,7 @@ func Open(cfg Config) (*Backend, error) {
 	default:
 		b.info.Subgroups = false
 	}
+	b.coopDetect(cfg)
 	b.maxRange = int64(p.max_storage_range) &^ 255
 	if a := int64(p.max_alloc); a > 0 && a < b.maxRange {
 		b.maxRange = a &^ 255
@@ -290,7 +321,7 @@ func Open(cfg Config) (*Backend, error) {
 }
 
 // disable applies VKLLM_VULKAN_DISABLE, a comma-separated list of the
-// features whose fallbacks to force: fp16, subgroup, tiled.
+// features whose fallbacks to force: fp16, subgroup, tiled, coopmat.
 func disable(cfg *Config, list string) error {
 	for f := range strings.SplitSeq(list, ",") {
 		switch strings.TrimSpace(f) {
@@ -301,8 +332,10 @@ func disable(cfg *Config, list string) error {
 			cfg.NoSubgroups = true
 		case "tiled":
 			cfg.NoTiled = true
+		case "coopmat":
+			cfg.NoCoopMat = true
 		default:
-			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled)", list, f)
+			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat)", list, f)
 		}
 	}
 	return nil
@@ -487,6 +520,9 @@ func (b *Backend) pipeline(name string, spec []uint32) *pipeline {
 	pinned := 0
 	if strings.HasSuffix(name, "_subgroup") {
 		pinned = b.info.PinnedSubgroup
+	}
+	if strings.HasPrefix(name, "matmul_coop_") {
+		pinned = b.coopPin
 	}
 	var p *C.vkl_pipe
 	if r := C.vkl_pipeline(b.ctx, (*C.uint32_t)(ccode), C.uint64_t(len(code)), C.int(layout.Bindings), C.int(layout.PushSize),

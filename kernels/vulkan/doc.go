@@ -24,7 +24,8 @@
 // device and caches pipelines; memory.go holds blocks, tensors and the
 // staging arena; hazard.go places barriers; ops.go records the ops;
 // push.go mirrors the push constants; profile.go reads GPU timestamps;
-// tuning.go holds the kernels' tuning and sweep.go the sweep that makes it.
+// tuning.go holds the kernels' tuning and sweep.go the sweep that makes it;
+// coop.go picks the cooperative-matrix shape and tiles.
 // Adding an op touches four places: its .comp in shaders/, an entry in
 // shaders.Variants, its method in ops.go (with a push struct in push.go),
 // and a kerneltest case.
@@ -55,6 +56,7 @@
 //     subgroup arithmetic in compute shaders and one subgroup size (or
 //     subgroup size control to pin it); else shared-memory trees. Off with
 //     Config.NoSubgroups or VKLLM_VULKAN_DISABLE=subgroup.
+//
 //   - MatMul, matrix-vector (matmul.comp): a decode step, batched decode
 //     and prefills of fewer than 16 tokens or rows shorter than 256.
 //     Workgroups of slots of 64 lanes; each lane walks its quant groups
@@ -72,6 +74,7 @@
 //     either (batch invariance; kerneltest checks it). Other dtypes
 //     (Q5_0, Q5_1, Q2_K, Q3_K, Q5_K) prefill on the matrix-vector kernel.
 //     Off with Config.NoTiled or VKLLM_VULKAN_DISABLE=tiled.
+//
 //   - MatMul _fp16 (half-precision products, float32 sums) for F16, Q8_0,
 //     Q4_0, Q4_1, Q4_K and Q6_K weights, matrix-vector and tiled, only
 //     when asked for (Config.FP16 or VKLLM_VULKAN_FP16=1) and the device
@@ -80,6 +83,33 @@
 //     models' parity tests (1e-4 of the largest logit: on the tiny test
 //     models they miss it by up to 12 times), which the default float32
 //     variants keep.
+//
+//   - MatMul on the matrix cores (matmul_coop.comp, coop.go) for F32, F16,
+//     BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights, only when asked for
+//     (Config.CoopMat or VKLLM_VULKAN_COOPMAT=1) and the device has
+//     VK_KHR_cooperative_matrix with an f16·f16+f32 shape (16×16×16 on
+//     GPUs, 8×8×8 on lavapipe; DeviceInfo.CoopShapes lists what it
+//     offers); VKLLM_VULKAN_DISABLE=coopmat overrides. Activations and
+//     dequantised weights are rounded to halves into shared memory and
+//     multiplied into float32 accumulators, llama.cpp's arithmetic: per
+//     element |Δ| ≤ (2^-10 + γ(k))·Σ|xw| from the exact product. Tiles
+//     are specialization constants (defaults and sweep candidates in
+//     coop.go). When on it runs every MatMul of those dtypes, decode
+//     included (a 16-token tile, still bound by the weights' bandwidth),
+//     because its sums cannot follow lane.glsl's order: a dst element is
+//     the chain of shape-wide products over k in order whatever the tile
+//     and the batch, so batch and chunk invariance hold bitwise within
+//     the mode (TestCoopInvariance, models.TestVulkanCoopMat). Off by
+//     default because the halves miss the models' 1e-4 parity bound
+//     (1.0e-3 to 1.5e-3 of the largest logit measured on the tiny
+//     models). Its tests need a device with the extension: make
+//     test-coopmat runs them on a Mesa 26.1 lavapipe
+//     (tools/lavapipe-coopmat.sh); its SPIR-V needs Debian 13's glslc
+//     (shaders.Glslc).
+//
+// On lavapipe the default is the float32, subgroup and tiled variants;
+// DeviceInfo says which are in use (Subgroups, Tiled, FP16, CoopMat). There are no
+// int8 (shaderInt8) variants yet: shaderInt8 is enabled but unused.
 //
 // # Tuning
 //
@@ -98,17 +128,13 @@
 // dispatches; no knob may change a result (TestSweepCandidates checks
 // every candidate bitwise).
 //
-// On lavapipe the default is the float32, subgroup and tiled variants;
-// DeviceInfo says which are in use (Subgroups, Tiled, FP16). There are no
-// int8 (shaderInt8) variants yet: shaderInt8 is enabled but unused.
-//
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync
-// fail on any validation message; VKLLM_VULKAN_FP16=1 and
-// VKLLM_VULKAN_DISABLE (above) choose variants; VKLLM_VULKAN_TUNING
-// names a tuning file (a sweep's --sweep-out) to use instead of the
-// committed one. They apply where the
+// fail on any validation message; VKLLM_VULKAN_FP16=1,
+// VKLLM_VULKAN_COOPMAT=1 and VKLLM_VULKAN_DISABLE (above) choose
+// variants; VKLLM_VULKAN_TUNING names a tuning file (a sweep's
+// --sweep-out) to use instead of the committed one. They apply where the
 // backend is opened by name (kernels.Open("vulkan") or "auto", through
 // FromEnv); Open(Config) reads none, so a program that configures the
 // backend itself gets exactly what it passes.

@@ -167,9 +167,10 @@ func (b *Backend) matmulVariant(dt tensor.DType, n, k int) (name string, tiled b
 }
 
 // MatMul implements kernels.Backend, one dispatch per part of the weight:
-// the tiled kernel for a prefill of at least mmMinTokens tokens, else the
-// matrix-vector kernel with the device's tuning of "matvec" (one token)
-// or "matvec_batch" (more) for the weight type.
+// the cooperative-matrix kernel for every call where it is on (coop.go),
+// else the tiled kernel for a prefill of at least mmMinTokens tokens, else
+// the matrix-vector kernel with the device's tuning of "matvec" (one
+// token) or "matvec_batch" (more) for the weight type.
 func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	const op = "MatMul"
 	d, xs, wt := activation(op, dst), activation(op, x), tensorOf(op, w)
@@ -178,6 +179,10 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	must(wt.cols == k && d.rows == n && d.cols == m, "%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
 	must(n <= 65535, "%s: %d tokens in one call (at most 65535)", op, n)
 	if n == 0 || m == 0 {
+		return
+	}
+	if name, ok := b.coopVariant(wt.dt); ok {
+		b.coopMatMul(name, d, xs, wt, n, k, m)
 		return
 	}
 	name, tiled := b.matmulVariant(wt.dt, n, k)

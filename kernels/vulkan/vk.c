@@ -250,6 +250,32 @@ void vkl_device_info(vkl_ctx *c, int i, vkl_devinfo *info) {
 	info->api = p.apiVersion;
 }
 
+// VK_KHR_cooperative_matrix, which the vendored headers (1.3.239) predate:
+// its structures under our own names.
+#define VKL_COOP_EXT "VK_KHR_cooperative_matrix"
+#define VKL_STYPE_COOP_FEATURES ((VkStructureType)1000506000)
+#define VKL_STYPE_COOP_PROPS ((VkStructureType)1000506001)
+#define VKL_STYPE_COOP_DEV_PROPS ((VkStructureType)1000506002)
+typedef struct {
+	VkStructureType sType;
+	void *pNext;
+	uint32_t MSize, NSize, KSize;
+	int32_t AType, BType, CType, ResultType; // VkComponentTypeKHR
+	VkBool32 saturatingAccumulation;
+	int32_t scope; // VkScopeKHR
+} vkl_coop_props;
+typedef struct {
+	VkStructureType sType;
+	void *pNext;
+	VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+} vkl_coop_features;
+typedef struct {
+	VkStructureType sType;
+	void *pNext;
+	VkShaderStageFlags cooperativeMatrixSupportedStages;
+} vkl_coop_dev_props;
+typedef VkResult(VKAPI_PTR *vkl_PFN_coop_props)(VkPhysicalDevice, uint32_t *, vkl_coop_props *);
+
 #define DPROC(name) (c->name = (PFN_vk##name)c->GetDeviceProcAddr(c->dev, "vk" #name))
 
 static int has_ext(VkExtensionProperties *e, uint32_t n, const char *name) {
@@ -324,6 +350,7 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 	props->int16 = f2.features.shaderInt16;
 	props->float64 = f2.features.shaderFloat64;
 	props->size_control = v13 && f13.subgroupSizeControl && f13.computeFullSubgroups;
+	e12.vulkanMemoryModel = f12.vulkanMemoryModel; // cooperative matrices need it
 
 	// Queue: the first family with compute.
 	uint32_t nq = 0;
@@ -346,11 +373,49 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 	c->EnumerateDeviceExtensionProperties(pd, NULL, &next, NULL);
 	VkExtensionProperties *ep = calloc(next + 1, sizeof *ep);
 	c->EnumerateDeviceExtensionProperties(pd, NULL, &next, ep);
-	const char *dexts[2];
+	const char *dexts[3];
 	uint32_t nde = 0;
 	if (has_ext(ep, next, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) {
 		dexts[nde++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
 		c->budget_ext = 1;
+	}
+	// Cooperative matrices: the extension, its feature in compute shaders
+	// and the Vulkan memory model their shaders declare; then the shapes.
+	vkl_coop_features cf = {VKL_STYPE_COOP_FEATURES};
+	if (has_ext(ep, next, VKL_COOP_EXT) && f12.vulkanMemoryModel && f12.shaderFloat16) {
+		vkl_coop_dev_props cp = {VKL_STYPE_COOP_DEV_PROPS};
+		VkPhysicalDeviceProperties2 cp2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+		cp2.pNext = &cp;
+		c->GetPhysicalDeviceProperties2(pd, &cp2);
+		vkl_coop_features qf2 = {VKL_STYPE_COOP_FEATURES};
+		VkPhysicalDeviceFeatures2 qf1 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+		qf1.pNext = &qf2;
+		c->GetPhysicalDeviceFeatures2(pd, &qf1);
+		vkl_PFN_coop_props get = (vkl_PFN_coop_props)c->gipa(c->inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+		if (qf2.cooperativeMatrix && (cp.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && get) {
+			uint32_t n = 0;
+			get(pd, &n, NULL);
+			vkl_coop_props *cm = calloc(n + 1, sizeof *cm);
+			for (uint32_t k = 0; k < n; k++) cm[k].sType = VKL_STYPE_COOP_PROPS;
+			if (get(pd, &n, cm) >= 0) {
+				for (uint32_t k = 0; k < n && props->ncoop < VKL_MAX_COOP; k++, props->ncoop++) {
+					props->coop[props->ncoop].m = cm[k].MSize;
+					props->coop[props->ncoop].n = cm[k].NSize;
+					props->coop[props->ncoop].k = cm[k].KSize;
+					props->coop[props->ncoop].a = (uint32_t)cm[k].AType;
+					props->coop[props->ncoop].b = (uint32_t)cm[k].BType;
+					props->coop[props->ncoop].c = (uint32_t)cm[k].CType;
+					props->coop[props->ncoop].r = (uint32_t)cm[k].ResultType;
+					props->coop[props->ncoop].scope = (uint32_t)cm[k].scope;
+				}
+				dexts[nde++] = VKL_COOP_EXT;
+				cf.cooperativeMatrix = VK_TRUE;
+				cf.pNext = e2.pNext;
+				e2.pNext = &cf;
+				props->coopmat = 1;
+			}
+			free(cm);
+		}
 	}
 	free(ep);
 	props->memory_budget_ext = c->budget_ext;

@@ -35,6 +35,8 @@ typedef struct vkl_devinfo {
 	uint32_t api;
 } vkl_devinfo;
 
+#define VKL_MAX_COOP 32
+
 typedef struct vkl_props {
 	uint64_t max_storage_range;   // maxStorageBufferRange
 	uint64_t max_alloc;           // maxMemoryAllocationSize
@@ -53,6 +55,12 @@ typedef struct vkl_props {
 	uint32_t validation;          // the validation layer is on
 	uint32_t timestamp_bits;      // the queue's timestampValidBits (0: none)
 	float timestamp_period;       // limits.timestampPeriod, ns a tick
+	// VK_KHR_cooperative_matrix: enabled (the extension, its feature, the
+	// compute stage and vulkanMemoryModel), and the device's shapes
+	// (the first VKL_MAX_COOP of vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR).
+	uint32_t coopmat;
+	uint32_t ncoop;
+	struct { uint32_t m, n, k, a, b, c, r, scope; } coop[VKL_MAX_COOP];
 } vkl_props;
 
 typedef struct vkl_ctx vkl_ctx;

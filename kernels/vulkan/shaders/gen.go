@@ -1,6 +1,7 @@
 //go:build ignore
 
-// gen compiles every variant of shaders.Variants with glslc into spv/.
+// gen compiles every variant of shaders.Variants with glslc into spv/
+// (the cooperative-matrix ones with $VKLLM_GLSLC: see shaders.Glslc).
 // Run with `go generate` in kernels/vulkan/shaders.
 package main
 
@@ -19,9 +20,12 @@ func main() {
 	}
 	for _, v := range shaders.Variants {
 		out := filepath.Join("spv", v.Name+".spv")
-		cmd := exec.Command("glslc", shaders.GlslcArgs(v, out)...)
+		cmd := exec.Command(shaders.Glslc(v), shaders.GlslcArgs(v, out)...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
+			if v.Coop {
+				log.Fatalf("%s: %v (it needs a glslc with GL_KHR_cooperative_matrix: set VKLLM_GLSLC, see tools/lavapipe-coopmat.sh)", v.Name, err)
+			}
 			log.Fatalf("%s: %v", v.Name, err)
 		}
 	}

@@ -13,6 +13,7 @@ package shaders
 import (
 	"embed"
 	"fmt"
+	"os"
 	"slices"
 )
 
@@ -21,6 +22,9 @@ type Variant struct {
 	Name    string   // the .spv's base name
 	Source  string   // the .comp file
 	Defines []string // NAME or NAME=VALUE, passed as -D
+	// Coop: the shader uses GL_KHR_cooperative_matrix, which needs a
+	// newer glslc than Debian 12's (see Glslc).
+	Coop bool
 }
 
 // Weight dtypes with GetRows and MatMul shaders, as the TYPE_ suffix.
@@ -33,6 +37,10 @@ var FP16Types = []string{"F16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"}
 // TiledTypes are the weight dtypes with a tiled prefill kernel
 // (matmul_mm_*).
 var TiledTypes = []string{"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"}
+
+// CoopTypes are the weight dtypes with a cooperative-matrix kernel
+// (matmul_coop_*): the tiled kernel's.
+var CoopTypes = TiledTypes
 
 // Variants lists every shader variant.
 var Variants = func() []Variant {
@@ -59,6 +67,11 @@ var Variants = func() []Variant {
 			add("matmul_mm_"+lt+"_f32_fp16", "matmul_mm.comp", "TYPE_"+t, "FP16")
 			add("matmul_mm_"+lt+"_f32_fp16_subgroup", "matmul_mm.comp", "TYPE_"+t, "FP16", "SUBGROUP")
 		}
+	}
+	for _, t := range CoopTypes {
+		lt := lower(t)
+		add("matmul_coop_"+lt+"_f32", "matmul_coop.comp", "TYPE_"+t)
+		v[len(v)-1].Coop = true
 	}
 	add("add_f32", "binary.comp", "OP_ADD")
 	add("swiglu_f32", "binary.comp", "OP_SWIGLU")
@@ -89,6 +102,23 @@ func lower(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// Glslc is the compiler of v: glslc on the PATH, except for the
+// cooperative-matrix variants, which need GL_KHR_cooperative_matrix
+// (shaderc 2023.8 or later; Debian 12's 2023.2 lacks it): $VKLLM_GLSLC
+// when set, else glslc. The committed .spv of those come from Debian
+// 13's glslc (shaderc 2025.2), which tools/lavapipe-coopmat.sh provides:
+//
+//	eval "$(tools/lavapipe-coopmat.sh | tail -n1)"; go generate ./kernels/vulkan/shaders
+//
+// Every other variant keeps Debian 12's glslc, so its .spv does not
+// change with the compiler that builds the cooperative ones.
+func Glslc(v Variant) string {
+	if g := os.Getenv("VKLLM_GLSLC"); v.Coop && g != "" {
+		return g
+	}
+	return "glslc"
 }
 
 // GlslcArgs are the glslc arguments that compile v (paths relative to
