@@ -286,6 +286,7 @@ if ! step setup setup; then
 fi
 step facts facts
 if [[ $do_sweep == only ]]; then
+	t_sweep=$(($(left) - 30)) # the whole budget
 	step sweep sweep
 	python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
 	echo "total $(($(date +%s) - start)) s; results in $out"
