@@ -5,12 +5,16 @@ package vulkan
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vkllm/vkllm/kernels/kerneltest"
 	"github.com/vkllm/vkllm/tensor"
 )
 
@@ -152,4 +156,26 @@ func coveringSet(k Knobs) bool {
 		}
 	}
 	return false
+}
+
+// TestConfigTuning: Config.Tuning picks the matrix-vector kernel's
+// constants (the pipeline made has them), and a bad one fails Open with
+// ErrTuning.
+func TestConfigTuning(t *testing.T) {
+	b := openTest(t, Config{Tuning: Tuning{"matvec/q4_0": {"wg": 256, "rows": 4, "bpi": 1}}})
+	w, _ := kerneltest.RandomWeight(t, b, tensor.Q4_0, 19, 64)
+	x, _ := b.NewTensor(tensor.F32, 1, 64)
+	d, _ := b.NewTensor(tensor.F32, 1, 19)
+	b.MatMul(d, x, w)
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	name, _ := b.matmulVariant(tensor.Q4_0, 1, 64)
+	if key := fmt.Sprint(name, []uint32{256, 4, 1, 1}); b.pipes[key] == nil {
+		t.Errorf("no pipeline %s among %v", key, slices.Collect(maps.Keys(b.pipes)))
+	}
+	_, err := Open(Config{Tuning: Tuning{"matvec/q4_0": {"wg": 96}}})
+	if !errors.Is(err, ErrTuning) {
+		t.Errorf("Open with wg=96: %v, want ErrTuning", err)
+	}
 }

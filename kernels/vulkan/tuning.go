@@ -3,6 +3,7 @@ package vulkan
 import (
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -55,6 +56,10 @@ func matvecFamily(toks int, tokSpace []int) Family {
 	}
 }
 
+// ErrTuning is wrapped by the errors of a tuning that names no family or
+// knob, a value outside a knob's space or a file that does not parse.
+var ErrTuning = errors.New("vulkan: bad tuning")
+
 // Tuning maps tuning keys ("matvec/q4_0") to knobs; a key's knobs override
 // the family's defaults one by one.
 type Tuning map[string]Knobs
@@ -99,10 +104,10 @@ var deviceTunings = func() []DeviceTuning {
 func ParseDeviceTuning(b []byte) (DeviceTuning, error) {
 	var d DeviceTuning
 	if err := json.Unmarshal(b, &d); err != nil {
-		return d, fmt.Errorf("vulkan: tuning: %w", err)
+		return d, fmt.Errorf("%w: %w", ErrTuning, err)
 	}
 	if d.Device == "" {
-		return d, fmt.Errorf("vulkan: tuning: no device name")
+		return d, fmt.Errorf("%w: no device name", ErrTuning)
 	}
 	return d, d.Kernels.Check()
 }
@@ -114,18 +119,18 @@ func (t Tuning) Check() error {
 		fam, _, _ := strings.Cut(key, "/")
 		f, ok := Families[fam]
 		if !ok {
-			return fmt.Errorf("vulkan: tuning %q: no kernel family %q", key, fam)
+			return fmt.Errorf("%w %q: no kernel family %q", ErrTuning, key, fam)
 		}
 		for k, v := range t[key] {
 			if !slices.Contains(f.Spec, k) {
-				return fmt.Errorf("vulkan: tuning %q: %s has no knob %q (it has %v)", key, fam, k, f.Spec)
+				return fmt.Errorf("%w %q: %s has no knob %q (it has %v)", ErrTuning, key, fam, k, f.Spec)
 			}
 			if space := f.Space[k]; len(space) > 0 && !slices.Contains(space, v) {
-				return fmt.Errorf("vulkan: tuning %q: %s=%d is not one of %v", key, k, v, space)
+				return fmt.Errorf("%w %q: %s=%d is not one of %v", ErrTuning, key, k, v, space)
 			}
 		}
 		if f.Valid != nil && !f.Valid(f.knobs(t[key])) {
-			return fmt.Errorf("vulkan: tuning %q: %v is not a valid combination", key, t[key])
+			return fmt.Errorf("%w %q: %v is not a valid combination", ErrTuning, key, t[key])
 		}
 	}
 	return nil
