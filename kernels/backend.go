@@ -154,6 +154,51 @@ func MatMuls(b Backend, dst []Tensor, x Tensor, w []Tensor) {
 	}
 }
 
+// AddRMSNormer is a Backend that can also run a residual Add and the
+// RMSNorm of its sum as one op: AddRMSNorm(sum, dst, a, b, w, eps) sets
+// sum = a + b (a and b of one shape; sum may alias a or b) and dst =
+// RMSNorm(sum, w, eps) (dst may alias sum), bitwise what Add then
+// RMSNorm would give on that backend, reading and writing the row once
+// (the Vulkan backend: one dispatch instead of two). The decoder uses it
+// where the backend has it.
+type AddRMSNormer interface {
+	AddRMSNorm(sum, dst, a, b, w Tensor, eps float32)
+}
+
+// AddRMSNorm sets sum = a + b and dst = RMSNorm(sum, w, eps) on bk: as
+// one op where bk is an AddRMSNormer, else an Add and an RMSNorm.
+func AddRMSNorm(bk Backend, sum, dst, a, b, w Tensor, eps float32) {
+	if f, ok := bk.(AddRMSNormer); ok {
+		f.AddRMSNorm(sum, dst, a, b, w, eps)
+		return
+	}
+	bk.Add(sum, a, b)
+	bk.RMSNorm(dst, sum, w, eps)
+}
+
+// RoPEKVWriter is a Backend that can also run a layer's RoPE of q and k
+// and the KV writes of k and v as one op: RoPEKVWrite(q, k, v, pos,
+// kCache, vCache, cells, p) is, bitwise, RoPE(q, pos, p), RoPE(k, pos,
+// p), KVWrite(kCache, k, cells), KVWrite(vCache, v, cells) (k and v of
+// one shape, the caches of one dtype). The decoder uses it where the
+// backend has it.
+type RoPEKVWriter interface {
+	RoPEKVWrite(q, k, v, pos, kCache, vCache, cells Tensor, p RoPE)
+}
+
+// RoPEKVWrite runs RoPEKVWriter's four ops on bk: as one where bk is a
+// RoPEKVWriter, else one by one.
+func RoPEKVWrite(bk Backend, q, k, v, pos, kCache, vCache, cells Tensor, p RoPE) {
+	if f, ok := bk.(RoPEKVWriter); ok {
+		f.RoPEKVWrite(q, k, v, pos, kCache, vCache, cells, p)
+		return
+	}
+	bk.RoPE(q, pos, p)
+	bk.RoPE(k, pos, p)
+	bk.KVWrite(kCache, k, cells)
+	bk.KVWrite(vCache, v, cells)
+}
+
 // AttentionReserver is a Backend whose Attention needs working memory of
 // its own (the Vulkan backend's split attention over long lists).
 // ReserveAttention allocates it, once, for every Attention call of at

@@ -25,4 +25,13 @@
 // a mismatch is a programmer error that panics inside the backend. Failures
 // of the device (lost device, out of memory) surface from allocation, from
 // Get* and from Sync.
+//
+// # Optional ops
+//
+// A backend may also implement ops that run several of Backend's as one,
+// with bitwise the same results: MultiMatMul, AddRMSNormer (a residual add
+// and the norm after it), RoPEKVWriter (RoPE of q and k, the KV writes of
+// k and v). The graph calls them through the functions of the same name
+// (MatMuls, AddRMSNorm, RoPEKVWrite), which fall back to the plain ops on
+// a backend without them, as image/draw falls back from its fast paths.
 package kernels

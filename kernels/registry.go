@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/vkllm/vkllm/errcode"
 )
 
 // The names of the backends this module registers (each by its package's
@@ -20,8 +22,14 @@ const (
 type Options struct {
 	// Threads bounds the CPU backend's parallelism (0: GOMAXPROCS).
 	Threads int
-	// Device picks a GPU by index or name substring ("" = the first).
+	// Device picks a GPU by index or name substring ("" = the best: see
+	// the backend's package).
 	Device string
+	// Need is the device memory the caller will place on a GPU backend
+	// (a model's weights; 0: unknown): with Device "", it picks a device
+	// that has that much free and fails with errcode OOM_VRAM where none
+	// has.
+	Need int64
 }
 
 // OpenFunc opens a backend; backends register one with Register.
@@ -72,14 +80,22 @@ func Names() []string { return append([]string{Auto}, Backends()...) }
 // Open opens the named backend. Auto tries Vulkan (a real GPU, when
 // kernels/vulkan is imported) and falls back to CPU; a backend reporting
 // Software() true (a CPU implementation of Vulkan such as lavapipe)
-// counts as no GPU.
+// counts as no GPU. A GPU present with less free memory than opts.Need
+// is an error (errcode OOM_VRAM, saying what each device has free), not
+// a silent fall back to the CPU.
 func Open(name string, opts Options) (Backend, error) {
 	if name == Auto {
-		if b, err := Open(Vulkan, opts); err == nil {
+		b, err := Open(Vulkan, opts)
+		if err == nil {
 			if s, ok := b.(interface{ Software() bool }); !ok || !s.Software() {
 				return b, nil
 			}
 			b.Close()
+		} else if sw := (interface{ Software() bool })(nil); errcode.Of(err) == errcode.OOMVRAM && !(errors.As(err, &sw) && sw.Software()) {
+			return nil, err // a GPU without room for the model
+		}
+		if !registered(CPU) {
+			return nil, fmt.Errorf("%w %q: no GPU, and no CPU backend imported (import _ \"github.com/vkllm/vkllm/kernels/cpu\")", ErrUnknownBackend, CPU)
 		}
 		return Open(CPU, opts)
 	}
@@ -105,4 +121,12 @@ func Describe(b Backend) string {
 		return b.Name() + " (" + d.Describe() + ")"
 	}
 	return b.Name()
+}
+
+// registered reports whether a backend of that name is registered.
+func registered(name string) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	_, ok := registry[name]
+	return ok
 }

@@ -186,9 +186,9 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	w := m.w
 	b.GetRows(x, w.embed, ids)
+	b.RMSNorm(h, x, w.layers[0].attnNorm, eps) // later layers': the previous one's AddRMSNorm
 	for l := range w.layers {
 		ly := &w.layers[l]
-		b.RMSNorm(h, x, ly.attnNorm, eps)
 		kernels.MatMuls(b, qkv[:], h, ly.qkv[:])
 		if ly.qBias != nil {
 			b.Add(q, q, ly.qBias)
@@ -205,12 +205,12 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 			b.RMSNorm(qh, qh, ly.qNorm, eps)
 			b.RMSNorm(kh, kh, ly.kNorm, eps)
 		}
-		if c.RoPE(l) {
-			b.RoPE(q, pos, m.rope)
-			b.RoPE(k, pos, m.rope)
+		if c.RoPE(l) { // q and k rotated, k and v to the caches
+			kernels.RoPEKVWrite(b, q, k, v, pos, ctx.kCache[l], ctx.vCache[l], cl, m.rope)
+		} else {
+			b.KVWrite(ctx.kCache[l], k, cl)
+			b.KVWrite(ctx.vCache[l], v, cl)
 		}
-		b.KVWrite(ctx.kCache[l], k, cl)
-		b.KVWrite(ctx.vCache[l], v, cl)
 		lv := vis
 		if c.Windowed(l) {
 			lv = visSWA
@@ -223,9 +223,7 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		if lora != nil {
 			ctx.applyLoRA(lora, l, loraO, attn, o)
 		}
-		b.Add(x, x, o)
-
-		b.RMSNorm(h, x, ly.ffnNorm, eps)
+		kernels.AddRMSNorm(b, x, h, x, o, ly.ffnNorm, eps) // x += o; h = norm(x)
 		kernels.MatMuls(b, gateUp[:], h, ly.gateUp[:])
 		if lora != nil {
 			ctx.applyLoRA(lora, l, loraGate, h, gate)
@@ -236,9 +234,12 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		if lora != nil {
 			ctx.applyLoRA(lora, l, loraDown, gate, down)
 		}
-		b.Add(x, x, down)
+		if l+1 < len(w.layers) { // x += down; h = the next layer's norm of x
+			kernels.AddRMSNorm(b, x, h, x, down, w.layers[l+1].attnNorm, eps)
+		} else { // x += down; x = the output norm of x
+			kernels.AddRMSNorm(b, x, x, x, down, w.outNorm, eps)
+		}
 	}
-	b.RMSNorm(x, x, w.outNorm, eps)
 	if err := ctx.readHidden(bt, x); err != nil {
 		return err
 	}

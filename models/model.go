@@ -7,7 +7,6 @@ import (
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
-	_ "github.com/vkllm/vkllm/kernels/cpu" // the default backend is always there
 	"github.com/vkllm/vkllm/tensor/gguf"
 )
 
@@ -120,6 +119,7 @@ func open(ctx context.Context, files *Files, o options) (*Model, error) {
 	var err error
 	m := &Model{Files: files, Config: files.Config, backend: o.backend}
 	if m.backend == nil {
+		o.kopts.Need = files.Size // a GPU backend picks a device with room for the weights
 		if m.backend, err = kernels.Open(o.backendName, o.kopts); err != nil {
 			files.Close()
 			return nil, fmt.Errorf("models: %w", err)

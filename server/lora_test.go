@@ -23,13 +23,24 @@ func TestLoRAModels(t *testing.T) {
 	ts.waitLoaded()
 
 	code, _, body := ts.do("GET", "/v1/models", "", "")
-	var list struct{ Data []struct{ ID string } }
+	var list struct {
+		Data []struct{ ID, Root, Parent string }
+	}
 	if err := json.Unmarshal(body, &list); code != 200 || err != nil {
 		t.Fatalf("/v1/models: %d %v %s", code, err, body)
 	}
 	var ids []string
 	for _, m := range list.Data {
 		ids = append(ids, m.ID)
+		// The page shows NAME:QUANT as NAME (the same model) but an adapter
+		// as a model of its own: parent tells them apart, as in vLLM.
+		wantParent := ""
+		if m.ID == "tiny:a" || m.ID == "tiny:b" {
+			wantParent = "tiny"
+		}
+		if m.Root != "tiny" || m.Parent != wantParent {
+			t.Errorf("/v1/models card %s: root %q parent %q, want tiny and %q", m.ID, m.Root, m.Parent, wantParent)
+		}
 	}
 	for _, want := range []string{"tiny", "tiny:a", "tiny:b"} {
 		if !slices.Contains(ids, want) {

@@ -19,7 +19,8 @@ var webFiles embed.FS
 const webCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// webHandler serves GET / (the chat page) and GET /web/NAME (its assets).
+// webHandler serves GET / (the chat page), GET /favicon.ico and GET
+// /web/NAME (its assets).
 // The page calls /v1/ on the same origin, so it needs no CORS; the API
 // key, when the server has one, is asked of the user by the page.
 func webHandler() http.Handler {
@@ -42,6 +43,9 @@ func webHandler() http.Handler {
 		switch {
 		case r.URL.Path == "/":
 			http.ServeFileFS(w, r, sub, "index.html")
+			return
+		case r.URL.Path == "/favicon.ico": // asked for by browsers, whatever the page says
+			http.ServeFileFS(w, r, sub, "favicon.ico")
 			return
 		case strings.HasSuffix(r.URL.Path, "/"): // no directory listings
 			writeError(w, newError(http.StatusNotFound, "invalid_request_error", "unknown_url", "unknown URL %s %s", r.Method, r.URL.Path))

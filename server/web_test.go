@@ -20,6 +20,7 @@ func TestWebPage(t *testing.T) {
 		{"GET", "/web/app.js", 200, "text/javascript", "renderMarkdown"},
 		{"GET", "/web/markdown.js", 200, "text/javascript", "textContent"},
 		{"GET", "/web/style.css", 200, "text/css", "prefers-color-scheme: dark"},
+		{"GET", "/favicon.ico", 200, "image/", ""},
 		{"POST", "/", 405, "application/json", "method_not_allowed"},
 		{"GET", "/web/nope.js", 404, "", ""},
 		{"GET", "/web/", 404, "application/json", "unknown_url"},

@@ -33,6 +33,8 @@ const (
 	Q5_K
 	Q6_K
 	Q8_K
+	IQ4_NL
+	IQ4_XS
 	numDTypes
 )
 
@@ -67,6 +69,8 @@ var dtypes = [numDTypes]dtypeInfo{
 	Q5_K:    {"Q5_K", 256, 2 + 2 + 12 + 32 + 128, true},
 	Q6_K:    {"Q6_K", 256, 128 + 64 + 16 + 2, true},
 	Q8_K:    {"Q8_K", 256, 4 + 256 + 16*2, true},
+	IQ4_NL:  {"IQ4_NL", 32, 2 + 16, true},
+	IQ4_XS:  {"IQ4_XS", 256, 2 + 2 + 4 + 128, true},
 }
 
 // Valid reports whether t is a known element type.

@@ -30,9 +30,9 @@ var ErrBufferSize = errors.New("tensor: buffer size does not match element count
 // Dequantize converts len(dst) elements of type dt stored in src to float32.
 // src must hold exactly dt.Bytes(len(dst)) bytes, so len(dst) must be a
 // whole number of blocks. It supports F32, F16, BF16, F64, Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and Q8_K; other types give
-// *UnsupportedDTypeError. It does not allocate (except for an error), so the
-// CPU backend can call it per row.
+// Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL and IQ4_XS;
+// other types give *UnsupportedDTypeError. It does not allocate (except for
+// an error), so the CPU backend can call it per row.
 //
 // Values equal gguf.quants.dequantize (0.19.0) bit for bit. gguf lacks F64,
 // Q8_1 and Q8_K; for those the value is ggml's definition (F64 rounded to
@@ -65,6 +65,10 @@ func Dequantize(dt DType, src []byte, dst []float32) error {
 		block = dequantQ6_K
 	case Q8_K:
 		block = dequantQ8_K
+	case IQ4_NL:
+		block = dequantIQ4_NL
+	case IQ4_XS:
+		block = dequantIQ4_XS
 	default:
 		return &UnsupportedDTypeError{Format: "dequantize", DType: dt.String()}
 	}

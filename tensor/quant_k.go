@@ -151,3 +151,44 @@ func dequantQ8_K(b []byte, y []float32) {
 		y[j] = d * float32(int8(q))
 	}
 }
+
+// kvaluesIQ4 are the 16 levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl):
+// a 4-bit index q stands for kvaluesIQ4[q].
+var kvaluesIQ4 = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+// dequantIQ4_NL: d f16 | nibbles (as Q4_0's) indexing kvaluesIQ4. Value
+// d·kvaluesIQ4[q].
+func dequantIQ4_NL(b []byte, y []float32) {
+	d, qs := half(b), b[2:18]
+	y = y[:32]
+	for j, q := range qs {
+		y[j] = d * float32(kvaluesIQ4[q&0xF])
+		y[j+16] = d * float32(kvaluesIQ4[q>>4])
+	}
+}
+
+// iq4xsScale is the signed 6-bit scale of sub-block j (0…7, 32 elements)
+// of an IQ4_XS block: its low 4 bits are nibble j%2 of scales_l[j/2]
+// (bytes 4–7), its high 2 bits bits 2j of scales_h (u16, bytes 2–3); the
+// scale is that minus 32.
+func iq4xsScale(b []byte, j int) int {
+	lo := b[4+j/2] >> (4 * (j % 2)) & 0xF
+	hi := binary.LittleEndian.Uint16(b[2:]) >> (2 * j) & 3
+	return int(lo) | int(hi)<<4 - 32
+}
+
+// dequantIQ4_XS: d f16 | scales_h u16 | scales_l [4]u8 | qs [128]u8.
+// Sub-block j (32 elements) is qs[16j…16j+15] as IQ4_NL's nibbles, value
+// (d·iq4xsScale(j))·kvaluesIQ4[q].
+func dequantIQ4_XS(b []byte, y []float32) {
+	d, qs := half(b), b[8:136]
+	y = y[:256]
+	for j := range 8 {
+		dl := d * float32(iq4xsScale(b, j))
+		out := y[32*j : 32*j+32]
+		for l, q := range qs[16*j : 16*j+16] {
+			out[l] = dl * float32(kvaluesIQ4[q&0xF])
+			out[l+16] = dl * float32(kvaluesIQ4[q>>4])
+		}
+	}
+}

@@ -17,6 +17,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 go mod download
 (cd tests/browser && go mod download)
+(cd deploy && go mod download) # so that `make test` downloads nothing mid-run
 # huggingface_hub: hub's interop test runs the real Python client against
 # the stand-in Hub (both read each other's cache).
 python3 -c 'import huggingface_hub' 2>/dev/null || python3 -m pip install -q 'huggingface_hub==2.4.0'

@@ -17,8 +17,12 @@ Outputs (a few KB each):
                                   0x03000000 little-endian): the Go reader
                                   must refuse it with ABI_MISMATCH.
   python_iq.gguf                  a tensor of a ggml type vkllm lacks
-                                  (IQ4_NL): the reader must name it in a
+                                  (IQ2_XXS): the reader must name it in a
                                   *tensor.UnsupportedDTypeError.
+  python_iq4.gguf / python_iq4.json
+                                  IQ4_NL and IQ4_XS tensors (random bytes),
+                                  version 3, default alignment, checked as
+                                  python.gguf is.
 
 The JSON files hold what the writer was given (key order as gguf.GGUFReader
 reports it, value types, array element types, nested values) and, read back
@@ -209,6 +213,21 @@ write(be, META[:3], ts[:1], endian=gguf.GGUFEndian.BIG)
 print("wrote", be, os.path.getsize(be))
 
 iq = os.path.join(out, "python_iq.gguf")
-bs, tsz = gguf.GGML_QUANT_SIZES[QT.IQ4_NL]
-write(iq, META[:1], [("w.iq4_nl", QT.IQ4_NL, (1, bs), bytes(tsz))])
+bs, tsz = gguf.GGML_QUANT_SIZES[QT.IQ2_XXS]
+write(iq, META[:1], [("w.iq2_xxs", QT.IQ2_XXS, (1, bs), bytes(tsz))])
 print("wrote", iq, os.path.getsize(iq))
+
+# IQ4_NL and IQ4_XS (gguf-py 0.19.0 cannot quantize them either): random
+# bytes of the right size, from their own generator so that the files
+# above keep their bytes.
+iq4_rng = np.random.default_rng(41)
+iq4 = []
+for qt, shape in ((QT.IQ4_NL, (2, 64)), (QT.IQ4_XS, (1, 2, 256))):
+    bs, tsz = gguf.GGML_QUANT_SIZES[qt]
+    n = int(np.prod(shape)) // bs * tsz
+    iq4.append((f"w.{qt.name.lower()}", qt, shape, iq4_rng.integers(0, 256, n, dtype=np.uint8).tobytes()))
+path = os.path.join(out, "python_iq4.gguf")
+write(path, META[:1], iq4)
+with open(os.path.join(out, "python_iq4.json"), "w") as f:
+    dump(expect(path, META[:1], iq4, None, 3), f)
+print("wrote", path, os.path.getsize(path))

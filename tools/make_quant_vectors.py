@@ -45,10 +45,12 @@ manifest = {
 # Block layouts (ggml-common.h): bytes per block and the byte offsets of
 # the f16 scale fields, which are set to finite values.
 BLOCK_BYTES = {"Q4_0": 18, "Q4_1": 20, "Q5_0": 22, "Q5_1": 24, "Q8_0": 34, "Q8_1": 36,
-               "Q2_K": 84, "Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210, "Q8_K": 292}
-BLOCK_SIZE = {k: 256 if k.endswith("_K") else 32 for k in BLOCK_BYTES}
+               "Q2_K": 84, "Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210, "Q8_K": 292,
+               "IQ4_NL": 18, "IQ4_XS": 136}
+BLOCK_SIZE = {k: 256 if k.endswith("_K") or k == "IQ4_XS" else 32 for k in BLOCK_BYTES}
 HALF_FIELDS = {"Q4_0": [0], "Q4_1": [0, 2], "Q5_0": [0], "Q5_1": [0, 2], "Q8_0": [0], "Q8_1": [0, 2],
-               "Q2_K": [80, 82], "Q3_K": [108], "Q4_K": [0, 2], "Q5_K": [0, 2], "Q6_K": [208]}
+               "Q2_K": [80, 82], "Q3_K": [108], "Q4_K": [0, 2], "Q5_K": [0, 2], "Q6_K": [208],
+               "IQ4_NL": [0], "IQ4_XS": [0]}
 
 # Our block sizes must agree with gguf's table (except Q8_1, see above).
 for name, bb in BLOCK_BYTES.items():
@@ -65,7 +67,7 @@ def special_halves():
     return f16_bits([0.0, -0.0, 6e-8, -6.1e-5, 65504.0, -65504.0, 1.0, 0.5])
 
 
-def random_blocks(name):
+def random_blocks(name, rng=rng):
     bb = BLOCK_BYTES[name]
     raw = rng.integers(0, 256, size=(NBLOCKS + 8, bb), dtype=np.uint8)
     raw[NBLOCKS] = 0          # all-zero block
@@ -150,6 +152,16 @@ for name in ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K", "Q3_K", "Q4
     assert not np.any(np.isnan(vals)), name
     write(f"{name}.deq.bin", raw.tobytes(), vals.astype("<f4").tobytes())
     manifest["dequantize"][name] = {"elements": int(vals.size), "bytes": int(raw.size), "reference": ref}
+
+# IQ4_NL and IQ4_XS (added later) draw from their own generator, so that the
+# vectors above and below keep their bytes.
+iq_rng = np.random.default_rng(SEED + 41)
+for name in ["IQ4_NL", "IQ4_XS"]:
+    raw = random_blocks(name, iq_rng)
+    vals = gguf.quants.dequantize(raw, T[name]).astype(np.float32).reshape(-1)
+    assert not np.any(np.isnan(vals)), name
+    write(f"{name}.deq.bin", raw.tobytes(), vals.astype("<f4").tobytes())
+    manifest["dequantize"][name] = {"elements": int(vals.size), "bytes": int(raw.size), "reference": "gguf.quants.dequantize"}
 
 
 # --- Quantisation ---------------------------------------------------------

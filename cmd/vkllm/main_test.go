@@ -59,18 +59,26 @@ func TestCommands(t *testing.T) {
 		{"unknown command", []string{"fly"}, 2, "", `error: unknown command "fly"`},
 		{"serve -h", []string{"serve", "-h"}, 0, "", "-api-key"},
 		{"run -h", []string{"run", "-h"}, 0, "", "-prompt"},
-		{"bench -h", []string{"bench", "-h"}, 2, "", "-pp"}, // the bench command's own flag set
+		{"bench -h", []string{"bench", "-h"}, 0, "", "measure prefill and decode speed"}, // described, as every command
+		{"bench -h flags", []string{"bench", "-h"}, 0, "", "-pp"},
 		{"inspect -h", []string{"inspect", "-h"}, 0, "", "-json"},
 		{"tokenize -h", []string{"tokenize", "-h"}, 0, "", "-add-special"},
 		{"bad flag", []string{"run", "--bogus"}, 2, "", "flag provided but not defined: -bogus"},
-		{"run without model", []string{"run", "--prompt", "x"}, 1, "", "error: --model is required"},
+		{"run without model", []string{"run", "--prompt", "x"}, 1, "", "error: --model is required [BAD_PARAMS]"},
+		{"run max-tokens -1", []string{"run", "--model", tinyDir, "--prompt", "x", "--max-tokens", "-1"}, 1, "", "≥ 1, got -1 [BAD_PARAMS]"},
+		{"run temperature 5", []string{"run", "--model", tinyDir, "--prompt", "x", "--temperature", "5"}, 1, "", "[BAD_PARAMS]"},
+		{"run bad token id", []string{"run", "--model", tinyDir, "--tokens", "1,abc"}, 1, "", `error: --tokens: "abc" is not a token id [BAD_PARAMS]`},
+		{"run empty prompt", []string{"run", "--model", tinyDir, "--prompt", ""}, 1, "", "error: --prompt is empty; leave it out to chat [EMPTY_PROMPT]"},
+		{"run ctx -1", []string{"run", "--model", tinyDir, "--prompt", "x", "--ctx", "-1"}, 1, "", "--ctx must be ≥ 0"},
+		{"run ctx bounds the prompt", []string{"run", "--model", tinyDir, "--backend", "cpu", "--ctx", "16", "--prompt", strings.Repeat("one two three four ", 10)}, 1, "", "[PROMPT_TOO_LONG]"},
 		{"chat with --json", []string{"run", "--model", tinyDir, "--json"}, 1, "", "error: --prompt, --tokens, --json and --top-logprobs do not go with --chat"},
 		{"system without chat", []string{"run", "--model", tinyDir, "--prompt", "x", "--system", "s"}, 1, "", "error: --system is for a chat"},
 		{"inspect", []string{"inspect", tinyDir}, 0, "architecture:  qwen2", ""},
 		{"inspect no path", []string{"inspect"}, 2, "", "usage: vkllm inspect"},
 		{"pull unknown", []string{"pull", "gpt-7"}, 1, "", `error: pull: unknown model "gpt-7"; known models: smollm2`},
 		{"pull no name", []string{"pull"}, 2, "", "usage: vkllm pull"},
-		{"bench without model", []string{"bench"}, 2, "", "one of --model and --synthetic is required"},
+		{"bench without model", []string{"bench"}, 2, "", "error: give --model PATH or --synthetic SHAPE:DTYPE (vkllm bench -h lists the flags)\n"},
+		{"bench bad tg", []string{"bench", "--synthetic", "x", "--tg", "0"}, 2, "", "error: --tg must be ≥ 1, got 0\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -96,6 +104,32 @@ func TestLoadCancelled(t *testing.T) {
 		code := vkllm(ctx, testEnv(strings.NewReader("hello\n"), &out, &errb), append([]string{"run"}, args...))
 		if code != 1 || errb.String() != "error: models: load cancelled: context canceled [CANCELLED]\n" || out.Len() != 0 {
 			t.Errorf("run %q: exit %d, stdout %q, stderr %q; want the load cancelled", args, code, out.String(), errb.String())
+		}
+	}
+}
+
+// TestRunHelpDefaults: `run -h` gives each flag one default, not Go's
+// "(default N)" beside a chat's.
+func TestRunHelpDefaults(t *testing.T) {
+	var errb bytes.Buffer
+	if code := vkllm(context.Background(), testEnv(strings.NewReader(""), io.Discard, &errb), []string{"run", "-h"}); code != 0 {
+		t.Fatalf("run -h: exit %d", code)
+	}
+	for _, entry := range strings.Split(errb.String(), "\n  -")[1:] {
+		if n := strings.Count(entry, "default"); n > 1 {
+			t.Errorf("run -h shows %d defaults for -%s", n, entry)
+		}
+	}
+}
+
+// TestUnescape: --stop "\n\n" as a shell passes it (a backslash and an n,
+// twice) is two new lines, as in llama.cpp's tools.
+func TestUnescape(t *testing.T) {
+	for in, want := range map[string]string{
+		`\n\n`: "\n\n", `a\tb`: "a\tb", `c:\\dir`: `c:\dir`, `\x`: `\x`, `end\`: `end\`, "plain": "plain", `\\n`: `\n`,
+	} {
+		if got := unescape(in); got != want {
+			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

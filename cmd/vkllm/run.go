@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vkllm/vkllm/cmd/internal/runinfo"
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/hub"
-	"github.com/vkllm/vkllm/internal/runinfo"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
@@ -35,6 +35,7 @@ type config struct {
 	model, prompt, tokens  string
 	backend                *string
 	maxTokens, topLogprobs int
+	ctxLen                 int // --ctx: KV cells, 0 for engine.Options' default
 	seed                   int64
 	json, ignoreEOS        bool
 	params                 sampler.Params
@@ -93,19 +94,25 @@ func runModel(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&c.prompt, "prompt", "", "prompt text to complete")
 	fs.StringVar(&c.tokens, "tokens", "", "prompt as comma-separated token ids")
 	fs.BoolVar(&c.chat, "chat", false, "chat interactively (the default without --prompt and --tokens)")
-	fs.StringVar(&c.system, "system", "", "chat: the system prompt")
+	fs.Func("system", `chat: the system prompt (\n, \t and \\ are a new line, a tab and a backslash)`, func(s string) error {
+		c.system = unescape(s)
+		return nil
+	})
 	c.backend = runinfo.BackendFlag(fs)
-	fs.IntVar(&c.maxTokens, "max-tokens", 32, "tokens to generate (chat: 1024 by default)")
-	fs.Float64Var(&p.Temperature, "temperature", 0, "sampling temperature in [0, 2]; 0 is greedy (chat: 0.7 by default)")
-	fs.Float64Var(&p.TopP, "top-p", 1, "nucleus sampling: keep the most likely tokens up to this mass, (0, 1] (chat: 0.9 by default)")
+	// The defaults of these three depend on the mode, so the flags have
+	// none of their own (-h would show two); runModel sets them.
+	fs.IntVar(&c.maxTokens, "max-tokens", 0, "tokens to generate (default 32; a chat's answers 1024)")
+	fs.Float64Var(&p.Temperature, "temperature", 0, "sampling temperature in [0, 2]; 0 is greedy (default 0; a chat 0.7)")
+	fs.Float64Var(&p.TopP, "top-p", 0, "nucleus sampling: keep the most likely tokens up to this mass, (0, 1] (default 1; a chat 0.9)")
+	fs.IntVar(&c.ctxLen, "ctx", 0, "context length in tokens, prompt and answers together (0: the model's positions, at most 4096)")
 	fs.IntVar(&p.TopK, "top-k", 0, "keep the K most likely tokens (0: off)")
 	fs.Float64Var(&p.MinP, "min-p", 0, "drop tokens less likely than min-p × the most likely one, [0, 1]")
 	fs.Int64Var(&c.seed, "seed", -1, "sampling seed (-1: random)")
 	fs.Float64Var(&p.RepetitionPenalty, "repetition-penalty", 1, "penalty on tokens of the prompt and output, (0, 2]")
 	fs.Float64Var(&p.PresencePenalty, "presence-penalty", 0, "penalty on tokens already generated, [-2, 2]")
 	fs.Float64Var(&p.FrequencyPenalty, "frequency-penalty", 0, "penalty by how often a token was generated, [-2, 2]")
-	fs.Func("stop", "stop at this text (repeatable; not printed)", func(s string) error {
-		p.Stop = append(p.Stop, s)
+	fs.Func("stop", `stop at this text (repeatable; not printed; \n, \t and \\ are a new line, a tab and a backslash)`, func(s string) error {
+		p.Stop = append(p.Stop, unescape(s))
 		return nil
 	})
 	fs.IntVar(&c.topLogprobs, "top-logprobs", 0, "report the K most likely tokens per step (0-20, with --json)")
@@ -128,16 +135,25 @@ func runModel(ctx context.Context, e env, args []string) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["prompt"] && c.prompt == "" {
+		err := errcode.Wrap(errcode.EmptyPrompt, errors.New("--prompt is empty; leave it out to chat"))
+		fmt.Fprintf(e.stderr, "error: %v [%s]\n", err, errcode.Of(err))
+		return 1
+	}
 	if c.prompt == "" && c.tokens == "" {
 		c.chat = true
 	}
+	defaults := map[string]float64{"temperature": 0, "top-p": 1, "max-tokens": 32}
+	if c.chat {
+		defaults = map[string]float64{"temperature": 0.7, "top-p": 0.9, "max-tokens": 1024}
+	}
+	for name, v := range defaults {
+		if !set[name] {
+			fs.Set(name, strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	}
 	var err error
 	if c.chat {
-		for name, v := range map[string]float64{"temperature": 0.7, "top-p": 0.9, "max-tokens": 1024} {
-			if !set[name] {
-				fs.Set(name, strconv.FormatFloat(v, 'g', -1, 64))
-			}
-		}
 		err = chatREPL(ctx, e, c)
 	} else {
 		ctx, cancel := e.interruptible(ctx)
@@ -160,7 +176,7 @@ func open(ctx context.Context, c config, stderr io.Writer) (*engine.LLM, error) 
 	}
 	b := newBar(stderr, "loading "+c.model, false)
 	start := time.Now()
-	opts := engine.Options{MaxSeqs: 1, Backend: *c.backend, Progress: b.Update, Draft: c.draft, DraftMax: c.draftMax}
+	opts := engine.Options{MaxSeqs: 1, ContextLen: c.ctxLen, Backend: *c.backend, Progress: b.Update, Draft: c.draft, DraftMax: c.draftMax}
 	if c.lora != "" {
 		opts.Adapters = map[string]string{cliAdapter: c.lora}
 	}
@@ -183,23 +199,64 @@ func checkParams(c config) (sampler.Params, error) {
 	if err := checkDraft(c.draft, c.draftMax); err != nil {
 		return p, err
 	}
+	if c.ctxLen < 0 {
+		return p, badFlag("--ctx must be ≥ 0 (0: the model's positions, at most 4096), got %d", c.ctxLen)
+	}
 	p.MaxTokens, p.IgnoreEOS, p.Logprobs = c.maxTokens, c.ignoreEOS, c.topLogprobs
 	if c.seed >= 0 {
 		s := uint64(c.seed)
 		p.Seed = &s
 	}
-	return p, p.Validate(1 << 30)
+	if err := p.Validate(1 << 30); err != nil {
+		return p, errcode.Wrap(errcode.BadParams, err)
+	}
+	return p, nil
+}
+
+// badFlag is a flag's error: BAD_PARAMS, as a bad parameter of the API.
+func badFlag(format string, a ...any) error {
+	return errcode.Wrap(errcode.BadParams, fmt.Errorf(format, a...))
+}
+
+// unescape reads \n, \t and \\ in s as a new line, a tab and a
+// backslash, as llama.cpp's tools do: a shell passes "\n\n" as four
+// characters. Any other backslash stays as it is.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case 'n':
+				b.WriteByte('\n')
+				i++
+				continue
+			case 't':
+				b.WriteByte('\t')
+				i++
+				continue
+			case '\\':
+				b.WriteByte('\\')
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // chatREPL loads the model and runs the conversation on stdin.
 func chatREPL(ctx context.Context, e env, c config) error {
 	switch {
 	case c.model == "":
-		return errors.New("--model is required")
+		return badFlag("--model is required")
 	case c.prompt != "" || c.tokens != "" || c.json || c.topLogprobs != 0:
-		return errors.New("--prompt, --tokens, --json and --top-logprobs do not go with --chat")
+		return badFlag("--prompt, --tokens, --json and --top-logprobs do not go with --chat")
 	case c.maxTokens < 1:
-		return fmt.Errorf("--max-tokens must be ≥ 1, got %d", c.maxTokens)
+		return badFlag("--max-tokens must be ≥ 1, got %d", c.maxTokens)
 	}
 	p, err := checkParams(c)
 	if err != nil {
@@ -236,15 +293,15 @@ type streamer interface {
 func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	switch {
 	case c.model == "":
-		return errors.New("--model is required")
+		return badFlag("--model is required")
 	case (c.prompt == "") == (c.tokens == ""):
-		return errors.New("give exactly one of --prompt and --tokens")
+		return badFlag("give exactly one of --prompt and --tokens")
 	case c.maxTokens < 1:
-		return fmt.Errorf("--max-tokens must be ≥ 1, got %d", c.maxTokens)
+		return badFlag("--max-tokens must be ≥ 1, got %d", c.maxTokens)
 	case c.topLogprobs < 0 || c.topLogprobs > 20:
-		return fmt.Errorf("--top-logprobs must be in [0, 20], got %d", c.topLogprobs)
+		return badFlag("--top-logprobs must be in [0, 20], got %d", c.topLogprobs)
 	case c.system != "":
-		return errors.New("--system is for a chat (--chat)")
+		return badFlag("--system is for a chat (--chat)")
 	}
 	p, err := checkParams(c)
 	if err != nil {
@@ -268,7 +325,7 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(prompt) == 0 {
-		return errors.New("the prompt is empty")
+		return errcode.Wrap(errcode.EmptyPrompt, errors.New("the prompt is empty"))
 	}
 
 	res := Result{PromptTokens: prompt, Tokens: []int32{}, TopLogprobs: [][]sampler.Logprob{}}
@@ -316,7 +373,7 @@ func parseIDs(s string) ([]int32, error) {
 		}
 		v, err := strconv.ParseInt(f, 10, 32)
 		if err != nil || v < 0 {
-			return nil, fmt.Errorf("--tokens: %q is not a token id", f)
+			return nil, badFlag("--tokens: %q is not a token id", f)
 		}
 		out = append(out, int32(v))
 	}

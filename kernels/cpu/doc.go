@@ -19,13 +19,15 @@
 //   - F32, F16, BF16: float32 dots with fused multiply-adds, read in place.
 //     On CPUs with AVX512_BF16 (BF16Activations), BF16 weights instead meet
 //     the activations rounded to bfloat16 once per MatMul.
-//   - Q8_0, Q4_0, Q4_1, Q4_K, Q6_K: each activation row is quantised once
+//   - Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, and IQ4_NL, IQ4_XS, Q5_0, Q5_1, Q5_K,
+//     Q3_K, Q2_K (dotmore.go): each activation row is quantised once
 //     per MatMul to 8 bits per block of 32 with a float32 scale
 //     (d = max|x|/127, q = round(x/d)); each block's integer dot is exact
 //     and scaled by d_w·d_x in float32. llama.cpp quantises its activations
 //     the same way but rounds the scales to fp16 (and takes blocks of 256
 //     for the K-quants), so results are close to llama.cpp's, not bitwise.
-//   - other dtypes: each weight row dequantised, then the F32 dot.
+//   - other dtypes (Q8_1, Q8_K, F64): each weight row dequantised, then the
+//     F32 dot.
 //
 // Packed weights. Where SIMD has packed kernels ("avx2+fma" and up), Q8_0,
 // Q4_0, Q4_1 and Q4_K weights are copied at Upload into groups of eight

@@ -91,6 +91,8 @@ const (
 //	Q8_0, Q4_0, Q4_1,          x quantised by quantizeQ8 once per call,
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
 //	                           dotQ4_K / dotQ6_K
+//	IQ4_NL, IQ4_XS, Q5_0,      the same, then q8Dot's kernel
+//	Q5_1, Q5_K, Q3_K, Q2_K     (dotmore.go)
 //	F32, F16, BF16 weights     dotF32 / dotF16 / dotBF16 on x, in place
 //	                           (F16, BF16: by tiles where SIMD has
 //	                           them, tileF16 / tileBF16)
@@ -153,6 +155,12 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 			rowDot = func(_, j, i int) float32 {
 				return dotQ4_1(wt.Raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
 			}
+		}
+	case q8Dot(wt.DT) != nil: // dotmore.go's types
+		qx, dx, sx := b.quantizeActivations(xs)
+		nb, rb, dot := k/32, wt.RowBytes, q8Dot(wt.DT)
+		rowDot = func(_, j, i int) float32 {
+			return dot(wt.Raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
 		}
 	default:
 		b.matMulDequant(d, xs, wt)

@@ -12,7 +12,7 @@ import (
 )
 
 // The fast path passes every op of the conformance suite; MatMul as
-// kerneltest.MatMulQ8 (Q8_0, Q4_0, Q4_1: the emulated Q8-activation
+// kerneltest.MatMulQ8 (Q8_0, Q4_0, Q4_1, …: the emulated Q8-activation
 // arithmetic at LimitF32Dot) and kerneltest.MatMulNotQ8 (every other
 // dtype at LimitF32Dot), both with bitwise batch invariance.
 func TestFastConformance(t *testing.T) {
@@ -41,6 +41,7 @@ func TestFastConformance(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 			}
 			t.Run("AttentionStrict", func(t *testing.T) { kerneltest.AttentionStrict(t, b) })
+			t.Run("AttentionInvariance", func(t *testing.T) { kerneltest.AttentionInvariance(t, b) })
 			t.Run("MatMulFloatStrict", func(t *testing.T) { floatStrict(t, b) })
 		})
 	}

@@ -70,12 +70,16 @@ func SwiGLU(t *testing.T, b kernels.Backend) {
 	}
 }
 
+// normDims are RMSNorm's row lengths: odd ones, multiples of 4, and rows
+// of 2048 or more (where a backend may use wider workgroups).
+var normDims = []int{1, 7, 96, 896, 2051, 2052}
+
 // RMSNorm checks x / sqrt(mean(x²) + eps) · w over odd widths, with a row
 // of zeros and dst aliasing x.
 func RMSNorm(t *testing.T, b kernels.Backend) {
 	r := rng(32)
 	const eps = 1e-6
-	for _, dim := range []int{1, 7, 96, 896} {
+	for _, dim := range normDims {
 		for _, alias := range []bool{false, true} {
 			n := 3
 			x, w := randn(r, n*dim, 2), randn(r, dim, 1)
@@ -98,6 +102,75 @@ func RMSNorm(t *testing.T, b kernels.Backend) {
 				}
 			}
 			check(t, "RMSNorm "+shapeName(n, dim), read(t, b, d, n*dim), want, LimitMath)
+		}
+	}
+}
+
+// AddRMSNorm checks kernels.AddRMSNorm (the backend's fused op where it
+// is a kernels.AddRMSNormer): sum = a + b within LimitExact, dst =
+// RMSNorm(sum) within LimitMath, both bitwise what Add then RMSNorm give
+// on the same backend, with sum separate or aliasing a or b, and dst
+// separate or aliasing sum (the decoder's last layer).
+func AddRMSNorm(t *testing.T, b kernels.Backend) {
+	r := rng(33)
+	const eps = 1e-5
+	const n = 3
+	for _, dim := range normDims {
+		for _, alias := range []string{"", "sum=a", "sum=b", "sum=a,dst=sum"} {
+			x, y, w := randn(r, n*dim, 2), randn(r, n*dim, 1), randn(r, dim, 1)
+			for j := range dim { // row 1 sums to zeros
+				y[dim+j] = -x[dim+j]
+			}
+			xt, yt := newF32(t, b, x, n, dim), newF32(t, b, y, n, dim)
+			sum, dst := newF32(t, b, nil, n, dim), newF32(t, b, nil, n, dim)
+			switch alias {
+			case "sum=a":
+				sum = xt
+			case "sum=b":
+				sum = yt
+			case "sum=a,dst=sum":
+				sum, dst = xt, xt
+			}
+			wt := newF32(t, b, w, dim)
+			kernels.AddRMSNorm(b, sum, dst, xt, yt, wt, eps)
+			gotSum, gotDst := read(t, b, sum, n*dim), read(t, b, dst, n*dim)
+
+			// The composition on fresh tensors.
+			s2, d2 := newF32(t, b, nil, n, dim), newF32(t, b, nil, n, dim)
+			b.Add(s2, newF32(t, b, x, n, dim), newF32(t, b, y, n, dim))
+			b.RMSNorm(d2, s2, wt, eps)
+			wantSum, wantDst := read(t, b, s2, n*dim), read(t, b, d2, n*dim)
+
+			what := "AddRMSNorm " + shapeName(n, dim)
+			if alias != "" {
+				what += " " + alias
+			}
+			ref := make([]float64, n*dim)
+			for i := range ref {
+				ref[i] = float64(x[i]) + float64(y[i])
+			}
+			if alias != "sum=a,dst=sum" {
+				check(t, what+" sum", gotSum, ref, LimitExact)
+			}
+			for i := range n {
+				var ss float64
+				for _, v := range wantSum[i*dim : (i+1)*dim] {
+					ss += float64(v) * float64(v)
+				}
+				inv := 1 / math.Sqrt(ss/float64(dim)+float64(float32(eps)))
+				for j := range dim {
+					ref[i*dim+j] = float64(wantSum[i*dim+j]) * inv * float64(w[j])
+				}
+			}
+			check(t, what, gotDst, ref, LimitMath)
+			for i := range gotDst {
+				if alias != "sum=a,dst=sum" && math.Float32bits(gotSum[i]) != math.Float32bits(wantSum[i]) {
+					t.Fatalf("%s: sum[%d] = %v, Add gives %v", what, i, gotSum[i], wantSum[i])
+				}
+				if math.Float32bits(gotDst[i]) != math.Float32bits(wantDst[i]) {
+					t.Fatalf("%s: dst[%d] = %v, Add then RMSNorm give %v", what, i, gotDst[i], wantDst[i])
+				}
+			}
 		}
 	}
 }

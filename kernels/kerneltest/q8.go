@@ -2,14 +2,16 @@ package kerneltest
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// MatMulQ8 is MatMul for a backend that multiplies Q8_0, Q4_0, Q4_1, Q4_K
-// and Q6_K weights by activations quantised to 8 bits per block of 32, as
+// MatMulQ8 is MatMul for a backend that multiplies Q8_0, Q4_0, Q4_1, Q4_K,
+// Q6_K, IQ4_NL, IQ4_XS, Q5_0, Q5_1, Q5_K, Q3_K and Q2_K weights by
+// activations quantised to 8 bits per block of 32, as
 // llama.cpp's vec_dot_q8_0_q8_0 / q4_0_q8_0 / q4_1_q8_1 do (llama.cpp
 // quantises per 256 for the K-quants; this suite's rule is per 32 for
 // all). Its
@@ -25,7 +27,7 @@ import (
 //	d = max|x| / 127 in float32, id = 1/d (0 when d = 0),
 //	q = round(x·id) with halves away from zero (x·id rounded to float32 first).
 func MatMulQ8(t *testing.T, b kernels.Backend) {
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {
+	for _, dt := range q8Types {
 		t.Run(dt.String(), func(t *testing.T) {
 			r := rng(70 + uint64(dt))
 			ks := []int{32, 96, 288, 1056}
@@ -92,9 +94,10 @@ func refMatMulQ8(x, w []float32, n, k, m int) []float64 {
 }
 
 // q8Types are the weight dtypes MatMulQ8 covers.
-func q8Type(dt tensor.DType) bool {
-	return dt == tensor.Q8_0 || dt == tensor.Q4_0 || dt == tensor.Q4_1 || dt == tensor.Q4_K || dt == tensor.Q6_K
-}
+var q8Types = []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K,
+	tensor.IQ4_NL, tensor.IQ4_XS, tensor.Q5_0, tensor.Q5_1, tensor.Q5_K, tensor.Q3_K, tensor.Q2_K}
+
+func q8Type(dt tensor.DType) bool { return slices.Contains(q8Types, dt) }
 
 // MatMulNotQ8 is MatMulStrict (LimitF32Dot against float64 sums over the
 // exactly dequantised weight, and bitwise batch invariance) for every

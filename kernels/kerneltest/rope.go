@@ -136,3 +136,42 @@ func KVShift(t *testing.T, b kernels.Backend) {
 		}
 	}
 }
+
+// RoPEKVWrite checks kernels.RoPEKVWrite (the backend's fused op where it
+// is a kernels.RoPEKVWriter) against RoPE, RoPE, KVWrite, KVWrite on the
+// same backend, bitwise: q, k and both caches (F32 and F16), for every
+// RoPE case, with grouped KV heads.
+func RoPEKVWrite(t *testing.T, b kernels.Backend) {
+	r := rng(42)
+	pos, where := []int32{0, 7, 3000}, []int32{5, 0, 3}
+	const cells, heads, kvHeads = 6, 4, 2
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16} {
+		for _, p := range ropeCases() {
+			n, dim, kdim := len(pos), heads*p.HeadDim, kvHeads*p.HeadDim
+			q, k, v := randn(r, n*dim, 1), randn(r, n*kdim, 1), randn(r, n*kdim, 1)
+			kInit, vInit := randn(r, cells*kdim, 1), randn(r, cells*kdim, 1)
+			run := func(fused bool) [4][]float32 {
+				qt, kt, vt := newF32(t, b, q, n, dim), newF32(t, b, k, n, kdim), newF32(t, b, v, n, kdim)
+				kc, vc := newCache(t, b, dt, kInit, cells, kdim), newCache(t, b, dt, vInit, cells, kdim)
+				pt, ct := newI32(t, b, pos), newI32(t, b, where)
+				if fused {
+					kernels.RoPEKVWrite(b, qt, kt, vt, pt, kc, vc, ct, p)
+				} else {
+					b.RoPE(qt, pt, p)
+					b.RoPE(kt, pt, p)
+					b.KVWrite(kc, kt, ct)
+					b.KVWrite(vc, vt, ct)
+				}
+				return [4][]float32{read(t, b, qt, n*dim), read(t, b, kt, n*kdim), read(t, b, kc, cells*kdim), read(t, b, vc, cells*kdim)}
+			}
+			got, want := run(true), run(false)
+			for j, name := range []string{"q", "k", "k cache", "v cache"} {
+				for i := range want[j] {
+					if math.Float32bits(got[j][i]) != math.Float32bits(want[j][i]) {
+						t.Fatalf("RoPEKVWrite %v %s: %s[%d] = %v, the four ops give %v", dt, ropeName(p), name, i, got[j][i], want[j][i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -18,6 +18,7 @@ var weightTypes = []tensor.DType{
 	tensor.F32, tensor.F16, tensor.BF16,
 	tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1,
 	tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K,
+	tensor.IQ4_NL, tensor.IQ4_XS,
 }
 
 // kScales are the byte offsets of the f16 super-block scales (d, and dmin
@@ -28,6 +29,10 @@ var kScales = map[tensor.DType][]int{
 	tensor.Q4_K: {0, 2},   // d dmin scales[12] qs[128]
 	tensor.Q5_K: {0, 2},   // d dmin scales[12] qh[32] qs[128]
 	tensor.Q6_K: {208},    // ql[128] qh[64] scales[16] d
+	// IQ4_NL and IQ4_XS (not K-quants, but tensor.Quantize lacks them
+	// too): random indices and sub-scales, the f16 scale d set
+	tensor.IQ4_NL: {0}, // d qs[16]
+	tensor.IQ4_XS: {0}, // d scales_h scales_l[4] qs[128]
 }
 
 // weight makes a random weight (rows, cols) of dtype dt, uploads it, and

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"unsafe"
 
@@ -24,7 +23,7 @@ import (
 
 func init() {
 	kernels.Register(kernels.Vulkan, func(o kernels.Options) (kernels.Backend, error) {
-		cfg, err := FromEnv(Config{Device: o.Device})
+		cfg, err := FromEnv(Config{Device: o.Device, Need: o.Need})
 		if err != nil {
 			return nil, err
 		}
@@ -38,8 +37,14 @@ func init() {
 // kernels.Open, models.WithBackendName and the commands honour them).
 type Config struct {
 	// Device picks a device by index ("1") or name substring; "" takes
-	// the best device (discrete, integrated, virtual, then CPU).
+	// the best device: of the best type present (discrete, integrated,
+	// virtual, then CPU), the one with the most free memory
+	// (VK_EXT_memory_budget, else the heap size) that has Need bytes free.
 	Device string
+	// Need is the device memory the caller will place (the model's
+	// weights; 0: unknown). With Device "", Open fails with a *FitError
+	// (errcode OOM_VRAM) when no device has that much free.
+	Need int64
 	// Library is the loader to dlopen; "" takes libvulkan.so.1.
 	Library string
 	// Validation enables VK_LAYER_KHRONOS_validation when it is installed
@@ -70,10 +75,9 @@ type Config struct {
 	// of 8 tokens) instead of the tiled one (also VKLLM_VULKAN_DISABLE=tiled);
 	// benchmarks use it to compare the two.
 	NoTiled bool
-	// AttentionSegment is the number of cells above which Attention splits
-	// the cache into segments of this many cells processed in parallel
-	// (flash decoding), then merged (0: 512).
-	AttentionSegment int
+	// Attention tunes the attention kernels (zero fields: the defaults;
+	// see AttentionTuning).
+	Attention AttentionTuning
 	// AttentionScratch caps the bytes of split attention's scratch (0:
 	// 64 MiB, and never more than one binding covers), which holds every
 	// segment of as many tokens as fit, one at least: a larger batch runs
@@ -157,14 +161,32 @@ type Backend struct {
 	blocks []*block
 	used   int64 // device memory held in blocks
 
-	pipes   map[string]*pipeline
+	// The host side of recording (ops.go): descriptor sets by pipeline
+	// and bound ranges, at most maxSets (maxSets), setWrites written so
+	// far; dispatches recorded since the last submit that waited, and
+	// the first piece's (pieceFirst, 0: no pieces); the push constants
+	// of the dispatch being recorded; the last RoPE table freqTable
+	// returned and its parameters; the _subgroup names of reducing
+	// shaders.
+	sets          map[setKey]C.uint64_t
+	maxSets       int
+	setWrites     uint64
+	recorded      int
+	pieceFirst    int
+	push          [pushWords]uint32
+	lastRoPE      kernels.RoPE
+	lastFreqs     *Tensor
+	subgroupNames map[string]string
+
+	pipes   map[pipeKey]*pipeline
 	staging arena
 	freqs   map[string]*Tensor // RoPE frequency tables by parameters
 	hz      hazards
 	scr     *Tensor // attention scratch
-	// attnSegment: cells per segment of split attention; attnScratch:
-	// the bytes its scratch may take (more where one token needs more).
-	attnSegment int
+	// attn: the attention kernels' tuning (defaults resolved);
+	// attnScratch: the bytes split attention's scratch may take (more
+	// where one token needs more).
+	attn        AttentionTuning
 	attnScratch int64
 	allocs      uint64   // tensor allocations and staging buffers made
 	prof        profiler // the profile started, if any (StartProfile)
@@ -176,6 +198,13 @@ type Backend struct {
 	// coopShape: the shape it multiplies in.
 	coopSG, coopPin int
 	coopShape       coopShape
+}
+
+// pipeKey names a pipeline: its variant and specialization constants.
+type pipeKey struct {
+	name string
+	n    int
+	spec [16]uint32
 }
 
 type pipeline struct {
@@ -241,8 +270,8 @@ func Open(cfg Config) (*Backend, error) {
 	default:
 		return nil, &Error{Op: "vkCreateInstance", Result: int32(r)}
 	}
-	b := &Backend{ctx: ctx, cfg: cfg, pipes: map[string]*pipeline{}, freqs: map[string]*Tensor{}}
-	idx, err := b.pick(cfg.Device)
+	b := &Backend{ctx: ctx, cfg: cfg, pipes: map[pipeKey]*pipeline{}, sets: map[setKey]C.uint64_t{}, maxSets: maxSets, pieceFirst: pieceFirst, subgroupNames: map[string]string{}, freqs: map[string]*Tensor{}}
+	idx, err := b.pick(cfg.Device, cfg.Need)
 	if err != nil {
 		C.vkl_close(ctx)
 		return nil, err
@@ -300,10 +329,7 @@ func Open(cfg Config) (*Backend, error) {
 		b.blockSize = 64 << 20
 	}
 	b.blockSize = min(b.blockSize, b.maxRange)
-	b.attnSegment = cfg.AttentionSegment
-	if b.attnSegment <= 0 {
-		b.attnSegment = 512
-	}
+	b.attn = cfg.Attention.resolve(int(p.max_shared))
 	b.attnScratch = cfg.AttentionScratch
 	if b.attnScratch <= 0 {
 		b.attnScratch = 64 << 20
@@ -348,41 +374,21 @@ func boolInt(v bool) C.int {
 	return 0
 }
 
-// pick chooses a device: by index, by name substring, or the best type.
-func (b *Backend) pick(want string) (int, error) {
-	n := int(C.vkl_device_count(b.ctx))
-	names := make([]string, n)
-	types := make([]int32, n)
-	for i := range n {
+// pick chooses a device with chooseDevice from what the driver lists.
+func (b *Backend) pick(want string, need int64) (int, error) {
+	devs := make([]candidate, int(C.vkl_device_count(b.ctx)))
+	for i := range devs {
 		var di C.vkl_devinfo
 		C.vkl_device_info(b.ctx, C.int(i), &di)
-		names[i], types[i] = C.GoString(&di.name[0]), int32(di._type)
-	}
-	if n == 0 {
-		return 0, fmt.Errorf("%w: the driver lists no device", ErrNoDevice)
-	}
-	if want != "" {
-		if i, err := strconv.Atoi(want); err == nil {
-			if i < 0 || i >= n {
-				return 0, fmt.Errorf("%w: index %d of %d devices %q", ErrNoDevice, i, n, names)
-			}
-			return i, nil
+		var heap, used, budget C.uint64_t
+		C.vkl_device_memory(b.ctx, C.int(i), &heap, &used, &budget)
+		free := int64(heap)
+		if budget > 0 {
+			free = max(int64(budget)-int64(used), 0)
 		}
-		for i, name := range names {
-			if strings.Contains(strings.ToLower(name), strings.ToLower(want)) {
-				return i, nil
-			}
-		}
-		return 0, fmt.Errorf("%w: none named %q among %q", ErrNoDevice, want, names)
+		devs[i] = candidate{Name: C.GoString(&di.name[0]), Type: typeNames[int32(di._type)], Free: free}
 	}
-	rank := map[int32]int{2: 0, 1: 1, 3: 2, 0: 3, 4: 4} // discrete first, CPU last
-	best := 0
-	for i := range n {
-		if rank[types[i]] < rank[types[best]] {
-			best = i
-		}
-	}
-	return best, nil
+	return chooseDevice(devs, want, need)
 }
 
 // Name implements kernels.Backend.
@@ -419,14 +425,22 @@ func (b *Backend) Memory() (used, budget int64) {
 	return b.used, budget
 }
 
-// Submits counts the command buffers submitted so far (one per Sync or
-// read of results, plus one per uploaded weight part).
+// Submits counts the submits that waited so far (one per Sync or read
+// of results, plus one per uploaded weight part); Pieces counts those
+// that did not (a long step's first parts).
 func (b *Backend) Submits() uint64 { return uint64(C.vkl_submits(b.ctx)) }
+
+// Pieces counts the parts of steps submitted without waiting so far.
+func (b *Backend) Pieces() uint64 { return uint64(C.vkl_pieces(b.ctx)) }
 
 // Pipelines counts the pipelines created so far (one per variant and
 // specialization constants used); tests use it to check that a warmed-up
 // run creates none.
 func (b *Backend) Pipelines() int { return len(b.pipes) }
+
+// DescriptorSets counts the descriptor sets written so far (each is
+// cached: tests use it to check that warmed-up steps write none).
+func (b *Backend) DescriptorSets() uint64 { return b.setWrites }
 
 // Allocations counts the device memory allocations made so far: every
 // tensor's memory carved out of the blocks (NewTensor, Upload and the
@@ -501,7 +515,11 @@ func (b *Backend) validation() error {
 // constants spec (constant_id i = spec[i]; 0 is the workgroup size),
 // creating it on first use.
 func (b *Backend) pipeline(name string, spec []uint32) *pipeline {
-	key := fmt.Sprint(name, spec)
+	if len(spec) > len(pipeKey{}.spec) {
+		panic(bad("%s: %d specialization constants", name, len(spec)))
+	}
+	key := pipeKey{name: name, n: len(spec)}
+	copy(key.spec[:], spec)
 	if p, ok := b.pipes[key]; ok {
 		return p
 	}
@@ -515,8 +533,7 @@ func (b *Backend) pipeline(name string, spec []uint32) *pipeline {
 	}
 	ccode := C.CBytes(code)
 	defer C.free(ccode)
-	var sp [16]uint32
-	copy(sp[:], spec)
+	sp := key.spec
 	pinned := 0
 	if strings.HasSuffix(name, "_subgroup") {
 		pinned = b.info.PinnedSubgroup

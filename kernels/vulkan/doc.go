@@ -6,8 +6,27 @@
 // (a KV cache) 2-byte IEEE halves, and an uploaded weight keeps the bytes
 // of its file (ggml's block layouts for quantised types), split by rows
 // into several parts when it exceeds maxStorageBufferRange. Ops are
-// recorded into one command buffer, each followed by a memory barrier,
-// and submitted only when the host needs data (GetF32, GetI32, Sync).
+// recorded into command buffers with a barrier only before a command that
+// depends on an earlier one (hazard.go). A step is submitted in pieces
+// without waiting (after 32 dispatches, then every 128) so that the
+// device starts while the host records, and the host waits only when it
+// needs data (GetF32, GetI32, Sync).
+//
+// Device choice: Config.Device (VKLLM_DEVICE) names a device by index or
+// name; otherwise Open takes, of the best type present (discrete, then
+// integrated, virtual, CPU), the device with the most free memory
+// (VK_EXT_memory_budget's budget less usage, else the heap size) that has
+// Config.Need bytes free (kernels.Options.Need: models pass their
+// weights' size), and fails with a *FitError (errcode OOM_VRAM) saying
+// what each device has free when none has.
+//
+// Host cost of a dispatch: one cgo call and no Go allocation once its
+// pipeline and descriptor set exist. Descriptor sets are cached by
+// pipeline and bound (buffer, offset, range), across submits: a
+// Context's tensors are allocated once and a view binds its whole tensor,
+// so every step reuses the same sets whatever its batch size or width
+// (the cache starts over past 16384 sets, and when a block of memory is
+// freed).
 //
 // The loader (libvulkan.so.1) is opened at run time, so a binary without a
 // Vulkan driver starts and kernels.Open("vulkan") returns a *NoDriverError;
@@ -35,15 +54,38 @@
 // command of each labelled op and at the end of each command buffer, and
 // reads them after the submission's fence: no submit or wait is added
 // (a command buffer that fills the 4096-query pool is submitted early,
-// as one that fills the descriptor pool is). Off, nothing is written and
+// as one is when the descriptor set cache starts over), and a step is
+// not submitted in pieces while profiling. Off, nothing is written and
 // no query pool exists.
 //
-// Attention over lists longer than Config.AttentionSegment cells is split
-// into segments (flash decoding) whose partial results go to a scratch
-// buffer of the backend's: ReserveAttention (called by models.NewContext)
-// allocates it once, at most Config.AttentionScratch bytes (64 MiB) or
-// one token's segments, and a batch that does not fit runs in chunks of
-// tokens, so that Attention allocates nothing once it is reserved.
+// Attention has two kernels that give a token the same bits. A batch of
+// fewer than AttentionTuning.PrefillMin (32) tokens runs the decode kernel
+// (shaders/attention.comp): one workgroup per token, KV head, group of
+// its query heads (one K/V load serves the group) and segment of the
+// token's list. The list is cut into chunks of 64 entries by rank and the
+// chunks into at most AttentionTuning.Segments (32) segments, a cut that
+// depends on the list's length alone, never on the batch or on where the
+// cells sit; the segments' partial softmax states go to a scratch buffer
+// of the backend's and attention_combine.comp merges them in order.
+// ReserveAttention (called by models.NewContext) allocates the scratch
+// once, at most Config.AttentionScratch bytes (64 MiB) or one token's
+// segments, and a batch that does not fit runs in chunks of tokens, so
+// that Attention allocates nothing once it is reserved. A larger batch
+// runs the prefill kernel (attention_prefill.comp, flash attention):
+// tiles of query rows against chunks of keys with an online softmax,
+// each row cutting and merging its segments in registers, with no score
+// matrix and no scratch (memory independent of the prompt's length);
+// only the loads of K and V are shared across the tile, through shared
+// memory. Every operation of a query's arithmetic is the same in both
+// (shaders/common/attention.glsl), so a token's result does not depend on
+// the batch, the chunking of a prompt or the placement of its cells
+// (kerneltest.AttentionInvariance). AttentionTuning's other knobs (heads
+// per workgroup, query rows per tile, tile sizes, workgroup size) move
+// work between invocations without changing a bit. Both kernels read K
+// and V a chunk at a time into shared memory, with 4-element loads (the
+// _v4 variants) where the head dim is a multiple of 4. On llvmpipe, which
+// leaves a shader's loops after 65535 iterations in all, a batch whose
+// walk would pass that runs the decode kernel instead.
 //
 // # Kernel variants
 //
@@ -83,6 +125,17 @@
 //     models' parity tests (1e-4 of the largest logit: on the tiny test
 //     models they miss it by up to 12 times), which the default float32
 //     variants keep.
+//
+//   - RMSNorm: one workgroup per row (256 invocations from rows of 2048,
+//     else 64), vec4 loads where the row length is a multiple of 4; its
+//     summation order depends on the row length and the device only.
+//     AddRMSNorm (kernels.AddRMSNormer, the decoder's residual add and
+//     the next norm) is the same kernel with the add in its first pass:
+//     bitwise Add then RMSNorm.
+//
+//   - RoPEKVWrite (kernels.RoPEKVWriter: a layer's RoPE of q and k and
+//     the KV writes of k and v) is one dispatch of rope.comp, bitwise
+//     the four ops.
 //
 //   - MatMul on the matrix cores (matmul_coop.comp, coop.go) for F32, F16,
 //     BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights, only when asked for

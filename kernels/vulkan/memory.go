@@ -35,6 +35,19 @@ type part struct {
 	blk         *block
 	off, size   int64
 	rowLo, rows int
+	// bind, when set, is the range a dispatch binds and the hazards
+	// track, from off: a view's is its tensor's whole range (size is
+	// the view's bytes), so that the views of every batch size share a
+	// descriptor set. 0: size.
+	bind int64
+}
+
+// binding is the range p is bound over: bind, else size.
+func (p part) binding() int64 {
+	if p.bind > 0 {
+		return p.bind
+	}
+	return p.size
 }
 
 // Tensor is a Vulkan tensor: one part, or several row ranges of a weight
@@ -127,7 +140,8 @@ func (b *Backend) release(p part) {
 		blk.free = slices.Delete(blk.free, i, i+1)
 	}
 	if len(blk.free) == 1 && blk.free[0].size == blk.size {
-		b.flush() // the block may still be read by recorded work
+		b.flush()    // the block may still be read by recorded work
+		b.dropSets() // and cached descriptor sets name it
 		C.vkl_buffer_free(b.ctx, blk.buf, blk.mem)
 		b.blocks = slices.DeleteFunc(b.blocks, func(x *block) bool { return x == blk })
 		b.used -= blk.size
@@ -266,8 +280,9 @@ func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 }
 
 // View implements kernels.Backend: a Tensor whose one part is the first
-// bytes of t's, so ops bind the same buffer over a shorter range and
-// dispatch over the view's rows.
+// bytes of t's, so ops bind the same buffer and range (t's whole range:
+// the descriptor set of every view is t's) and dispatch over the view's
+// rows.
 func (b *Backend) View(x kernels.Tensor, shape ...int) kernels.Tensor {
 	t := tensorOf("View", x)
 	must(!t.weight, "View: %v is an uploaded weight", t)
@@ -280,6 +295,7 @@ func (b *Backend) View(x kernels.Tensor, shape ...int) kernels.Tensor {
 	bytes := int64(rows) * int64(cols) * es
 	must(bytes <= t.bytes, "View: shape %v has %d elements, %v has %d", shape, int64(rows)*int64(cols), t, numel(t))
 	p := t.parts[0]
+	p.bind = p.binding()
 	p.size, p.rows = roundUp(max(bytes, 4), 4), rows
 	v := &Tensor{b: b, dt: t.dt, shape: slices.Clone(shape), rows: rows, cols: cols, rowBytes: cols * int(es), bytes: bytes, parts: []part{p}, parent: t}
 	if t.parent != nil {

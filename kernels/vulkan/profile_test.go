@@ -141,7 +141,7 @@ func TestProfileOff(t *testing.T) {
 }
 
 // TestProfileManyCommands: a call whose work spans two command buffers
-// (the descriptor pool's early submit) counts once, and more timestamps
+// (the descriptor set cache's early submit when full) counts once, and more timestamps
 // than the query pool holds submit early; nothing is lost either way.
 func TestProfileManyCommands(t *testing.T) {
 	b := openTest(t, Config{})
@@ -155,9 +155,15 @@ func TestProfileManyCommands(t *testing.T) {
 	}
 	const many, pairs = 5000, 3000
 	b.ProfileOp("many")
-	for range many {
-		b.Add(y, y, x)
+	b.maxSets = 1 // two sets alternate: each dispatch starts the cache over
+	for i := range many {
+		if i%2 == 0 {
+			b.Add(y, y, x)
+		} else {
+			b.Add(y, x, y) // the same sum
+		}
 	}
+	b.maxSets = maxSets
 	for range pairs {
 		b.ProfileOp("a")
 		b.Add(y, y, x)

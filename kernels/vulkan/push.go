@@ -16,7 +16,7 @@ type pcBinary struct { // binary.comp (add, swiglu)
 	Total, M, BN uint32
 }
 
-type pcNorm struct { // rms_norm.comp
+type pcNorm struct { // rms_norm.comp (rms_norm, add_rms_norm)
 	N, D uint32
 	Eps  float32
 }
@@ -26,6 +26,12 @@ type pcRoPE struct { // rope.comp (rope, kv_shift)
 	Rows                  uint32 // kv_shift: cache rows
 }
 
+type pcRoPEKV struct { // rope.comp (rope_kv)
+	N, Dim, HeadDim, Neox uint32
+	Rows                  uint32 // the caches' cells
+	KDim                  uint32
+}
+
 type pcKVWrite struct { // kv_write.comp
 	N, Dim, Rows uint32
 }
@@ -33,8 +39,16 @@ type pcKVWrite struct { // kv_write.comp
 type pcAttention struct { // attention.comp
 	N, Heads, KVHeads, HD, Width uint32
 	Scale                        float32
-	Seg                          uint32
+	Segs                         uint32 // the most segments a list is cut into
 	Row0                         uint32 // the first token of the dispatch
+	Zs                           uint32 // split: segments a token has in the scratch
+}
+
+type pcPrefill struct { // attention_prefill.comp
+	N, Heads, KVHeads, HD, Width uint32
+	Scale                        float32
+	Segs                         uint32 // the most segments a list is cut into
+	TQ                           uint32 // tokens per tile
 }
 
 type pcCombine struct { // attention_combine.comp

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -171,8 +170,10 @@ func TestConfigTuning(t *testing.T) {
 		t.Fatal(err)
 	}
 	name, _ := b.matmulVariant(tensor.Q4_0, 1, 64)
-	if key := fmt.Sprint(name, []uint32{256, 4, 1, 1}); b.pipes[key] == nil {
-		t.Errorf("no pipeline %s among %v", key, slices.Collect(maps.Keys(b.pipes)))
+	key := pipeKey{name: name, n: 4}
+	copy(key.spec[:], []uint32{256, 4, 1, 1})
+	if b.pipes[key] == nil {
+		t.Errorf("no pipeline %v among %v", key, slices.Collect(maps.Keys(b.pipes)))
 	}
 	_, err := Open(Config{Tuning: Tuning{"matvec/q4_0": {"wg": 96}}})
 	if !errors.Is(err, ErrTuning) {

@@ -7,10 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define POOL_SETS 4096
+// Descriptor sets per pool of the set cache (vkl_set); a full pool adds one.
+#define POOL_SETS 1024
 // Timestamps per command buffer when profiling; one more would submit.
 #define POOL_QUERIES 4096
 #define MAX_BIND 8
+// Command buffers in flight at once (vkl_piece).
+#define NSLOT 4
 
 struct vkl_pipe {
 	VkDescriptorSetLayout dsl;
@@ -35,12 +38,23 @@ struct vkl_ctx {
 	VkDevice dev;
 	VkQueue queue;
 	uint32_t qfam;
+	// Command buffers: NSLOT of each; cb, cpool and fence are those of the
+	// slot being recorded. vkl_piece submits a slot without waiting
+	// (busy until its fence is waited on) and moves to the next.
+	VkCommandPool cpools[NSLOT];
+	VkCommandBuffer cbs[NSLOT];
+	VkFence fences[NSLOT];
+	int busy[NSLOT];
+	int slot;
 	VkCommandPool cpool;
 	VkCommandBuffer cb;
 	VkFence fence;
-	VkDescriptorPool dpool;
+	uint64_t pieces;
+	// The set cache's pools: sets live until vkl_sets_reset, across
+	// submits; pools[0..npools) exist, cur is the one allocated from.
+	VkDescriptorPool *pools;
+	int npools, cur;
 	int recording;
-	int nsets;
 	uint64_t submits;
 	int budget_ext;
 	VkPhysicalDeviceMemoryProperties memprops;
@@ -488,22 +502,22 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 			c->memprops.memoryHeaps[k].size > props->device_local_heap)
 			props->device_local_heap = c->memprops.memoryHeaps[k].size;
 
-	VkCommandPoolCreateInfo cpi = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-	cpi.queueFamilyIndex = c->qfam;
-	if ((r = c->CreateCommandPool(c->dev, &cpi, NULL, &c->cpool)) != VK_SUCCESS) return r;
-	VkCommandBufferAllocateInfo cbi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-	cbi.commandPool = c->cpool;
-	cbi.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-	cbi.commandBufferCount = 1;
-	if ((r = c->AllocateCommandBuffers(c->dev, &cbi, &c->cb)) != VK_SUCCESS) return r;
-	VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-	if ((r = c->CreateFence(c->dev, &fci, NULL, &c->fence)) != VK_SUCCESS) return r;
-	VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, POOL_SETS * MAX_BIND};
-	VkDescriptorPoolCreateInfo dpi = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-	dpi.maxSets = POOL_SETS;
-	dpi.poolSizeCount = 1;
-	dpi.pPoolSizes = &ps;
-	if ((r = c->CreateDescriptorPool(c->dev, &dpi, NULL, &c->dpool)) != VK_SUCCESS) return r;
+	for (int k = 0; k < NSLOT; k++) {
+		VkCommandPoolCreateInfo cpi = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+		cpi.queueFamilyIndex = c->qfam;
+		if ((r = c->CreateCommandPool(c->dev, &cpi, NULL, &c->cpools[k])) != VK_SUCCESS) return r;
+		VkCommandBufferAllocateInfo cbi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+		cbi.commandPool = c->cpools[k];
+		cbi.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+		cbi.commandBufferCount = 1;
+		if ((r = c->AllocateCommandBuffers(c->dev, &cbi, &c->cbs[k])) != VK_SUCCESS) return r;
+		VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+		if ((r = c->CreateFence(c->dev, &fci, NULL, &c->fences[k])) != VK_SUCCESS) return r;
+	}
+	c->slot = 0;
+	c->cpool = c->cpools[0];
+	c->cb = c->cbs[0];
+	c->fence = c->fences[0];
 	props->validation = c->validation;
 	return VK_SUCCESS;
 }
@@ -512,15 +526,18 @@ void vkl_close(vkl_ctx *c) {
 	if (!c) return;
 	if (c->dev) {
 		c->DeviceWaitIdle(c->dev);
-		if (c->dpool) c->DestroyDescriptorPool(c->dev, c->dpool, NULL);
+		for (int k = 0; k < c->npools; k++) c->DestroyDescriptorPool(c->dev, c->pools[k], NULL);
 		if (c->qpool) c->DestroyQueryPool(c->dev, c->qpool, NULL);
-		if (c->fence) c->DestroyFence(c->dev, c->fence, NULL);
-		if (c->cpool) c->DestroyCommandPool(c->dev, c->cpool, NULL);
+		for (int k = 0; k < NSLOT; k++) {
+			if (c->fences[k]) c->DestroyFence(c->dev, c->fences[k], NULL);
+			if (c->cpools[k]) c->DestroyCommandPool(c->dev, c->cpools[k], NULL);
+		}
 		c->DestroyDevice(c->dev, NULL);
 	}
 	if (c->messenger) c->DestroyDebugUtilsMessengerEXT(c->inst, c->messenger, NULL);
 	if (c->inst) c->DestroyInstance(c->inst, NULL);
 	free(c->phys);
+	free(c->pools);
 	free(c->qtags);
 	free(c->ltags);
 	free(c->lvals);
@@ -547,6 +564,35 @@ void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget) {
 			*used += b.heapUsage[k];
 			*budget += b.heapBudget[k];
 		}
+}
+
+void vkl_device_memory(vkl_ctx *c, int i, uint64_t *heap, uint64_t *used, uint64_t *budget) {
+	*heap = *used = *budget = 0;
+	if (i < 0 || (uint32_t)i >= c->nphys) return;
+	VkPhysicalDevice pd = c->phys[i];
+	uint32_t n = 0;
+	c->EnumerateDeviceExtensionProperties(pd, NULL, &n, NULL);
+	VkExtensionProperties *ep = calloc(n + 1, sizeof *ep);
+	if (!ep) return;
+	c->EnumerateDeviceExtensionProperties(pd, NULL, &n, ep);
+	int ext = has_ext(ep, n, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME) && c->GetPhysicalDeviceMemoryProperties2;
+	free(ep);
+	VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+	VkPhysicalDeviceMemoryProperties2 p = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+	if (ext) {
+		p.pNext = &b;
+		c->GetPhysicalDeviceMemoryProperties2(pd, &p);
+	} else {
+		c->GetPhysicalDeviceMemoryProperties(pd, &p.memoryProperties);
+	}
+	for (uint32_t k = 0; k < p.memoryProperties.memoryHeapCount; k++) {
+		if (!(p.memoryProperties.memoryHeaps[k].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) continue;
+		if (p.memoryProperties.memoryHeaps[k].size > *heap) *heap = p.memoryProperties.memoryHeaps[k].size;
+		if (ext) {
+			*used += b.heapUsage[k];
+			*budget += b.heapBudget[k];
+		}
+	}
 }
 
 static int find_type(vkl_ctx *c, uint32_t bits, VkMemoryPropertyFlags want) {
@@ -782,9 +828,9 @@ static void barrier(vkl_ctx *c) {
 	c->CmdPipelineBarrier(c->cb, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-int vkl_submit(vkl_ctx *c) {
-	if (!c->recording) return VK_SUCCESS;
-	if (c->nq > 0) stamp(c, VKL_TS_END); // the end of the last call
+// end_submit ends the command buffer being recorded (with a barrier
+// making its writes visible to the host) and submits it with its fence.
+static VkResult end_submit(vkl_ctx *c) {
 	c->recording = 0;
 	VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
 	mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -797,35 +843,98 @@ int vkl_submit(vkl_ctx *c) {
 		si.commandBufferCount = 1;
 		si.pCommandBuffers = &c->cb;
 		r = c->QueueSubmit(c->queue, 1, &si, c->fence);
-		c->submits++;
-		if (r == VK_SUCCESS) r = c->WaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
-		c->ResetFences(c->dev, 1, &c->fence);
-		if (r == VK_SUCCESS) r = prof_collect(c);
 	}
-	c->nq = 0;
-	c->ResetCommandPool(c->dev, c->cpool, 0);
-	c->ResetDescriptorPool(c->dev, c->dpool, 0);
-	c->nsets = 0;
+	if (r == VK_SUCCESS) c->busy[c->slot] = 1;
+	else c->ResetCommandPool(c->dev, c->cpool, 0); // the work is lost; the slot is free
 	return r;
 }
 
+// settle waits for slot k's submitted work and makes the slot free.
+static VkResult settle(vkl_ctx *c, int k) {
+	if (!c->busy[k]) return VK_SUCCESS;
+	VkResult r = c->WaitForFences(c->dev, 1, &c->fences[k], VK_TRUE, UINT64_MAX);
+	c->ResetFences(c->dev, 1, &c->fences[k]);
+	c->ResetCommandPool(c->dev, c->cpools[k], 0);
+	c->busy[k] = 0;
+	return r;
+}
+
+static void use_slot(vkl_ctx *c, int k) {
+	c->slot = k;
+	c->cpool = c->cpools[k];
+	c->cb = c->cbs[k];
+	c->fence = c->fences[k];
+}
+
+int vkl_piece(vkl_ctx *c) {
+	if (!c->recording || c->prof) return VK_SUCCESS; // profiling keeps one command buffer in flight
+	VkResult r = end_submit(c);
+	c->pieces++;
+	int next = (c->slot + 1) % NSLOT;
+	VkResult w = settle(c, next); // at most NSLOT pieces in flight
+	use_slot(c, next);
+	return r != VK_SUCCESS ? r : w;
+}
+
+int vkl_submit(vkl_ctx *c) {
+	VkResult r = VK_SUCCESS;
+	if (c->recording) {
+		if (c->nq > 0) stamp(c, VKL_TS_END); // the end of the last call
+		r = end_submit(c);
+		c->submits++;
+	} else {
+		int any = 0;
+		for (int k = 0; k < NSLOT; k++) any |= c->busy[k];
+		if (!any) return VK_SUCCESS;
+	}
+	// Wait for every slot, the pieces submitted before first.
+	for (int i = 1; i <= NSLOT; i++) {
+		VkResult w = settle(c, (c->slot + i) % NSLOT);
+		if (r == VK_SUCCESS) r = w;
+	}
+	if (r == VK_SUCCESS) r = prof_collect(c);
+	c->nq = 0;
+	use_slot(c, 0);
+	return r;
+}
+
+uint64_t vkl_pieces(vkl_ctx *c) { return c->pieces; }
+
 uint64_t vkl_submits(vkl_ctx *c) { return c->submits; }
 
-int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs,
-	const uint64_t *ranges, const void *push, uint32_t gx, uint32_t gy, uint32_t gz) {
-	VkResult r;
-	if (c->nsets >= POOL_SETS) {
-		if ((r = vkl_submit(c)) != VK_SUCCESS) return r;
-	}
-	if ((r = prof_before(c)) != VK_SUCCESS) return r;
-	if ((r = begin(c)) != VK_SUCCESS) return r;
+static VkResult new_pool(vkl_ctx *c) {
+	VkDescriptorPool *ps = realloc(c->pools, (size_t)(c->npools + 1) * sizeof *ps);
+	if (!ps) return VK_ERROR_OUT_OF_HOST_MEMORY;
+	c->pools = ps;
+	VkDescriptorPoolSize sz = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, POOL_SETS * MAX_BIND};
+	VkDescriptorPoolCreateInfo dpi = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+	dpi.maxSets = POOL_SETS;
+	dpi.poolSizeCount = 1;
+	dpi.pPoolSizes = &sz;
+	VkResult r = c->CreateDescriptorPool(c->dev, &dpi, NULL, &c->pools[c->npools]);
+	if (r == VK_SUCCESS) c->npools++;
+	return r;
+}
+
+int vkl_set(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs, const uint64_t *ranges, uint64_t *out) {
+	*out = 0;
 	VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-	ai.descriptorPool = c->dpool;
 	ai.descriptorSetCount = 1;
 	ai.pSetLayouts = &p->dsl;
-	VkDescriptorSet set;
-	if ((r = c->AllocateDescriptorSets(c->dev, &ai, &set)) != VK_SUCCESS) return r;
-	c->nsets++;
+	VkDescriptorSet set = VK_NULL_HANDLE;
+	VkResult r = VK_ERROR_OUT_OF_POOL_MEMORY;
+	while (c->cur < c->npools) {
+		ai.descriptorPool = c->pools[c->cur];
+		if ((r = c->AllocateDescriptorSets(c->dev, &ai, &set)) == VK_SUCCESS) break;
+		if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) return r;
+		c->cur++;
+	}
+	if (r != VK_SUCCESS) {
+		if ((r = new_pool(c)) != VK_SUCCESS) return r;
+		c->cur = c->npools - 1;
+		ai.descriptorPool = c->pools[c->cur];
+		if ((r = c->AllocateDescriptorSets(c->dev, &ai, &set)) != VK_SUCCESS) return r;
+	}
 	VkDescriptorBufferInfo bi[MAX_BIND];
 	VkWriteDescriptorSet w[MAX_BIND];
 	for (int k = 0; k < p->nbind; k++) {
@@ -838,8 +947,24 @@ int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *
 		w[k].pBufferInfo = &bi[k];
 	}
 	c->UpdateDescriptorSets(c->dev, (uint32_t)p->nbind, w, 0, NULL);
+	*out = (uint64_t)(uintptr_t)set;
+	return VK_SUCCESS;
+}
+
+void vkl_sets_reset(vkl_ctx *c) {
+	for (int k = 0; k < c->npools; k++) c->ResetDescriptorPool(c->dev, c->pools[k], 0);
+	c->cur = 0;
+}
+
+int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const void *push,
+	uint32_t gx, uint32_t gy, uint32_t gz) {
+	VkResult r;
+	if ((r = prof_before(c)) != VK_SUCCESS) return r;
+	if ((r = begin(c)) != VK_SUCCESS) return r;
+	if (with_barrier) barrier(c);
+	VkDescriptorSet ds = (VkDescriptorSet)(uintptr_t)set;
 	c->CmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
-	c->CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
+	c->CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &ds, 0, NULL);
 	if (p->pcsize > 0) c->CmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)p->pcsize, push);
 	c->CmdDispatch(c->cb, gx, gy, gz);
 	return VK_SUCCESS;

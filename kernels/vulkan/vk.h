@@ -76,6 +76,10 @@ void vkl_close(vkl_ctx *c);
 int vkl_messages(vkl_ctx *c, char *last, int n);
 
 void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget);
+// Device i's memory before it is opened: its largest device-local heap,
+// and VK_EXT_memory_budget's usage and budget summed over those heaps
+// (0 where the device lacks the extension).
+void vkl_device_memory(vkl_ctx *c, int i, uint64_t *heap, uint64_t *used, uint64_t *budget);
 
 // kind 0: device-local; 1: host-visible, coherent, mapped.
 int vkl_buffer(vkl_ctx *c, uint64_t size, int kind, uint64_t *buf, uint64_t *mem, void **mapped);
@@ -85,17 +89,34 @@ int vkl_pipeline(vkl_ctx *c, const uint32_t *code, uint64_t size, int nbind, int
 	const uint32_t *spec, int nspec, uint32_t subgroup_size, vkl_pipe **out);
 void vkl_pipeline_free(vkl_ctx *c, vkl_pipe *p);
 
+// Descriptor sets. vkl_set writes a set for p's layout binding bufs[k]
+// (offs[k], ranges[k]) at binding k; it stays valid across submits until
+// vkl_sets_reset, which the caller runs only when no recorded or
+// submitted work uses a set (after vkl_submit).
+int vkl_set(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs, const uint64_t *ranges, uint64_t *set);
+void vkl_sets_reset(vkl_ctx *c);
+
 // Recording. The caller orders commands with vkl_barrier (a full
-// compute/transfer memory barrier) where one depends on another. A call
-// may submit and wait on its own when the descriptor pool is exhausted
-// (the order of work is kept).
-int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, const uint64_t *bufs, const uint64_t *offs,
-	const uint64_t *ranges, const void *push, uint32_t gx, uint32_t gy, uint32_t gz);
+// compute/transfer memory barrier) where one depends on another, or with
+// vkl_dispatch's with_barrier (the same barrier before the dispatch, in
+// the same call).
+int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const void *push,
+	uint32_t gx, uint32_t gy, uint32_t gz);
 int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t dstoff, uint64_t size);
 int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size);
 int vkl_barrier(vkl_ctx *c);
-// Submit what was recorded and wait; returns the first failure.
+// Submit what was recorded and wait (for the pieces too); returns the
+// first failure.
 int vkl_submit(vkl_ctx *c);
+// Submit what was recorded so far without waiting, so the device starts
+// on it while the host records the rest; the next command starts a new
+// command buffer (of NSLOT, waiting for the oldest when all are in
+// flight). Commands after it are ordered against those before by
+// vkl_barrier as within one command buffer (a barrier's first scope is
+// every command submitted earlier to the queue). Does nothing while
+// profiling.
+int vkl_piece(vkl_ctx *c);
+uint64_t vkl_pieces(vkl_ctx *c);
 // How many submits happened (for tests).
 uint64_t vkl_submits(vkl_ctx *c);
 

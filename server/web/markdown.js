@@ -3,11 +3,13 @@
 // is ever parsed as HTML, so "<img onerror=…>" or "<script>" shows as text.
 //
 // Supported: ATX headings, paragraphs, fenced code blocks (with a copy
-// button), bullet and numbered lists (nested by indentation), block
+// button, highlighted by highlight.js), bullet and numbered lists (nested by indentation), block
 // quotes, GitHub tables, horizontal rules, and inline `code`, **bold**,
 // *emphasis*, ~~strike~~ and [links](https://…) (http, https and mailto
 // only). An unclosed code fence runs to the end, so a streaming answer
 // renders as it will when complete.
+
+import { highlight } from "./highlight.js";
 
 // renderMarkdown replaces root's children with src rendered.
 export function renderMarkdown(src, root) {
@@ -183,7 +185,8 @@ function codeBlock(text, lang) {
   });
   head.append(copy);
   const pre = el("pre");
-  const code = el("code", null, text);
+  const code = el("code");
+  highlight(code, text, lang);
   if (lang) code.dataset.lang = lang;
   pre.append(code);
   pre.tabIndex = 0; // a long line scrolls; the keyboard can reach it

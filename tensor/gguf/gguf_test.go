@@ -292,7 +292,7 @@ func TestTypeIDs(t *testing.T) {
 		tensor.F32: 0, tensor.F16: 1, tensor.Q4_0: 2, tensor.Q4_1: 3, tensor.Q5_0: 6, tensor.Q5_1: 7,
 		tensor.Q8_0: 8, tensor.Q8_1: 9, tensor.Q2_K: 10, tensor.Q3_K: 11, tensor.Q4_K: 12, tensor.Q5_K: 13,
 		tensor.Q6_K: 14, tensor.Q8_K: 15, tensor.I8: 24, tensor.I16: 25, tensor.I32: 26, tensor.I64: 27,
-		tensor.F64: 28, tensor.BF16: 30,
+		tensor.F64: 28, tensor.BF16: 30, tensor.IQ4_NL: 20, tensor.IQ4_XS: 23,
 	}
 	for dt, id := range want {
 		if got, ok := TypeID(dt); !ok || got != id {
@@ -307,7 +307,7 @@ func TestTypeIDs(t *testing.T) {
 			t.Errorf("TypeID(%v) = %d, ok", dt, id)
 		}
 	}
-	for _, id := range []uint32{4, 5, 16, 20, 23, 29, 31, 39, 41, 1000} {
+	for _, id := range []uint32{4, 5, 16, 21, 29, 31, 39, 41, 1000} {
 		if dt, ok := TypeOf(id); ok {
 			t.Errorf("TypeOf(%d) = %v, ok", id, dt)
 		}

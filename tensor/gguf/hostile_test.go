@@ -252,7 +252,7 @@ func nestedFile(depth int) func(w *fb) {
 }
 
 func TestUnsupportedTypes(t *testing.T) {
-	for id, want := range map[uint32]string{16: "IQ2_XXS", 20: "IQ4_NL", 39: "MXFP4", 4: "ggml type 4 (unknown)", 99: "ggml type 99 (unknown)"} {
+	for id, want := range map[uint32]string{16: "IQ2_XXS", 21: "IQ3_S", 39: "MXFP4", 4: "ggml type 4 (unknown)", 99: "ggml type 99 (unknown)"} {
 		w := (&fb{}).head(2, 0).info("ok", []uint64{4}, f32, 0, "").info("blk.0.w", []uint64{256}, id, 32, "").data(1024)
 		_, err := Parse(w.b)
 		var ue *tensor.UnsupportedDTypeError

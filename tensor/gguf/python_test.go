@@ -148,7 +148,7 @@ func goArray(x any) (Array, error) {
 }
 
 func TestPythonFiles(t *testing.T) {
-	for _, stem := range []string{"python", "python_v2"} {
+	for _, stem := range []string{"python", "python_v2", "python_iq4"} {
 		t.Run(stem, func(t *testing.T) {
 			raw, err := os.ReadFile(pyDir + stem + ".json")
 			if err != nil {
@@ -222,7 +222,7 @@ func TestPythonRefused(t *testing.T) {
 	}
 	_, err = Open(pyDir + "python_iq.gguf")
 	var ue *tensor.UnsupportedDTypeError
-	if !errors.As(err, &ue) || ue.Tensor != "w.iq4_nl" || !strings.Contains(ue.DType, "IQ4_NL") || !strings.Contains(err.Error(), "python_iq.gguf") {
-		t.Errorf("IQ4_NL file: %v", err)
+	if !errors.As(err, &ue) || ue.Tensor != "w.iq2_xxs" || !strings.Contains(ue.DType, "IQ2_XXS") || !strings.Contains(err.Error(), "python_iq.gguf") {
+		t.Errorf("IQ2_XXS file: %v", err)
 	}
 }

@@ -112,14 +112,14 @@ var ggmlTypes = map[uint32]tensor.DType{
 	0: tensor.F32, 1: tensor.F16, 2: tensor.Q4_0, 3: tensor.Q4_1, 6: tensor.Q5_0, 7: tensor.Q5_1,
 	8: tensor.Q8_0, 9: tensor.Q8_1, 10: tensor.Q2_K, 11: tensor.Q3_K, 12: tensor.Q4_K, 13: tensor.Q5_K,
 	14: tensor.Q6_K, 15: tensor.Q8_K, 24: tensor.I8, 25: tensor.I16, 26: tensor.I32, 27: tensor.I64,
-	28: tensor.F64, 30: tensor.BF16,
+	20: tensor.IQ4_NL, 23: tensor.IQ4_XS, 28: tensor.F64, 30: tensor.BF16,
 }
 
 // otherGGMLTypes names the ggml types that exist but vkllm does not read, so
 // an error can say which one a file uses.
 var otherGGMLTypes = map[uint32]string{
-	16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S",
-	23: "IQ4_XS", 29: "IQ1_M", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4", 40: "NVFP4", 41: "Q1_0",
+	16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 21: "IQ3_S", 22: "IQ2_S",
+	29: "IQ1_M", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4", 40: "NVFP4", 41: "Q1_0",
 }
 
 // TypeOf returns the DType of a ggml type id; false for ids vkllm does not

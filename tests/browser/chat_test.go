@@ -2,9 +2,11 @@ package browser
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +14,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +23,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/kernels"
+	_ "github.com/vkllm/vkllm/kernels/cpu" // the tests run on "cpu"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/server"
 )
@@ -46,6 +51,19 @@ type testServer struct {
 	hs   *httptest.Server
 	srv  *server.Server
 	base string
+
+	mu     sync.Mutex
+	bodies []string // of each POST /v1/chat/completions, in order
+	// unreachable makes /v1/models end the connection unanswered, as a
+	// server that went away would.
+	unreachable atomic.Bool
+}
+
+// chatBodies are the bodies of the chat requests so far.
+func (ts *testServer) chatBodies() []string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return slices.Clone(ts.bodies)
 }
 
 func startServer(t *testing.T, apiKey string) *testServer {
@@ -66,22 +84,43 @@ func startServer(t *testing.T, apiKey string) *testServer {
 			return &server.Model{Gen: &scripted{text: markdownAnswer, tok: tiny.Gen.Tokenizer()}}, nil
 		case "broken":
 			return &server.Model{Gen: &scripted{text: strings.Repeat("partial answer ", 20), failAfter: 4, tok: tiny.Gen.Tokenizer()}}, nil
+		case "think": // a thinking model's answer: reasoning, then the answer
+			return &server.Model{Gen: &scripted{text: "<think>Two and two: the secret reasoning.</think>\n\nThe answer is **4**.", tok: tiny.Gen.Tokenizer()}}, nil
+		case "hold": // a first token that takes seconds: time to stop before it
+			return &server.Model{Gen: &scripted{text: "late answer", delay: 5 * time.Second, tok: tiny.Gen.Tokenizer()}}, nil
 		}
 		return nil, fmt.Errorf("unknown test model %q", sp.Name)
 	}
 	srv, err := server.New(server.Config{APIKey: apiKey, Open: open, Models: []server.Spec{
-		{Name: "tiny", Path: tinyModel}, {Name: "script"}, {Name: "broken"}}})
+		{Name: "tiny", Path: tinyModel}, {Name: "script"}, {Name: "broken"}, {Name: "hold"}, {Name: "think"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	ts := &testServer{srv: srv}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" && ts.unreachable.Load() {
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close()
+			}
+			return
+		}
+		if r.URL.Path == "/v1/chat/completions" {
+			b, _ := io.ReadAll(r.Body)
+			ts.mu.Lock()
+			ts.bodies = append(ts.bodies, string(b))
+			ts.mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		srv.Handler().ServeHTTP(w, r)
+	}))
+	ts.hs, ts.base = hs, hs.URL
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := srv.WaitLoaded(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return &testServer{hs: hs, srv: srv, base: hs.URL}
+	return ts
 }
 
 // page wraps the browser tab with the test's failure handling.
@@ -195,7 +234,7 @@ func TestChatPage(t *testing.T) {
 	p.open(ts.base)
 
 	models := eval[[]string](p, `[...document.querySelectorAll("#model option")].map(o => o.value)`)
-	for _, want := range []string{"tiny", "tiny:Q4_1", "script", "broken"} {
+	for _, want := range []string{"tiny", "script", "broken"} {
 		if !slices.Contains(models, want) {
 			t.Errorf("model picker %q lacks %q", models, want)
 		}
@@ -253,7 +292,8 @@ func TestChatPage(t *testing.T) {
 	check("first")
 
 	// Rename.
-	p.do(chromedp.Click(chromedp.CSS("#conv-list li.current .conv-rename")))
+	p.do(chromedp.Focus(chromedp.CSS("#conv-list li.current .conv-open")), // a row's actions show on focus
+		chromedp.Click(chromedp.CSS("#conv-list li.current .conv-rename")))
 	p.do(chromedp.SendKeys(chromedp.CSS("#conv-list li input"), "Renamed chat"), press("Enter", false))
 	if got := eval[string](p, `document.getElementById("conv-title").textContent`); got != "Renamed chat" {
 		t.Errorf("after rename the title is %q", got)
@@ -419,7 +459,8 @@ func TestChatPage(t *testing.T) {
 
 	// Delete asks once more, then deletes.
 	before := eval[int](p, `document.querySelectorAll("#conv-list li").length`)
-	p.do(chromedp.Click(chromedp.CSS("#conv-list li.current .conv-delete")), chromedp.Click(chromedp.CSS("#conv-list li.current .conv-delete")))
+	p.do(chromedp.Focus(chromedp.CSS("#conv-list li.current .conv-open")),
+		chromedp.Click(chromedp.CSS("#conv-list li.current .conv-delete")), chromedp.Click(chromedp.CSS("#conv-list li.current .conv-delete")))
 	if after := eval[int](p, `document.querySelectorAll("#conv-list li").length`); after != before-1 {
 		t.Errorf("delete: %d conversations, then %d", before, after)
 	}

@@ -196,7 +196,7 @@ func TestSpecs(t *testing.T) {
 // TestSweepStep: check.sh's sweep step passes only flags `vkllm bench`
 // defines, in both modes, and hands its tuning on to the later steps.
 func TestSweepStep(t *testing.T) {
-	check, bench := read(t, "check.sh"), read(t, "../../internal/benchcmd/main.go")
+	check, bench := read(t, "check.sh"), read(t, "../../cmd/internal/benchcmd/main.go")
 	m := regexp.MustCompile(`"\$bin/vkllm" bench --sweep ([^\n]*)`).FindStringSubmatch(check)
 	if m == nil {
 		t.Fatal("check.sh runs no vkllm bench --sweep")
