@@ -97,12 +97,18 @@ type Config struct {
 	// size even where the device has only one (tests use it to run that
 	// path); it has no effect without subgroup size control.
 	PinSubgroups bool
+	// Tuning overrides kernels' tuning constants (specialization
+	// constants: workgroup size, rows per workgroup, …) by key and knob,
+	// over the committed file of the device (tuning.go). A knob changes
+	// speed, never a result.
+	Tuning Tuning
 }
 
 // DeviceInfo describes the opened device.
 type DeviceInfo struct {
 	Index          int
 	Name           string
+	Vendor         uint32 // PCI vendor ID
 	Type           string // "discrete", "integrated", "virtual", "cpu", "other"
 	Software       bool
 	MaxBufferRange int64
@@ -144,6 +150,7 @@ type Backend struct {
 	props C.vkl_props
 	info  DeviceInfo
 	cfg   Config
+	tune  Tuning // the device's tuning file under Config.Tuning
 
 	maxRange  int64 // bytes one binding may cover
 	maxPart   int64 // bytes of one part of a split weight
@@ -208,8 +215,10 @@ type pipeline struct {
 // FromEnv returns cfg with the environment's settings: VKLLM_DEVICE and
 // VKLLM_VULKAN_LIB where Device and Library are empty,
 // VKLLM_VULKAN_VALIDATION=1, VKLLM_VULKAN_FP16=1 and
-// VKLLM_VULKAN_COOPMAT=1 turning Validation, FP16 and CoopMat on, and
-// VKLLM_VULKAN_DISABLE's features off (an unknown one is an error).
+// VKLLM_VULKAN_COOPMAT=1 turning Validation, FP16 and CoopMat on,
+// VKLLM_VULKAN_DISABLE's features off (an unknown one is an error), and
+// VKLLM_VULKAN_TUNING's file (a sweep's tuning) as Tuning where Tuning
+// is nil.
 func FromEnv(cfg Config) (Config, error) {
 	if cfg.Library == "" {
 		cfg.Library = os.Getenv("VKLLM_VULKAN_LIB")
@@ -228,6 +237,17 @@ func FromEnv(cfg Config) (Config, error) {
 	}
 	if err := disable(&cfg, os.Getenv("VKLLM_VULKAN_DISABLE")); err != nil {
 		return cfg, err
+	}
+	if path := os.Getenv("VKLLM_VULKAN_TUNING"); path != "" && cfg.Tuning == nil {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("vulkan: VKLLM_VULKAN_TUNING: %w", err)
+		}
+		d, err := ParseDeviceTuning(b)
+		if err != nil {
+			return cfg, fmt.Errorf("vulkan: VKLLM_VULKAN_TUNING=%s: %w", path, err)
+		}
+		cfg.Tuning = d.Kernels
 	}
 	return cfg, nil
 }
@@ -267,13 +287,18 @@ func Open(cfg Config) (*Backend, error) {
 	var di C.vkl_devinfo
 	C.vkl_device_info(ctx, C.int(idx), &di)
 	b.info = DeviceInfo{
-		Index: idx, Name: C.GoString(&di.name[0]), Type: typeNames[int32(di._type)], Software: di._type == 4,
+		Index: idx, Name: C.GoString(&di.name[0]), Vendor: uint32(di.vendor), Type: typeNames[int32(di._type)], Software: di._type == 4,
 		MaxBufferRange: int64(p.max_storage_range), SubgroupSize: int(p.subgroup_size),
 		Subgroups: !cfg.NoSubgroups && p.subgroup_ops&0x5 == 0x5 && p.subgroup_size >= 4 && p.subgroup_size <= wg,
 		Storage16: p.storage16 != 0, Float16: p.float16 != 0, Int8: p.int8 != 0,
 		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0,
 	}
 	b.info.FP16 = b.info.Float16 && cfg.FP16
+	if err := cfg.Tuning.Check(); err != nil {
+		C.vkl_close(ctx)
+		return nil, err
+	}
+	b.tune = tuningFor(b.info.Vendor, b.info.Name, cfg.Tuning)
 	b.info.Tiled = !cfg.NoTiled && p.max_wg_size >= mmWG && p.max_shared >= mmShared
 	// A dot's summation order must not change between pipelines (batch
 	// invariance), so the subgroup variants need one subgroup size: pinned

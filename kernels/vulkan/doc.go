@@ -43,6 +43,7 @@
 // device and caches pipelines; memory.go holds blocks, tensors and the
 // staging arena; hazard.go places barriers; ops.go records the ops;
 // push.go mirrors the push constants; profile.go reads GPU timestamps;
+// tuning.go holds the kernels' tuning and sweep.go the sweep that makes it;
 // coop.go picks the cooperative-matrix shape and tiles.
 // Adding an op touches four places: its .comp in shaders/, an entry in
 // shaders.Variants, its method in ops.go (with a push struct in push.go),
@@ -98,8 +99,13 @@
 //     subgroup size control to pin it); else shared-memory trees. Off with
 //     Config.NoSubgroups or VKLLM_VULKAN_DISABLE=subgroup.
 //
-//   - MatMul, matrix-vector (matmul.comp): a decode step, and prefills of
-//     fewer than 16 tokens or rows shorter than 256 (tiles of 8 tokens).
+//   - MatMul, matrix-vector (matmul.comp): a decode step, batched decode
+//     and prefills of fewer than 16 tokens or rows shorter than 256.
+//     Workgroups of slots of 64 lanes; each lane walks its quant groups
+//     (or elements) once, loading each activation chunk once for all the
+//     rows of its slot and dequantising each group once for all the
+//     tokens of the workgroup; its shape (workgroup size, rows a slot,
+//     tokens a workgroup, groups a step) is the device's tuning (below).
 //     Tiled (matmul_mm.comp) for 16 tokens or more and rows of 256 or
 //     more with F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K or Q6_K
 //     weights, where the device allows 256 invocations and 17 KiB of
@@ -119,12 +125,14 @@
 //     models' parity tests (1e-4 of the largest logit: on the tiny test
 //     models they miss it by up to 12 times), which the default float32
 //     variants keep.
+//
 //   - RMSNorm: one workgroup per row (256 invocations from rows of 2048,
 //     else 64), vec4 loads where the row length is a multiple of 4; its
 //     summation order depends on the row length and the device only.
 //     AddRMSNorm (kernels.AddRMSNormer, the decoder's residual add and
 //     the next norm) is the same kernel with the add in its first pass:
 //     bitwise Add then RMSNorm.
+//
 //   - RoPEKVWrite (kernels.RoPEKVWriter: a layer's RoPE of q and k and
 //     the KV writes of k and v) is one dispatch of rope.comp, bitwise
 //     the four ops.
@@ -156,11 +164,30 @@
 // DeviceInfo says which are in use (Subgroups, Tiled, FP16, CoopMat). There are no
 // int8 (shaderInt8) variants yet: shaderInt8 is enabled but unused.
 //
+// # Tuning
+//
+// A kernel's speed knobs are specialization constants, never a rebuild:
+// tuning.go lists each tuned family (Families: "matvec" for one token,
+// "matvec_batch" for more) with its knobs' defaults and the values a
+// sweep tries. A tuning key is a family and a weight type
+// ("matvec/q4_0"). The knobs in use are the family's defaults, overridden
+// by the committed file of the device (kernels/vulkan/tuning/*.json,
+// embedded, matched by PCI vendor ID and device name), overridden by
+// Config.Tuning (FromEnv: the file VKLLM_VULKAN_TUNING names). Backend.Sweep
+// (`vkllm bench --sweep`) times every candidate with GPU timestamps on a
+// model's matrices, refuses any whose results are not bitwise the
+// default's, and writes the device file. Another kernel gets tuned by
+// adding its family to Families and reading b.tune.knobs(key) where it
+// dispatches; no knob may change a result (TestSweepCandidates checks
+// every candidate bitwise).
+//
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync
 // fail on any validation message; VKLLM_VULKAN_FP16=1,
-// VKLLM_VULKAN_COOPMAT=1 and VKLLM_VULKAN_DISABLE (above) choose variants. They apply where the
+// VKLLM_VULKAN_COOPMAT=1 and VKLLM_VULKAN_DISABLE (above) choose
+// variants; VKLLM_VULKAN_TUNING names a tuning file (a sweep's
+// --sweep-out) to use instead of the committed one. They apply where the
 // backend is opened by name (kernels.Open("vulkan") or "auto", through
 // FromEnv); Open(Config) reads none, so a program that configures the
 // backend itself gets exactly what it passes.

@@ -257,15 +257,6 @@ func (b *Backend) GetRows(dst, table, ids kernels.Tensor) {
 	}
 }
 
-// Rows and tokens per MatMul workgroup of the matrix-vector kernel: one
-// token for a decode step, a tile of tokens for a short prefill, which
-// reads each weight once per tile. Neither changes a dot's summation
-// order.
-const (
-	matRows    = 4
-	matTokTile = 8
-)
-
 // The tiled kernel (matmul_mm.comp): mmRows weight rows × mmToks tokens
 // per workgroup of mmWG invocations using mmShared bytes of shared memory,
 // for calls of at least mmMinTokens tokens and rows of at least mmMinK
@@ -301,8 +292,9 @@ func (b *Backend) matmulVariant(dt tensor.DType, n, k int) (name string, tiled b
 
 // MatMul implements kernels.Backend, one dispatch per part of the weight:
 // the cooperative-matrix kernel for every call where it is on (coop.go),
-// else the tiled kernel for a prefill of at least mmMinTokens tokens, else one
-// workgroup per matRows weight rows and one token or a tile of them.
+// else the tiled kernel for a prefill of at least mmMinTokens tokens, else
+// the matrix-vector kernel with the device's tuning of "matvec" (one
+// token) or "matvec_batch" (more) for the weight type.
 func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	const op = "MatMul"
 	d, xs, wt := activation(op, dst), activation(op, x), tensorOf(op, w)
@@ -318,14 +310,27 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 		return
 	}
 	name, tiled := b.matmulVariant(wt.dt, n, k)
-	rows, toks, spec := matRows, 1, []uint32{wg, matRows, 1}
-	switch {
-	case tiled:
-		rows, toks, spec = mmRows, mmToks, []uint32{mmWG}
-	case n > 1:
-		toks = matTokTile
-		spec = []uint32{wg, matRows, matTokTile}
+	if tiled {
+		b.matmulDispatch(name, []uint32{mmWG}, mmRows, mmToks, d, xs, wt)
+		return
 	}
+	key := "matvec/" + typeName(wt.dt)
+	if n > 1 {
+		key = "matvec_batch/" + typeName(wt.dt)
+	}
+	b.matvec(name, b.tune.knobs(key), d, xs, wt)
+}
+
+// matvec records the matrix-vector kernel with knobs k (Families'
+// "matvec"): (wg/64)·rows weight rows × toks tokens a workgroup.
+func (b *Backend) matvec(name string, k Knobs, d, xs, wt *Tensor) {
+	b.matmulDispatch(name, Families["matvec"].spec(k), k["wg"]/wg*k["rows"], k["toks"], d, xs, wt)
+}
+
+// matmulDispatch records one dispatch per part of the weight, each
+// workgroup taking rows weight rows and toks tokens.
+func (b *Backend) matmulDispatch(name string, spec []uint32, rows, toks int, d, xs, wt *Tensor) {
+	n, k, m := xs.rows, xs.cols, wt.rows
 	for _, p := range wt.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(wt.rowBytes)}
 		gx, gy := grid((p.rows + rows - 1) / rows)

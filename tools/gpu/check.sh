@@ -11,6 +11,13 @@
 #      kerneltest conformance suite, parity with the goldens, batch and
 #      placement invariance, OOM, with the validation layer where it is
 #      installed) into $OUT/tests.log;
+#   3b. tunes the kernels (vkllm bench --sweep: every candidate of each
+#      tuned kernel timed with GPU timestamps on the 0.5B and 8B matrices)
+#      into $OUT/sweep.txt (the table) and $OUT/tuning.json (the chosen
+#      tuning, to commit as kernels/vulkan/tuning/VENDOR-NAME.json), which
+#      every later step uses (VKLLM_VULKAN_TUNING); SWEEP=0 skips it,
+#      SWEEP=only runs setup, facts and the sweep alone (a call of its
+#      own: a full sweep takes a few minutes of the budget);
 #   4. writes each synthetic model once as GGUF for the peer, runs steps 5
 #      and 6, then, round after round, benches each model with vkllm (prefill pp, decode tg,
 #      batched decode 1, 4 and 16) followed by llama.cpp's llama-bench (the
@@ -40,7 +47,7 @@
 # PEER=0 leaves llama.cpp out of the bench rounds (a second run, when the
 # first has the peer's figures).
 #
-# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] bash tools/gpu/check.sh [--small]
+# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0|only] bash tools/gpu/check.sh [--small]
 # Exit status: 0 when every step ran and passed, 1 otherwise (the results
 # are written either way).
 set -uo pipefail
@@ -70,18 +77,25 @@ if ((small)); then
 	# lavapipe compiles llama.cpp's pipelines at each start (about 30 s
 	# each here): one repetition, one round
 	pp=64 tg=16 reps=1 def_rounds=1 def_budget=1200
+	# the sweep end to end on two types, four candidates a kernel
+	sweep_flags=(--sweep-models qwen2.5-0.5b-tiny,llama-3.1-8b-tiny --sweep-dtypes Q4_0,F16 --sweep-reps 2 --sweep-candidates 4)
+	t_sweep=240
 else
 	specs=(qwen2.5-0.5b:F16 qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q8_0 llama-3.1-8b:Q4_0)
 	ops_specs=(qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q4_0)
 	serve_spec=qwen2.5-0.5b:Q4_0
 	pp=512 tg=128 reps=3 def_rounds=2 def_budget=540
+	sweep_flags=(--sweep-reps 10)
+	t_sweep=300
 fi
 batches=1,4,16
-# Each test binary's limit: 64 s for both on lavapipe; a hang on a GPU
+# Each test binary's limit: about 200 s for both on lavapipe (the sweep
+# candidates take 140 s of it); a hang on a GPU
 # must not eat the run.
-t_tests=$((small ? 230 : 150)) t_kill=$((small ? 240 : 160))
+t_tests=$((small ? 400 : 150)) t_kill=$((small ? 410 : 160))
 rounds=${ROUNDS:-$def_rounds}
 peer=${PEER:-1}
+do_sweep=${SWEEP:-1}
 budget=${BUDGET_S:-$def_budget}
 threads=$(nproc)
 start=$(date +%s)
@@ -239,6 +253,23 @@ cells() {
 	return $rc
 }
 
+# sweep: vkllm bench --sweep; on success the chosen tuning applies to
+# every later step.
+sweep() {
+	timeout $(($(left) - 15 < t_sweep ? $(left) - 15 : t_sweep)) "$bin/vkllm" bench --sweep --json --sweep-out "$out/tuning.json" \
+		"${sweep_flags[@]}" >"$work/sweep.json" 2>"$work/sweep.err"
+	local rc=$?
+	cat "$work/sweep.err"
+	python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+for row in r["rows"]:
+    mark = "chosen" if row.get("chosen") else ("WRONG: " + row["wrong"] if row.get("wrong") else "")
+    print("%-22s %-30s %10.1f us/token %8.1f GB/s  %s" % (row["key"], " ".join("%s=%d" % kv for kv in sorted(row["knobs"].items())), row["score_ns"] / 1e3, row["weight_gbs"], mark))' \
+		"$work/sweep.json" >"$out/sweep.txt" 2>&1 || rc=1
+	((rc == 0)) && export VKLLM_VULKAN_TUNING=$out/tuning.json
+	return $rc
+}
+
 ops() {
 	local s
 	for s in "${ops_specs[@]}"; do
@@ -254,7 +285,19 @@ if ! step setup setup; then
 	exit 1
 fi
 step facts facts
+if [[ $do_sweep == only ]]; then
+	t_sweep=$(($(left) - 30)) # the whole budget
+	step sweep sweep
+	python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
+	echo "total $(($(date +%s) - start)) s; results in $out"
+	exit $failed
+fi
 step tests tests
+if [[ $do_sweep != 0 ]]; then
+	step sweep sweep
+else
+	skip sweep "SWEEP=0"
+fi
 if step write-models write_models; then
 	# The profiles and serving first (about 100 s on an H100): they are
 	# what the bench rounds, budgeted last, cannot replace.

@@ -6,6 +6,7 @@
 package gpu
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -189,5 +190,74 @@ func TestSpecs(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s at the tiny scale: %v", spec, err)
 		}
+	}
+}
+
+// TestSweepStep: check.sh's sweep step passes only flags `vkllm bench`
+// defines, in both modes, and hands its tuning on to the later steps.
+func TestSweepStep(t *testing.T) {
+	check, bench := read(t, "check.sh"), read(t, "../../cmd/internal/benchcmd/main.go")
+	m := regexp.MustCompile(`"\$bin/vkllm" bench --sweep ([^\n]*)`).FindStringSubmatch(check)
+	if m == nil {
+		t.Fatal("check.sh runs no vkllm bench --sweep")
+	}
+	flags := append(strings.Fields(m[1]), arrays(check, "sweep_flags")...)
+	if len(arrays(check, "sweep_flags")) < 4 {
+		t.Errorf("sweep_flags %q: want a value in both modes", arrays(check, "sweep_flags"))
+	}
+	for _, f := range append(flags, "--sweep") {
+		name, ok := strings.CutPrefix(f, "--")
+		if !ok {
+			continue
+		}
+		if !regexp.MustCompile(`fs\.\w+\("` + regexp.QuoteMeta(name) + `"`).MatchString(bench) {
+			t.Errorf("check.sh passes %s, which vkllm bench does not define", f)
+		}
+	}
+	if !strings.Contains(check, "export VKLLM_VULKAN_TUNING=") || !strings.Contains(read(t, "../../kernels/vulkan/backend.go"), `"VKLLM_VULKAN_TUNING"`) {
+		t.Error("the sweep's tuning is not passed on through VKLLM_VULKAN_TUNING")
+	}
+}
+
+// TestSummarizeSweep: summarize.py puts a sweep's default and chosen
+// candidates into results.json and results.md.
+func TestSummarizeSweep(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	work, out := t.TempDir(), t.TempDir()
+	sweep := `{"shapes": [], "time_ns": 61000000000, "tuning": {"vendor": 4318, "device": "Card", "kernels": {"matvec/q4_0": {"wg": 256}}},
+	 "rows": [{"key": "matvec/q4_0", "knobs": {"wg": 128, "rows": 2, "toks": 1, "bpi": 2}, "score_ns": 9000, "weight_gbs": 500},
+	          {"key": "matvec/q4_0", "knobs": {"wg": 256, "rows": 2, "toks": 1, "bpi": 2}, "score_ns": 3000, "weight_gbs": 1500, "chosen": true},
+	          {"key": "matvec/q4_0", "knobs": {"wg": 64, "rows": 2, "toks": 1, "bpi": 2}, "score_ns": 1000, "weight_gbs": 4500, "wrong": "element 3"}]}`
+	if err := os.WriteFile(filepath.Join(work, "sweep.json"), []byte(sweep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, "summarize.py", "--work", work, "--out", out, "--pp", "512", "--tg", "128")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("summarize.py: %v\n%s", err, b)
+	}
+	var res struct {
+		Sweep struct {
+			Seconds float64
+			Kernels map[string]struct {
+				Candidates, Wrong int
+				Default, Chosen   struct {
+					Knobs      map[string]int
+					UsPerToken float64 `json:"us_per_token"`
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(read(t, filepath.Join(out, "results.json"))), &res); err != nil {
+		t.Fatal(err)
+	}
+	k := res.Sweep.Kernels["matvec/q4_0"]
+	if res.Sweep.Seconds != 61 || k.Candidates != 3 || k.Wrong != 1 || k.Default.UsPerToken != 9 || k.Chosen.Knobs["wg"] != 256 || k.Chosen.UsPerToken != 3 {
+		t.Errorf("results.json sweep %+v", res.Sweep)
+	}
+	if md := read(t, filepath.Join(out, "results.md")); !strings.Contains(md, "| matvec/q4_0 | 3 | 1 | 9.00 µs (500.0 GB/s) | 3.00 µs (1500.0 GB/s) | bpi=2 rows=2 toks=1 wg=256 |") {
+		t.Errorf("results.md:\n%s", md)
 	}
 }

@@ -5,7 +5,9 @@
 Reads WORK/steps.tsv (step, seconds, status), WORK/runs/SPEC.rN.vkllm.json
 (`vkllm bench --json` with its llama-bench peer) and
 WORK/runs/SPEC.rN.batched.jsonl (llama-batched-bench --output-format
-jsonl), OUT/device.txt and OUT/tests.log. Each figure in the table is the
+jsonl), OUT/device.txt, OUT/tests.log and WORK/sweep.json (`vkllm bench
+--sweep --json`: per kernel the default's and the chosen candidate's time
+a token, into results.json "sweep"). Each figure in the table is the
 median over the rounds that ran, with the round count; a ratio is vkllm's
 median over llama.cpp's. Only the Python standard library.
 """
@@ -129,9 +131,31 @@ def main():
         if m and "tok/s" in vals:
             cells.setdefault(m.group(1), {}).setdefault(m.group(2), []).append(vals["tok/s"])
 
+    # sweep.json: per key the default (its first row), the chosen row and
+    # the candidates that were wrong.
+    sweep = None
+    spath = os.path.join(a.work, "sweep.json")
+    if os.path.exists(spath):
+        try:
+            sj = json.load(open(spath))
+        except ValueError:  # the sweep failed before printing
+            sj = None
+        if sj:
+            keys = {}
+            for row in sj.get("rows", []):
+                k = keys.setdefault(row["key"], {"candidates": 0, "wrong": 0})
+                k["candidates"] += 1
+                if k["candidates"] == 1:
+                    k["default"] = {"knobs": row["knobs"], "us_per_token": row["score_ns"] / 1e3, "gbs": row["weight_gbs"]}
+                if row.get("wrong"):
+                    k["wrong"] += 1
+                if row.get("chosen"):
+                    k["chosen"] = {"knobs": row["knobs"], "us_per_token": row["score_ns"] / 1e3, "gbs": row["weight_gbs"]}
+            sweep = {"seconds": sj.get("time_ns", 0) / 1e9, "tuning": sj.get("tuning"), "kernels": keys}
+
     res = {"small": a.small == "1", "pp": a.pp, "tg": a.tg, "device": names[0] if names else None,
            "driver": drivers[0] if drivers else None, "steps": steps, "tests": tests,
-           "models": list(models.values()), "serve": serve, "cells": cells}
+           "models": list(models.values()), "serve": serve, "cells": cells, "sweep": sweep}
     json.dump(res, open(os.path.join(a.out, "results.json"), "w"), indent=1)
 
     def f(x):
@@ -165,6 +189,18 @@ def main():
         lo, hi = median(by.get("512", [])), median(by.get("32768", []))
         lines.append("Decode with 64 cells in use (BenchmarkDecodeCells, %s, median of %d): %s tok/s at ContextLen 512, %s at 32768 (%s)." % (
             backend, len(by.get("512", [])), f(lo), f(hi), ratio(hi, lo)))
+    if sweep:
+        lines.append("")
+        lines.append("Sweep (%.0f s): per kernel, µs a token of the default → the chosen, weight GB/s." % sweep["seconds"])
+        lines.append("")
+        lines.append("| kernel | candidates | wrong | default | chosen | knobs |")
+        lines.append("|---|---|---|---|---|---|")
+        for key, k in sorted(sweep["kernels"].items()):
+            d, c = k.get("default", {}), k.get("chosen", {})
+            lines.append("| %s | %d | %d | %s µs (%s GB/s) | %s µs (%s GB/s) | %s |" % (
+                key, k["candidates"], k["wrong"], f(d.get("us_per_token")), f(d.get("gbs")),
+                f(c.get("us_per_token")), f(c.get("gbs")),
+                " ".join("%s=%d" % kv for kv in sorted(c.get("knobs", {}).items())) or "none right"))
     lines.append("")
     lines.append("Tests: " + ("; ".join("%s %s (%d passed, %d failed, %d skipped)" % (
         t["binary"], t["result"], t["pass"], t["fail"], t["skip"]) for t in tests) if tests else "none ran"))

@@ -7,6 +7,7 @@
 //	vkllm bench --model PATH --draft ngram|miss|PATH [--draft-max 8] [--reps 5] [--tg 128] [--json]
 //	vkllm bench --synthetic SHAPE:DTYPE [--seed N] [--peer llama.cpp --peer-model PATH] [flags as above]
 //	vkllm bench --synthetic SHAPE:DTYPE [--seed N] --write-gguf PATH
+//	vkllm bench --sweep [--sweep-models qwen2.5-0.5b,llama-3.1-8b] [--sweep-dtypes F16,Q4_0,…] [--sweep-out FILE] [--json]
 //
 // --synthetic builds a random-weight model of a real model's shape in
 // memory (package internal/synth: qwen2.5-0.5b, llama-3.2-1b,
@@ -86,6 +87,19 @@
 // median decode rates (tokens after the first over the time from the
 // first to the last), their ratio (the speedup) and the fraction of
 // drafts kept; --json prints them with every run's rate.
+//
+// --sweep tunes the Vulkan kernels for the device (VKLLM_DEVICE picks
+// it): every candidate of each tuned kernel family (kernels/vulkan's
+// Families: workgroup size, rows per workgroup, tokens per workgroup,
+// blocks per invocation of the matrix-vector kernel, for one token and
+// for a batch of --sweep-batch) is timed with GPU timestamps on the
+// matrices of the --sweep-models' decode step (synthetic weights of each
+// --sweep-dtypes type), checked bitwise against the default (and the
+// default against float64 sums), and the fastest right one of each kernel
+// and weight type chosen by its time a token. It prints the table (--json:
+// the whole result) and writes the chosen tuning to --sweep-out, the file
+// to commit as kernels/vulkan/tuning/VENDOR-NAME.json for the backend to
+// use on that device. On a GPU it takes a few minutes.
 //
 // --benchfmt prints Go benchmark lines (for benchstat over repeated runs)
 // instead of the summary.
@@ -203,9 +217,16 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	draft := fs.String("draft", "", `speculative decoding instead: "ngram", "miss" (drafts always rejected) or a draft model's path`)
 	draftMax := fs.Int("draft-max", 8, "with --draft: the most draft tokens per step, [1, 64]")
 	reps := fs.Int("reps", 5, "with --draft: runs of each side, alternated")
+	sweep := fs.Bool("sweep", false, "tune the Vulkan kernels for this device (see --sweep-*) instead")
+	sweepModels := fs.String("sweep-models", "qwen2.5-0.5b,llama-3.1-8b", "with --sweep: the model shapes whose matrices are timed")
+	sweepDTypes := fs.String("sweep-dtypes", "F16,BF16,F32,Q8_0,Q4_0,Q4_1,Q4_K,Q5_K,Q6_K", "with --sweep: the weight types")
+	sweepBatch := fs.Int("sweep-batch", 8, "with --sweep: the tokens of the batched-decode timings")
+	sweepReps := fs.Int("sweep-reps", 20, "with --sweep: timed dispatches per candidate and matrix")
+	sweepCands := fs.Int("sweep-candidates", 0, "with --sweep: at most this many candidates per kernel (0: all)")
+	sweepOut := fs.String("sweep-out", "", "with --sweep: write the chosen tuning (JSON) to this file")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n\n"+
-			"measure prefill and decode speed (with --draft: speculative decoding's speedup; with --peer: llama.cpp's on the same file).\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n       vkllm bench --sweep [flags]\n\n"+
+			"measure prefill and decode speed (with --draft: speculative decoding's speedup; with --peer: llama.cpp's on the same file; with --sweep: tune the Vulkan kernels for this device).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -213,6 +234,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return 2
+	}
+	if *sweep {
+		return runSweepFlags(*sweepModels, *sweepDTypes, *sweepBatch, *sweepReps, *sweepCands, *sweepOut, *asJSON, stdout, stderr)
 	}
 	kv, kvOK := map[string]tensor.DType{"f32": tensor.F32, "f16": tensor.F16}[*kvName]
 	if !kvOK {
@@ -340,6 +364,38 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		printSummary(stdout, res)
 	}
 	return rc
+}
+
+// runSweepFlags checks --sweep's flags and runs it: 0, 1 on a failed
+// sweep, 2 on bad flags.
+func runSweepFlags(models, dtypes string, batch, reps, cands int, out string, asJSON bool, stdout, stderr io.Writer) int {
+	var shapes []synth.Shape
+	for _, name := range strings.Split(models, ",") {
+		s, err := synth.Lookup(strings.TrimSpace(name))
+		if err != nil {
+			fmt.Fprintf(stderr, "error: --sweep-models: %v\n", err)
+			return 2
+		}
+		shapes = append(shapes, s)
+	}
+	var dts []tensor.DType
+	for _, name := range strings.Split(dtypes, ",") {
+		dt, ok := tensor.ParseDType(strings.TrimSpace(name))
+		if !ok {
+			fmt.Fprintf(stderr, "error: --sweep-dtypes: unknown type %q\n", name)
+			return 2
+		}
+		dts = append(dts, dt)
+	}
+	if batch < 2 || reps < 1 || cands < 0 {
+		fmt.Fprintln(stderr, "error: --sweep-batch must be ≥ 2, --sweep-reps ≥ 1 and --sweep-candidates ≥ 0")
+		return 2
+	}
+	if err := runSweep(shapes, dts, batch, reps, cands, out, asJSON, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+		return 1
+	}
+	return 0
 }
 
 func parseSizes(s string) ([]int, error) {

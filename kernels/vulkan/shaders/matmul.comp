@@ -1,92 +1,162 @@
 #version 450
-// MatMul: dst (n, m) = x (n, k) · wᵀ for the weight rows [rowLo,
-// rowLo+rows) of this binding. A workgroup takes ROWS weight rows and TOKS
-// tokens (specialization constants 1 and 2): each weight value is
-// dequantised once and used for TOKS tokens. Within a dot, invocation t
-// takes the elements (or quant groups) t, t+WG, … in order, and the WG
-// partial sums are reduced in a fixed order; so a dot's summation order
-// depends only on k and WG, never on n, ROWS or TOKS (batch invariance).
-// matmul_mm.comp (prefill) keeps this order exactly: see common/lane.glsl.
+// MatMul, matrix-vector (decode and batched decode of up to a few tens of
+// tokens): dst (n, m) = x (n, k) · wᵀ for the weight rows [rowLo,
+// rowLo+rows) of this binding.
+//
+// Layout. A workgroup is WG/64 slots of 64 lanes (WG, constant 0, a
+// multiple of 64); a slot takes ROWS weight rows (constant 1) and the
+// workgroup TOKS tokens (constant 2), so one workgroup covers
+// (WG/64)·ROWS rows × TOKS tokens. Lane l of a slot takes the elements
+// (GROUP 1) or quant groups l, l+64, l+128, … of its rows, in order, BPI
+// of them (constant 3) per unrolled step of its loop.
+//
+// Order (batch invariance, common/lane.glsl). Each lane adds its
+// elements' products in order to one float32 sum per (row, token), and the
+// 64 lane sums of a slot are reduced exactly as matmul_mm.comp reduces
+// them: a dot's result depends on k alone, never on n, WG, ROWS, TOKS, BPI
+// or where the row sits, and is bitwise the tiled kernel's.
+//
+// Roofline. A decode step must stream every weight byte once; the
+// activations (k floats a token) are tiny and stay in L1/L2. The kernel is
+// therefore arranged so that weight bytes are the only traffic that
+// scales with m·k:
+//   - blocks outer, rows and tokens inner: per quant group a lane loads its
+//     activation chunk once per token (vec4 loads, GROUP/4 of them) and
+//     uses it for ROWS rows; it dequantises each group of a row once and
+//     uses it for TOKS tokens. The old kernel re-read the activations once
+//     per row, as 32 scalar loads per 18-byte Q4_0 block: 128 bytes of
+//     activation traffic per 18 bytes of weight.
+//   - bytes per invocation per step: ROWS × BPI groups (Q4_0: 18 bytes a
+//     group; ROWS 2, BPI 2: 72 bytes) plus TOKS·BPI·GROUP·4 bytes of
+//     activations (cache hits after the first slot). By Little's law a
+//     card reading 4.8 TB/s at ~0.6 µs latency needs ~2.9 MB in flight:
+//     the 8B's k=4096 matvecs run 4096·64 = 262k lanes, ~11 bytes each, so
+//     filling the card needs all rows resident at once and each lane's
+//     ROWS·BPI loads independent of one another, which the unrolled loops
+//     (constant trip counts after specialisation) and the per-(row, token)
+//     accumulators give the compiler: acc, the scales and the dequantised
+//     chunks are arrays indexed only by unrolled loop counters, so they
+//     live in registers (no dynamically indexed local arrays).
+//   - rows past the binding's last and tokens past n are clamped to the
+//     last valid one (read, computed, not written): no branch in the loop.
+//   - the reduction: subgroup adds, then the nsg = 64/subgroup partials of
+//     each (row, token) summed in order; without subgroups a shared-memory
+//     tree over the 64 lanes, in rounds of four sums.
+// A 0.5B matvec (k=896 Q4_0: 28 groups a row) leaves 36 of 64 lanes idle
+// whatever the layout (the lane order fixes it); its rows are few too, so
+// there more ROWS per slot and smaller workgroups help less than launch
+// overhead does. The sweep (tuning.go) picks WG, ROWS, TOKS and BPI per
+// device and weight type by measurement.
 //
 // FP16 (shaderFloat16): the dequantised weights and the activations are
 // rounded to halves and multiplied in half precision, four at a time
 // (one f16vec4 dot per four elements of a quant group, one product per
-// element for F16 weights), each result added to the float32 sum.
+// element for the float types), each result added to the float32 sum.
+#extension GL_EXT_control_flow_attributes : require
 #include "common/base.glsl"
 
-layout(constant_id = 1) const uint ROWS = 4;
+layout(constant_id = 1) const uint ROWS = 2;
 layout(constant_id = 2) const uint TOKS = 1;
+layout(constant_id = 3) const uint BPI = 2;
 
 layout(binding = 0) readonly buffer WB { uint W[]; };
+#include "common/weights.glsl"
+#if GROUP == 1
 layout(binding = 1) readonly buffer XB { float x[]; };
+#else
+layout(binding = 1) readonly buffer XB { vec4 x4[]; }; // k is a multiple of GSIZE
+#endif
 layout(binding = 2) writeonly buffer DB { float dst[]; };
 
 layout(push_constant) uniform PC {
 	uint k, m, n, rowLo, rows, rowBytes;
 } pc;
 
-#include "common/weights.glsl"
 #include "common/lane.glsl"
 
-shared float part[ROWS * TOKS * WG];
+const uint SLOTS = WG / LANES;
+const uint RT = ROWS * TOKS; // sums per lane
+#ifdef SUBGROUP
+shared float part[SLOTS * RT * 16u]; // per (slot, row, token): nsg ≤ 16 partials
+#else
+const uint ROUND = 4u;
+shared float part[SLOTS * ROUND * LANES];
+#endif
 
 void main() {
-	uint j0 = groupIndex() * ROWS, i0 = gl_WorkGroupID.z * TOKS;
-	uint tid = gl_LocalInvocationID.x;
-	float acc[ROWS * TOKS];
-	for (uint q = 0u; q < ROWS * TOKS; q++) acc[q] = 0.0;
-	for (uint r = 0u; r < ROWS; r++) {
-		uint j = j0 + r;
-		if (j >= pc.rows) break; // uniform in the workgroup
-		uint rb = j * pc.rowBytes;
+	uint tid = gl_LocalInvocationID.x, lane = tid % LANES, slot = tid / LANES;
+	uint j0 = (groupIndex() * SLOTS + slot) * ROWS, i0 = gl_WorkGroupID.z * TOKS;
+	uint rb[ROWS], xi[TOKS];
+	[[unroll]] for (uint r = 0u; r < ROWS; r++) rb[r] = min(j0 + r, pc.rows - 1u) * pc.rowBytes;
+	[[unroll]] for (uint t = 0u; t < TOKS; t++) xi[t] = min(i0 + t, pc.n - 1u) * pc.k;
+	float acc[RT];
+	[[unroll]] for (uint q = 0u; q < RT; q++) acc[q] = 0.0;
 #if GROUP == 1
-		for (uint e = tid; e < pc.k; e += WG) {
-			float w = weightAt(rb, e);
-			for (uint t = 0u; t < TOKS; t++) {
-				if (i0 + t >= pc.n) break;
-				acc[r * TOKS + t] = lanePut(acc[r * TOKS + t], x[(i0 + t) * pc.k + e], w);
+	for (uint e0 = lane; e0 < pc.k; e0 += LANES * BPI) {
+		[[unroll]] for (uint b = 0u; b < BPI; b++) {
+			uint e = e0 + LANES * b;
+			if (e >= pc.k) break;
+			float w[ROWS];
+			[[unroll]] for (uint r = 0u; r < ROWS; r++) w[r] = weightAt(rb[r], e);
+			[[unroll]] for (uint t = 0u; t < TOKS; t++) {
+				float xv = x[xi[t] + e];
+				[[unroll]] for (uint r = 0u; r < ROWS; r++) acc[r * TOKS + t] = lanePut(acc[r * TOKS + t], xv, w[r]);
 			}
 		}
+	}
 #else
-		vec4 v[GROUP / 4];
-		for (uint g = tid; g < pc.k / GSIZE; g += WG) {
+	uint ng = pc.k / GSIZE;
+	for (uint g0 = lane; g0 < ng; g0 += LANES * BPI) {
+		[[unroll]] for (uint b = 0u; b < BPI; b++) {
+			uint g = g0 + LANES * b;
+			if (g >= ng) break;
 			uint c0 = g * GSIZE;
-			groupAt(rb, c0, v);
-			for (uint t = 0u; t < TOKS; t++) {
-				if (i0 + t >= pc.n) break;
-				uint xo = (i0 + t) * pc.k + c0;
-				float s = acc[r * TOKS + t];
-				for (uint e = 0u; e < GSIZE; e += CHUNK) {
-					s = laneChunk(s, vec4(x[xo + e], x[xo + e + 1u], x[xo + e + 2u], x[xo + e + 3u]), v[e / CHUNK]);
+			vec2 s[ROWS];
+			[[unroll]] for (uint r = 0u; r < ROWS; r++) s[r] = groupScales(rb[r], c0);
+			[[unroll]] for (uint e = 0u; e < GSIZE; e += CHUNK) {
+				vec4 w[ROWS];
+				[[unroll]] for (uint r = 0u; r < ROWS; r++) w[r] = chunkAt(rb[r], c0 + e, s[r]);
+				[[unroll]] for (uint t = 0u; t < TOKS; t++) {
+					vec4 xv = x4[(xi[t] + c0 + e) >> 2];
+					[[unroll]] for (uint r = 0u; r < ROWS; r++) acc[r * TOKS + t] = laneChunk(acc[r * TOKS + t], xv, w[r]);
 				}
-				acc[r * TOKS + t] = s;
 			}
 		}
-#endif
 	}
+#endif
+	// Reduce each (row, token)'s 64 lane sums in the order of
+	// matmul_mm.comp; the first RT invocations of a slot write them.
 #ifdef SUBGROUP
-	for (uint q = 0u; q < ROWS * TOKS; q++) {
-		float s = subgroupAdd(acc[q]);
-		if (gl_SubgroupInvocationID == 0u) part[q * WG + gl_SubgroupID] = s;
+	uint nsg = LANES / gl_SubgroupSize, sg = lane / gl_SubgroupSize;
+	[[unroll]] for (uint q = 0u; q < RT; q++) {
+		float v = subgroupAdd(acc[q]);
+		if (gl_SubgroupInvocationID == 0u) part[(slot * RT + q) * nsg + sg] = v;
 	}
 	barrier();
-	if (tid < ROWS * TOKS) {
-		float s = 0.0;
-		for (uint i = 0u; i < gl_NumSubgroups; i++) s += part[tid * WG + i];
-		part[tid * WG] = s;
+	for (uint q = lane; q < RT; q += LANES) {
+		float v = 0.0;
+		for (uint i = 0u; i < nsg; i++) v += part[(slot * RT + q) * nsg + i];
+		uint j = j0 + q / TOKS, t = i0 + q % TOKS;
+		if (j < pc.rows && t < pc.n) dst[t * pc.m + pc.rowLo + j] = v;
 	}
 #else
-	for (uint q = 0u; q < ROWS * TOKS; q++) part[q * WG + tid] = acc[q];
-	barrier();
-	for (uint h = WG / 2u; h > 0u; h >>= 1) {
-		if (tid < h) {
-			for (uint q = 0u; q < ROWS * TOKS; q++) part[q * WG + tid] += part[q * WG + tid + h];
+	[[unroll]] for (uint h0 = 0u; h0 < RT; h0 += ROUND) {
+		[[unroll]] for (uint q = 0u; q < ROUND; q++) {
+			if (h0 + q < RT) part[(slot * ROUND + q) * LANES + lane] = acc[h0 + q];
+		}
+		barrier();
+		for (uint h = LANES / 2u; h > 0u; h >>= 1) {
+			if (lane < h) {
+				for (uint q = 0u; q < ROUND; q++) part[(slot * ROUND + q) * LANES + lane] += part[(slot * ROUND + q) * LANES + lane + h];
+			}
+			barrier();
+		}
+		uint q = h0 + lane;
+		if (lane < ROUND && q < RT) {
+			uint j = j0 + q / TOKS, t = i0 + q % TOKS;
+			if (j < pc.rows && t < pc.n) dst[t * pc.m + pc.rowLo + j] = part[(slot * ROUND + lane) * LANES];
 		}
 		barrier();
 	}
 #endif
-	if (tid < ROWS * TOKS) {
-		uint j = j0 + tid / TOKS, i = i0 + tid % TOKS;
-		if (j < pc.rows && i < pc.n) dst[i * pc.m + pc.rowLo + j] = part[tid * WG];
-	}
 }

@@ -17,7 +17,7 @@ uint u32At(uint o) {
 // GROUP is the number of consecutive elements sharing one scale, read
 // once per group by groupScales; 1 for the plain float types and the
 // quants read an element at a time.
-#if defined(TYPE_Q8_0) || defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q4_K)
+#if defined(TYPE_Q8_0) || defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
 #define GROUP 32
 #elif defined(TYPE_Q6_K)
 #define GROUP 16
@@ -44,7 +44,7 @@ vec2 kScales(uint bo, uint sb) {
 
 #if GROUP > 1
 // groupScales returns what element c's group of the row at byte rb
-// scales by: (d, m) of Q4_1, (d·sc, dmin·m) of Q4_K, (d·sc, 0) of Q6_K,
+// scales by: (d, m) of Q4_1, (d·sc, dmin·m) of Q4_K and Q5_K, (d·sc, 0) of Q6_K,
 // (d, 0) of Q8_0 and Q4_0; chunkAt(rb, c, s) then gives elements c…c+3
 // (c a multiple of 4, the four in that group). weightAt is built on them,
 // so every kernel dequantises to the same float32 values.
@@ -58,6 +58,8 @@ vec2 groupScales(uint rb, uint c) {
 	return vec2(halfAt(bo), halfAt(bo + 2u));
 #elif defined(TYPE_Q4_K)
 	return kScales(rb + 144u * (c >> 8), (c & 255u) >> 5);
+#elif defined(TYPE_Q5_K)
+	return kScales(rb + 176u * (c >> 8), (c & 255u) >> 5);
 #elif defined(TYPE_Q6_K)
 	uint bo = rb + 210u * (c >> 8), j0 = c & 255u;
 	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
@@ -97,6 +99,16 @@ vec4 chunkAt(uint rb, uint c, vec2 s) {
 	uint u = u32At(bo + 16u + 32u * (sb >> 1) + (c & 31u)), shift = 4u * (sb & 1u);
 	for (uint b = 0u; b < 4u; b++) {
 		uint q = (u >> (8u * b + shift)) & 0xFu;
+		precise float dq = s.x * float(q);
+		precise float y = dq - s.y;
+		v[b] = y;
+	}
+#elif defined(TYPE_Q5_K)
+	// Rows of 176-byte blocks start at multiples of 16 bytes: aligned words.
+	uint bo = rb + 176u * (c >> 8), sb = (c & 255u) >> 5, l = c & 31u;
+	uint ql = W[(bo + 48u + 32u * (sb >> 1) + l) >> 2], qh = W[(bo + 16u + l) >> 2];
+	for (uint b = 0u; b < 4u; b++) {
+		uint q = ((ql >> (8u * b + 4u * (sb & 1u))) & 0xFu) | (((qh >> (8u * b + sb)) & 1u) << 4);
 		precise float dq = s.x * float(q);
 		precise float y = dq - s.y;
 		v[b] = y;
@@ -174,15 +186,6 @@ float weightAt(uint rb, uint c) {
 	precise float r = p + halfAt(bo + 2u);
 	return r;
 #endif
-#elif defined(TYPE_Q5_K)
-	uint bo = rb + 176u * (c >> 8), j = c & 255u;
-	uint sb = j >> 5, l = j & 31u;
-	vec2 s = kScales(bo, sb);
-	precise float dl = s.x, ml = s.y;
-	uint q = ((byteAt(bo + 48u + 32u * (sb >> 1) + l) >> (4u * (sb & 1u))) & 0xFu) | (((byteAt(bo + 16u + l) >> sb) & 1u) << 4);
-	precise float p = dl * float(q);
-	precise float r = p - ml;
-	return r;
 #elif defined(TYPE_Q2_K)
 	uint bo = rb + 84u * (c >> 8), j = c & 255u;
 	uint h = j >> 7, s = (j >> 5) & 3u, k = (j >> 4) & 1u, l = j & 15u;

@@ -1,0 +1,69 @@
+//go:build cgo
+
+package benchcmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vkllm/vkllm/kernels/vulkan"
+)
+
+// TestSweep runs `vkllm bench --sweep` end to end on the Vulkan device at
+// a tiny scale: the table, the JSON result with every candidate right and
+// one chosen per kernel, and a tuning file that the backend loads
+// (through VKLLM_VULKAN_TUNING, as tools/gpu/check.sh passes it on).
+func TestSweep(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "tuning.json")
+	args := []string{"--sweep", "--sweep-models", "qwen2.5-0.5b-tiny", "--sweep-dtypes", "Q4_0,F16", "--sweep-reps", "1",
+		"--sweep-candidates", "3", "--sweep-out", out}
+	var stdout, stderr bytes.Buffer
+	rc := Run(append(args, "--json"), &stdout, &stderr)
+	needVulkan(t, "vulkan", stderr.String())
+	if rc != 0 {
+		t.Fatalf("exit %d: %s", rc, stderr.String())
+	}
+	var res vulkan.SweepResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout.String())
+	}
+	// two weight types × two families × three candidates
+	if len(res.Rows) != 12 || len(res.Shapes) != 6 {
+		t.Errorf("%d rows over %d shapes, want 12 over 6", len(res.Rows), len(res.Shapes))
+	}
+	for _, r := range res.Rows {
+		if r.Wrong != "" || r.Score <= 0 {
+			t.Errorf("%s %v: score %v, %s", r.Key, r.Knobs, r.Score, r.Wrong)
+		}
+	}
+	for _, key := range []string{"matvec/q4_0", "matvec_batch/q4_0", "matvec/f16", "matvec_batch/f16"} {
+		if _, ok := res.Tuning.Kernels[key]; !ok {
+			t.Errorf("no tuning chosen for %s: %v", key, res.Tuning.Kernels)
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vulkan.ParseDeviceTuning(b); err != nil {
+		t.Fatalf("--sweep-out: %v\n%s", err, b)
+	}
+	t.Setenv("VKLLM_VULKAN_TUNING", out)
+	cfg, err := vulkan.FromEnv(vulkan.Config{})
+	if err != nil || len(cfg.Tuning) != 4 {
+		t.Errorf("VKLLM_VULKAN_TUNING: %v, tuning %v", err, cfg.Tuning)
+	}
+	stdout.Reset()
+	if rc := Run(args, &stdout, &stderr); rc != 0 || !strings.Contains(stdout.String(), "chosen") {
+		t.Errorf("the table (exit %d):\n%s", rc, stdout.String())
+	}
+	for _, bad := range [][]string{{"--sweep", "--sweep-models", "gpt-9"}, {"--sweep", "--sweep-dtypes", "Q9_9"}, {"--sweep", "--sweep-batch", "1"}} {
+		if rc := Run(bad, &stdout, &stderr); rc != 2 {
+			t.Errorf("%q: exit %d, want 2", bad, rc)
+		}
+	}
+}

@@ -1,0 +1,399 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// SweepShape is one matrix of a model for the sweep: Rows weight rows of
+// K elements, Count of them read per token (e.g. the layers).
+type SweepShape struct {
+	Name    string
+	K, Rows int
+	Count   int
+	Model   string // the model it comes from, for the table
+}
+
+// SweepOptions configures Sweep. Zero values take the defaults.
+type SweepOptions struct {
+	// DTypes are the weight types tried (default: every weight type).
+	DTypes []tensor.DType
+	// Shapes are the matrices timed; each candidate's score is the sum
+	// over them of Count × its time.
+	Shapes []SweepShape
+	// Families are the kernel families swept (default: every one Sweep
+	// knows: "matvec", "matvec_batch").
+	Families []string
+	// Batch is the tokens of the matvec_batch timings (default 8).
+	Batch int
+	// Reps is the timed dispatches per candidate and shape (default 20),
+	// after one untimed.
+	Reps int
+	// Candidates, if set, limits each family to its first candidates
+	// (the default first), for quick runs.
+	Candidates int
+	// Only, if set, keeps the candidates it accepts (and the default).
+	Only func(Knobs) bool
+	// Progress receives a line per family and weight type.
+	Progress io.Writer
+}
+
+// SweepRow is one candidate of one key: its score and whether its
+// results were right.
+type SweepRow struct {
+	Key    string          `json:"key"` // "matvec/q4_0"
+	Knobs  Knobs           `json:"knobs"`
+	Times  []time.Duration `json:"times_ns"` // per shape, one dispatch
+	Score  time.Duration   `json:"score_ns"` // Σ Count × time
+	GBs    float64         `json:"weight_gbs"`
+	Chosen bool            `json:"chosen,omitempty"`
+	// Wrong says why the candidate may not be chosen: results not
+	// bitwise the default's, or the default's away from the reference.
+	Wrong string `json:"wrong,omitempty"`
+}
+
+// SweepResult is Sweep's table and the chosen tuning.
+type SweepResult struct {
+	Shapes []SweepShape  `json:"shapes"`
+	Rows   []SweepRow    `json:"rows"`
+	Tuning DeviceTuning  `json:"tuning"`
+	Time   time.Duration `json:"time_ns"`
+}
+
+// sweepFamilies are the families Sweep times, in order.
+var sweepFamilies = []string{"matvec", "matvec_batch"}
+
+// sweepLimit is the normalized MSE the default candidate may have against
+// a float64 reference (kerneltest.LimitQuant): it catches a broken
+// kernel; the other candidates must then be bitwise the default.
+const sweepLimit = 5e-4
+
+// Sweep times every candidate of the tuned kernel families on the given
+// shapes and weight types with GPU timestamps, checks each candidate's
+// results against the default's (bitwise: invariance) and the default's
+// against a float64 reference, and returns the table with the fastest
+// right candidate of each key chosen: the device file to commit under
+// kernels/vulkan/tuning. Synthetic weights (random blocks with bounded
+// scales) are made per shape and freed after.
+func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
+	t0 := time.Now()
+	if len(o.DTypes) == 0 {
+		o.DTypes = WeightDTypes()
+	}
+	if len(o.Families) == 0 {
+		o.Families = sweepFamilies
+	}
+	if o.Batch <= 0 {
+		o.Batch = 8
+	}
+	if o.Reps <= 0 {
+		o.Reps = 20
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if len(o.Shapes) == 0 {
+		return nil, fmt.Errorf("vulkan: sweep: no shapes")
+	}
+	for _, f := range o.Families {
+		if !slices.Contains(sweepFamilies, f) {
+			return nil, fmt.Errorf("vulkan: sweep: no family %q (have %v)", f, sweepFamilies)
+		}
+	}
+	for _, s := range o.Shapes {
+		if s.K <= 0 || s.Rows <= 0 || s.Count <= 0 {
+			return nil, fmt.Errorf("vulkan: sweep: shape %+v", s)
+		}
+	}
+	res := &SweepResult{Shapes: o.Shapes, Tuning: DeviceTuning{Vendor: b.info.Vendor, Device: b.info.Name,
+		Date: time.Now().UTC().Format("2006-01-02"), Kernels: Tuning{}}}
+	for _, dt := range o.DTypes {
+		if !slices.Contains(weightDTypes, dt) {
+			return nil, fmt.Errorf("vulkan: sweep: %w", &tensor.UnsupportedDTypeError{Format: "vulkan", DType: dt.String()})
+		}
+		var shapes []SweepShape
+		for _, s := range o.Shapes {
+			if s.K%dt.BlockSize() == 0 {
+				shapes = append(shapes, s)
+			}
+		}
+		if len(shapes) == 0 {
+			continue
+		}
+		for _, fam := range o.Families {
+			rows, err := b.sweepKey(o, fam, dt, shapes)
+			if err != nil {
+				return nil, err
+			}
+			best := -1
+			for i, r := range rows {
+				if r.Wrong == "" && (best < 0 || r.Score < rows[best].Score) {
+					best = i
+				}
+			}
+			if best >= 0 {
+				rows[best].Chosen = true
+				res.Tuning.Kernels[rows[best].Key] = rows[best].Knobs
+				fmt.Fprintf(o.Progress, "sweep %s: %d candidates, chose %v (%.1f µs a token, default %.1f)\n",
+					rows[0].Key, len(rows), rows[best].Knobs, us(rows[best].Score), us(rows[0].Score))
+			} else {
+				fmt.Fprintf(o.Progress, "sweep %s: no right candidate (%s)\n", rows[0].Key, rows[0].Wrong)
+			}
+			res.Rows = append(res.Rows, rows...)
+		}
+	}
+	res.Time = time.Since(t0)
+	return res, b.Sync()
+}
+
+func us(d time.Duration) float64 { return float64(d) / 1e3 }
+
+// sweepKey times every candidate of family fam for dtype dt on shapes.
+// The first row is the default.
+func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes []SweepShape) ([]SweepRow, error) {
+	key := fam + "/" + typeName(dt)
+	f := Families[fam]
+	def := f.knobs(nil)
+	cands := []Knobs{def}
+	for _, c := range f.Candidates() {
+		if !sameKnobs(c, def) && (o.Only == nil || o.Only(c)) {
+			cands = append(cands, c)
+		}
+	}
+	if o.Candidates > 0 && len(cands) > o.Candidates {
+		cands = cands[:o.Candidates]
+	}
+	rows := make([]SweepRow, len(cands))
+	for i, c := range cands {
+		rows[i] = SweepRow{Key: key, Knobs: c, Times: make([]time.Duration, len(shapes))}
+	}
+	n := 1
+	if fam == "matvec_batch" {
+		n = o.Batch
+	}
+	r := rand.New(rand.NewPCG(uint64(dt), 7))
+	var bytesPerToken float64
+	for si, s := range shapes {
+		w, data, err := b.sweepWeight(r, dt, s.Rows, s.K)
+		if err != nil {
+			return nil, err
+		}
+		bytesPerToken += float64(s.Count) * float64(len(data))
+		x := make([]float32, n*s.K)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		xt, err := b.NewTensor(tensor.F32, n, s.K)
+		if err == nil {
+			err = b.SetF32(xt, x)
+		}
+		if err != nil {
+			b.Free(w)
+			return nil, err
+		}
+		dt32, err := b.NewTensor(tensor.F32, n, s.Rows)
+		if err != nil {
+			b.Free(w)
+			b.Free(xt)
+			return nil, err
+		}
+		name, _ := b.matmulVariant(dt, 1, s.K) // the matrix-vector kernel at any n
+		var want []float32
+		for ci := range rows {
+			row := &rows[ci]
+			got, d, err := b.sweepTime(name, row.Knobs, dt32.(*Tensor), xt.(*Tensor), w.(*Tensor), o.Reps)
+			if err != nil {
+				row.Wrong = err.Error()
+				continue
+			}
+			row.Times[si] = d
+			if ci == 0 {
+				want = got
+				if si == 0 { // the default against float64 sums, once per key
+					if e := sweepRef(dt, data, x, got, n, s.K, s.Rows); e > sweepLimit {
+						row.Wrong = fmt.Sprintf("%s: NMSE %.3g against float64 sums, above %g", s.Name, e, sweepLimit)
+					}
+				}
+				continue
+			}
+			if i := firstDiff(got, want); i >= 0 {
+				row.Wrong = fmt.Sprintf("%s: element %d is %v, the default's %v", s.Name, i, got[i], want[i])
+			}
+		}
+		b.Free(w)
+		b.Free(xt)
+		b.Free(dt32)
+	}
+	for i := range rows {
+		if rows[0].Wrong != "" && rows[i].Wrong == "" {
+			rows[i].Wrong = "the default is wrong: " + rows[0].Wrong
+		}
+		for si, s := range shapes {
+			rows[i].Score += time.Duration(s.Count) * rows[i].Times[si]
+		}
+		if rows[i].Score > 0 {
+			rows[i].GBs = bytesPerToken / rows[i].Score.Seconds() / 1e9
+		}
+	}
+	return rows, nil
+}
+
+func sameKnobs(a, b Knobs) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// sweepTime runs the matrix-vector kernel with knobs k once untimed and
+// reps times timed, and returns its result and one dispatch's mean GPU time.
+func (b *Backend) sweepTime(name string, k Knobs, d, x, w *Tensor, reps int) ([]float32, time.Duration, error) {
+	if err := b.Sync(); err != nil {
+		return nil, 0, err
+	}
+	if err := b.StartProfile(); err != nil {
+		return nil, 0, err
+	}
+	b.ProfileOp("warm")
+	b.matvec(name, k, d, x, w)
+	b.ProfileOp("timed")
+	for range reps {
+		b.matvec(name, k, d, x, w)
+	}
+	p, err := b.StopProfile()
+	if err != nil {
+		return nil, 0, err
+	}
+	var t time.Duration
+	for _, op := range p.Ops {
+		if op.Label == "timed" {
+			t = op.Time / time.Duration(reps)
+		}
+	}
+	got := make([]float32, numel(d))
+	if err := b.GetF32(d, got); err != nil {
+		return nil, 0, err
+	}
+	return got, t, nil
+}
+
+func firstDiff(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// sweepRef is the normalized MSE of got (n, m) against x (n, k) · wᵀ
+// summed in float64 over the dequantised weight, on at most 64 rows.
+func sweepRef(dt tensor.DType, data []byte, x, got []float32, n, k, m int) float64 {
+	rb := len(data) / m
+	rows := min(m, 64)
+	w := make([]float32, rows*k)
+	if err := tensor.Dequantize(dt, data[:rows*rb], w); err != nil {
+		return math.Inf(1)
+	}
+	var num, den float64
+	for i := range n {
+		for j := range rows {
+			var s float64
+			for e := range k {
+				s += float64(x[i*k+e]) * float64(w[j*k+e])
+			}
+			diff := float64(got[i*m+j]) - s
+			num += diff * diff
+			den += s * s
+		}
+	}
+	if den == 0 {
+		return num
+	}
+	return num / den
+}
+
+// sweepWeight uploads a random (rows, k) weight of dt: random bits with
+// every float and every scale of a block made finite and of moderate
+// size, so no dot overflows.
+func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kernels.Tensor, []byte, error) {
+	size, err := dt.Bytes(int64(rows) * int64(k))
+	if err != nil {
+		return nil, nil, err
+	}
+	data := make([]byte, size)
+	for i := 0; i+8 <= len(data); i += 8 {
+		u := r.Uint64()
+		for j := range 8 {
+			data[i+j] = byte(u >> (8 * j))
+		}
+	}
+	set16 := func(o int, mask, bits uint16) {
+		v := (uint16(data[o]) | uint16(data[o+1])<<8) & mask
+		v |= bits
+		data[o], data[o+1] = byte(v), byte(v>>8)
+	}
+	switch dt {
+	case tensor.F32:
+		for o := 0; o < len(data); o += 4 {
+			set16(o+2, 0x807F, 0x3F00) // exponent of [0.5, 1)
+		}
+	case tensor.F16:
+		for o := 0; o < len(data); o += 2 {
+			set16(o, 0x83FF, 0x3800)
+		}
+	case tensor.BF16:
+		for o := 0; o < len(data); o += 2 {
+			set16(o, 0x807F, 0x3F00)
+		}
+	default:
+		// The f16 scales of each block: d (and m, dmin) at these offsets,
+		// set to small positive halves.
+		offs := map[tensor.DType][]int{
+			tensor.Q8_0: {0}, tensor.Q4_0: {0}, tensor.Q4_1: {0, 2}, tensor.Q5_0: {0}, tensor.Q5_1: {0, 2},
+			tensor.Q2_K: {80, 82}, tensor.Q3_K: {108}, tensor.Q4_K: {0, 2}, tensor.Q5_K: {0, 2}, tensor.Q6_K: {208},
+		}[dt]
+		if offs == nil {
+			return nil, nil, fmt.Errorf("vulkan: sweep: no synthetic %v weights", dt)
+		}
+		bb := dt.BlockBytes()
+		for blk := 0; blk < len(data); blk += bb {
+			for _, o := range offs {
+				set16(blk+o, 0x03FF, 0x1400) // [2^-10, 2^-9)
+			}
+		}
+	}
+	w, err := b.Upload(tensor.Tensor{Name: "sweep", DType: dt, Shape: []int64{int64(rows), int64(k)}, Data: data})
+	return w, data, err
+}
+
+// Table writes the sweep's table: per key, each candidate's time a token
+// (Σ Count × time), weight read rate and verdict, the chosen one marked.
+func (r *SweepResult) Table(w io.Writer) {
+	fmt.Fprintf(w, "%-22s %-30s %12s %10s  %s\n", "kernel", "knobs", "µs/token", "GB/s", "")
+	for _, row := range r.Rows {
+		mark := ""
+		switch {
+		case row.Chosen:
+			mark = "chosen"
+		case row.Wrong != "":
+			mark = "WRONG: " + row.Wrong
+		}
+		fmt.Fprintf(w, "%-22s %-30s %12.1f %10.1f  %s\n", row.Key, row.Knobs, us(row.Score), row.GBs, strings.TrimSpace(mark))
+	}
+}

@@ -1,0 +1,182 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vkllm/vkllm/kernels/kerneltest"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// sweepShapes are small shapes that reach every path of the matrix-vector
+// kernel: k = 263 (float types only: a lane's last step partial at every
+// bpi), k = 4608 (144 groups of 32, 288 of 16, 18 K-quant blocks: several
+// steps of every bpi, the last partial), and 19 rows (a partial last
+// workgroup at every wg and rows).
+var sweepShapes = []SweepShape{
+	{Name: "odd", K: 263, Rows: 19, Count: 1},
+	{Name: "long", K: 4608, Rows: 19, Count: 2},
+}
+
+// TestSweepCandidates is kerneltest over every variant: each candidate of
+// each tuned family (every combination of its specialization constants),
+// for every weight type, gives bitwise the default's results (batch
+// invariance: the knobs never change a sum's order), and the default's
+// are within kerneltest's LimitQuant of float64 sums; the batch family
+// runs 5 tokens, so every toks leaves a partial tile. It runs Sweep end
+// to end, as `vkllm bench --sweep` does, so its tuning must load.
+//
+// Every combination for every weight type is 1638 candidates, minutes on
+// lavapipe: by default each weight type runs a covering set (every value
+// of every knob at least once, and the largest workgroup with the most
+// rows and groups a step); VKLLM_SWEEP_FULL=1 runs every combination, and
+// VKLLM_SWEEP_TYPES (e.g. Q4_0,F16) limits the weight types.
+func TestSweepCandidates(t *testing.T) {
+	b := openTest(t, Config{})
+	o := SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1}
+	full := os.Getenv("VKLLM_SWEEP_FULL") == "1"
+	o.Only = func(k Knobs) bool { return full || coveringSet(k) }
+	for name, f := range Families {
+		for knob, vals := range f.Space {
+			for _, v := range vals {
+				covered := f.Default[knob] == v
+				for _, c := range f.Candidates() {
+					covered = covered || coveringSet(c) && c[knob] == v
+				}
+				if !covered {
+					t.Errorf("%s: the covering set never takes %s=%d", name, knob, v)
+				}
+			}
+		}
+	}
+	types := WeightDTypes()
+	if s := os.Getenv("VKLLM_SWEEP_TYPES"); s != "" {
+		types = nil
+		for _, name := range strings.Split(s, ",") {
+			dt, ok := tensor.ParseDType(name)
+			if !ok {
+				t.Fatalf("VKLLM_SWEEP_TYPES: %q", name)
+			}
+			types = append(types, dt)
+		}
+	}
+	t0 := time.Now()
+	res := &SweepResult{Tuning: DeviceTuning{Kernels: Tuning{}}}
+	for _, dt := range types {
+		o.DTypes = []tensor.DType{dt}
+		r, err := b.Sweep(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Rows = append(res.Rows, r.Rows...)
+		maps.Copy(res.Tuning.Kernels, r.Tuning.Kernels)
+		res.Tuning.Vendor, res.Tuning.Device = r.Tuning.Vendor, r.Tuning.Device
+	}
+	t.Logf("%d rows in %v, %d pipelines", len(res.Rows), time.Since(t0), b.Pipelines())
+	keys := map[string]int{}
+	for _, r := range res.Rows {
+		keys[r.Key]++
+		if r.Wrong != "" {
+			t.Errorf("%s %v: %s", r.Key, r.Knobs, r.Wrong)
+		}
+	}
+	for _, dt := range types {
+		for _, fam := range sweepFamilies {
+			key := fam + "/" + typeName(dt)
+			want := 0
+			for _, k := range Families[fam].Candidates() {
+				if o.Only(k) || sameKnobs(k, Families[fam].Default) {
+					want++
+				}
+			}
+			if keys[key] != want {
+				t.Errorf("%s: %d candidates run, want %d", key, keys[key], want)
+			}
+			if _, ok := res.Tuning.Kernels[key]; !ok && !t.Failed() {
+				t.Errorf("%s: nothing chosen", key)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	res.Table(&buf)
+	if !strings.Contains(buf.String(), "chosen") {
+		t.Errorf("table without a choice:\n%s", buf.String())
+	}
+	js, err := json.Marshal(res.Tuning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ParseDeviceTuning(js)
+	if err != nil {
+		t.Fatalf("the sweep's tuning does not load: %v\n%s", err, js)
+	}
+	if d.Device != b.Device().Name || d.Vendor != b.Device().Vendor {
+		t.Errorf("tuning for %q (%#x), device %q (%#x)", d.Device, d.Vendor, b.Device().Name, b.Device().Vendor)
+	}
+	checkClean(t, b)
+}
+
+// TestSweepNoSubgroups runs TestSweepCandidates' covering set of the Q4_0
+// and F16 kernels with the shared-memory reductions.
+func TestSweepNoSubgroups(t *testing.T) {
+	b := openTest(t, Config{NoSubgroups: true})
+	res, err := b.Sweep(SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1, DTypes: []tensor.DType{tensor.Q4_0, tensor.F16}, Only: coveringSet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Rows {
+		if r.Wrong != "" {
+			t.Errorf("%s %v: %s", r.Key, r.Knobs, r.Wrong)
+		}
+	}
+	checkClean(t, b)
+}
+
+// coveringSet holds the candidates TestSweepCandidates runs by default
+// (with each family's default): together they take every value of every
+// knob of Families' spaces, each with small unrolled loops (lavapipe
+// compiles the largest combinations slowly).
+func coveringSet(k Knobs) bool {
+	for _, c := range []Knobs{
+		{"wg": 64, "rows": 4, "toks": 1, "bpi": 1}, {"wg": 256, "rows": 1, "toks": 1, "bpi": 4},
+		{"wg": 64, "rows": 4, "toks": 2, "bpi": 1}, {"wg": 256, "rows": 1, "toks": 16, "bpi": 1}, {"wg": 64, "rows": 1, "toks": 4, "bpi": 4},
+	} {
+		if sameKnobs(k, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestConfigTuning: Config.Tuning picks the matrix-vector kernel's
+// constants (the pipeline made has them), and a bad one fails Open with
+// ErrTuning.
+func TestConfigTuning(t *testing.T) {
+	b := openTest(t, Config{Tuning: Tuning{"matvec/q4_0": {"wg": 256, "rows": 4, "bpi": 1}}})
+	w, _ := kerneltest.RandomWeight(t, b, tensor.Q4_0, 19, 64)
+	x, _ := b.NewTensor(tensor.F32, 1, 64)
+	d, _ := b.NewTensor(tensor.F32, 1, 19)
+	b.MatMul(d, x, w)
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	name, _ := b.matmulVariant(tensor.Q4_0, 1, 64)
+	key := pipeKey{name: name, n: 4}
+	copy(key.spec[:], []uint32{256, 4, 1, 1})
+	if b.pipes[key] == nil {
+		t.Errorf("no pipeline %v among %v", key, slices.Collect(maps.Keys(b.pipes)))
+	}
+	_, err := Open(Config{Tuning: Tuning{"matvec/q4_0": {"wg": 96}}})
+	if !errors.Is(err, ErrTuning) {
+		t.Errorf("Open with wg=96: %v, want ErrTuning", err)
+	}
+}

@@ -1,0 +1,217 @@
+package vulkan
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Knobs are one kernel's tuning constants by name (its specialization
+// constants: "wg", "rows", …). A knob changes speed only, never a result.
+type Knobs map[string]int
+
+// Family is a kernel family's tuning: its knobs' defaults, the values the
+// sweep tries, and the order of the specialization constants they become.
+// A kernel adds its knobs with one entry in Families.
+type Family struct {
+	// Spec names the knobs in specialization-constant order (constant_id
+	// 0, 1, …).
+	Spec []string
+	// Default is used where no device file or Config sets a knob.
+	Default Knobs
+	// Space is the values the sweep tries per knob (every combination
+	// that Valid accepts is a candidate).
+	Space map[string][]int
+	// Valid reports whether a combination is allowed (nil: all are).
+	Valid func(Knobs) bool
+}
+
+// Families lists the tuned kernel families. A tuning key is a family and a
+// weight type (or other sub-key) joined by "/", e.g. "matvec/q4_0"; a key
+// without an entry of its own takes the family's defaults.
+//
+//   - matvec: matmul.comp for one token (decode). wg: invocations a
+//     workgroup (slots of 64 lanes); rows: weight rows a slot; toks: tokens
+//     a workgroup; bpi: quant groups (or elements) a lane issues per step.
+//   - matvec_batch: the same kernel for 2 to mmMinTokens-1 tokens.
+var Families = map[string]Family{
+	"matvec":       matvecFamily(1, []int{1}),
+	"matvec_batch": matvecFamily(8, []int{2, 4, 8, 16}),
+}
+
+func matvecFamily(toks int, tokSpace []int) Family {
+	return Family{
+		Spec:    []string{"wg", "rows", "toks", "bpi"},
+		Default: Knobs{"wg": 128, "rows": 2, "toks": toks, "bpi": 2},
+		Space: map[string][]int{
+			"wg": {64, 128, 256}, "rows": {1, 2, 4}, "toks": tokSpace, "bpi": {1, 2, 4},
+		},
+		// At most 32 sums a lane: registers, and the subgroup
+		// reduction's shared memory ((wg/64)·rows·toks·16 floats).
+		Valid: func(k Knobs) bool { return k["rows"]*k["toks"] <= 32 },
+	}
+}
+
+// ErrTuning is wrapped by the errors of a tuning that names no family or
+// knob, a value outside a knob's space or a file that does not parse.
+var ErrTuning = errors.New("vulkan: bad tuning")
+
+// Tuning maps tuning keys ("matvec/q4_0") to knobs; a key's knobs override
+// the family's defaults one by one.
+type Tuning map[string]Knobs
+
+// DeviceTuning is a committed sweep result: the knobs chosen for one
+// device, found by its vendor ID and name. The files live in
+// kernels/vulkan/tuning/*.json (written by `vkllm bench --sweep`) and are
+// embedded.
+type DeviceTuning struct {
+	Vendor  uint32 `json:"vendor"` // PCI vendor ID (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel)
+	Device  string `json:"device"` // the device name as Vulkan reports it
+	Date    string `json:"date,omitempty"`
+	Kernels Tuning `json:"kernels"`
+}
+
+//go:embed tuning
+var tuningFiles embed.FS
+
+// deviceTunings are the embedded device files, read once.
+var deviceTunings = func() []DeviceTuning {
+	var out []DeviceTuning
+	names, _ := tuningFiles.ReadDir("tuning")
+	for _, e := range names {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := tuningFiles.ReadFile("tuning/" + e.Name())
+		if err != nil {
+			panic("vulkan: " + err.Error())
+		}
+		d, err := ParseDeviceTuning(b)
+		if err != nil {
+			panic(fmt.Sprintf("vulkan: tuning/%s: %v", e.Name(), err)) // a committed file: TestTuningFiles
+		}
+		out = append(out, d)
+	}
+	return out
+}()
+
+// ParseDeviceTuning reads a device file, checking every key's family and
+// knobs.
+func ParseDeviceTuning(b []byte) (DeviceTuning, error) {
+	var d DeviceTuning
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("%w: %w", ErrTuning, err)
+	}
+	if d.Device == "" {
+		return d, fmt.Errorf("%w: no device name", ErrTuning)
+	}
+	return d, d.Kernels.Check()
+}
+
+// Check reports a key of no family, a knob the family lacks, or a
+// combination it does not allow.
+func (t Tuning) Check() error {
+	for _, key := range slices.Sorted(maps.Keys(t)) {
+		fam, _, _ := strings.Cut(key, "/")
+		f, ok := Families[fam]
+		if !ok {
+			return fmt.Errorf("%w %q: no kernel family %q", ErrTuning, key, fam)
+		}
+		for k, v := range t[key] {
+			if !slices.Contains(f.Spec, k) {
+				return fmt.Errorf("%w %q: %s has no knob %q (it has %v)", ErrTuning, key, fam, k, f.Spec)
+			}
+			if space := f.Space[k]; len(space) > 0 && !slices.Contains(space, v) {
+				return fmt.Errorf("%w %q: %s=%d is not one of %v", ErrTuning, key, k, v, space)
+			}
+		}
+		if f.Valid != nil && !f.Valid(f.knobs(t[key])) {
+			return fmt.Errorf("%w %q: %v is not a valid combination", ErrTuning, key, t[key])
+		}
+	}
+	return nil
+}
+
+// knobs is f's defaults overridden by over.
+func (f Family) knobs(over Knobs) Knobs {
+	k := maps.Clone(f.Default)
+	maps.Copy(k, over)
+	return k
+}
+
+// spec is k as specialization constants, in f.Spec's order.
+func (f Family) spec(k Knobs) []uint32 {
+	s := make([]uint32, len(f.Spec))
+	for i, name := range f.Spec {
+		s[i] = uint32(k[name])
+	}
+	return s
+}
+
+// Candidates lists every combination of f's Space that Valid allows, in a
+// fixed order.
+func (f Family) Candidates() []Knobs {
+	out := []Knobs{{}}
+	for _, name := range f.Spec {
+		vals := f.Space[name]
+		if len(vals) == 0 {
+			vals = []int{f.Default[name]}
+		}
+		var next []Knobs
+		for _, k := range out {
+			for _, v := range vals {
+				c := maps.Clone(k)
+				c[name] = v
+				next = append(next, c)
+			}
+		}
+		out = next
+	}
+	return slices.DeleteFunc(out, func(k Knobs) bool { return f.Valid != nil && !f.Valid(k) })
+}
+
+// String writes k as name=value pairs in spec order, e.g. "wg=128 rows=2".
+func (k Knobs) String() string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(k)) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%d", name, k[name])
+	}
+	return b.String()
+}
+
+// tuningFor is the tuning of a device: the embedded file of its vendor and
+// name (if any), overridden key by key and knob by knob by over.
+func tuningFor(vendor uint32, device string, over Tuning) Tuning {
+	t := Tuning{}
+	for _, d := range deviceTunings {
+		if d.Vendor == vendor && d.Device == device {
+			for key, k := range d.Kernels {
+				t[key] = maps.Clone(k)
+			}
+		}
+	}
+	for key, k := range over {
+		if t[key] == nil {
+			t[key] = Knobs{}
+		}
+		maps.Copy(t[key], k)
+	}
+	return t
+}
+
+// knobs returns the knobs of key (family "/" sub-key) under t.
+func (t Tuning) knobs(key string) Knobs {
+	fam, _, _ := strings.Cut(key, "/")
+	f, ok := Families[fam]
+	if !ok {
+		panic("vulkan: no kernel family " + fam) // our own keys
+	}
+	return f.knobs(t[key])
+}
