@@ -155,12 +155,10 @@ func TestStrictSchema(t *testing.T) {
 	ctx := context.Background()
 	validate := jsonValidator(t, closed(t, openSchema))
 	order := keyOrder(t, openSchema)
-	var schema map[string]any
-	if err := json.Unmarshal([]byte(openSchema), &schema); err != nil {
-		t.Fatal(err)
-	}
+	// The schema goes as its text: a map would reach the server with its
+	// keys sorted (encoding/json), the schema's order lost.
 	rf := openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "person", Schema: schema, Strict: openai.Bool(true)}}}
+		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "person", Schema: json.RawMessage(openSchema), Strict: openai.Bool(true)}}}
 	bad := 0
 	for seed := range int64(50) {
 		resp, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "tiny", Messages: user("Describe a person."),

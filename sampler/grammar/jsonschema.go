@@ -102,6 +102,9 @@ type node struct {
 	props      []*node
 	required   uint64 // bit i: names[i]
 	additional *node  // nil: no other keys
+	// before[i]: the names the schema lists before names[i] (strict: the
+	// properties come in the schema's order); nil: any order
+	before []uint64
 	// kArray
 	items              *node
 	minItems, maxItems int
@@ -127,8 +130,9 @@ type node struct {
 // Schema is a compiled JSON Schema, read-only and shared by any number of
 // SchemaConstraints.
 type Schema struct {
-	root *node
-	text string
+	root   *node
+	text   string
+	strict bool // CompileStrictSchema
 }
 
 // String is the schema's text.
