@@ -519,7 +519,11 @@ func (s *state) stepObject(i int, f *frame, b byte) int {
 			return rAccept
 		}
 		if n.additional != nil {
-			s.keyByte(f, lx, b)
+			if lx == lxChar && b != '\\' {
+				s.keys = append(s.keys, b) // most bytes: a character as it is
+			} else {
+				s.keyByte(f, lx, b)
+			}
 		}
 		if f.other {
 			return rAccept
