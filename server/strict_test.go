@@ -228,3 +228,42 @@ func TestNoDuplicateKeys(t *testing.T) {
 	}
 	ts.settle()
 }
+
+// TestStrictToolCall: a forced call of a strict function (openai-go's
+// FunctionDefinitionParam.Strict) has closed arguments, their keys in
+// the schema's order (the client sends the schema as a map, so sorted)
+// and none twice: 20 seeded samples.
+func TestStrictToolCall(t *testing.T) {
+	ts := newToolServer(t)
+	c := ts.client()
+	const params = `{"type":"object","properties":{"city":{"type":"string","maxLength":8},"days":{"type":"integer","minimum":1,"maximum":7},"unit":{"type":"string","maxLength":3}},"required":["city","days"]}`
+	validate := jsonValidator(t, closed(t, params))
+	order := keyOrder(t, params)
+	var ps shared.FunctionParameters
+	if err := json.Unmarshal([]byte(params), &ps); err != nil {
+		t.Fatal(err)
+	}
+	tool := openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather", Parameters: ps, Strict: openai.Bool(true)})
+	bad := 0
+	for seed := range int64(20) {
+		resp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "tiny", Messages: user("Weather in Paris?"),
+			Tools: []openai.ChatCompletionToolUnionParam{tool}, ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
+			MaxTokens: openai.Int(120), Seed: openai.Int(seed)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := checkCall(t, fmt.Sprintf("seed %d", seed), resp.Choices[0], "get_weather")
+		err = validate(call.Function.Arguments)
+		if err == nil {
+			err = checkObjects(call.Function.Arguments, order)
+		}
+		if err != nil {
+			bad++
+			t.Errorf("seed %d: %s: %v", seed, call.Function.Arguments, err)
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of 20 calls break the strict schema", bad)
+	}
+	ts.settle()
+}
