@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -178,6 +179,12 @@ func TestStrictSchema(t *testing.T) {
 	}
 	if bad > 0 {
 		t.Errorf("%d of 50 replies break the strict schema", bad)
+	}
+	// A strict schema that opens an object is refused, as OpenAI does.
+	code, _, b := ts.do("POST", "/v1/chat/completions", "application/json", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],
+	 "response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":{"type":"object","additionalProperties":true}}}}`)
+	if e := errorBody(t, b); code != 400 || e["param"] != "response_format" || !strings.Contains(fmt.Sprint(e["message"]), "additionalProperties") {
+		t.Errorf("strict with additionalProperties true: %d %s", code, b)
 	}
 	ts.settle()
 }
