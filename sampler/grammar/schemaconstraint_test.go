@@ -197,7 +197,7 @@ func TestToolArgsSchemaWalk(t *testing.T) {
 							a := c.active()
 							var m mark
 							if a != nil {
-								m = mark{len(a.log), a.depth, len(a.keys), len(a.recs)}
+								m = mark{len(a.log), a.depth, int32(len(a.keys)), int32(len(a.recs))}
 							}
 							got, ok := c.feed(&s, a, int(cand), false)
 							if ok && c.completionOf(&s, got) < best {

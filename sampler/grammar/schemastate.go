@@ -101,7 +101,10 @@ type state struct {
 type keyRec struct{ prev, start, end int32 }
 
 // mark is where undo takes a state back to.
-type mark struct{ log, depth, keys, recs int }
+type mark struct {
+	log, depth int
+	keys, recs int32
+}
 
 func newState(root *node) state {
 	var s state
@@ -130,7 +133,7 @@ func (s *state) mut(i int) *frame {
 // begin starts a step that undo can take back.
 func (s *state) begin() mark {
 	s.logging, s.base, s.saved = true, s.depth, 0
-	return mark{len(s.log), s.depth, len(s.keys), len(s.recs)}
+	return mark{len(s.log), s.depth, int32(len(s.keys)), int32(len(s.recs))}
 }
 
 func (s *state) undo(m mark) {
@@ -139,7 +142,12 @@ func (s *state) undo(m mark) {
 	}
 	s.log = s.log[:m.log]
 	s.depth = m.depth
-	s.keys, s.recs = s.keys[:m.keys], s.recs[:m.recs]
+	if len(s.keys) != int(m.keys) {
+		s.keys = s.keys[:m.keys]
+	}
+	if len(s.recs) != int(m.recs) {
+		s.recs = s.recs[:m.recs]
+	}
 }
 
 // share starts s as a scratch copy of t for a walk: the frames copied,

@@ -265,7 +265,7 @@ func scanToolPass(c *ToolCallConstraint, allowed []bool, budget bool, left int) 
 		s := c.st
 		var m mark
 		if a != nil {
-			m = mark{len(a.log), a.depth, len(a.keys), len(a.recs)}
+			m = mark{len(a.log), a.depth, int32(len(a.keys)), int32(len(a.recs))}
 		}
 		got, ok := c.feed(&s, a, id, false)
 		if ok && budget && (c.g.args != nil || base+4*len(c.v.bytes[id]) > left-1) && c.completionOf(&s, got) > left-1 {
@@ -462,7 +462,7 @@ func towardEnd(c *ToolCallConstraint, ids []int32, rng *rand.Rand) int32 {
 		a := c.active()
 		var m mark
 		if a != nil {
-			m = mark{len(a.log), a.depth, len(a.keys), len(a.recs)}
+			m = mark{len(a.log), a.depth, int32(len(a.keys)), int32(len(a.recs))}
 		}
 		if got, ok := c.feed(&s, a, int(cand), false); ok && c.completionOf(&s, got) < best {
 			id, best = cand, c.completionOf(&s, got)
