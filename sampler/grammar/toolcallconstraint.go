@@ -167,11 +167,11 @@ func (w *toolWalker) walk(t *trie, at int32, a *state, depth int) {
 		return
 	}
 	nd := &t.nodes[at]
+	var m mark // a's, while stepped
 	for ci := nd.child0; ci < nd.child1; ci++ {
 		ch := &t.nodes[ci]
 		*ns = *s
 		na := a
-		var m mark
 		stepped := s.phase == phJSON && a != nil
 		if stepped {
 			m = a.begin()
