@@ -22,6 +22,10 @@ const (
 type ResponseFormat struct {
 	Type   string // FormatText, FormatJSONObject or FormatJSONSchema
 	Schema []byte // FormatJSONSchema: the schema's JSON text
+	// Strict reads Schema as OpenAI's strict structured output does
+	// (grammar.CompileStrictSchema): every object closed, its properties
+	// in the schema's order.
+	Strict bool
 }
 
 // ErrResponseFormat is wrapped by the errors of a ResponseFormat that
@@ -45,7 +49,12 @@ func WithResponseFormat(rf ResponseFormat) StreamOption {
 
 // key names the format's constraint for the inference cache: its type
 // and schema text.
-func (rf ResponseFormat) key() string { return "format:" + rf.Type + ":" + string(rf.Schema) }
+func (rf ResponseFormat) key() string {
+	if rf.Strict && rf.Type == FormatJSONSchema {
+		return "format:" + rf.Type + ":strict:" + string(rf.Schema)
+	}
+	return "format:" + rf.Type + ":" + string(rf.Schema)
+}
 
 // responseSchema is the compiled schema of rf: nil for free text.
 func responseSchema(rf ResponseFormat) (*grammar.Schema, error) {
@@ -58,7 +67,11 @@ func responseSchema(rf ResponseFormat) (*grammar.Schema, error) {
 		if len(rf.Schema) == 0 {
 			return nil, fmt.Errorf("%w: json_schema without a schema", ErrResponseFormat)
 		}
-		s, err := schemas.Compile(rf.Schema)
+		compile := schemas.Compile
+		if rf.Strict {
+			compile = schemas.CompileStrict
+		}
+		s, err := compile(rf.Schema)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrResponseFormat, err)
 		}

@@ -233,7 +233,11 @@ func toolCallGrammar(f chat.Format, req ChatRequest, tools []chat.Tool) (*gramma
 				at := slices.IndexFunc(req.Tools, func(u chat.Tool) bool { return u.Function.Name == t.Function.Name })
 				return &ToolSchemaError{Index: at, Name: t.Function.Name, Err: err}
 			}
-			s, err := schemas.Compile(p)
+			compile := schemas.Compile
+			if t.Function.Strict {
+				compile = schemas.CompileStrict
+			}
+			s, err := compile(p)
 			if err != nil {
 				return nil, bad(err)
 			}

@@ -105,7 +105,9 @@ type completionRequest struct {
 
 // responseFormat is OpenAI's response_format: "text", "json_object", or
 // "json_schema" with {"name", "schema", "strict"}. The schema is
-// enforced whatever strict says (never less than asked).
+// enforced whatever strict says (never less than asked); strict: true
+// also closes its objects and orders their properties as OpenAI does
+// (engine.ResponseFormat.Strict).
 type responseFormat struct {
 	Type       string `json:"type"`
 	JSONSchema *struct {
@@ -125,6 +127,7 @@ func (rf *responseFormat) engine() *engine.ResponseFormat {
 	f := &engine.ResponseFormat{Type: rf.Type}
 	if rf.Type == engine.FormatJSONSchema && rf.JSONSchema != nil {
 		f.Schema = rf.JSONSchema.Schema
+		f.Strict = rf.JSONSchema.Strict != nil && *rf.JSONSchema.Strict
 	}
 	return f
 }

@@ -5,7 +5,7 @@
 // sequence over a Vocab, the model's tokens as bytes:
 //
 //	v := grammar.NewVocab(pieces, special, eos)       // once per model
-//	s, err := grammar.CompileSchema(schemaJSON)       // or JSONObjectSchema
+//	s, err := grammar.CompileSchema(schemaJSON)       // or CompileStrictSchema, JSONObjectSchema
 //	c := grammar.NewSchemaConstraint(s, v, maxTokens) // one per sequence
 //	params.Constraint = c                             // sampler.Params
 //
@@ -29,6 +29,8 @@
 // the tokens that stay in it are a mask cached per vocabulary (per
 // pattern state for pattern strings, in an LRU), and only the tokens
 // holding a '"' are walked. SchemaCache keeps compiled schemas by text.
+// An object's keys that are not property names go to a key arena in the
+// state, so none comes twice (property names are a bit set).
 //
 // ToolCallConstraint walks the same tries (and one of the special tokens,
 // which only write the call's literal parts) with its grammar's state,

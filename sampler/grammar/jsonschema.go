@@ -29,8 +29,9 @@ import (
 // propertyNames, min/maxProperties, uniqueItems, contains, prefixItems,
 // multipleOf, …).
 //
-// What the automaton writes: compact JSON; objects with each property at
-// most once; strings with escapes only where the schema leaves the string
+// What the automaton writes: compact JSON; objects with each key at most
+// once (escapes in keys only where the object has no property names,
+// decoded before they are compared); strings with escapes only where the schema leaves the string
 // free (pattern strings carry no escapes, so a pattern that needs '"',
 // '\' or a control character is refused when nothing else is left);
 // integers of at most 15 digits; numbers of at most 12 integer and 6
@@ -43,6 +44,13 @@ import (
 // optional quantifier ? * + {n} {n,} {n,m}; ^ and $ anchor it (without
 // them it is searched for, as JSON Schema says). Groups and alternation
 // are refused.
+//
+// CompileStrictSchema reads a schema as OpenAI's strict structured
+// output does: every object is closed (additionalProperties false is
+// implied; true or a schema is refused) and its properties come in the
+// order the schema lists them, the optional ones free to be left out.
+// The schema true stays any value (its objects open, but with no key
+// twice); {} and a schema without "type" close their objects too.
 
 // Limits on a schema: its text, the schema objects in it, the nesting of
 // the JSON it describes, an object's properties and a pattern's DFA.
@@ -102,6 +110,9 @@ type node struct {
 	props      []*node
 	required   uint64 // bit i: names[i]
 	additional *node  // nil: no other keys
+	// before[i]: the names the schema lists before names[i] (strict: the
+	// properties come in the schema's order); nil: any order
+	before []uint64
 	// kArray
 	items              *node
 	minItems, maxItems int
@@ -127,8 +138,9 @@ type node struct {
 // Schema is a compiled JSON Schema, read-only and shared by any number of
 // SchemaConstraints.
 type Schema struct {
-	root *node
-	text string
+	root   *node
+	text   string
+	strict bool // CompileStrictSchema
 }
 
 // String is the schema's text.

@@ -12,7 +12,8 @@ import (
 
 // FuzzCompileSchema: any text either compiles or is refused with a
 // *SchemaError (no panic); a schema that compiles gives documents the
-// reference validator accepts.
+// reference validator accepts, with no key twice; so does its strict
+// reading, when it compiles (a strict document is one of the schema's).
 func FuzzCompileSchema(f *testing.F) {
 	for _, s := range []string{nestedSchema, `{"type":"object"}`, `true`, `{"enum":[1,"a",null]}`,
 		`{"type":"string","pattern":"^[a-z]{2,4}\\d?$"}`, `{"type":"number","minimum":-1e3,"exclusiveMaximum":0.001}`,
@@ -42,10 +43,28 @@ func FuzzCompileSchema(f *testing.F) {
 		h := fnv.New64a()
 		h.Write([]byte(text))
 		r := rand.New(rand.NewPCG(h.Sum64(), 7))
+		strict, err := CompileStrictSchema([]byte(text))
+		var se *SchemaError
+		if err != nil && !errors.As(err, &se) {
+			t.Fatalf("strict: error %v is not a *SchemaError", err)
+		}
 		for i := range 8 {
 			d := randomDoc(t, r, s, 8*i)
 			if err := validates(t, v, d); err != nil {
 				t.Fatalf("schema %s\ndoc %s: %v", text, d, err)
+			}
+			if err := checkKeys(d, nil); err != nil {
+				t.Fatalf("schema %s\ndoc %s: %v", text, d, err)
+			}
+			if strict == nil {
+				continue
+			}
+			d = randomDoc(t, r, strict, 8*i)
+			if err := validates(t, v, d); err != nil {
+				t.Fatalf("strict schema %s\ndoc %s: %v", text, d, err)
+			}
+			if err := checkKeys(d, nil); err != nil {
+				t.Fatalf("strict schema %s\ndoc %s: %v", text, d, err)
 			}
 		}
 	})

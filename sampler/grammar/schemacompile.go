@@ -3,6 +3,7 @@ package grammar
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -13,20 +14,29 @@ import (
 
 // CompileSchema compiles the JSON text of a schema. Errors are
 // *SchemaError (wrapping ErrSchema).
-func CompileSchema(text []byte) (*Schema, error) {
+func CompileSchema(text []byte) (*Schema, error) { return compileSchema(text, false) }
+
+// CompileStrictSchema compiles a schema as OpenAI's strict structured
+// output reads it: every object is closed (additionalProperties false
+// is implied; another value is refused) and its properties are written
+// in the schema's order.
+func CompileStrictSchema(text []byte) (*Schema, error) { return compileSchema(text, true) }
+
+func compileSchema(text []byte, strict bool) (*Schema, error) {
 	if len(text) > MaxSchemaBytes {
 		return nil, &SchemaError{Feature: "size", Msg: fmt.Sprintf("the schema is %d bytes, more than %d", len(text), MaxSchemaBytes)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
+	order := map[string][]string{}
+	doc, err := decodeOrdered(dec, "", order, 0)
+	if err != nil {
 		return nil, &SchemaError{Feature: "json", Msg: err.Error()}
 	}
 	if len(bytes.TrimSpace(text[dec.InputOffset():])) > 0 {
 		return nil, &SchemaError{Feature: "json", Msg: "text after the schema"}
 	}
-	c := &compiler{root: doc, done: map[string]*node{}, busy: map[string]bool{}}
+	c := &compiler{root: doc, done: map[string]*node{}, busy: map[string]bool{}, strict: strict, order: order}
 	n, err := c.compile(doc, "")
 	if err != nil {
 		return nil, err
@@ -34,7 +44,56 @@ func CompileSchema(text []byte) (*Schema, error) {
 	if n.nest > MaxSchemaNest {
 		return nil, &SchemaError{Feature: "depth", Msg: fmt.Sprintf("values nest %d deep, more than %d", n.nest, MaxSchemaNest)}
 	}
-	return &Schema{root: n, text: string(text)}, nil
+	return &Schema{root: n, text: string(text), strict: strict}, nil
+}
+
+// decodeOrdered decodes a JSON value as json.Decoder.Decode into any
+// does, and records the keys of each object in their order, by the
+// object's JSON pointer (the order of a schema's properties).
+func decodeOrdered(dec *json.Decoder, p string, order map[string][]string, depth int) (any, error) {
+	if depth > 10000 {
+		return nil, errors.New("the schema nests more than 10000 deep")
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		m := map[string]any{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			k := kt.(string)
+			v, err := decodeOrdered(dec, ptr(p, k), order, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if _, dup := m[k]; !dup {
+				order[p] = append(order[p], k)
+			}
+			m[k] = v
+		}
+		_, err := dec.Token()
+		return m, err
+	case json.Delim('['):
+		var list []any
+		for i := 0; dec.More(); i++ {
+			v, err := decodeOrdered(dec, p+"/"+strconv.Itoa(i), order, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		if list == nil {
+			list = []any{}
+		}
+		_, err := dec.Token()
+		return list, err
+	}
+	return tok, nil
 }
 
 type compiler struct {
@@ -43,6 +102,8 @@ type compiler struct {
 	dfaStates int              // of all its patterns
 	done      map[string]*node // compiled $ref targets
 	busy      map[string]bool  // $refs being compiled: a cycle
+	strict    bool             // CompileStrictSchema
+	order     map[string][]string
 }
 
 var annotations = map[string]bool{"title": true, "description": true, "default": true, "examples": true,
@@ -474,9 +535,27 @@ func (c *compiler) objectNode(m map[string]any, p string, bad func(string, strin
 		n.quoted = append(n.quoted, len(q)+1)
 		n.nest = max(n.nest, pn.nest)
 	}
+	if c.strict {
+		// Strict: closed, the properties in the schema's order.
+		n.additional = nil
+		rank := map[string]int{}
+		for i, k := range c.order[ptr(p, "properties")] {
+			rank[k] = i
+		}
+		n.before = make([]uint64, len(n.names))
+		for i := range n.names {
+			for j := range n.names {
+				if rank[n.names[j]] < rank[n.names[i]] {
+					n.before[i] |= 1 << j
+				}
+			}
+		}
+	}
 	if a, ok := m["additionalProperties"]; ok {
 		if b, isBool := a.(bool); isBool && !b {
 			n.additional = nil
+		} else if c.strict {
+			return nil, bad("additionalProperties", "a strict schema's objects are closed: additionalProperties must be false or absent")
 		} else {
 			an, err := c.compile(a, ptr(p, "additionalProperties"))
 			if err != nil {

@@ -61,7 +61,7 @@ func growth(n *node) int {
 }
 
 func (c *SchemaConstraint) allow(allowed []bool, budget bool, left int) bool {
-	c.w.frames, c.w.depth = c.st.frames, c.st.depth
+	c.w.share(&c.st)
 	w := walker{s: &c.w, allowed: allowed, budget: budget, left: left}
 	top := &c.st.frames[c.st.depth-1]
 	base := 0
@@ -74,6 +74,9 @@ func (c *SchemaConstraint) allow(allowed []bool, budget bool, left int) bool {
 		} else {
 			w.some = true
 			w.walk(c.sv.quote, 0)
+			if top.n.kind == kObject && !keyEscapes(top.n) {
+				w.walk(c.sv.unplain, 0) // the plain tokens only were set
+			}
 			return w.some
 		}
 	}
@@ -101,7 +104,11 @@ func (c *SchemaConstraint) localMask(f *frame, allowed []bool) (int, bool) {
 		}
 		return growth(n), true
 	case n.kind == kObject && f.st == osKey && f.other:
-		copy(allowed, c.sv.free)
+		if keyEscapes(n) {
+			copy(allowed, c.sv.free)
+		} else {
+			copy(allowed, c.v.plain) // no escapes: allow walks the others
+		}
 		return 5, true
 	}
 	return 0, false

@@ -195,16 +195,16 @@ func TestToolArgsSchemaWalk(t *testing.T) {
 							}
 							s := c.st
 							a := c.active()
-							var mark, depth int
+							var m mark
 							if a != nil {
-								mark, depth = len(a.log), a.depth
+								m = mark{len(a.log), a.depth, int32(len(a.keys)), int32(len(a.recs))}
 							}
 							got, ok := c.feed(&s, a, int(cand), false)
 							if ok && c.completionOf(&s, got) < best {
 								id, best = cand, c.completionOf(&s, got)
 							}
 							if a != nil {
-								a.undo(mark, depth)
+								a.undo(m)
 							}
 						}
 					}

@@ -11,7 +11,7 @@ func (s *state) completion() int {
 	}
 	total := 0
 	for i := 1; i < s.depth; i++ {
-		total += rest(&s.frames[i])
+		total += s.rest(&s.frames[i])
 		if total >= inf {
 			return inf
 		}
@@ -19,7 +19,7 @@ func (s *state) completion() int {
 	return total
 }
 
-func rest(f *frame) int {
+func (s *state) rest(f *frame) int {
 	n := f.n
 	if f.st == stStart && n.kind != kNumber {
 		return n.min
@@ -32,7 +32,7 @@ func rest(f *frame) int {
 		case osComma:
 			return nextKeyCost(n, f)
 		case osKey:
-			return keyRest(n, f)
+			return keyRest(n, f, s.written(f))
 		case osColon:
 			v := n.additional
 			if f.key >= 0 {
@@ -132,12 +132,15 @@ func closeCost(n *node, seen uint64, count int32) int {
 func nextKeyCost(n *node, f *frame) int {
 	best := inf
 	for i := range n.names {
-		if f.seen&(1<<i) == 0 {
+		if canWrite(n, f, int32(i)) {
 			best = min(best, n.quoted[i]+n.props[i].min+closeCost(n, f.seen|1<<i, f.count+1))
 		}
 	}
 	if n.additional != nil {
-		best = min(best, len(otherKey(n))+3+n.additional.min+closeCost(n, f.seen, f.count+1))
+		// "" written, the next shortest is one byte long (exact while
+		// the object has a one-byte key left, of the ~90 there are).
+		k := max(len(otherKey(n)), b2i(f.kempty))
+		best = min(best, k+3+n.additional.min+closeCost(n, f.seen, f.count+1))
 	}
 	return best
 }
@@ -166,12 +169,13 @@ func searchNames(names []string, k string) (int, bool) {
 }
 
 // keyRest is the rest of an object inside a key: finish it as one of the
-// names still matching, or as another key.
-func keyRest(n *node, f *frame) int {
+// names still matching, or as another key (dup: the key so far is one of
+// the other keys written).
+func keyRest(n *node, f *frame, dup bool) int {
 	best := inf
 	if !f.other {
 		for i := f.lo; i < f.hi; i++ {
-			if f.seen&(1<<i) == 0 {
+			if canWrite(n, f, i) {
 				best = min(best, len(n.names[i])-int(f.pos)+2+n.props[i].min+closeCost(n, f.seen|1<<i, f.count+1))
 			}
 		}
@@ -181,7 +185,17 @@ func keyRest(n *node, f *frame) int {
 		if !f.other && f.lx == lxChar && f.lo < f.hi && len(n.names[f.lo]) == int(f.pos) {
 			extra++ // the key is a name: it needs one more character to be another
 		}
+		if dup && f.lx == lxChar {
+			extra++ // likewise, a key written already
+		}
 		best = min(best, extra+2+n.additional.min+closeCost(n, f.seen, f.count+1))
 	}
 	return best
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -8,6 +8,14 @@ import "unicode/utf8"
 // close one and hand the byte on, or push the next value. Writes go
 // through mut, which keeps an undo log while a trie walk tries tokens, so
 // a walk restores the state instead of copying it.
+//
+// The keys of an object that are not property names (a property's is a
+// bit of frame.seen) go to the state's key arena, so that none is
+// written twice: the key being written is decoded into keys from
+// frame.kstart, and each key written is a record in recs, chained per
+// object from frame.klast. The arena only grows (a walk's undo cuts it
+// back to the length it had), so a frame restored by undo finds its keys
+// intact; it holds the keys of the reply, no more.
 
 const maxStack = MaxSchemaNest + 2 // the document frame, the containers, a scalar
 
@@ -56,12 +64,15 @@ type frame struct {
 	more       uint8 // continuation bytes (lxUTF) or hex digits (lxHex) still due
 	cmin, cmax uint8 // the next continuation byte's range
 	neg, other bool  // number: '-'; key: no property name matches
+	kempty     bool  // object: the key "" is written (not a property name)
 	intLen     uint8
 	fracLen    uint8
 	cp         rune  // the character being read (pattern strings)
 	dfa        int32 // pattern state
 	count      int32 // string characters, array items, object properties written
-	key        int32 // object: the property whose value is written; -1 additional
+	key        int32 // object: the property whose value is written (the last one); -1 additional
+	kstart     int32 // object: where the key being written begins in state.keys
+	klast      int32 // object: its last other key's record in state.recs, plus one; 0: none
 	lo, hi     int32 // key or literal: texts still matching
 	pos        int32 // their bytes matched
 	seen       uint64
@@ -81,6 +92,18 @@ type state struct {
 	base    int    // depth at the start of the step
 	saved   uint32 // frames below base already logged in this step
 	log     []undo
+	keys    []byte   // the key arena: decoded keys (see above)
+	recs    []keyRec // the keys written that are not property names
+}
+
+// keyRec is a key written, keys[start:end], after the object's record
+// prev (plus one; 0: the first).
+type keyRec struct{ prev, start, end int32 }
+
+// mark is where undo takes a state back to.
+type mark struct {
+	log, depth int
+	keys, recs int32
 }
 
 func newState(root *node) state {
@@ -108,17 +131,31 @@ func (s *state) mut(i int) *frame {
 }
 
 // begin starts a step that undo can take back.
-func (s *state) begin() (mark, depth int) {
+func (s *state) begin() mark {
 	s.logging, s.base, s.saved = true, s.depth, 0
-	return len(s.log), s.depth
+	return mark{len(s.log), s.depth, int32(len(s.keys)), int32(len(s.recs))}
 }
 
-func (s *state) undo(mark, depth int) {
-	for i := len(s.log) - 1; i >= mark; i-- {
+func (s *state) undo(m mark) {
+	for i := len(s.log) - 1; i >= m.log; i-- {
 		s.frames[s.log[i].i] = s.log[i].f
 	}
-	s.log = s.log[:mark]
-	s.depth = depth
+	s.log = s.log[:m.log]
+	s.depth = m.depth
+	if len(s.keys) != int(m.keys) {
+		s.keys = s.keys[:m.keys]
+	}
+	if len(s.recs) != int(m.recs) {
+		s.recs = s.recs[:m.recs]
+	}
+}
+
+// share starts s as a scratch copy of t for a walk: the frames copied,
+// the arena shared (the walk only appends past t's end, and cuts back to
+// it).
+func (s *state) share(t *state) {
+	s.frames, s.depth = t.frames, t.depth
+	s.keys, s.recs = t.keys, t.recs
 }
 
 func (s *state) done() bool { return s.depth == 1 && s.frames[0].st == rsDone }
@@ -460,28 +497,41 @@ func (s *state) stepObject(i int, f *frame, b byte) int {
 		}
 		f.st, f.lx, f.lo, f.hi, f.pos = osKey, lxChar, 0, int32(len(n.names)), 0
 		f.other = len(n.names) == 0
+		f.kstart = int32(len(s.keys))
 		return rAccept
 	case osKey:
-		// No escapes in the keys of an object with properties: "\u0061"
-		// would be property "a" to a validator, not another key.
-		r := lex(f, b, n.additional != nil && len(n.names) == 0)
+		lx := f.lx
+		r := lex(f, b, keyEscapes(n))
 		switch r {
 		case lexReject:
 			return rReject
 		case lexQuote:
 			if !f.other && f.lo < f.hi && len(n.names[f.lo]) == int(f.pos) {
-				if f.seen&(1<<f.lo) != 0 {
+				if !canWrite(n, f, f.lo) {
 					return rReject
 				}
 				f.key = f.lo
 				f.seen |= 1 << f.lo
 			} else if n.additional != nil {
+				if s.written(f) {
+					return rReject
+				}
+				s.recs = append(s.recs, keyRec{f.klast, f.kstart, int32(len(s.keys))})
+				f.klast = int32(len(s.recs))
+				f.kempty = f.kempty || int(f.kstart) == len(s.keys)
 				f.key = -1
 			} else {
 				return rReject
 			}
 			f.st = osColon
 			return rAccept
+		}
+		if n.additional != nil {
+			if lx == lxChar && b != '\\' {
+				s.keys = append(s.keys, b) // most bytes: a character as it is
+			} else {
+				s.keyByte(f, lx, b)
+			}
 		}
 		if f.other {
 			return rAccept
@@ -504,7 +554,7 @@ func (s *state) stepObject(i int, f *frame, b byte) int {
 		}
 		if n.additional == nil {
 			for k := lo; k < end; k++ {
-				if f.seen&(1<<k) == 0 {
+				if canWrite(n, f, k) {
 					return rAccept
 				}
 			}
@@ -536,10 +586,72 @@ func (s *state) stepObject(i int, f *frame, b byte) int {
 	return rReject
 }
 
-// canAddKey: a property not written yet, or any other key, may come.
+// keyEscapes reports whether the keys of object n may hold escapes: only
+// when it has no property names, which an escape could spell another
+// way ("\u0061" is property "a" to a validator, not another key).
+func keyEscapes(n *node) bool { return n.additional != nil && len(n.names) == 0 }
+
+// canAddKey: a property not written yet (nor passed, in schema order),
+// or any other key, may come.
 func canAddKey(f *frame) bool {
 	n := f.n
-	return n.additional != nil || len(n.names) < 64 && f.seen != 1<<len(n.names)-1 || len(n.names) == 64 && f.seen != ^uint64(0)
+	u := used(n, f)
+	return n.additional != nil || len(n.names) < 64 && u != 1<<len(n.names)-1 || len(n.names) == 64 && u != ^uint64(0)
+}
+
+// used is the property names of f's object that may no longer come: the
+// ones written and, in schema order, the ones listed before the last.
+func used(n *node, f *frame) uint64 {
+	if n.before != nil && f.seen != 0 {
+		return f.seen | n.before[f.key]
+	}
+	return f.seen
+}
+
+// canWrite reports whether property names[k] may come next: not used,
+// and, in schema order, no required property before it left out.
+func canWrite(n *node, f *frame, k int32) bool {
+	if used(n, f)&(1<<k) != 0 {
+		return false
+	}
+	return n.before == nil || n.required&n.before[k]&^f.seen == 0
+}
+
+// keyByte adds what byte b of a key decodes to (lx: the lexer's state
+// before it) to the key arena: a character's bytes as they are, an
+// escape's character once it is complete.
+func (s *state) keyByte(f *frame, lx uint8, b byte) {
+	switch lx {
+	case lxChar:
+		if b != '\\' {
+			s.keys = append(s.keys, b)
+		}
+	case lxUTF:
+		s.keys = append(s.keys, b)
+	case lxEsc:
+		if c, ok := unescape[b]; ok {
+			s.keys = append(s.keys, c)
+		}
+	case lxHex:
+		if f.lx == lxChar { // the escape's last digit
+			s.keys = utf8.AppendRune(s.keys, f.cp)
+		}
+	}
+}
+
+var unescape = map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// written reports whether the key being written in f (not a property
+// name) is one of its object's keys already.
+func (s *state) written(f *frame) bool {
+	k := s.keys[f.kstart:]
+	for r := f.klast; r > 0; r = s.recs[r-1].prev {
+		rec := s.recs[r-1]
+		if string(s.keys[rec.start:rec.end]) == string(k) {
+			return true
+		}
+	}
+	return false
 }
 
 const fracDigits = 6

@@ -263,16 +263,16 @@ func scanToolPass(c *ToolCallConstraint, allowed []bool, budget bool, left int) 
 			continue
 		}
 		s := c.st
-		var mark, depth int
+		var m mark
 		if a != nil {
-			mark, depth = len(a.log), a.depth
+			m = mark{len(a.log), a.depth, int32(len(a.keys)), int32(len(a.recs))}
 		}
 		got, ok := c.feed(&s, a, id, false)
 		if ok && budget && (c.g.args != nil || base+4*len(c.v.bytes[id]) > left-1) && c.completionOf(&s, got) > left-1 {
 			ok = false
 		}
 		if a != nil {
-			a.undo(mark, depth)
+			a.undo(m)
 		}
 		if ok {
 			allowed[id], some = true, true
@@ -460,15 +460,15 @@ func towardEnd(c *ToolCallConstraint, ids []int32, rng *rand.Rand) int32 {
 		}
 		s := c.st
 		a := c.active()
-		var mark, depth int
+		var m mark
 		if a != nil {
-			mark, depth = len(a.log), a.depth
+			m = mark{len(a.log), a.depth, int32(len(a.keys)), int32(len(a.recs))}
 		}
 		if got, ok := c.feed(&s, a, int(cand), false); ok && c.completionOf(&s, got) < best {
 			id, best = cand, c.completionOf(&s, got)
 		}
 		if a != nil {
-			a.undo(mark, depth)
+			a.undo(m)
 		}
 	}
 	return id

@@ -167,16 +167,16 @@ func (w *toolWalker) walk(t *trie, at int32, a *state, depth int) {
 		return
 	}
 	nd := &t.nodes[at]
+	var m mark // a's, while stepped
 	for ci := nd.child0; ci < nd.child1; ci++ {
 		ch := &t.nodes[ci]
 		*ns = *s
 		na := a
-		var mark, d int
 		stepped := s.phase == phJSON && a != nil
 		if stepped {
-			mark, d = a.begin()
+			m = a.begin()
 			if !a.step(ch.b) {
-				a.undo(mark, d)
+				a.undo(m)
 				continue
 			}
 		}
@@ -194,7 +194,7 @@ func (w *toolWalker) walk(t *trie, at int32, a *state, depth int) {
 			}
 		}
 		if stepped {
-			a.undo(mark, d)
+			a.undo(m)
 		}
 	}
 }

@@ -242,7 +242,7 @@ func (w *walker) walk(t *trie, at int32) {
 	depth := w.s.depth
 	for ci := nd.child0; ci < nd.child1; ci++ {
 		ch := &t.nodes[ci]
-		mark, d := w.s.begin()
+		m := w.s.begin()
 		if w.s.step(ch.b) && (!w.local || w.s.depth == depth) {
 			if ch.tok1 > ch.tok0 && (!w.budget || w.s.completion() <= w.left-1) {
 				for _, id := range t.toks[ch.tok0:ch.tok1] {
@@ -254,6 +254,6 @@ func (w *walker) walk(t *trie, at int32) {
 				w.walk(t, ci)
 			}
 		}
-		w.s.undo(mark, d)
+		w.s.undo(m)
 	}
 }

@@ -65,6 +65,11 @@ type ToolFunction struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Strict is OpenAI's strict function calling: a forced call's
+	// arguments follow Parameters with every object closed and its
+	// properties in the schema's order (grammar.CompileStrictSchema).
+	// Templates do not see it.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // Text is the content the template sees: Content, or the text parts joined
