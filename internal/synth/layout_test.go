@@ -130,20 +130,36 @@ func TestLayoutRules(t *testing.T) {
 	}
 }
 
-// TestLayoutFiles writes each layout at the tiny scale to a file, reads
-// it back (the dtypes as the table says, general.file_type llama.cpp's
+// TestLayoutFiles writes each layout at the tiny scale, and the 0.5B's
+// fallbacks in one layer of its real width, to a file, reads it back (the
+// dtypes as the table says, general.file_type llama.cpp's
 // LLAMA_FTYPE_MOSTLY_Q4_K_M or _Q5_K_M), opens it on the CPU backend and
 // decodes: finite logits, not all equal.
 func TestLayoutFiles(t *testing.T) {
+	type file struct {
+		s Shape
+		q Quant
+		w layoutWant
+	}
+	var files []file
 	for _, w := range layoutWants {
-		if !strings.Contains(w.spec, "-tiny:") {
-			continue
-		}
-		t.Run(w.spec, func(t *testing.T) {
+		if strings.Contains(w.spec, "-tiny:") {
 			s, q, err := ParseSpec(w.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
+			files = append(files, file{s, q, w})
+		}
+	}
+	// One layer (it gets more bits) of the 0.5B, rows of 896 and 4864.
+	narrow, _ := Lookup("qwen2.5-0.5b")
+	narrow.Layers, narrow.Vocab = 1, 256
+	files = append(files,
+		file{narrow, Quant{tensor.Q4_K, "Q4_K_M"}, layoutWant{"qwen2.5-0.5b-1layer:Q4_K_M", q80, none, q50, q50, q80, q4k, q6k, []int{0}, 15, 14}},
+		file{narrow, Quant{tensor.Q5_K, "Q5_K_M"}, layoutWant{"qwen2.5-0.5b-1layer:Q5_K_M", q80, none, q51, q51, q80, q5k, q6k, []int{0}, 17, 14}})
+	for _, f := range files {
+		s, q, w := f.s, f.q, f.w
+		t.Run(w.spec, func(t *testing.T) {
 			m, err := Build(s, q, 1, 0)
 			if err != nil {
 				t.Fatal(err)
