@@ -3,6 +3,7 @@ package synth
 import (
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
 
 	"github.com/vkllm/vkllm/tensor"
@@ -39,7 +40,14 @@ var layouts = map[string]struct {
 }
 
 // Layouts lists the layout names ParseSpec accepts after SHAPE:, sorted.
-func Layouts() []string { return []string{"Q4_K_M", "Q5_K_M"} }
+func Layouts() []string {
+	names := make([]string, 0, len(layouts))
+	for n := range layouts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
 
 // parseLayout reads a layout name, case-insensitively.
 func parseLayout(name string) (Quant, bool) {
