@@ -19,7 +19,7 @@ TEST_TIMEOUT ?= 30m
 GOTEST := go test -timeout $(TEST_TIMEOUT)
 
 # Packages with goroutines also run under the race detector.
-RACE_PKGS ?= ./kernels/cpu ./kv ./sampler ./engine ./server ./cmd/...
+RACE_PKGS ?= ./kernels/cpu ./kv ./sampler/... ./engine ./server ./cmd/...
 
 # The model tests run on the exact reference (cpu-ref) and again on the
 # fast path (cpu), including the real model against llama.cpp's tokens.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/kernels"
+	_ "github.com/vkllm/vkllm/kernels/cpu" // the tests run on "cpu"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/server"
 )

@@ -212,9 +212,6 @@ func (m *blockManager) makeRoom(prefixOnly bool) (bool, error) {
 	return true, m.evict(v)
 }
 
-// preempt frees q's cells and id.
-func (m *blockManager) preempt(q *sequence) error { return m.release(q) }
-
 // release frees q's cells and sequence id, if it holds them.
 func (m *blockManager) release(q *sequence) error {
 	if q.seqID < 0 {

@@ -22,17 +22,7 @@ var ErrLiteralContent = fmt.Errorf("%w: the chat template changed a message's co
 
 // admit refuses adds requests at once when the queue cannot take them,
 // before their prompts cost anything; send checks again.
-func (l *LLM) admit(adds int) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.closed:
-		return ErrClosed
-	case l.pending+adds > l.opts.MaxPending:
-		return fmt.Errorf("%w: %d pending, at most %d", ErrQueueFull, l.pending, l.opts.MaxPending)
-	}
-	return nil
-}
+func (l *LLM) admit(adds int) error { return l.loop.admit(adds) }
 
 // checkBytes refuses a text of n bytes that cannot fit the context
 // whatever its tokens, and any text when the model has no tokenizer.

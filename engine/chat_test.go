@@ -84,7 +84,7 @@ func TestStreamVariants(t *testing.T) {
 			t.Fatalf("empty conversation: %v", err)
 		}
 	}
-	if _, err := l.kvUsed(false); err != nil { // waits for the loop to publish its stats
+	if _, err := l.cellsUsed(); err != nil { // waits for the loop to publish its stats
 		t.Fatal(err)
 	}
 	st := l.Stats()

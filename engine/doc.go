@@ -1,74 +1,42 @@
-// Package engine serves many generation requests on one model Context with
-// continuous batching, in nano-vllm's shape.
+// Package engine serves many generation requests on one model with
+// continuous batching, in nano-vllm's shape: an LLM facade, safe for
+// concurrent use, over an Engine core.
 //
-//	e, err := engine.New(m, ctx, tok, engine.Config{})  // m *models.Model, ctx a Context of m; tok may be nil
+//	l, err := engine.Open(ctx, "path/to/model", engine.Options{MaxSeqs: 16}) // a backend imported, e.g. _ "…/kernels/cpu"
+//	defer l.Close()
+//	res, err := l.Chat(ctx, engine.ChatRequest{Messages: msgs, Tools: tools}, params) // res.Text, res.ToolCalls
+//	for d, err := range l.StreamChat(ctx, req, params) { … } // Deltas; break or cancel aborts
+//	res, err := l.Generate(ctx, []string{"a", "b"}, params)  // []Result, input order
+//	for d, err := range l.Stream(ctx, "prompt", params) { … }
+//	vecs, err := l.Embed(ctx, []string{"a", "b"}, engine.EmbedOptions{}) // pooled, L2-normalised
+//	s := l.NewSession()                                      // K/V kept between turns
+//	for d, err := range s.SendChat(ctx, req, params) { … }
+//
+// A chat request is planned in one place, chatplan.go, for every caller
+// (Chat, StreamChat, Session.SendChat, RenderChat, TokenizeChat and the
+// HTTP server): its messages and tool choice are checked, the tools are
+// described to the model (by its template, or in the Hermes format), the
+// prompt is rendered, and each choice gets its constraint (a forced
+// call's grammar or the response format's schema, sampler/grammar) and
+// its tool-call parser; the typed errors (*RoleError, ErrToolChoice,
+// *ToolSchemaError, ErrResponseFormat, ErrNoToolCall) say what was wrong.
+//
+// The facade (LLM, Session, the loop that owns the Engine and the
+// callers' mailboxes, the inference cache, the planner) sits on the core,
+// which knows nothing of chat and can be driven directly:
+//
+//	e, err := engine.New(m, mctx, tok, engine.Config{})  // m *models.Model, mctx a Context of m; tok may be nil
 //	err = e.Add(engine.Request{ID: "a", Prompt: ids, Params: p})
 //	for e.HasUnfinished() {
 //		outs, err := e.Step()                          // schedule, run, postprocess
 //		...                                            // outs: new tokens, text deltas, finish reasons
 //	}
 //
-// Most callers use the LLM facade, safe for concurrent use:
-//
-//	l, err := engine.Open(ctx, "path/to/model", engine.Options{MaxSeqs: 16})
-//	defer l.Close()
-//	res, err := l.Generate(ctx, []string{"a", "b"}, params)  // []Result, input order
-//	for d, err := range l.Stream(ctx, "prompt", params) { … } // Deltas; break or cancel aborts
-//	vecs, err := l.Embed(ctx, []string{"a", "b"}, engine.EmbedOptions{}) // pooled, L2-normalised
-//	s := l.NewSession()                                      // K/V kept between turns
-//	for d, err := range s.SendChat(ctx, req, params) { … }
-//
-// Layout, one responsibility per file, one direction:
-//
-//	request.go    Request, the states of a request and their transition table
-//	scheduler.go  pure logic: waiting and running queues; packs prefill
-//	              chunks and decodes into one step under a token budget and
-//	              a bound on running sequences; admits a request with the
-//	              block manager and plans only its uncached tokens;
-//	              preempts (recompute) the newest running request when the
-//	              cache is short (after evicting retained sequences)
-//	blocks.go     the block manager (nano-vllm's BlockManager): owns the
-//	              sequence ids, a budget for running requests and one for
-//	              retained sequences; match/allocate give a new request
-//	              its session's sequence or shares (SeqCp) the whole
-//	              blocks a retained prefix or a running request holds;
-//	              deallocate retires a finished one into the pool; evicts
-//	retain.go     the pool of retained sequences: cached prefixes found by
-//	              block hashes, idle sessions by name; LRU order
-//	runner.go     the only place that turns a schedule into a models.Batch:
-//	              one Decode per step, logits per scheduled sequence
-//	fanout.go     a request of N choices: the prompt is prefilled once,
-//	              then each choice gets a sequence sharing its cells
-//	              (SeqCp) and draws with its own seed
-//	output.go     sampling results become Outputs: token ids, UTF-8 safe
-//	              text deltas, stop strings and stop tokens, usage, logprobs
-//	spec.go       speculative decoding: Speculation, the Proposer
-//	              interface and NGram (prompt lookup), each request's
-//	              adaptive draft length, the verification of a step's
-//	              drafts (sampler.Verify) and the SeqRm of rejected cells
-//	draft.go      the draft model: its own Context, one sequence per
-//	              running request kept in step with the request's tokens;
-//	              Options.Draft opens it and checks its vocabulary
-//	engine.go     Engine: Add, Step, Abort, HasUnfinished
-//	stats.go      Stats: load and counters for monitoring
-//	llm.go        LLM: a model, a tokenizer, one Context and its Engine,
-//	              owned by one goroutine fed through an inbox; Generate,
-//	              Chat and the Stream calls
-//	session.go    Session: a conversation whose K/V stays between turns
-//	infcache.go   the inference cache: a repeated greedy or seeded
-//	              request answered with the outputs of its first run, no
-//	              forward pass; an LRU bounded by bytes (Options.CacheBytes)
-//	tokenize.go   Tokenize, TokenizeChat, Detokenize, MaxLen: the tokens a
-//	              request would run, for /tokenize
-//	embed.go      embedding requests: a prompt-only sequence whose tokens
-//	              ask Decode for their final hidden states (every token for
-//	              mean pooling, which no cached prefix may skip; the last
-//	              for last-token pooling); the step that computes its last
-//	              token pools them, finishes it and frees its cells
-//	pooling.go    the model's pooling: sentence-transformers' modules.json
-//	              and 1_Pooling/config.json, or a GGUF's pooling_type
-//	embed_llm.go  LLM.Embed and EmbedTokens: inputs checked, then queued
-//	              at most MaxSeqs at a time beside the generations
+// The core is Engine (Add, Step, Abort), its scheduler (waiting and
+// running queues, a token budget per step, preemption), block manager
+// (sequence ids, shared and retained blocks), runner (the only place a
+// schedule becomes a models.Batch), choices, speculative decoding and
+// embeddings; internal/layering keeps its files free of tokenizer/chat.
 //
 // Sequences. A request's tokens are its prompt followed by its output;
 // token i sits at position i of its own sequence id. numCached counts the

@@ -167,8 +167,8 @@ func TestUnknownRole(t *testing.T) {
 		t.Errorf("the refused turn joined the session: %v", s.Messages())
 	}
 	s.Close()
-	for _, r := range Roles {
-		if err := CheckRoles([]chat.Message{{Role: r}}); err != nil {
+	for _, r := range []string{"system", "developer", "user", "assistant", "tool"} {
+		if _, err := l.RenderChat(ChatRequest{Messages: []chat.Message{{Role: r, Content: "hi"}}}); err != nil {
 			t.Errorf("role %q refused: %v", r, err)
 		}
 	}

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"os"
 	"strings"
+	"testing"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/internal/testmodel"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
@@ -17,6 +20,24 @@ import (
 // The tiny test model has random weights, so its text means nothing; on
 // kernels.CPURef its tokens are the same on every machine.
 const tinyPath = "../testdata/models/qwen2-tiny"
+
+// longPath is tinyPath with 1024 positions (TestMain writes it): the
+// Hermes tool prompt is longer than the tiny model's 256.
+var longPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "vkllm-engine-test")
+	if err != nil {
+		log.Fatal(err)
+	}
+	longPath = dir
+	if err := testmodel.WriteLongContext(tinyPath, longPath, 1024); err != nil {
+		log.Fatal(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // Generate runs prompts as concurrent requests and returns their results
 // in input order. The zero sampler.Params is greedy decoding.
@@ -195,12 +216,14 @@ func ExampleEngine() {
 	// Output: [102 294 294] [140 140 140]
 }
 
-// A ChatRequest with tools gets the reply's calls parsed; ToolChoice
-// "required" (or a function's name) makes the reply one call even from
-// a model that never calls tools, as this random one, with arguments
-// that follow the tool's parameters schema.
+// A ChatRequest with tools gets them described to the model (by its
+// template, or in the Hermes format when the template knows none) and
+// the reply's calls parsed; ToolChoice "required" (or a function's name)
+// makes the reply one call even from a model that never calls tools, as
+// this random one, with arguments that follow the tool's parameters
+// schema.
 func ExampleLLM_Chat_tools() {
-	llm, err := engine.Open(context.Background(), tinyPath, engine.Options{Backend: kernels.CPURef})
+	llm, err := engine.Open(context.Background(), longPath, engine.Options{Backend: kernels.CPURef})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -223,5 +246,5 @@ func ExampleLLM_Chat_tools() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.FinishReason, call.Function.Name, call.Function.Arguments)
-	// Output: tool_calls get_weather {"city":""}
+	// Output: tool_calls get_weather {"city":"ǜǜǜǜǜǜǜǜǜǜǜǜ"}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/sampler/grammar"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
@@ -123,7 +124,7 @@ func TestChatResponseFormatErrors(t *testing.T) {
 		req  ChatRequest
 		also error
 	}{
-		{"unsupported keyword", ChatRequest{Messages: msgs, ResponseFormat: &ResponseFormat{Type: FormatJSONSchema, Schema: []byte(`{"type":"string","format":"date"}`)}}, sampler.ErrSchema},
+		{"unsupported keyword", ChatRequest{Messages: msgs, ResponseFormat: &ResponseFormat{Type: FormatJSONSchema, Schema: []byte(`{"type":"string","format":"date"}`)}}, grammar.ErrSchema},
 		{"no schema", ChatRequest{Messages: msgs, ResponseFormat: &ResponseFormat{Type: FormatJSONSchema}}, nil},
 		{"unknown type", ChatRequest{Messages: msgs, ResponseFormat: &ResponseFormat{Type: "yaml"}}, nil},
 		{"forced tool call", ChatRequest{Messages: msgs, Tools: toolList("f"), ToolChoice: ToolRequired, ResponseFormat: &ResponseFormat{Type: FormatJSONObject}}, nil},
@@ -133,7 +134,7 @@ func TestChatResponseFormatErrors(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}
-	var se *sampler.SchemaError
+	var se *grammar.SchemaError
 	_, err := l.Chat(ctx, ChatRequest{Messages: msgs, ToolChoice: ToolRequired, Tools: []chat.Tool{{Type: "function",
 		Function: chat.ToolFunction{Name: "f", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"not":{}}}}`)}}}}, p)
 	var te *ToolSchemaError
@@ -145,7 +146,7 @@ func TestChatResponseFormatErrors(t *testing.T) {
 // TestChatToolArgsSchema: a forced call's arguments follow its tool's
 // parameters schema, on the random model.
 func TestChatToolArgsSchema(t *testing.T) {
-	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 2})
+	l := openToolLLM(t, 2)
 	defer l.Close()
 	const params = `{"type":"object","properties":{"city":{"type":"string","maxLength":12},"unit":{"enum":["c","f"]},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","unit","days"],"additionalProperties":false}`
 	v := schemaValidator(t, params)

@@ -228,9 +228,6 @@ func outputBytes(o *Output) int64 {
 	for _, lp := range o.Logprobs {
 		n += int64(unsafe.Sizeof(lp)) + int64(cap(lp.Top))*int64(unsafe.Sizeof(sampler.Logprob{}))
 	}
-	for _, tc := range o.ToolCalls {
-		n += int64(unsafe.Sizeof(tc)) + int64(len(tc.ID)+len(tc.Type)+len(tc.Function.Name)+len(tc.Function.Arguments))
-	}
 	return n
 }
 

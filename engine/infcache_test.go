@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/sampler/grammar"
 )
 
 // streamAll runs one Stream to its end and returns its deltas.
@@ -110,7 +111,7 @@ func TestInferenceCacheMisses(t *testing.T) {
 	streamAll(t, l, "hello world", base)
 	other := uint64(2)
 	constraint := func() sampler.Constraint {
-		return sampler.NewSchemaConstraint(sampler.JSONObjectSchema, ToolVocab(l.Tokenizer()), 4)
+		return grammar.NewSchemaConstraint(grammar.JSONObjectSchema, l.vocab(), 4)
 	}
 	for _, c := range []struct {
 		name   string

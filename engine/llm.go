@@ -10,15 +10,14 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/kv"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
+	"github.com/vkllm/vkllm/sampler/grammar"
 	"github.com/vkllm/vkllm/tensor"
 	"github.com/vkllm/vkllm/tokenizer"
 	"github.com/vkllm/vkllm/tokenizer/chat"
@@ -108,8 +107,14 @@ type Result struct {
 	Usage        Usage
 }
 
-// Delta is one piece of a Stream: the Output of one engine step.
-type Delta = Output
+// Delta is one piece of a Stream: the Output of one engine step, and,
+// for a chat that offers tools, the tool calls its text completes.
+type Delta struct {
+	Output
+	// ToolCalls are the pieces of the calls this delta's text completes
+	// (see LLM.StreamChat); TextDelta is then the content around them.
+	ToolCalls []chat.ToolCallDelta
+}
 
 // LLM serves Generate and Stream from any goroutine. One goroutine (the
 // loop) owns an Engine over the model's one Context and batches every
@@ -123,7 +128,7 @@ type LLM struct {
 	// toolFormat is how the template has the model write tool calls.
 	toolFormat chat.Format
 	vocabOnce  sync.Once
-	toolVocab  *sampler.Vocab // see vocab
+	toolVocab  *grammar.Vocab // see vocab
 	opts       Options
 	// maxLen is the most tokens one request may hold (Engine.MaxLen); a
 	// longer prompt is refused before it is queued.
@@ -133,107 +138,11 @@ type LLM struct {
 	// encodeSlots bounds the prompts tokenised at once (GOMAXPROCS).
 	encodeSlots chan struct{}
 
-	w     *worker
-	done  chan struct{}   // closed when the loop has returned
+	loop  *loop
 	cache *inferenceCache // nil when Options.CacheBytes < 0
 
-	mu      sync.Mutex
-	pending int // accepted, not finished
-	nextID  uint64
-	closed  bool
-}
-
-// worker is the Context, its Engine and what the loop that owns them
-// shares with the callers.
-type worker struct {
-	ctx   *models.Context
-	draft *draftModel           // the draft model's Context (and model), if any
-	eng   *Engine               // the loop's only
-	inbox []command             // commands the loop has not taken yet (l.mu)
-	wake  chan struct{}         // cap 1: the inbox has something
-	stats atomic.Pointer[Stats] // published by the loop after each step
-}
-
-// command is one inbox entry: an add, an abort, a session's end, or a
-// query.
-type command struct {
-	req        *Request
-	box        *mailbox
-	abort      string
-	endSession string
-	query      func(*worker)
-}
-
-// mailbox collects one request's outputs for its caller.
-type mailbox struct {
-	mu       sync.Mutex
-	outs     []Output
-	err      error
-	choices  int           // the request's (Request.N, at least 1)
-	finished int           // final outputs delivered
-	done     bool          // every choice's final output, or err, delivered to the box
-	signal   chan struct{} // cap 1
-	// rec, when set, gathers the outputs for the inference cache; they
-	// are stored when every choice has finished other than by abort.
-	rec   *recording
-	cache *inferenceCache
-}
-
-func newMailbox(choices int) *mailbox {
-	return &mailbox{choices: max(choices, 1), signal: make(chan struct{}, 1)}
-}
-
-// last reports whether the box waits for one final output only.
-func (b *mailbox) last() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.finished+1 >= b.choices
-}
-
-func (b *mailbox) put(o Output, err error) {
-	b.mu.Lock()
-	if !b.done {
-		if err != nil {
-			b.err = err
-		} else {
-			b.outs = append(b.outs, o)
-		}
-		if o.Finished {
-			b.finished++
-		}
-		b.done = err != nil || b.finished >= b.choices
-		b.record(o, err)
-	}
-	b.mu.Unlock()
-	select {
-	case b.signal <- struct{}{}:
-	default:
-	}
-}
-
-// record adds o to the box's recording, and stores the recording in the
-// cache once the request has finished well (b.mu held).
-func (b *mailbox) record(o Output, err error) {
-	if b.rec == nil {
-		return
-	}
-	if err != nil || o.FinishReason == "abort" {
-		b.rec = nil
-		return
-	}
-	b.rec.outs = append(b.rec.outs, o)
-	if b.done {
-		b.cache.put(b.rec.key, b.rec.outs)
-		b.rec = nil
-	}
-}
-
-// take returns what arrived since the last take.
-func (b *mailbox) take() (outs []Output, err error, done bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	outs, b.outs = b.outs, nil
-	return outs, b.err, b.done
+	mu     sync.Mutex
+	nextID uint64
 }
 
 // Open opens a model folder or GGUF file with its tokenizer and starts the
@@ -330,10 +239,8 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 		ctx.Close()
 		return nil, err
 	}
-	w := &worker{ctx: ctx, eng: eng, draft: d, wake: make(chan struct{}, 1)}
-	st := eng.Stats()
-	w.stats.Store(&st)
-	l := &LLM{model: m, tok: tok, opts: opts, maxLen: eng.MaxLen(), w: w, done: make(chan struct{}),
+	lp := newLoop(eng, ctx, d, opts.MaxPending)
+	l := &LLM{model: m, tok: tok, opts: opts, maxLen: eng.MaxLen(), loop: lp,
 		encodeSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	switch {
 	case opts.CacheBytes == 0:
@@ -341,10 +248,7 @@ func newLLM(m *models.Model, tok *tokenizer.Tokenizer, opts Options) (*LLM, erro
 	case opts.CacheBytes > 0:
 		l.cache = newInferenceCache(opts.CacheBytes)
 	}
-	go func() {
-		defer close(l.done)
-		l.loop(w)
-	}()
+	go lp.run()
 	return l, nil
 }
 
@@ -388,26 +292,10 @@ func (l *LLM) Model() *models.Model { return l.model }
 // Close stops the loop (unfinished requests end with ErrClosed), waits
 // for it, and frees the Context and the model.
 func (l *LLM) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		<-l.done
+	if !l.loop.close() {
 		return nil
 	}
-	l.closed = true
-	l.mu.Unlock()
-	l.w.poke()
-	<-l.done
-	l.w.draft.close()
-	l.w.ctx.Close()
 	return l.model.Close()
-}
-
-func (w *worker) poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
 }
 
 // send queues commands for the loop, in order. Adds count against
@@ -432,23 +320,18 @@ func (l *LLM) send(cmds ...command) error {
 		}
 		adds++
 	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return ErrClosed
-	}
-	if l.pending+adds > l.opts.MaxPending {
-		l.mu.Unlock()
-		return fmt.Errorf("%w: %d pending, at most %d", ErrQueueFull, l.pending, l.opts.MaxPending)
-	}
-	l.pending += adds
-	for i, c := range cmds {
-		if hits == nil || hits[i] == nil {
-			l.w.inbox = append(l.w.inbox, c)
+	queued := cmds
+	if hits != nil {
+		queued = nil
+		for i, c := range cmds {
+			if hits[i] == nil {
+				queued = append(queued, c)
+			}
 		}
 	}
-	l.w.poke()
-	l.mu.Unlock()
+	if err := l.loop.enqueue(queued, adds); err != nil {
+		return err
+	}
 	for i, outs := range hits {
 		if outs != nil {
 			l.cache.hit()
@@ -560,7 +443,7 @@ func (l *LLM) collect(ctx context.Context, ids []string, boxes []*mailbox) ([]Re
 		for {
 			outs, err, done := b.take()
 			for _, o := range outs {
-				res[i].add(o)
+				res[i].add(Delta{Output: o})
 			}
 			if err != nil {
 				l.abort(ids...)
@@ -580,143 +463,7 @@ func (l *LLM) collect(ctx context.Context, ids []string, boxes []*mailbox) ([]Re
 	return res, nil
 }
 
-// ChatRequest is a conversation for Chat.
-type ChatRequest struct {
-	Messages []chat.Message
-	// Tools are the functions the model may call; the template describes
-	// them (a template that knows no tools gets none) and the reply's
-	// calls are parsed out of its text, in the template's format (see
-	// LLM.ToolFormat).
-	Tools []chat.Tool
-	// ToolChoice is ToolAuto ("" too), ToolNone (no tools offered),
-	// ToolRequired (the reply is one call of one of Tools) or the name of
-	// one of Tools (the reply is one call of it, the only tool offered).
-	// A forced call is decoded under a sampler.ToolCallConstraint, so
-	// even a model that never calls tools writes a valid one: one of the
-	// names, a JSON object for arguments that follows the tool's
-	// Parameters schema (see ToolCallGrammar).
-	ToolChoice string
-	// RawToolCalls leaves the reply's text as the model wrote it, its
-	// tool calls unparsed, for a caller that reads them itself (the
-	// OpenAI server streams them as its clients expect).
-	RawToolCalls bool
-	// Kwargs are extra template variables (enable_thinking, date_string, …).
-	Kwargs map[string]any
-	// ResponseFormat, when set to JSON, makes the reply one JSON
-	// document (see ResponseFormat); with tools offered under ToolAuto
-	// the reply is then the document, never a call. A forced tool call
-	// beside it is refused with ErrResponseFormat.
-	ResponseFormat *ResponseFormat
-	// LiteralContent tokenises the messages' text as plain text:
-	// special-token text in it ("<|im_end|>") stays text instead of
-	// becoming the control token. Off by default, as Hugging Face's
-	// apply_chat_template and llama.cpp (which parse it), so a user's
-	// message can then close its turn and open a system one.
-	LiteralContent bool
-}
-
-// Roles are the message roles Chat accepts, as OpenAI's API: "developer"
-// is its newer name for "system".
-var Roles = []string{"system", "developer", "user", "assistant", "tool"}
-
-// ErrUnknownRole is wrapped by every *RoleError.
-var ErrUnknownRole = errcode.New(errcode.BadParams, "engine: unknown message role")
-
-// RoleError is a message whose role is not one of Roles.
-type RoleError struct {
-	Index int // in the messages
-	Role  string
-}
-
-func (e *RoleError) Error() string {
-	return fmt.Sprintf("engine: messages[%d]: unknown role %q; expected one of %s", e.Index, e.Role, strings.Join(Roles, ", "))
-}
-
-func (e *RoleError) Unwrap() error { return ErrUnknownRole }
-
-// CheckRoles returns a *RoleError for the first message whose role is not
-// one of Roles, or nil.
-func CheckRoles(msgs []chat.Message) error {
-	for i, m := range msgs {
-		if !slices.Contains(Roles, m.Role) {
-			return &RoleError{Index: i, Role: m.Role}
-		}
-	}
-	return nil
-}
-
-// systemForDeveloper returns msgs with "developer" messages as "system"
-// (a copy when there are any; msgs is not changed).
-func systemForDeveloper(msgs []chat.Message) []chat.Message {
-	if !slices.ContainsFunc(msgs, func(m chat.Message) bool { return m.Role == "developer" }) {
-		return msgs
-	}
-	out := slices.Clone(msgs)
-	for i := range out {
-		if out[i].Role == "developer" {
-			out[i].Role = "system"
-		}
-	}
-	return out
-}
-
-// RenderChat renders a conversation with the model's chat template (ChatML
-// when it has none), with the generation prompt, as apply_chat_template.
-// An empty conversation is refused with sampler.ErrEmptyPrompt, a message
-// whose role is not one of Roles with a *RoleError; a "developer"
-// message is rendered as "system". The tools offered are those of
-// ToolChoice (a bad one is refused with ErrToolChoice).
-func (l *LLM) RenderChat(req ChatRequest) (string, error) { return l.renderChat(req, true) }
-
-// renderChat is RenderChat, the generation prompt added or not.
-func (l *LLM) renderChat(req ChatRequest, addGenerationPrompt bool) (string, error) {
-	if len(req.Messages) == 0 {
-		return "", errcode.Wrap(errcode.EmptyPrompt, sampler.ErrEmptyPrompt)
-	}
-	if err := CheckRoles(req.Messages); err != nil {
-		return "", err
-	}
-	tools, err := offered(req)
-	if err != nil {
-		return "", err
-	}
-	req.Tools = tools
-	req.Messages = systemForDeveloper(req.Messages)
-	cc := l.chat
-	if cc == nil {
-		cc = &chat.Config{}
-	}
-	tpl, err := chat.Parse(cc.TemplateFor(len(req.Tools) > 0))
-	if err != nil {
-		return "", err
-	}
-	in := cc.Input(&chat.Request{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: &addGenerationPrompt})
-	for k, v := range req.Kwargs {
-		in.Kwargs[k] = v
-	}
-	return tpl.Render(in)
-}
-
-// Chat renders the conversation through the chat template and generates
-// the reply. The rendered prompt is tokenized without adding special tokens
-// (the template writes its own, as apply_chat_template(tokenize=True)).
-// With tools offered, the reply's tool calls are in Result.ToolCalls
-// (see ChatRequest.ToolChoice).
-func (l *LLM) Chat(ctx context.Context, req ChatRequest, params sampler.Params) (Result, error) {
-	if ctx == nil {
-		return Result{}, ErrNilContext
-	}
-	var res Result
-	for d, err := range l.StreamChat(ctx, req, params) {
-		if err != nil {
-			return Result{}, err
-		}
-		res.add(d)
-	}
-	return res, nil
-}
-
-func (r *Result) add(o Output) {
+func (r *Result) add(o Delta) {
 	for _, d := range o.ToolCalls {
 		if d.Index == len(r.ToolCalls) {
 			r.ToolCalls = append(r.ToolCalls, chat.ToolCall{ID: d.ID, Type: d.Type, Function: chat.FunctionCall{Name: d.Function.Name}})
@@ -738,44 +485,22 @@ func (r *Result) add(o Output) {
 // iteration early, or cancelling ctx, aborts the request (every choice)
 // and frees its cells.
 func (l *LLM) Stream(ctx context.Context, prompt string, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
-	return l.stream(ctx, func() ([]string, []*mailbox, error) { return l.submit([]string{prompt}, params, opts...) })
-}
-
-// StreamChat is Stream for a conversation rendered through the chat
-// template, as Chat. With tools offered, each Delta's TextDelta is
-// content and its ToolCalls the pieces of the calls as they are written:
-// a call's first piece carries its index, ID, type and name, the next
-// ones fragments of its arguments (chat.ToolParser); the last Delta's
-// FinishReason is "tool_calls" when the reply made calls. With
-// WithChoices, each choice is parsed (and, for a forced call,
-// constrained) on its own.
-func (l *LLM) StreamChat(ctx context.Context, req ChatRequest, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
-	return func(yield func(Delta, error) bool) {
-		var t chatTurn
-		submit := func() ([]string, []*mailbox, error) {
-			err := l.admit(1)
-			if err == nil {
-				t, err = l.prepareChat(req, params, opts)
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			return l.submitEncoded([]string{t.prompt}, t.params, false, t.literal, t.opts...)
+	return l.stream(ctx, func() ([]string, []*mailbox, error) {
+		params, opts, err := l.withFormat(params, opts)
+		if err != nil {
+			return nil, nil, err
 		}
-		for d, err := range l.stream(ctx, submit) {
-			if err == nil {
-				t.parse(&d)
-			}
-			if !yield(d, err) {
-				return
-			}
-		}
-	}
+		return l.submit([]string{prompt}, params, opts...)
+	})
 }
 
 // StreamTokens is Stream for a prompt given as token ids.
 func (l *LLM) StreamTokens(ctx context.Context, prompt []int32, params sampler.Params, opts ...StreamOption) iter.Seq2[Delta, error] {
 	return l.stream(ctx, func() ([]string, []*mailbox, error) {
+		params, opts, err := l.withFormat(params, opts)
+		if err != nil {
+			return nil, nil, err
+		}
 		id := l.newID()
 		req := &Request{ID: id, Prompt: append([]int32(nil), prompt...), Params: params}
 		for _, o := range opts {
@@ -816,7 +541,7 @@ func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, e
 				if o.Finished {
 					open--
 				}
-				if !yield(o, nil) {
+				if !yield(Delta{Output: o}, nil) {
 					if open > 0 {
 						l.abort(ids...)
 					}
@@ -841,42 +566,33 @@ func (l *LLM) stream(ctx context.Context, submit func() ([]string, []*mailbox, e
 	}
 }
 
-// kvUsed asks the loop for the cells in use, after every command sent
-// before it (tests). With clear, retained sequences (cached prefixes,
-// idle sessions) are freed first.
-func (l *LLM) kvUsed(clear bool) (int, error) {
-	ch := make(chan int, 1)
-	q := func(w *worker) {
-		if clear {
-			w.clear()
-		}
-		ch <- w.ctx.Used()
-	}
-	if err := l.send(command{query: q}); err != nil {
-		return 0, err
+// query runs f on the loop, after every command sent before it, and
+// waits for it.
+func (l *LLM) query(f func(*loop)) error {
+	ran := make(chan struct{})
+	if err := l.send(command{query: func(lp *loop) { f(lp); close(ran) }}); err != nil {
+		return err
 	}
 	select {
-	case u := <-ch:
-		return u, nil
-	case <-l.done:
-		return 0, ErrClosed
+	case <-ran:
+		return nil
+	case <-l.loop.done:
+		return ErrClosed
 	}
+}
+
+// cellsUsed is the cells in use after every command sent before it
+// (tests).
+func (l *LLM) cellsUsed() (int, error) {
+	var n int
+	err := l.query(func(lp *loop) { n = lp.ctx.Used() })
+	return n, err
 }
 
 // ClearCache frees the retained sequences: cached prefixes and idle
 // sessions (whose next turn then recomputes its conversation). With no
 // request running, no cell is in use afterwards.
-func (l *LLM) ClearCache() error {
-	_, err := l.kvUsed(true)
-	return err
-}
-
-// clear frees w's retained sequences and publishes its stats.
-func (w *worker) clear() {
-	w.eng.ClearCache()
-	st := w.eng.Stats()
-	w.stats.Store(&st)
-}
+func (l *LLM) ClearCache() error { return l.query((*loop).clear) }
 
 // Stats is a snapshot of the load and counters as of the loop's last
 // step. It never waits for a step, so a metrics scrape is cheap. A
@@ -884,119 +600,11 @@ func (w *worker) clear() {
 // before the loop has added it to the engine (in the inbox, or in the
 // step that adds it), as waiting.
 func (l *LLM) Stats() Stats {
-	s := *l.w.stats.Load()
+	s := *l.loop.stats.Load()
 	s.Finished = maps.Clone(s.Finished)
 	if l.cache != nil {
 		s.InferenceCacheHits, s.InferenceCacheBytes = l.cache.stats()
 	}
-	l.mu.Lock()
-	s.Waiting += max(0, l.pending-(s.Running+s.Waiting))
-	l.mu.Unlock()
+	s.Waiting += max(0, l.loop.pendingCount()-(s.Running+s.Waiting))
 	return s
-}
-
-// loop owns w's engine: it takes its inbox, steps while there is work,
-// and delivers outputs; it sleeps when idle and returns on Close.
-func (l *LLM) loop(w *worker) {
-	boxes := map[string]*mailbox{}
-	finish := func(id string, o Output, err error) {
-		if b := boxes[id]; b != nil {
-			delete(boxes, id)
-			l.mu.Lock() // before the caller hears of the end, so its next call finds room
-			l.pending--
-			l.mu.Unlock()
-			b.put(o, err)
-		}
-	}
-	for {
-		l.mu.Lock()
-		cmds, closed := w.inbox, l.closed
-		w.inbox = nil
-		l.mu.Unlock()
-		if closed {
-			for _, c := range cmds {
-				if c.req != nil {
-					boxes[c.req.ID] = c.box
-				}
-			}
-			for id := range boxes {
-				w.eng.Abort(id)
-				finish(id, Output{}, ErrClosed)
-			}
-			return
-		}
-		var queries []func(*worker)
-		l.guard(w, boxes, finish, func() {
-			for _, c := range cmds {
-				switch {
-				case c.req != nil:
-					boxes[c.req.ID] = c.box
-					if err := w.eng.Add(*c.req); err != nil {
-						finish(c.req.ID, Output{}, err)
-					}
-				case c.query != nil:
-					queries = append(queries, c.query)
-				case c.endSession != "":
-					if err := w.eng.EndSession(c.endSession); err != nil {
-						l.fail(w, boxes, finish, err)
-					}
-				default:
-					w.eng.Abort(c.abort)
-				}
-			}
-			if w.eng.HasUnfinished() {
-				l.step(w, boxes, finish)
-			}
-		})
-		st := w.eng.Stats()
-		w.stats.Store(&st)
-		for _, q := range queries { // after the step that reported the aborts before them (and its stats)
-			q(w)
-		}
-		if !w.eng.HasUnfinished() {
-			<-w.wake // a send after the inbox was taken left a wake-up
-		}
-	}
-}
-
-// guard runs the loop's work on w's engine; a panic there (sampling, a
-// Constraint, stop strings, detokenising) fails w's requests with a
-// *PanicError and frees their cells, as a failed step does, and the loop
-// goes on.
-func (l *LLM) guard(w *worker, boxes map[string]*mailbox, finish func(string, Output, error), work func()) {
-	defer func() {
-		if v := recover(); v != nil {
-			l.fail(w, boxes, finish, recovered(v))
-		}
-	}()
-	work()
-}
-
-// step runs one engine step and delivers its outputs.
-func (l *LLM) step(w *worker, boxes map[string]*mailbox, finish func(string, Output, error)) {
-	outs, err := w.eng.Step()
-	for _, o := range outs {
-		b := boxes[o.ID]
-		switch {
-		case b == nil:
-		case o.Finished && b.last(): // the request's last choice
-			finish(o.ID, o, nil)
-		default:
-			b.put(o, nil)
-		}
-	}
-	if err != nil {
-		l.fail(w, boxes, finish, err)
-	}
-}
-
-// fail ends every request of w with err after its cache failed, and frees
-// everything it holds.
-func (l *LLM) fail(w *worker, boxes map[string]*mailbox, finish func(string, Output, error), err error) {
-	for id := range boxes {
-		w.eng.Abort(id)
-		finish(id, Output{}, err)
-	}
-	w.eng.Step() // reports the aborts, to nobody
-	w.eng.ClearCache()
 }

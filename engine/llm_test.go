@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/vkllm/vkllm/internal/testmodel"
 	"github.com/vkllm/vkllm/sampler"
 )
 
@@ -24,18 +25,30 @@ func openLLM(t testing.TB, opts Options) *LLM {
 	return l
 }
 
+// openToolLLM opens the tiny model with 1024 positions: a prompt that
+// describes tools in the Hermes format is longer than its 256.
+func openToolLLM(t testing.TB, maxSeqs int) *LLM {
+	t.Helper()
+	l, err := Open(context.Background(), testmodel.LongContext(t, tinyModel, 1024), Options{ContextLen: 1024, MaxSeqs: maxSeqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func checkNoCells(t testing.TB, l *LLM) {
 	t.Helper()
-	used, err := l.kvUsed(true)
+	if err := l.ClearCache(); err != nil {
+		t.Fatal(err)
+	}
+	used, err := l.cellsUsed()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if used != 0 {
 		t.Fatalf("%d cells in use", used)
 	}
-	l.mu.Lock()
-	p := l.pending
-	l.mu.Unlock()
+	p := l.loop.pendingCount()
 	if p != 0 {
 		t.Fatalf("%d requests still pending", p)
 	}
@@ -260,14 +273,12 @@ func TestRandomized(t *testing.T) {
 	case <-time.After(240 * time.Second):
 		t.Fatal("requests lost: not every stream ended")
 	}
-	used, err := l.kvUsed(false) // no sessions left; cached prefixes may hold cells
+	used, err := l.cellsUsed() // no sessions left; cached prefixes may hold cells
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkNoCells(t, l)
-	l.mu.Lock()
-	left := l.pending
-	l.mu.Unlock()
+	left := l.loop.pendingCount()
 	if left != 0 {
 		t.Fatalf("%d requests still pending", left)
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
-	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // Output is what one Step reports about one request: the tokens it drew
@@ -22,10 +21,6 @@ type Output struct {
 	// and a stop string is left out.
 	TextDelta string
 	Logprobs  []TokenLogprob // one per new token when Params.Logprobs > 0
-	// ToolCalls are the pieces of tool calls this text completes, when
-	// a chat request offers tools (see LLM.StreamChat); TextDelta is
-	// then the content around the calls.
-	ToolCalls []chat.ToolCallDelta
 	// Embedding is an embedding request's pooled vector, in its final
 	// Output (Request.Embed).
 	Embedding []float32

@@ -44,6 +44,9 @@ type Request struct {
 	// constraintKey names the constraints for the LLM's inference cache
 	// (WithConstraintKey).
 	constraintKey string
+	// format is the response format of WithResponseFormat, which the
+	// LLM turns into Constraints before the request is added.
+	format *ResponseFormat
 }
 
 // State is where a request is in its life.

@@ -112,7 +112,7 @@ func (s *scheduler) next(m *blockManager) (*schedule, error) {
 			if err := transition(victim.id, &victim.state, Preempted); err != nil {
 				return nil, err
 			}
-			if err := m.preempt(victim); err != nil {
+			if err := m.release(victim); err != nil {
 				return nil, err
 			}
 			free = m.freeCells() - planned

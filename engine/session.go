@@ -125,18 +125,18 @@ func (s *Session) SendChat(ctx context.Context, req ChatRequest, params sampler.
 		msgs := append(slices.Clone(s.messages), req.Messages...)
 		s.mu.Unlock()
 		req.Messages = msgs
-		t, err := s.l.prepareChat(req, params, nil)
+		t, err := s.l.plan(req, params, nil)
 		if err != nil {
 			yield(Delta{}, err)
 			return
 		}
-		prompt, err := s.l.encode(t.prompt, false, t.literal)
+		prompt, err := s.l.encode(t.text, false, t.literal)
 		if err != nil {
 			yield(Delta{}, err)
 			return
 		}
 		var reply Result
-		ok := s.turn(ctx, prompt, t.params, &t, yield, func(d Delta) { reply.add(d) })
+		ok := s.turn(ctx, prompt, t.params, t, yield, func(d Delta) { reply.add(d) })
 		if ok {
 			s.mu.Lock()
 			s.messages = append(msgs, chat.Message{Role: "assistant", Content: reply.Text, ToolCalls: reply.ToolCalls})
@@ -148,7 +148,7 @@ func (s *Session) SendChat(ctx context.Context, req ChatRequest, params sampler.
 // turn runs one request of the session and yields its deltas (parsed by
 // ct's parser, when it has one); it reports whether the reply ended
 // normally (stop, length or tool_calls).
-func (s *Session) turn(ctx context.Context, prompt []int32, params sampler.Params, ct *chatTurn,
+func (s *Session) turn(ctx context.Context, prompt []int32, params sampler.Params, ct *chatPlan,
 	yield func(Delta, error) bool, keep func(Delta)) bool {
 	submit := func() ([]string, []*mailbox, error) {
 		id := s.l.newID()
@@ -164,14 +164,16 @@ func (s *Session) turn(ctx context.Context, prompt []int32, params sampler.Param
 	}
 	ok := false
 	for d, err := range s.l.stream(ctx, submit) {
-		if err == nil {
-			if ct != nil {
-				ct.parse(&d)
+		if err == nil && ct != nil {
+			if err = ct.parse(&d); err != nil {
+				d = Delta{}
 			}
+		}
+		if err == nil {
 			keep(d)
 			ok = d.Finished && (d.FinishReason == "stop" || d.FinishReason == "length" || d.FinishReason == "tool_calls")
 		}
-		if !yield(d, err) {
+		if !yield(d, err) || err != nil {
 			return ok
 		}
 	}

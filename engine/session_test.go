@@ -62,11 +62,11 @@ func TestSessionSecondTurn(t *testing.T) {
 			t.Fatalf("chat on a text session: %v", err)
 		}
 	}
-	if u, _ := l.kvUsed(false); u != len(full)+len(second.Tokens)-1 {
+	if u, _ := l.cellsUsed(); u != len(full)+len(second.Tokens)-1 {
 		t.Fatalf("idle session holds %d cells, want %d", u, len(full)+len(second.Tokens)-1)
 	}
 	s.Close()
-	if u, _ := l.kvUsed(false); u != 0 {
+	if u, _ := l.cellsUsed(); u != 0 {
 		t.Fatalf("%d cells in use after Close", u)
 	}
 	for _, err := range s.Send(context.Background(), "more", p) {

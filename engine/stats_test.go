@@ -20,7 +20,7 @@ func TestKVUsageCountsRunningOnly(t *testing.T) {
 	if _, err := l.Generate(context.Background(), []string{prompt}, sampler.Params{MaxTokens: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.kvUsed(false); err != nil { // after the step that finished it, and its stats
+	if _, err := l.cellsUsed(); err != nil { // after the step that finished it, and its stats
 		t.Fatal(err)
 	}
 	st := l.Stats()

@@ -25,21 +25,11 @@ func (l *LLM) Tokenize(prompt string, addSpecial bool) ([]int32, error) {
 // tokenised without special tokens of the tokenizer's own. Its errors are
 // RenderChat's and Tokenize's.
 func (l *LLM) TokenizeChat(req ChatRequest, addGenerationPrompt bool) ([]int32, error) {
-	if err := l.checkBytes(chatBytes(req)); err != nil {
-		return nil, err
-	}
-	prompt, err := l.renderChat(req, addGenerationPrompt)
+	p, err := l.prompt(req, addGenerationPrompt)
 	if err != nil {
 		return nil, err
 	}
-	if !req.LiteralContent {
-		return l.encode(prompt, false, nil)
-	}
-	lit, err := l.literalRanges(prompt, systemForDeveloper(req.Messages))
-	if err != nil {
-		return nil, err
-	}
-	return l.encode(prompt, false, lit)
+	return l.encode(p.text, false, p.literal)
 }
 
 // Detokenize is the text of ids, special tokens included (as vLLM's

@@ -44,7 +44,7 @@ func checkCall(t *testing.T, what string, res Result, names ...string) {
 // function the grammar makes its reply one parsed call, for Chat,
 // StreamChat and a Session, in every format.
 func TestChatTools(t *testing.T) {
-	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 2})
+	l := openToolLLM(t, 2)
 	defer l.Close()
 	ctx := context.Background()
 	msgs := []chat.Message{{Role: "user", Content: "Weather in Paris?"}}
@@ -144,7 +144,7 @@ func TestChatToolChoiceErrors(t *testing.T) {
 // parsed on its own, and choice i is the reply one request seeded Seed+i
 // gets.
 func TestChatToolsChoices(t *testing.T) {
-	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 4})
+	l := openToolLLM(t, 4)
 	defer l.Close()
 	ctx := context.Background()
 	req := ChatRequest{Messages: []chat.Message{{Role: "user", Content: "Weather in Paris?"}},

@@ -94,6 +94,9 @@ func Open(name string, opts Options) (Backend, error) {
 		} else if sw := (interface{ Software() bool })(nil); errcode.Of(err) == errcode.OOMVRAM && !(errors.As(err, &sw) && sw.Software()) {
 			return nil, err // a GPU without room for the model
 		}
+		if !registered(CPU) {
+			return nil, fmt.Errorf("%w %q: no GPU, and no CPU backend imported (import _ \"github.com/vkllm/vkllm/kernels/cpu\")", ErrUnknownBackend, CPU)
+		}
 		return Open(CPU, opts)
 	}
 	mu.Lock()
@@ -118,4 +121,12 @@ func Describe(b Backend) string {
 		return b.Name() + " (" + d.Describe() + ")"
 	}
 	return b.Name()
+}
+
+// registered reports whether a backend of that name is registered.
+func registered(name string) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	_, ok := registry[name]
+	return ok
 }

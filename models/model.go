@@ -7,7 +7,6 @@ import (
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
-	_ "github.com/vkllm/vkllm/kernels/cpu" // the default backend is always there
 	"github.com/vkllm/vkllm/tensor/gguf"
 )
 

@@ -59,10 +59,12 @@ func TestVulkanParity(t *testing.T) {
 	}
 }
 
-// TestVulkanParitySplit: the same with attention split into segments of
-// 16 cells and merged (flash decoding).
+// TestVulkanParitySplit: the same with every batch on the decode
+// attention kernel (by default a prompt of 8 tokens or more runs the
+// prefill kernel), its lists cut into 2 segments where they are longer
+// than a chunk.
 func TestVulkanParitySplit(t *testing.T) {
-	b := openVulkanConfig(t, vulkan.Config{AttentionSegment: 16})
+	b := openVulkanConfig(t, vulkan.Config{Attention: vulkan.AttentionTuning{PrefillMin: 1 << 20, Segments: 2}})
 	vulkanParity(t, b, "qwen2-tiny", "qwen2-tiny")
 }
 
@@ -73,19 +75,21 @@ func vulkanParity(t *testing.T, b *vulkan.Backend, path, golden string) {
 
 // TestVulkanBatch: four prompts in one batch give the logits of each
 // alone, within 1e-5 of the largest logit, on the Vulkan backend; also
-// with attention split into segments of 16 cells (flash decoding), and
-// with its scratch holding one token (a batch runs in chunks of one).
+// with every batch on the prefill attention kernel or every one on the
+// decode kernel, and with the decode kernel's scratch holding one token
+// (a batch runs in chunks of one).
 func TestVulkanBatch(t *testing.T) {
 	for _, c := range []struct {
 		name, model string
-		seg         int
+		prefillMin  int
 		scratch     int64
 	}{
 		{"qwen2-tiny", "qwen2-tiny", 0, 0}, {"llama-tiny-Q4_1", "llama-tiny-Q4_1.gguf", 0, 0},
-		{"qwen2-tiny split", "qwen2-tiny", 16, 0}, {"qwen2-tiny split chunks", "qwen2-tiny", 16, 1},
+		{"qwen2-tiny prefill kernel", "qwen2-tiny", 1, 0}, {"qwen2-tiny decode kernel", "qwen2-tiny", 1 << 20, 0},
+		{"qwen2-tiny decode kernel chunks", "qwen2-tiny", 1 << 20, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := openVulkanConfig(t, vulkan.Config{AttentionSegment: c.seg, AttentionScratch: c.scratch})
+			b := openVulkanConfig(t, vulkan.Config{Attention: vulkan.AttentionTuning{PrefillMin: c.prefillMin}, AttentionScratch: c.scratch})
 			bitwise := true
 			batchVsAlone(t, openOn(t, filepath.Join(testdata, c.model), b), func(got, alone []float32, seq, pos int) {
 				if j, _, _ := farLogit(got, alone, 1e-5); j >= 0 {
@@ -290,7 +294,7 @@ func TestVulkanPlacement(t *testing.T) {
 // in chunks.
 func TestVulkanDecodeAllocatesNothing(t *testing.T) {
 	for _, limit := range []int64{0, 1} {
-		b := openVulkanConfig(t, vulkan.Config{AttentionSegment: 16, AttentionScratch: limit})
+		b := openVulkanConfig(t, vulkan.Config{AttentionScratch: limit})
 		m := openOn(t, filepath.Join(testdata, "qwen2-tiny"), b)
 		vocab := int32(m.Config.VocabSize)
 		// A step of n tokens: most to sequence 0, one in four to 1; next
@@ -359,22 +363,30 @@ func TestVulkanDecodeAllocatesNothing(t *testing.T) {
 // with the scratch bounded below the budget the same Context is made and
 // decodes (its batches' attention in chunks of tokens).
 func TestVulkanReserveOOM(t *testing.T) {
-	// Segments of one cell: a token of qwen2-tiny (4 heads of 16) over
-	// 256 cells needs 4·256·18 floats (72 KiB), a batch of 64 4.5 MiB.
-	p := ContextParams{ContextLen: 256, BatchSize: 64}
-	b := openVulkanConfig(t, vulkan.Config{Budget: 2 << 20, BlockSize: 64 << 10, AttentionSegment: 1})
+	// Every batch on the decode kernel: a token of qwen2-tiny (4 heads of
+	// 16) over 256 cells has 4 segments of 18 floats a head (1152 bytes),
+	// a batch of 512 576 KiB. The budget leaves 128 KiB past what the
+	// Context takes without it (every batch on the prefill kernel, which
+	// needs no scratch).
+	p := ContextParams{ContextLen: 256, BatchSize: 512}
+	b := openVulkanConfig(t, vulkan.Config{BlockSize: 64 << 10, Attention: vulkan.AttentionTuning{PrefillMin: 1}})
+	newCtx(t, openOn(t, filepath.Join(testdata, "qwen2-tiny"), b), p)
+	budget, _ := b.Memory()
+	budget += 128 << 10
+	decode := vulkan.AttentionTuning{PrefillMin: 1 << 20}
+	b = openVulkanConfig(t, vulkan.Config{Budget: budget, BlockSize: 64 << 10, Attention: decode})
 	m := openOn(t, filepath.Join(testdata, "qwen2-tiny"), b)
 	held, _ := b.Memory()
 	_, err := m.NewContext(p)
 	var oom *vulkan.OOMError
 	if !errors.As(err, &oom) || errcode.Of(err) != errcode.OOMVRAM {
-		t.Fatalf("a 4.5 MiB attention scratch in a 2 MiB budget: %v, want a *vulkan.OOMError (OOM_VRAM)", err)
+		t.Fatalf("a 576 KiB attention scratch with 128 KiB to spare: %v, want a *vulkan.OOMError (OOM_VRAM)", err)
 	}
 	if used, _ := b.Memory(); used != held {
 		t.Errorf("%d bytes held after the failed context, %d before", used, held)
 	}
 
-	b = openVulkanConfig(t, vulkan.Config{Budget: 2 << 20, BlockSize: 64 << 10, AttentionSegment: 1, AttentionScratch: 256 << 10})
+	b = openVulkanConfig(t, vulkan.Config{Budget: budget, BlockSize: 64 << 10, Attention: decode, AttentionScratch: 32 << 10})
 	m = openOn(t, filepath.Join(testdata, "qwen2-tiny"), b)
 	ctx := newCtx(t, m, p)
 	var bt Batch

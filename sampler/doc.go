@@ -1,5 +1,10 @@
 // Package sampler turns one row of logits into the next token.
 //
+// A caller makes a Sampler per sequence with New(params, prompt), checks
+// params first with Params.Validate, and at each step calls Sample on
+// the step's logits row (Accept for a token it chose otherwise; Dist,
+// Verify and Choose for speculative decoding).
+//
 // Params holds what an OpenAI-style request may ask for; Validate checks
 // every field against its range and returns a *FieldError naming it. A
 // Sampler applies, in vLLM's order: logit bias, repetition penalty (over
@@ -9,28 +14,8 @@
 // is greedy: the largest adjusted logit, the first on ties.
 //
 // A Params.Constraint masks the tokens a grammar forbids before the
-// draw (see Constraint); ToolCallConstraint is the grammar of one forced
-// tool call (a name and a JSON object in a chat format's call syntax,
-// the object following the tool's schema when it has one), and
-// SchemaConstraint makes the reply one JSON document of a Schema.
-//
-// CompileSchema turns a JSON Schema (the subset in jsonschema.go; any
-// other keyword that constrains values is a *SchemaError) into a
-// pushdown automaton over the bytes of compact JSON: a stack of frames,
-// one per value being written, each with its small state, and an exact
-// shortest completion for max_tokens. A Vocab's tokens go in a byte trie
-// once; a step's mask walks it with the automaton, a refused byte pruning
-// its subtree, each byte's writes undone on the way back. Inside a string
-// the tokens that stay in it are a mask cached per vocabulary (per
-// pattern state for pattern strings, in an LRU), and only the tokens
-// holding a '"' are walked. SchemaCache keeps compiled schemas by text.
-//
-// ToolCallConstraint walks the same tries (and one of the special tokens,
-// which only write the call's literal parts) with its grammar's state,
-// copied at each depth, and the arguments' schema state, undone. Inside a
-// string the plain tokens are a mask; without a schema, the others that
-// stay in the string only change its lexer, known per vocabulary, so
-// again only the tokens holding a '"' are walked.
+// draw (see Constraint); package sampler/grammar has the grammars (JSON
+// Schema, regex patterns, forced tool calls).
 //
 // The draw is defined on the whole vocabulary sorted by scaled logit,
 // descending, ties by smaller id: softmax in float64 (normalised over the

@@ -108,36 +108,18 @@ type responseFormat struct {
 	} `json:"json_schema"`
 }
 
-// key names the format's constraint for the inference cache
-// (engine.WithConstraintKey): its type and schema text.
-func (rf *responseFormat) key() string {
+// engine is the format as the library takes it: nil when none is set.
+// A json_schema without a schema maps to one without Schema, which the
+// library refuses (engine.ErrResponseFormat).
+func (rf *responseFormat) engine() *engine.ResponseFormat {
 	if rf == nil {
-		return ""
+		return nil
 	}
-	if rf.JSONSchema != nil && rf.Type == engine.FormatJSONSchema {
-		return rf.Type + ":" + string(rf.JSONSchema.Schema)
-	}
-	return rf.Type
-}
-
-// schema compiles the format: nil for text; a 400 naming
-// response_format (and the schema keyword at fault) otherwise.
-func (rf *responseFormat) schema() (*sampler.Schema, *apiError) {
-	if rf == nil {
-		return nil, nil
-	}
-	f := engine.ResponseFormat{Type: rf.Type}
-	if rf.Type == engine.FormatJSONSchema {
-		if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
-			return nil, badParam("response_format", "response_format json_schema needs json_schema.schema")
-		}
+	f := &engine.ResponseFormat{Type: rf.Type}
+	if rf.Type == engine.FormatJSONSchema && rf.JSONSchema != nil {
 		f.Schema = rf.JSONSchema.Schema
 	}
-	s, err := engine.ResponseSchema(f)
-	if err != nil {
-		return nil, badParam("response_format", "%v", err)
-	}
-	return s, nil
+	return f
 }
 
 // readBody reads the body of a POST for its handler, after the api
@@ -377,90 +359,49 @@ func (f *samplingFields) params() (sampler.Params, int, *apiError) {
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// toolMode is what tool_choice asks for.
-type toolMode int
-
-const (
-	toolsOff      toolMode = iota // no tools, or tool_choice "none"
-	toolsAuto                     // the model may call one
-	toolsRequired                 // the model must call one (of Tools)
-)
-
-// tools checks tools and tool_choice and returns the tools to offer.
-func (r *chatRequest) tools() ([]chat.Tool, toolMode, *apiError) {
+// toolChoice checks tools and tool_choice and maps tool_choice to
+// engine.ChatRequest.ToolChoice: "auto", "none", "required" or the
+// name of a function (the library checks it is one of the tools).
+func (r *chatRequest) toolChoice() (string, *apiError) {
 	for i, t := range r.Tools {
 		if t.Type != "function" {
-			return nil, 0, badParam(fmt.Sprintf("tools[%d].type", i), "tool type must be \"function\", got %q", t.Type)
+			return "", badParam(fmt.Sprintf("tools[%d].type", i), "tool type must be \"function\", got %q", t.Type)
 		}
 		if !toolName.MatchString(t.Function.Name) {
-			return nil, 0, badParam(fmt.Sprintf("tools[%d].function.name", i), "tool names are 1-64 of a-z, A-Z, 0-9, _ and -; got %q", t.Function.Name)
+			return "", badParam(fmt.Sprintf("tools[%d].function.name", i), "tool names are 1-64 of a-z, A-Z, 0-9, _ and -; got %q", t.Function.Name)
 		}
 		if ps := t.Function.Parameters; len(ps) > 0 && string(ps) != "null" {
 			var obj map[string]json.RawMessage
 			if json.Unmarshal(ps, &obj) != nil {
-				return nil, 0, badParam(fmt.Sprintf("tools[%d].function.parameters", i), "parameters must be a JSON Schema object")
+				return "", badParam(fmt.Sprintf("tools[%d].function.parameters", i), "parameters must be a JSON Schema object")
 			}
 		}
 	}
-	mode := toolsAuto
-	tools := r.Tools
-	if len(r.ToolChoice) > 0 && string(r.ToolChoice) != "null" {
-		var s string
-		var named struct {
-			Type     string `json:"type"`
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
+	if len(r.ToolChoice) == 0 || string(r.ToolChoice) == "null" {
+		return "", nil
+	}
+	var s string
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	switch {
+	case json.Unmarshal(r.ToolChoice, &s) == nil:
+		switch s {
+		case engine.ToolNone, engine.ToolAuto, engine.ToolRequired:
+			return s, nil
 		}
-		switch {
-		case json.Unmarshal(r.ToolChoice, &s) == nil:
-			switch s {
-			case "none":
-				mode = toolsOff
-			case "auto":
-			case "required":
-				mode = toolsRequired
-			default:
-				return nil, 0, badParam("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or a named function, got %q", s)
-			}
-		case json.Unmarshal(r.ToolChoice, &named) == nil && named.Type == "function":
-			tools = nil
-			for _, t := range r.Tools {
-				if t.Function.Name == named.Function.Name {
-					tools = []chat.Tool{t}
-				}
-			}
-			if tools == nil {
-				return nil, 0, badParam("tool_choice", "tool_choice names %q, which is not in tools", named.Function.Name)
-			}
-			mode = toolsRequired
-		default:
-			return nil, 0, badParam("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":…}}")
+		return "", badParam("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or a named function, got %q", s)
+	case json.Unmarshal(r.ToolChoice, &named) == nil && named.Type == "function":
+		switch name := named.Function.Name; name {
+		case "":
+			return "", badParam("tool_choice", "tool_choice names no function")
+		case engine.ToolNone, engine.ToolAuto, engine.ToolRequired:
+			return "", badParam("tool_choice", "a tool named %q cannot be forced by name (the name is a tool_choice of its own)", name)
 		}
-		if len(r.Tools) == 0 && mode != toolsOff && s != "auto" {
-			return nil, 0, badParam("tool_choice", "tool_choice needs tools")
-		}
+		return named.Function.Name, nil
 	}
-	if len(r.Tools) == 0 || mode == toolsOff {
-		return nil, toolsOff, nil
-	}
-	return tools, mode, nil
-}
-
-// checkMessages validates roles (engine.CheckRoles, the library's list)
-// and the tool-call fields.
-func (r *chatRequest) checkMessages() *apiError {
-	if len(r.Messages) == 0 {
-		return badParam("messages", "messages must not be empty")
-	}
-	var re *engine.RoleError
-	if errors.As(engine.CheckRoles(r.Messages), &re) {
-		return badParam(fmt.Sprintf("messages[%d].role", re.Index), "unknown role %q; expected one of %s", re.Role, strings.Join(engine.Roles, ", "))
-	}
-	for i, m := range r.Messages {
-		if m.Role == "developer" {
-			r.Messages[i].Role = "system"
-		}
-	}
-	return nil
+	return "", badParam("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":…}}")
 }

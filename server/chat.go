@@ -3,12 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"iter"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/vkllm/vkllm/engine"
@@ -63,34 +59,23 @@ type chunkChoice struct {
 
 type chatChunk = reply[chunkChoice]
 
-// hermesTools is the tool description the server adds as a system message
-// when the model's template knows no tools (Qwen2.5's wording); the reply
-// is then parsed in that format.
-const hermesTools = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
-	"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n%s</tools>\n\n" +
-	"For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n" +
-	"<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>"
-
-const mustCallTool = "You must call at least one of the functions above."
-
-// chatPlan is a validated chat request ready to run.
+// chatPlan is a chat request mapped to the library's: the planning
+// (tools, tool choice, response format, the prompt) is engine's
+// (engine.LLM.StreamChat); the server keeps what only HTTP has.
 type chatPlan struct {
 	req         engine.ChatRequest
 	params      sampler.Params
 	n           int
 	logprobs    bool
 	topLogprobs int
-	tools       toolMode
-	format      chat.Format
-	grammar     *sampler.ToolCallGrammar // tool_choice required or named: the forced call
-	schema      *sampler.Schema          // response_format json_object or json_schema
-	// constraintKey names the grammar or schema for the inference cache.
-	constraintKey string
 }
 
+// planChat maps a chat request to an engine.ChatRequest and its
+// sampling parameters; the errors of the library's planning come back
+// from the stream (engineError maps them).
 func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
-	if e := req.checkMessages(); e != nil {
-		return nil, e
+	if len(req.Messages) == 0 {
+		return nil, badParam("messages", "messages must not be empty")
 	}
 	p, n, e := req.params()
 	if e != nil {
@@ -109,56 +94,12 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 	if req.Logprobs {
 		pl.params.Logprobs = max(pl.topLogprobs, 1)
 	}
-	if pl.schema, e = req.ResponseFormat.schema(); e != nil {
-		return nil, e
-	}
-	tools, mode, e := req.tools()
+	choice, e := req.toolChoice()
 	if e != nil {
 		return nil, e
 	}
-	if pl.schema != nil && mode == toolsRequired {
-		return nil, badParam("response_format", "response_format %q with a forced tool call (tool_choice) is not supported", req.ResponseFormat.Type)
-	}
-	pl.tools = mode
-	if pl.schema != nil {
-		pl.constraintKey = req.ResponseFormat.key()
-	}
-	offered := tools
-	msgs := req.Messages
-	if mode != toolsOff {
-		pl.format = m.ToolFormat
-		var extra string
-		if m.ToolFormat == chat.FormatNone {
-			pl.format = chat.FormatQwen
-			var b strings.Builder
-			for _, t := range tools {
-				js, _ := json.Marshal(t)
-				b.Write(js)
-				b.WriteByte('\n')
-			}
-			extra = fmt.Sprintf(hermesTools, b.String())
-			tools = nil // the template would ignore them
-		}
-		if mode == toolsRequired {
-			extra = strings.TrimSpace(extra + "\n\n" + mustCallTool)
-			g, err := engine.ToolCallGrammar(pl.format, offered)
-			var te *engine.ToolSchemaError
-			if errors.As(err, &te) {
-				i := slices.IndexFunc(req.Tools, func(t chat.Tool) bool { return t.Function.Name == te.Name })
-				return nil, badParam(fmt.Sprintf("tools[%d].function.parameters", i), "%v", err)
-			}
-			if err != nil {
-				return nil, badParam("tools", "%v", err)
-			}
-			pl.grammar = g
-			js, _ := json.Marshal(offered)
-			pl.constraintKey = fmt.Sprintf("tools:%v:%s", pl.format, js)
-		}
-		if extra != "" {
-			msgs = withSystem(msgs, extra)
-		}
-	}
-	pl.req = engine.ChatRequest{Messages: msgs, Tools: tools, RawToolCalls: true, LiteralContent: s.cfg.LiteralContent}
+	pl.req = engine.ChatRequest{Messages: req.Messages, Tools: req.Tools, ToolChoice: choice,
+		ResponseFormat: req.ResponseFormat.engine(), LiteralContent: s.cfg.LiteralContent}
 	if req.LiteralContent != nil {
 		pl.req.LiteralContent = *req.LiteralContent
 	}
@@ -172,18 +113,6 @@ func (s *Server) planChat(req *chatRequest, m *Model) (*chatPlan, *apiError) {
 		return nil, engineError(err, "messages", s.cfg.Logf)
 	}
 	return pl, nil
-}
-
-// withSystem appends text to the first system message, or puts a system
-// message with text first.
-func withSystem(msgs []chat.Message, text string) []chat.Message {
-	out := append([]chat.Message(nil), msgs...)
-	if len(out) > 0 && out[0].Role == "system" {
-		out[0].Content = out[0].Text() + "\n\n" + text
-		out[0].Parts = nil
-		return out
-	}
-	return append([]chat.Message{{Role: "system", Content: text}}, out...)
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -208,18 +137,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte)
 		writeError(w, e)
 		return
 	}
-	var constraints []sampler.Constraint // one per choice: a constraint has state
-	for range pl.n {
-		switch {
-		case pl.grammar != nil:
-			constraints = append(constraints, sampler.NewToolCallConstraint(pl.grammar, m.vocab(), pl.params.MaxTokens))
-		case pl.schema != nil:
-			constraints = append(constraints, sampler.NewSchemaConstraint(pl.schema, m.vocab(), pl.params.MaxTokens))
-		}
-	}
 	stream := func(ctx context.Context) iter.Seq2[engine.Delta, error] {
-		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n, constraints...), engine.WithAdapter(adapter),
-			engine.WithConstraintKey(pl.constraintKey))
+		return m.Gen.StreamChat(ctx, pl.req, pl.params, engine.WithChoices(pl.n), engine.WithAdapter(adapter))
 	}
 	ctx := r.Context()
 	run := s.startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, pl.n)
@@ -244,12 +163,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte)
 	resp := chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model, Usage: c.usage()}
 	for i := range c.choices {
 		ch := &c.choices[i]
-		content, calls, reason, e := c.finish(ch)
-		if e != nil {
-			writeError(w, e)
-			return
-		}
-		cc := chatChoice{Index: i, Message: chatMessage{Role: "assistant", Content: &content, ToolCalls: calls}, FinishReason: reason}
+		content, calls := string(ch.text), ch.calls
+		cc := chatChoice{Index: i, Message: chatMessage{Role: "assistant", Content: &content, ToolCalls: calls}, FinishReason: ch.reason}
 		if len(calls) > 0 && content == "" {
 			cc.Message.Content = nil
 		}
@@ -282,65 +197,6 @@ func (c *chatOut) usage() *usage {
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u
-}
-
-// vocab is the model's vocabulary for the tool constraint, built at the
-// first forced call.
-func (m *Model) vocab() *sampler.Vocab {
-	m.vocabOnce.Do(func() { m.vocabBytes = engine.ToolVocab(m.Gen.Tokenizer()) })
-	return m.vocabBytes
-}
-
-// newCallParser is the parser of a reply's tool calls.
-func (c *chatOut) newCallParser() *chat.ToolParser {
-	return chat.NewToolParser(c.plan.format, func() string { return newID("call_") })
-}
-
-// finish is a finished choice's content, tool calls and finish reason.
-func (c *chatOut) finish(ch *choiceState) (string, []chat.ToolCall, string, *apiError) {
-	text := string(ch.text)
-	if c.plan.tools == toolsOff {
-		return text, nil, ch.reason, nil
-	}
-	p := c.newCallParser()
-	content, _ := p.Add(text)
-	rest, _, truncated := p.Finish()
-	reason, e := c.reason(ch, p.Calls(), truncated)
-	return content + rest, p.Calls(), reason, e
-}
-
-// validArgs reports whether a call's arguments are a JSON object.
-func validArgs(args string) bool {
-	var obj map[string]json.RawMessage
-	return json.Unmarshal([]byte(args), &obj) == nil
-}
-
-// errNoToolCall answers a forced call the reply does not hold.
-var errNoToolCall = newError(http.StatusInternalServerError, "server_error", "tool_call_failed",
-	"tool_choice asked for a tool call, and the model's reply is not a valid call of an offered tool")
-
-// reason is a choice's finish_reason: "tool_calls" when it made calls,
-// else the engine's. A forced call (tool_choice required or named) that
-// the reply lacks, or that names another tool or has no JSON object for
-// arguments, is an error, unless max_tokens cut it ("length", as OpenAI).
-func (c *chatOut) reason(ch *choiceState, calls []chat.ToolCall, truncated bool) (string, *apiError) {
-	if ch.reason == "length" && (truncated || len(calls) == 0) {
-		return "length", nil
-	}
-	if g := c.plan.grammar; g != nil {
-		if len(calls) == 0 || truncated {
-			return "", errNoToolCall
-		}
-		for _, call := range calls {
-			if !g.Has(call.Function.Name) || !validArgs(call.Function.Arguments) {
-				return "", errNoToolCall
-			}
-		}
-	}
-	if len(calls) > 0 && !truncated {
-		return "tool_calls", nil
-	}
-	return ch.reason, nil
 }
 
 // logprobs is the chat shape of token log-probabilities.
@@ -376,26 +232,25 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 		return chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
 			Choices: []chunkChoice{{Index: i, Delta: d, Logprobs: lp, FinishReason: reason}}}
 	}
-	var parsers []*chat.ToolParser // tools offered: calls stream as they are written
-	if c.plan.tools != toolsOff {
-		parsers = make([]*chat.ToolParser, len(c.choices))
-		for i := range parsers {
-			parsers[i] = c.newCallParser()
-		}
-	}
+	tools := len(c.plan.req.Tools) > 0 && c.plan.req.ToolChoice != engine.ToolNone
 	handle := func(ev event) error {
 		ch := &c.choices[ev.i]
 		ch.add(ev.d, time.Now(), mm, run.start)
-		if parsers != nil {
-			return c.sendCalls(out, parsers[ev.i], ev, !roleSent[ev.i], chunk)
-		}
 		text := ev.d.TextDelta
 		var lp *chatLogprobs
-		if c.plan.logprobs {
+		if c.plan.logprobs && (!tools || len(ev.d.Logprobs) > 0) {
 			lp = &chatLogprobs{Content: c.logprobs(ev.d.Logprobs)}
 		}
-		if text != "" || len(ev.d.NewTokens) > 0 || !roleSent[ev.i] {
-			if err := out.send(chunk(ev.i, chatDelta{Content: &text}, lp, nil)); err != nil {
+		send := text != "" || len(ev.d.NewTokens) > 0 || !roleSent[ev.i]
+		if tools { // text that may be a call is held back: a delta may say nothing
+			send = text != "" || len(ev.d.ToolCalls) > 0 || lp != nil || !roleSent[ev.i]
+		}
+		if send {
+			d := chatDelta{ToolCalls: ev.d.ToolCalls}
+			if text != "" || len(ev.d.ToolCalls) == 0 {
+				d.Content = &text
+			}
+			if err := out.send(chunk(ev.i, d, lp, nil)); err != nil {
 				return err
 			}
 		}
@@ -415,40 +270,4 @@ func (c *chatOut) stream(ctx context.Context, w http.ResponseWriter, run *run, f
 		}
 	}
 	out.done()
-}
-
-// sendCalls streams one event of a choice that was offered tools: content
-// and tool-call deltas as the parser finds them, and at the end the
-// finish reason (or, as an *apiError, the error of a forced call that
-// failed).
-func (c *chatOut) sendCalls(out *sse, p *chat.ToolParser, ev event, first bool,
-	chunk func(int, chatDelta, *chatLogprobs, *string) chatChunk) error {
-	ch := &c.choices[ev.i]
-	content, deltas := p.Add(ev.d.TextDelta)
-	truncated := false
-	if ch.finished {
-		rest, more, cut := p.Finish()
-		content, deltas, truncated = content+rest, append(deltas, more...), cut
-	}
-	var lp *chatLogprobs
-	if c.plan.logprobs && len(ev.d.Logprobs) > 0 {
-		lp = &chatLogprobs{Content: c.logprobs(ev.d.Logprobs)}
-	}
-	if content != "" || len(deltas) > 0 || lp != nil || first {
-		d := chatDelta{ToolCalls: deltas}
-		if content != "" || len(deltas) == 0 {
-			d.Content = &content
-		}
-		if err := out.send(chunk(ev.i, d, lp, nil)); err != nil {
-			return err
-		}
-	}
-	if !ch.finished {
-		return nil
-	}
-	reason, e := c.reason(ch, p.Calls(), truncated)
-	if e != nil {
-		return e
-	}
-	return out.send(chunk(ev.i, chatDelta{}, nil, &reason))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"math"
 	"net/http"
 	"time"
 
@@ -72,13 +71,8 @@ func parsePrompts(raw json.RawMessage) ([]prompt, *apiError) {
 }
 
 // maxPending is the requests m's generator queues at once (each prompt
-// of a completion is one), unbounded when it does not say.
-func maxPending(m *Model) int {
-	if g, ok := m.Gen.(interface{ MaxPending() int }); ok {
-		return g.MaxPending()
-	}
-	return math.MaxInt
-}
+// of a completion is one).
+func maxPending(m *Model) int { return m.Gen.MaxPending() }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req completionRequest
@@ -116,10 +110,6 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 	case req.Logprobs != nil && (*req.Logprobs < 0 || *req.Logprobs > 20):
 		e = badParam("logprobs", "logprobs must be in [0, 20], got %d", *req.Logprobs)
 	}
-	var schema *sampler.Schema
-	if e == nil {
-		schema, e = req.ResponseFormat.schema()
-	}
 	if e != nil {
 		writeError(w, e)
 		return
@@ -138,21 +128,17 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 	streams := make([]func(context.Context) iter.Seq2[engine.Delta, error], len(prompts)) // one per prompt, of n choices
 	for k, pr := range prompts {
 		streams[k] = func(ctx context.Context) iter.Seq2[engine.Delta, error] {
-			var constraints []sampler.Constraint // one per choice: a constraint has state
-			if schema != nil {
-				for range n {
-					constraints = append(constraints, sampler.NewSchemaConstraint(schema, m.vocab(), p.MaxTokens))
-				}
+			opts := []engine.StreamOption{engine.WithChoices(n), engine.WithAdapter(adapter)}
+			if rf := req.ResponseFormat.engine(); rf != nil {
+				opts = append(opts, engine.WithResponseFormat(*rf))
 			}
 			if pr.ids != nil {
-				return m.Gen.StreamTokens(ctx, pr.ids, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter),
-					engine.WithConstraintKey(req.ResponseFormat.key()))
+				return m.Gen.StreamTokens(ctx, pr.ids, p, opts...)
 			}
 			if pr.text == "" {
 				return func(yield func(engine.Delta, error) bool) { yield(engine.Delta{}, sampler.ErrEmptyPrompt) }
 			}
-			return m.Gen.Stream(ctx, pr.text, p, engine.WithChoices(n, constraints...), engine.WithAdapter(adapter),
-				engine.WithConstraintKey(req.ResponseFormat.key()))
+			return m.Gen.Stream(ctx, pr.text, p, opts...)
 		}
 	}
 	ctx := r.Context()

@@ -17,9 +17,8 @@ import (
 // (OpenAI's limit).
 const MaxEmbeddingInputs = 2048
 
-// Embedder is what POST /v1/embeddings needs of a model's Generator, an
-// optional capability (*engine.LLM has it); a model without it answers
-// 400.
+// Embedder is what POST /v1/embeddings needs of a model's Generator; a
+// model without embeddings returns errors.ErrUnsupported (answered 400).
 type Embedder interface {
 	EmbedConfig() (engine.EmbedConfig, error)
 	Embed(ctx context.Context, inputs []string, opts engine.EmbedOptions) ([]engine.Embedding, error)
@@ -172,12 +171,12 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, body [
 		return
 	}
 	s.note(r, req.Model, req.Input)
-	emb, ok := m.Gen.(Embedder)
-	if !ok {
+	emb := m.Gen
+	cfg, err := emb.EmbedConfig()
+	if errors.Is(err, errors.ErrUnsupported) {
 		writeError(w, badParam("model", "the model %q does not serve embeddings", req.Model))
 		return
 	}
-	cfg, err := emb.EmbedConfig()
 	if err != nil {
 		writeError(w, embeddingError(err, s.cfg.Logf))
 		return

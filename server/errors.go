@@ -57,6 +57,11 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}{e})
 }
 
+// errNoToolCall answers a forced call the reply does not hold
+// (engine.ErrNoToolCall).
+var errNoToolCall = newError(http.StatusInternalServerError, "server_error", "tool_call_failed",
+	"tool_choice asked for a tool call, and the model's reply is not a valid call of an offered tool")
+
 // engineError maps an error of the engine (or of rendering a prompt) to
 // its HTTP answer. promptParam names the request field holding the prompt.
 // An error that is no fault of the request (500) is also logged with
@@ -67,9 +72,23 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 	var fe *sampler.FieldError
 	var te *chat.TemplateError
 	var ue *tokenizer.InvalidUTF8Error
+	var re *engine.RoleError
+	var tse *engine.ToolSchemaError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &re):
+		return badParam(fmt.Sprintf("messages[%d].role", re.Index), "%v", err)
+	case errors.As(err, &tse):
+		return badParam(fmt.Sprintf("tools[%d].function.parameters", tse.Index), "%v", err)
+	case errors.Is(err, engine.ErrToolChoice):
+		return badParam("tool_choice", "%v", err)
+	case errors.Is(err, engine.ErrResponseFormat):
+		return badParam("response_format", "%v", err)
+	case errors.Is(err, engine.ErrNoToolCall):
+		return errNoToolCall
+	case errors.Is(err, errors.ErrUnsupported):
+		return badParam("model", "the model does not support this: %v", err)
 	case errors.As(err, &fe):
 		return badParam(fe.Field, "%s", fe.Error())
 	case errors.Is(err, sampler.ErrEmptyPrompt):

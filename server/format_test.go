@@ -11,8 +11,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // userSchema is a strict structured-output schema: every property
@@ -115,14 +113,7 @@ func TestResponseFormat(t *testing.T) {
 // TestToolArgsFollowSchema: a forced call's arguments follow its tool's
 // parameters schema, streamed or not.
 func TestToolArgsFollowSchema(t *testing.T) {
-	ts := newTestServer(t, Config{Open: func(s Spec) (*Model, error) {
-		m, err := OpenModel(context.Background(), s.Path, tinyOptions())
-		if m != nil {
-			m.ToolFormat = chat.FormatQwen // the template as if it described tools
-		}
-		return m, err
-	}})
-	ts.waitLoaded()
+	ts := newToolServer(t)
 	c := ts.client()
 	const params = `{"type":"object","properties":{"city":{"type":"string","maxLength":12},"unit":{"enum":["c","f"]},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","unit","days"],"additionalProperties":false}`
 	validate := jsonValidator(t, params)
@@ -165,6 +156,11 @@ func TestResponseFormatErrors(t *testing.T) {
 		{`{` + ok + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"type":"string","format":"email"}}}}}}`, "response_format", `#/properties/a: format`},
 		{`{` + ok + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"not":{}}}}}`, "response_format", `not`},
 		{`{` + ok + `,"tool_choice":"required","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","patternProperties":{"x":{}}}}}]}`, "tools[0].function.parameters", "patternProperties"},
+		{`{` + ok + `,"tool_choice":{"type":"function","function":{"name":"other"}},"tools":[{"type":"function","function":{"name":"f"}}]}`, "tool_choice", "other"},
+		{`{` + ok + `,"tool_choice":"required"}`, "tool_choice", "without tools"},
+		{`{` + ok + `,"tool_choice":"required","tools":[{"type":"function","function":{"name":"f"}}],"response_format":{"type":"json_object"}}`, "response_format", "forced tool call"},
+		{`{` + ok + `,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}}`, "response_format", "without a schema"},
+		{`{` + ok + `,"response_format":{"type":"yaml"}}`, "response_format", "yaml"},
 	} {
 		code, _, b := ts.do("POST", "/v1/chat/completions", "application/json", c.body)
 		e := errorBody(t, b)

@@ -43,10 +43,7 @@ func FuzzDecodeChat(f *testing.F) {
 		if _, _, e := req.params(); e != nil {
 			checkDecodeError(t, e)
 		}
-		if _, _, e := req.tools(); e != nil {
-			checkDecodeError(t, e)
-		}
-		if e := req.checkMessages(); e != nil {
+		if _, e := req.toolChoice(); e != nil {
 			checkDecodeError(t, e)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // event is one delta (or the error) of choice i.
@@ -113,7 +114,8 @@ func (r *run) stop() {
 type choiceState struct {
 	started  bool // first delta seen
 	finished bool
-	text     []byte
+	text     []byte // content, when tools are offered
+	calls    []chat.ToolCall
 	tokens   []int32
 	logprobs []engine.TokenLogprob
 	reason   string
@@ -141,6 +143,14 @@ func (c *choiceState) add(d engine.Delta, now time.Time, m *modelMetrics, start 
 	}
 	c.started = true
 	c.text = append(c.text, d.TextDelta...)
+	for _, tc := range d.ToolCalls { // a call's first delta names it, the next ones add arguments
+		if tc.Index == len(c.calls) {
+			c.calls = append(c.calls, chat.ToolCall{ID: tc.ID, Type: tc.Type, Function: chat.FunctionCall{Name: tc.Function.Name}})
+		}
+		if tc.Index >= 0 && tc.Index < len(c.calls) {
+			c.calls[tc.Index].Function.Arguments += tc.Function.Arguments
+		}
+	}
 	c.tokens = append(c.tokens, d.NewTokens...)
 	c.logprobs = append(c.logprobs, d.Logprobs...)
 	if d.Finished {

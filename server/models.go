@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/vkllm/vkllm/engine"
-	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // OpenModel opens a model with engine.Open (cancelling ctx stops the load)
@@ -21,15 +20,12 @@ func OpenModel(ctx context.Context, path string, opts engine.Options) (*Model, e
 }
 
 // NewModel is the Model of an open LLM: its quantisation is the GGUF's
-// file type, else the one written at the end of path's name, and its tool
-// format is the one of its chat template. The Model owns l from then on.
+// file type, else the one written at the end of path's name. The Model
+// owns l from then on.
 func NewModel(l *engine.LLM, path string) *Model {
 	m := &Model{Gen: l, Quant: l.FileType(), Adapters: l.Adapters()}
 	if m.Quant == "" {
 		m.Quant = quantFromName(path)
-	}
-	if cc := l.ChatConfig(); cc != nil {
-		m.ToolFormat = chat.DetectToolFormat(cc.TemplateFor(true))
 	}
 	return m
 }

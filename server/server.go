@@ -1,11 +1,23 @@
-// Package server is vkllm's OpenAI-compatible HTTP server: the handlers of
-// /v1/chat/completions, /v1/completions, /v1/models, /health and /metrics
-// over one or more models loaded with engine.Open, and a chat page at /.
+// Package server is vkllm's OpenAI-compatible HTTP server over one or
+// more models loaded with engine.Open: /v1/chat/completions,
+// /v1/completions, /v1/embeddings and /v1/models, vLLM's /tokenize and
+// /detokenize, /health, /ready (readiness, Drain) and /metrics
+// (Prometheus, under vLLM's names), and a chat page at /.
+//
+//	srv, err := server.New(server.Config{Models: []server.Spec{{Name: "m", Path: path}}})
+//	defer srv.Close()
+//	http.ListenAndServe(addr, srv.Handler()) // or srv.Register(mux) beside routes of one's own
 //
 // New starts loading the models in the background and returns at once;
 // Handler is the whole server as an http.Handler, and Register mounts the
 // same routes on a caller's http.ServeMux beside its own. Every request is
 // logged through Config.Logger (log/slog) when it ends.
+//
+// The server maps JSON to the library's requests and the library's typed
+// errors to HTTP statuses; it decides nothing the library could: a chat
+// request is an engine.ChatRequest, planned by engine.LLM.StreamChat
+// (tools, tool choice, response format, the prompt). A model is served
+// through the Generator interface, which *engine.LLM implements.
 //
 // Hostile clients: a body is bounded in size (413 before it is read when
 // its Content-Length is too big), in time (Config.BodyTimeout) and in
@@ -22,34 +34,6 @@
 // cross-site "simple request" would send) is refused with 415 before any
 // work. A page served by the same origin (the server's own, at /) needs
 // none of this.
-//
-// Layout:
-//
-//	server.go      Server: the model registry, background loading, routing,
-//	               API key, body limit, request logs, Close
-//	api.go         request bodies and their validation into sampler.Params
-//	generate.go    running the n choices of a request (one engine stream
-//	               each) and turning their deltas into events
-//	chat.go        POST /v1/chat/completions (tools and tool calls too)
-//	toolstream.go  reading Hermes tool calls as they stream (callParser)
-//	toolgrammar.go the constraint that forces a tool call (tool_choice
-//	               required or a named function)
-//	completions.go POST /v1/completions
-//	sse.go         the text/event-stream writer
-//	metrics.go     Prometheus metrics under vLLM's names
-//	cacheinfo.go   vllm:cache_config_info, the KV cache in prefix blocks
-//	ready.go       /ready and Drain, readiness for orchestrators
-//	web.go         the chat page (web/: HTML, CSS, JavaScript modules)
-//	models.go      a model as served: its quantisation and tool format,
-//	               asked of the engine.LLM
-//	tokenize.go    POST /tokenize and /detokenize (vLLM's shapes) and
-//	               GET /v1/models/{id}
-//	limits.go      API keys (Keys, ParseKeys) and their per-key limits:
-//	               concurrent requests and tokens per minute
-//	reqlog.go      what each request's log record says beyond its status:
-//	               request id, key id, model, tokens, TTFT, finish reason
-//	errors.go      errors in OpenAI's shape and the engine's errors mapped
-//	               to HTTP statuses
 package server
 
 import (
@@ -77,7 +61,9 @@ import (
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
-// Generator is what the server needs of a model; *engine.LLM is one.
+// Generator is what the server needs of a model; *engine.LLM is one. A
+// Generator that lacks a capability (tokenizing on request, embeddings)
+// returns errors.ErrUnsupported from its methods, answered 400.
 type Generator interface {
 	// The Stream calls run one request; with engine.WithChoices its
 	// choices share one prefill and their Deltas carry their Index.
@@ -88,6 +74,19 @@ type Generator interface {
 	// Tokenizer is the model's; a Generator without one (nil) fails
 	// its load with engine.ErrNoTokenizer.
 	Tokenizer() *tokenizer.Tokenizer
+	// MaxPending bounds the requests queued at once (each prompt of a
+	// completion is one); MaxLen is the most tokens of one request (0:
+	// not said).
+	MaxPending() int
+	MaxLen() int
+	// ClearCache frees the retained K/V (cached prefixes, idle sessions).
+	ClearCache() error
+	// Model and ToolFormat say what was loaded, for the log (Model: nil
+	// when there is none).
+	Model() *models.Model
+	ToolFormat() chat.Format
+	Tokenizing
+	Embedder
 	Close() error
 }
 
@@ -96,17 +95,10 @@ type Model struct {
 	Gen Generator
 	// Quant is the GGUF quantisation ("Q4_1", "F16", …), "" when unknown.
 	Quant string
-	// ToolFormat is how the model writes tool calls (from its chat
-	// template); FormatNone means the template knows no tools and the
-	// server describes them itself in the Hermes format and parses that.
-	ToolFormat chat.Format
 	// Adapters name the model's LoRA adapters (engine.Options.Adapters):
 	// a request for "NAME:ADAPTER" runs with engine.WithAdapter(ADAPTER),
 	// and /v1/models lists it.
 	Adapters []string
-
-	vocabOnce  sync.Once
-	vocabBytes *sampler.Vocab // see vocab
 }
 
 // Spec is one --model NAME=PATH.
@@ -296,10 +288,11 @@ func (s *Server) load() {
 			s.log.Error("model failed to load", "model", e.spec.Name, "path", e.spec.Path, "err", err)
 		} else {
 			attrs := []any{"model", e.spec.Name, "path", e.spec.Path, "quant", m.Quant,
-				"tool_format", m.ToolFormat, "took", time.Since(start).Round(time.Millisecond)}
-			if b, ok := m.Gen.(interface{ Model() *models.Model }); ok {
-				attrs = append(attrs, "backend", kernels.Describe(b.Model().Backend()))
+				"took", time.Since(start).Round(time.Millisecond)}
+			if mm := m.Gen.Model(); mm != nil {
+				attrs = append(attrs, "backend", kernels.Describe(mm.Backend()))
 			}
+			attrs = append(attrs, "tool_format", m.Gen.ToolFormat())
 			s.log.Info("model loaded", attrs...)
 		}
 		e.m, e.err, e.at = m, err, time.Now()
@@ -653,9 +646,7 @@ func newModelCard(id, root string, m *Model, at time.Time) modelCard {
 	if a, ok := strings.CutPrefix(id, root+":"); ok && slices.Contains(m.Adapters, a) {
 		c.Parent = root
 	}
-	if g, ok := m.Gen.(interface{ MaxLen() int }); ok {
-		c.MaxModelLen = g.MaxLen()
-	}
+	c.MaxModelLen = m.Gen.MaxLen()
 	return c
 }
 
@@ -744,9 +735,7 @@ type namedModel struct {
 func (s *Server) ClearCache(name string) error {
 	for _, e := range s.entries {
 		if e.spec.Name == name && isReady(e) && e.m != nil {
-			if c, ok := e.m.Gen.(interface{ ClearCache() error }); ok {
-				return c.ClearCache()
-			}
+			return e.m.Gen.ClearCache()
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -711,28 +712,56 @@ func itoa(v uint64) string { b, _ := json.Marshal(v); return string(b) }
 // fakeGen replays a fixed reply and records the chat requests it gets,
 // to test tool calls: the tiny random model never writes one.
 type fakeGen struct {
+	genBase
 	tok   *tokenizer.Tokenizer
 	reply string
 	mu    sync.Mutex
 	reqs  []engine.ChatRequest
-	ps    []sampler.Params // of each chat request (the Constraint: choice 0's)
-	shift int              // added to every delta's Index: a broken Generator
+	shift int // added to every delta's Index: a broken Generator
 }
 
+// StreamChat replays the reply as a model that writes Hermes tool calls
+// would have it streamed by engine.LLM.StreamChat: with tools offered,
+// each choice's text is parsed into content and tool-call deltas, a
+// reply with calls finishes with "tool_calls", and a forced call the
+// reply lacks ends the stream with engine.ErrNoToolCall.
 func (f *fakeGen) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
-	var r engine.Request
-	for _, o := range opts {
-		o(&r)
-	}
-	rec := p
-	if len(r.Constraints) > 0 {
-		rec.Constraint = r.Constraints[0] // choice 0's, as the engine samples it
-	}
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
-	f.ps = append(f.ps, rec)
 	f.mu.Unlock()
-	return f.Stream(ctx, "", p, opts...)
+	if len(req.Tools) == 0 || req.ToolChoice == engine.ToolNone {
+		return f.Stream(ctx, "", p, opts...)
+	}
+	forced := req.ToolChoice != "" && req.ToolChoice != engine.ToolAuto
+	return func(yield func(engine.Delta, error) bool) {
+		parsers := map[int]*chat.ToolParser{}
+		for d, err := range f.Stream(ctx, "", p, opts...) {
+			if err != nil {
+				yield(d, err)
+				return
+			}
+			pr := parsers[d.Index]
+			if pr == nil {
+				pr = chat.NewToolParser(chat.FormatQwen, nil)
+				parsers[d.Index] = pr
+			}
+			d.TextDelta, d.ToolCalls = pr.Add(d.TextDelta)
+			if d.Finished {
+				rest, more, _ := pr.Finish()
+				d.TextDelta, d.ToolCalls = d.TextDelta+rest, append(d.ToolCalls, more...)
+				if len(pr.Calls()) == 0 && forced {
+					yield(engine.Delta{}, engine.ErrNoToolCall)
+					return
+				}
+				if len(pr.Calls()) > 0 {
+					d.FinishReason = "tool_calls"
+				}
+			}
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Stream replays the reply word by word for each choice (WithChoices),
@@ -750,7 +779,7 @@ func (f *fakeGen) Stream(ctx context.Context, _ string, p sampler.Params, opts .
 					yield(engine.Delta{}, ctx.Err())
 					return
 				}
-				d := engine.Delta{Index: c + f.shift, NewTokens: []int32{int32(i)}, TextDelta: w}
+				d := engine.Delta{Output: engine.Output{Index: c + f.shift, NewTokens: []int32{int32(i)}, TextDelta: w}}
 				if i == len(words)-1 {
 					d.Finished, d.FinishReason = true, "stop"
 					d.Usage = engine.Usage{PromptTokens: 3, CompletionTokens: len(words)}
@@ -766,6 +795,34 @@ func (f *fakeGen) Stream(ctx context.Context, _ string, p sampler.Params, opts .
 func (f *fakeGen) StreamTokens(ctx context.Context, _ []int32, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
 	return f.Stream(ctx, "", p, opts...)
 }
+
+// genBase is what a fake Generator has of the capabilities it lacks:
+// no queue bound, no max_model_len, nothing to clear, no tokenizing on
+// request nor embeddings (errors.ErrUnsupported).
+type genBase struct{}
+
+func (genBase) MaxPending() int         { return math.MaxInt }
+func (genBase) MaxLen() int             { return 0 }
+func (genBase) ClearCache() error       { return nil }
+func (genBase) Model() *models.Model    { return nil }
+func (genBase) ToolFormat() chat.Format { return chat.FormatNone }
+func (genBase) Tokenize(string, bool) ([]int32, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) TokenizeChat(engine.ChatRequest, bool) ([]int32, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) Detokenize([]int32) (string, error) { return "", errors.ErrUnsupported }
+func (genBase) EmbedConfig() (engine.EmbedConfig, error) {
+	return engine.EmbedConfig{}, errors.ErrUnsupported
+}
+func (genBase) Embed(context.Context, []string, engine.EmbedOptions) ([]engine.Embedding, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) EmbedTokens(context.Context, [][]int32, engine.EmbedOptions) ([]engine.Embedding, error) {
+	return nil, errors.ErrUnsupported
+}
+
 func (f *fakeGen) Stats() engine.Stats             { return engine.Stats{} }
 func (f *fakeGen) Tokenizer() *tokenizer.Tokenizer { return f.tok }
 func (f *fakeGen) Close() error                    { return nil }

@@ -47,11 +47,7 @@ func (s *Server) tokenizing(name string) (Tokenizing, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	t, ok := m.Gen.(Tokenizing)
-	if !ok {
-		return nil, badParam("model", "the model %q does not tokenize on request", name)
-	}
-	return t, nil
+	return m.Gen, nil
 }
 
 // handleTokenize is vLLM's POST /tokenize: {"model", "prompt",
@@ -84,15 +80,15 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request, body []b
 		ids, err = t.Tokenize(*req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens)
 	case req.Messages != nil:
 		param = "messages"
-		cr := chatRequest{Messages: req.Messages}
-		if e = cr.checkMessages(); e != nil {
+		if len(req.Messages) == 0 {
+			e = badParam("messages", "messages must not be empty")
 			break
 		}
 		if req.AddSpecialTokens != nil && *req.AddSpecialTokens {
 			e = badParam("add_special_tokens", "add_special_tokens goes with prompt: the chat template writes its own")
 			break
 		}
-		creq := engine.ChatRequest{Messages: cr.Messages, LiteralContent: s.cfg.LiteralContent}
+		creq := engine.ChatRequest{Messages: req.Messages, LiteralContent: s.cfg.LiteralContent}
 		if len(req.TemplateKwargs) > 0 {
 			creq.Kwargs = map[string]any{}
 			for k, v := range req.TemplateKwargs {

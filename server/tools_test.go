@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/internal/testmodel"
 	"github.com/vkllm/vkllm/tokenizer"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
@@ -25,7 +26,7 @@ func newFakeServer(t *testing.T, reply string) (*testServer, *fakeGen) {
 	}
 	f := &fakeGen{tok: tok, reply: reply}
 	ts := newTestServer(t, Config{Models: []Spec{{Name: "fake", Path: "-"}},
-		Open: func(Spec) (*Model, error) { return &Model{Gen: f, ToolFormat: chat.FormatNone}, nil }})
+		Open: func(Spec) (*Model, error) { return &Model{Gen: f}, nil }})
 	ts.waitLoaded()
 	return ts, f
 }
@@ -36,9 +37,10 @@ var weatherTool = openai.ChatCompletionFunctionTool(shared.FunctionDefinitionPar
 })
 
 // TestToolCalls runs the real handlers over a generator that replies with
-// a Hermes tool call: the server must describe the tools to the model (the
-// tiny model's ChatML template knows none), parse the call and answer in
-// OpenAI's shape, streaming or not.
+// a Hermes tool call: the server must hand the tools and tool_choice to
+// the library as they came and answer the parsed call in OpenAI's shape,
+// streaming or not. (The library describes the tools to the model and
+// parses the call: engine's TestChatTools, and TestChatSameAsGo here.)
 func TestToolCalls(t *testing.T) {
 	ts, f := newFakeServer(t, toolReply)
 	c := ts.client()
@@ -57,9 +59,8 @@ func TestToolCalls(t *testing.T) {
 	if call.Function.Name != "get_weather" || call.Function.Arguments != `{"city":"Paris","unit":"c"}` || !strings.HasPrefix(call.ID, "call_") || call.Type != "function" {
 		t.Fatalf("call %+v", call)
 	}
-	sys := f.reqs[0].Messages[0]
-	if sys.Role != "system" || !strings.Contains(sys.Content, "<tools>") || !strings.Contains(sys.Content, `"get_weather"`) || strings.Contains(sys.Content, mustCallTool) {
-		t.Fatalf("tools not described to the model: %+v", f.reqs[0].Messages)
+	if r := f.reqs[0]; len(r.Tools) != 1 || r.Tools[0].Function.Name != "get_weather" || r.ToolChoice != "" || len(r.Messages) != 1 {
+		t.Fatalf("the library got %+v", r)
 	}
 
 	// Streaming: the call comes in pieces (its arguments span several
@@ -74,13 +75,13 @@ func TestToolCalls(t *testing.T) {
 		t.Errorf("the arguments came in %d chunk(s), want several", argChunks)
 	}
 
-	// required adds the instruction; none offers no tools and parses nothing.
+	// required and none go to the library; none parses nothing.
 	p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
 	if _, err := c.Chat.Completions.New(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.reqs[2].Messages[0].Content, mustCallTool) {
-		t.Errorf("required: no instruction in %q", f.reqs[2].Messages[0].Content)
+	if f.reqs[2].ToolChoice != engine.ToolRequired {
+		t.Errorf("required: the library got tool choice %q", f.reqs[2].ToolChoice)
 	}
 	p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("none")}
 	resp, err = c.Chat.Completions.New(ctx, p)
@@ -90,20 +91,16 @@ func TestToolCalls(t *testing.T) {
 	if resp.Choices[0].FinishReason != "stop" || resp.Choices[0].Message.Content != toolReply || len(resp.Choices[0].Message.ToolCalls) != 0 {
 		t.Errorf("none: %+v", resp.Choices[0])
 	}
-	if len(f.reqs[3].Messages) != 1 || len(f.reqs[3].Tools) != 0 {
-		t.Errorf("none: the model was offered tools: %+v", f.reqs[3])
+	if f.reqs[3].ToolChoice != engine.ToolNone {
+		t.Errorf("none: the library got tool choice %q", f.reqs[3].ToolChoice)
 	}
 	// A named function: only that one is offered.
 	p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
 		Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"}}}
 	resp, err = c.Chat.Completions.New(ctx, p)
-	if err != nil || resp.Choices[0].FinishReason != "tool_calls" {
+	if err != nil || resp.Choices[0].FinishReason != "tool_calls" || f.reqs[4].ToolChoice != "get_weather" {
 		t.Fatalf("named: %v %+v", err, resp)
 	}
-	p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
-		Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "other"}}}
-	_, err = c.Chat.Completions.New(ctx, p)
-	checkAPIError(t, err, 400, "tool_choice")
 }
 
 // TestNoToolCall: with tools offered, a plain reply stays content.
@@ -177,30 +174,25 @@ func checkCall(t *testing.T, what string, ch openai.ChatCompletionChoice, names 
 	return call
 }
 
-// TestToolChoiceForced runs the tiny random model, which never writes a
-// tool call of its own accord: with tool_choice "required" or a named
-// function the grammar must make its reply one, streaming or not, in each
-// format. The model is served as if its template described the tools
-// (ToolFormat set): the server's own Hermes tool prompt is longer than
-// the tiny model's 256 positions.
-func TestToolChoiceForced(t *testing.T) {
-	for _, f := range []chat.Format{chat.FormatQwen, chat.FormatLlama3, chat.FormatMistral} {
-		t.Run(f.String(), func(t *testing.T) { testToolChoiceForced(t, f) })
-	}
+// newToolServer serves the tiny model with 1024 positions as "tiny": the
+// Hermes tool prompt the library adds (its ChatML template knows no
+// tools) is longer than its 256.
+func newToolServer(t *testing.T) *testServer {
+	ts := newTestServer(t, Config{Models: []Spec{{Name: "tiny", Path: testmodel.LongContext(t, tinyDir, 1024)}}})
+	ts.waitLoaded()
+	return ts
 }
 
-func testToolChoiceForced(t *testing.T, format chat.Format) {
-	ts := newTestServer(t, Config{Open: func(s Spec) (*Model, error) {
-		m, err := OpenModel(context.Background(), s.Path, tinyOptions())
-		if m != nil {
-			m.ToolFormat = format
-		}
-		return m, err
-	}})
-	ts.waitLoaded()
+// TestToolChoiceForced runs the tiny random model, which never writes a
+// tool call of its own accord: with tool_choice "required" or a named
+// function the grammar must make its reply one, streaming or not. (The
+// other call formats: engine's TestChatTools.)
+func TestToolChoiceForced(t *testing.T) {
+	ts := newToolServer(t)
 	c := ts.client()
 	ctx := context.Background()
-	maxLen := engine.ToolVocab(ts.gen().Tokenizer()).MaxLen()
+	format := chat.FormatQwen // the Hermes format the library describes the tools in
+	maxLen := ts.gen().Tokenizer().MaxTokenBytes()
 	named := openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
 		Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "search"}}}
 	required := openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
@@ -274,8 +266,8 @@ func testToolChoiceForced(t *testing.T, format chat.Format) {
 	ts.settle()
 }
 
-// TestToolChoiceFailed: a forced call the reply lacks is an error, not
-// text (the fake generator ignores the grammar, as no real one would).
+// TestToolChoiceFailed: a forced call the reply lacks (the library's
+// engine.ErrNoToolCall) is an error, not text.
 func TestToolChoiceFailed(t *testing.T) {
 	ts, f := newFakeServer(t, "It is sunny.")
 	c := ts.client()
@@ -296,12 +288,11 @@ func TestToolChoiceFailed(t *testing.T) {
 		t.Errorf("stream error %v", st.Err())
 	}
 	st.Close()
-	// The grammar goes only with required (and named) calls.
 	p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("auto")}
 	if _, err := c.Chat.Completions.New(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if f.ps[0].Constraint == nil || f.ps[1].Constraint == nil || f.ps[2].Constraint != nil {
-		t.Errorf("constraints: %v %v %v", f.ps[0].Constraint, f.ps[1].Constraint, f.ps[2].Constraint)
+	if len(f.reqs) != 3 {
+		t.Errorf("%d requests reached the library", len(f.reqs))
 	}
 }

@@ -28,10 +28,12 @@ import (
 	"sync"
 	"syscall"
 
+	_ "github.com/vkllm/vkllm/kernels/cpu"    // registers "cpu" for --backend cpu|auto
+	_ "github.com/vkllm/vkllm/kernels/cpuref" // registers "cpu-ref"
 	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
 
+	"github.com/vkllm/vkllm/cmd/internal/benchcmd"
 	"github.com/vkllm/vkllm/errcode"
-	"github.com/vkllm/vkllm/internal/benchcmd"
 )
 
 // env is what a command runs with: its standard streams and the

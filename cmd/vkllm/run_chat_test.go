@@ -38,7 +38,7 @@ func (f *fake) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler
 		n := len(f.convs)
 		f.mu.Unlock()
 		if f.block.Load() {
-			if !yield(engine.Delta{TextDelta: "partial"}, nil) {
+			if !yield(engine.Delta{Output: engine.Output{TextDelta: "partial"}}, nil) {
 				return
 			}
 			f.started <- struct{}{}
@@ -46,8 +46,8 @@ func (f *fake) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler
 			yield(engine.Delta{}, ctx.Err())
 			return
 		}
-		yield(engine.Delta{TextDelta: "reply-"}, nil)
-		yield(engine.Delta{TextDelta: string(rune('0' + n)), Finished: true, FinishReason: "stop"}, nil)
+		yield(engine.Delta{Output: engine.Output{TextDelta: "reply-"}}, nil)
+		yield(engine.Delta{Output: engine.Output{TextDelta: string(rune('0' + n)), Finished: true, FinishReason: "stop"}}, nil)
 	}
 }
 

@@ -14,10 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vkllm/vkllm/cmd/internal/runinfo"
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/hub"
-	"github.com/vkllm/vkllm/internal/runinfo"
 	"github.com/vkllm/vkllm/server"
 )
 

@@ -84,3 +84,42 @@ func (c *Counting) Upload(t tensor.Tensor) (kernels.Tensor, error) {
 	c.n.Add(1)
 	return c.Backend.Upload(t)
 }
+
+// LongContext copies the model folder dir into a temporary folder with
+// max_position_embeddings set to positions (RoPE runs at any position;
+// the weights are random anyway), for a test whose prompt is longer than
+// the tiny models' 256 positions: a chat with tools described in the
+// Hermes format. It returns the copy's path.
+func LongContext(tb testing.TB, dir string, positions int) string {
+	tb.Helper()
+	out := tb.TempDir()
+	if err := WriteLongContext(dir, out, positions); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// WriteLongContext is LongContext into the folder out (for a TestMain,
+// whose Examples have no testing.TB).
+func WriteLongContext(dir, out string, positions int) error {
+	for _, f := range []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return err
+		}
+		if f == "config.json" {
+			var cfg map[string]any
+			if err := json.Unmarshal(b, &cfg); err != nil {
+				return err
+			}
+			cfg["max_position_embeddings"] = positions
+			if b, err = json.Marshal(cfg); err != nil {
+				return err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(out, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/vkllm/vkllm/internal/mmap"
 	"github.com/vkllm/vkllm/kernels"
-	"github.com/vkllm/vkllm/kernels/cpuref"
 	"github.com/vkllm/vkllm/kernels/internal/cpubase"
 	"github.com/vkllm/vkllm/tensor"
 )
@@ -97,6 +96,6 @@ func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 // Describe implements kernels.Describer: the SIMD kernels and threads.
 func (b *Backend) Describe() string { return fmt.Sprintf("%s, %d threads", SIMD(), b.Threads) }
 
-// dot is kernels/cpuref's dot product: the pure-Go F32 dot where the
-// machine has no SIMD kernel for it.
-func dot(a, b []float32) float32 { return cpuref.Dot(a, b) }
+// dot is the reference's dot product (cpubase.Dot): the pure-Go F32 dot
+// where the machine has no SIMD kernel for it.
+func dot(a, b []float32) float32 { return cpubase.Dot(a, b) }

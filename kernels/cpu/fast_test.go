@@ -41,6 +41,7 @@ func TestFastConformance(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 			}
 			t.Run("AttentionStrict", func(t *testing.T) { kerneltest.AttentionStrict(t, b) })
+			t.Run("AttentionInvariance", func(t *testing.T) { kerneltest.AttentionInvariance(t, b) })
 			t.Run("MatMulFloatStrict", func(t *testing.T) { floatStrict(t, b) })
 		})
 	}

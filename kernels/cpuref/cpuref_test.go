@@ -17,6 +17,7 @@ func TestConformance(t *testing.T) {
 			kerneltest.All(t, b)
 			t.Run("MatMulStrict", func(t *testing.T) { kerneltest.MatMulStrict(t, b) })
 			t.Run("AttentionStrict", func(t *testing.T) { kerneltest.AttentionStrict(t, b) })
+			t.Run("AttentionInvariance", func(t *testing.T) { kerneltest.AttentionInvariance(t, b) })
 		})
 	}
 }

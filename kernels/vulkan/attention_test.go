@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kernels/kerneltest"
 	"github.com/vkllm/vkllm/tensor"
 )
 
@@ -88,10 +89,10 @@ func attend(t *testing.T, b *Backend, a attnBatch, dt tensor.DType) []float32 {
 // than the batch runs it in chunks of tokens; every token's result is
 // bitwise the one of the whole batch in one dispatch.
 func TestAttentionChunks(t *testing.T) {
-	const seg, n, heads, kvHeads, hd, cells = 8, 7, 4, 2, 32, 60
-	segs := (cells + seg - 1) / seg
+	const segs, n, heads, kvHeads, hd, cells = 4, 7, 4, 2, 32, 300
+	tune := AttentionTuning{Segments: segs, PrefillMin: n + 1}
 	perToken := int64(heads * segs * (hd + 2) * 4) // scratch bytes a token
-	whole := openTest(t, Config{AttentionSegment: seg})
+	whole := openTest(t, Config{Attention: tune})
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16} {
 		if dt == tensor.F16 && !whole.Device().Storage16 {
 			continue
@@ -102,7 +103,7 @@ func TestAttentionChunks(t *testing.T) {
 			t.Fatalf("default scratch of %d bytes holds fewer than the batch's %d tokens", got, n)
 		}
 		for _, tokens := range []int64{1, 3} { // the scratch's room in tokens
-			b := openTest(t, Config{AttentionSegment: seg, AttentionScratch: tokens * perToken})
+			b := openTest(t, Config{Attention: tune, AttentionScratch: tokens * perToken})
 			got := attend(t, b, a, dt)
 			if room := int64(numel(b.scr) * 4); room != tokens*perToken {
 				t.Fatalf("%v, %d tokens: scratch of %d bytes, want %d (the chunks do not run)", dt, tokens, room, tokens*perToken)
@@ -125,9 +126,9 @@ func TestAttentionChunks(t *testing.T) {
 // default scratch bound and with one that holds a single token. A smaller
 // reserve keeps the larger scratch.
 func TestReserveAttention(t *testing.T) {
-	const seg, rows, heads, kvHeads, hd, cells = 8, 6, 4, 2, 32, 64
+	const rows, heads, kvHeads, hd, cells = 6, 4, 2, 32, 300
 	for _, limit := range []int64{0, 1} {
-		b := openTest(t, Config{AttentionSegment: seg, AttentionScratch: limit})
+		b := openTest(t, Config{Attention: AttentionTuning{Segments: 3, PrefillMin: rows + 1}, AttentionScratch: limit})
 		a := newAttnBatch(rand.New(rand.NewPCG(2, 2)), rows, heads, kvHeads, hd, cells, cells)
 		at := newAttnTensors(t, b, a, tensor.F32)
 		if err := b.ReserveAttention(rows, heads, hd, cells); err != nil {
@@ -140,7 +141,7 @@ func TestReserveAttention(t *testing.T) {
 		qDim := heads * hd
 		vis := make([]int32, rows*cells)
 		for n := 1; n <= rows; n++ {
-			for _, w := range []int{1, seg, seg + 1, 3*seg + 5, cells} {
+			for _, w := range []int{1, attnChunk, attnChunk + 1, 3*attnChunk + 5, cells} {
 				for i := range n * w { // each token's first w entries of a's lists
 					vis[i] = a.vis[(i/w)*cells+i%w]
 				}
@@ -164,13 +165,137 @@ func TestReserveAttention(t *testing.T) {
 // TestReserveAttentionErrors: bad shapes and a scratch no binding can
 // hold are errors, not panics.
 func TestReserveAttentionErrors(t *testing.T) {
-	b := openTest(t, Config{AttentionSegment: 8})
+	b := openTest(t, Config{})
 	if err := b.ReserveAttention(-1, 4, 32, 64); err == nil {
 		t.Error("ReserveAttention(-1 rows): no error")
 	}
-	// One token of 1<<16 heads over 1<<22 cells needs terabytes.
-	if err := b.ReserveAttention(1, 1<<16, 256, 1<<22); !errors.Is(err, ErrTooLarge) {
+	// One token of 1<<20 heads over 1<<22 cells (32 segments) needs 34 GB.
+	if err := b.ReserveAttention(1, 1<<20, 256, 1<<22); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("ReserveAttention of a huge token: %v, want ErrTooLarge", err)
 	}
 	var _ kernels.AttentionReserver = b
+}
+
+// TestAttentionInvariance runs kerneltest.AttentionInvariance (a token's
+// bits the same in a prefill batch, any chunk of it, alone and in
+// another placement) under tunings that move every boundary: the
+// defaults; 2 segments (several chunks a segment, merged) with every
+// decode workgroup serving all its KV head's query heads; one query
+// head per workgroup and small prefill tiles and K/V tiles (every
+// sub-tile path); prefill from 2 tokens; and the decode kernel alone.
+func TestAttentionInvariance(t *testing.T) {
+	for name, tune := range map[string]AttentionTuning{
+		"default":    {},
+		"segments 2": {Segments: 2, Workgroups: 1},
+		"small":      {HeadsPerGroup: 1, QueryRows: 3, TileFloats: 256, PrefillWG: 64, Segments: 3},
+		"prefill 2":  {PrefillMin: 2, HeadsPerGroup: 3, QueryRows: 8},
+		"decode":     {PrefillMin: 1 << 20, Segments: 5},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := openTest(t, Config{Attention: tune})
+			kerneltest.AttentionInvariance(t, b)
+			checkClean(t, b)
+		})
+	}
+}
+
+// TestAttentionLongPrompt: the last prefill chunk of a long prompt (256
+// tokens at positions up to 8191, and 32767 without -short) over a
+// cache of the whole prompt, two query heads of 8 over one KV head,
+// makes no device allocation once reserved (the prefill kernel has no
+// score matrix and no scratch: its memory does not grow with the
+// prompt), matches the float64 reference, and gives the last token the
+// bits of a decode step over the same list (the decode kernel, split
+// into 32 segments). On llvmpipe 8192 cells run the prefill kernel and
+// 32768 the decode kernel (prefillFits: its loop limit).
+func TestAttentionLongPrompt(t *testing.T) {
+	for _, cells := range []int{8192, 32768} {
+		if cells > 8192 && testing.Short() {
+			t.Skip("32k cells under -short")
+		}
+		const n, heads, kvHeads, hd = 256, 2, 1, 8
+		b := openTest(t, Config{})
+		if cells == 8192 && !b.prefillFits(cells, 16, hd) {
+			t.Fatalf("%d cells of %d rows of %d do not run the prefill kernel", cells, 16, hd)
+		}
+		r := rand.New(rand.NewPCG(3, uint64(cells)))
+		a := attnBatch{n: n, heads: heads, kvHeads: kvHeads, hd: hd, cells: cells, width: cells}
+		randn := func(m int) []float32 {
+			x := make([]float32, m)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			return x
+		}
+		a.q, a.k, a.v = randn(n*heads*hd), randn(cells*kvHeads*hd), randn(cells*kvHeads*hd)
+		a.vis = make([]int32, n*cells)
+		for i := range n { // token i at position cells−n+i sees cells 0..its position
+			for j := range cells {
+				a.vis[i*cells+j] = -1
+				if j <= cells-n+i {
+					a.vis[i*cells+j] = int32(j)
+				}
+			}
+		}
+		at := newAttnTensors(t, b, a, tensor.F32)
+		if err := b.ReserveAttention(n, heads, hd, cells); err != nil {
+			t.Fatal(err)
+		}
+		base := b.Allocations()
+		b.Attention(at.dst, at.q, at.k, at.v, at.vis, heads, kvHeads, 0.25)
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if d := b.Allocations() - base; d != 0 {
+			t.Errorf("%d cells: the prefill of %d tokens made %d device allocations", cells, n, d)
+		}
+		got := make([]float32, n*heads*hd)
+		if err := b.GetF32(at.dst, got); err != nil {
+			t.Fatal(err)
+		}
+		// The float64 reference for every token.
+		var num, den float64
+		for i := range n {
+			l := cells - n + i + 1
+			for h := range heads {
+				s := make([]float64, l)
+				mx := math.Inf(-1)
+				for j := range l {
+					var dot float64
+					for e := range hd {
+						dot += float64(a.q[(i*heads+h)*hd+e]) * float64(a.k[j*hd+e])
+					}
+					s[j] = dot * 0.25
+					mx = math.Max(mx, s[j])
+				}
+				var sum float64
+				for j := range s {
+					s[j] = math.Exp(s[j] - mx)
+					sum += s[j]
+				}
+				for e := range hd {
+					var acc float64
+					for j := range l {
+						acc += s[j] * float64(a.v[j*hd+e])
+					}
+					w := acc / sum
+					d := float64(got[(i*heads+h)*hd+e]) - w
+					num, den = num+d*d, den+w*w
+				}
+			}
+		}
+		if num/den > 1e-9 {
+			t.Errorf("%d cells: NMSE %.3g against float64, want ≤ 1e-9", cells, num/den)
+		}
+		// The last token alone: a decode step.
+		last := attnBatch{n: 1, heads: heads, kvHeads: kvHeads, hd: hd, cells: cells, width: cells,
+			q: a.q[(n-1)*heads*hd:], k: a.k, v: a.v, vis: a.vis[(n-1)*cells:]}
+		one := attend(t, b, last, tensor.F32)
+		for e := range one {
+			if g, w := one[e], got[(n-1)*heads*hd+e]; math.Float32bits(g) != math.Float32bits(w) {
+				t.Fatalf("%d cells: the last token alone: element %d = %v, in the prefill %v", cells, e, g, w)
+			}
+		}
+		checkClean(t, b)
+	}
 }

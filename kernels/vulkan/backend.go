@@ -75,10 +75,9 @@ type Config struct {
 	// of 8 tokens) instead of the tiled one (also VKLLM_VULKAN_DISABLE=tiled);
 	// benchmarks use it to compare the two.
 	NoTiled bool
-	// AttentionSegment is the number of cells above which Attention splits
-	// the cache into segments of this many cells processed in parallel
-	// (flash decoding), then merged (0: 512).
-	AttentionSegment int
+	// Attention tunes the attention kernels (zero fields: the defaults;
+	// see AttentionTuning).
+	Attention AttentionTuning
 	// AttentionScratch caps the bytes of split attention's scratch (0:
 	// 64 MiB, and never more than one binding covers), which holds every
 	// segment of as many tokens as fit, one at least: a larger batch runs
@@ -177,9 +176,10 @@ type Backend struct {
 	freqs   map[string]*Tensor // RoPE frequency tables by parameters
 	hz      hazards
 	scr     *Tensor // attention scratch
-	// attnSegment: cells per segment of split attention; attnScratch:
-	// the bytes its scratch may take (more where one token needs more).
-	attnSegment int
+	// attn: the attention kernels' tuning (defaults resolved);
+	// attnScratch: the bytes split attention's scratch may take (more
+	// where one token needs more).
+	attn        AttentionTuning
 	attnScratch int64
 	allocs      uint64   // tensor allocations and staging buffers made
 	prof        profiler // the profile started, if any (StartProfile)
@@ -304,10 +304,7 @@ func Open(cfg Config) (*Backend, error) {
 		b.blockSize = 64 << 20
 	}
 	b.blockSize = min(b.blockSize, b.maxRange)
-	b.attnSegment = cfg.AttentionSegment
-	if b.attnSegment <= 0 {
-		b.attnSegment = 512
-	}
+	b.attn = cfg.Attention.resolve(int(p.max_shared))
 	b.attnScratch = cfg.AttentionScratch
 	if b.attnScratch <= 0 {
 		b.attnScratch = 64 << 20

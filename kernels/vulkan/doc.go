@@ -57,12 +57,34 @@
 // not submitted in pieces while profiling. Off, nothing is written and
 // no query pool exists.
 //
-// Attention over lists longer than Config.AttentionSegment cells is split
-// into segments (flash decoding) whose partial results go to a scratch
-// buffer of the backend's: ReserveAttention (called by models.NewContext)
-// allocates it once, at most Config.AttentionScratch bytes (64 MiB) or
-// one token's segments, and a batch that does not fit runs in chunks of
-// tokens, so that Attention allocates nothing once it is reserved.
+// Attention has two kernels that give a token the same bits. A batch of
+// fewer than AttentionTuning.PrefillMin (32) tokens runs the decode kernel
+// (shaders/attention.comp): one workgroup per token, KV head, group of
+// its query heads (one K/V load serves the group) and segment of the
+// token's list. The list is cut into chunks of 64 entries by rank and the
+// chunks into at most AttentionTuning.Segments (32) segments, a cut that
+// depends on the list's length alone, never on the batch or on where the
+// cells sit; the segments' partial softmax states go to a scratch buffer
+// of the backend's and attention_combine.comp merges them in order.
+// ReserveAttention (called by models.NewContext) allocates the scratch
+// once, at most Config.AttentionScratch bytes (64 MiB) or one token's
+// segments, and a batch that does not fit runs in chunks of tokens, so
+// that Attention allocates nothing once it is reserved. A larger batch
+// runs the prefill kernel (attention_prefill.comp, flash attention):
+// tiles of query rows against chunks of keys with an online softmax,
+// each row cutting and merging its segments in registers, with no score
+// matrix and no scratch (memory independent of the prompt's length);
+// only the loads of K and V are shared across the tile, through shared
+// memory. Every operation of a query's arithmetic is the same in both
+// (shaders/common/attention.glsl), so a token's result does not depend on
+// the batch, the chunking of a prompt or the placement of its cells
+// (kerneltest.AttentionInvariance). AttentionTuning's other knobs (heads
+// per workgroup, query rows per tile, tile sizes, workgroup size) move
+// work between invocations without changing a bit. Both kernels read K
+// and V a chunk at a time into shared memory, with 4-element loads (the
+// _v4 variants) where the head dim is a multiple of 4. On llvmpipe, which
+// leaves a shader's loops after 65535 iterations in all, a batch whose
+// walk would pass that runs the decode kernel instead.
 //
 // # Kernel variants
 //

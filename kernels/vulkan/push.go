@@ -39,8 +39,16 @@ type pcKVWrite struct { // kv_write.comp
 type pcAttention struct { // attention.comp
 	N, Heads, KVHeads, HD, Width uint32
 	Scale                        float32
-	Seg                          uint32
+	Segs                         uint32 // the most segments a list is cut into
 	Row0                         uint32 // the first token of the dispatch
+	Zs                           uint32 // split: segments a token has in the scratch
+}
+
+type pcPrefill struct { // attention_prefill.comp
+	N, Heads, KVHeads, HD, Width uint32
+	Scale                        float32
+	Segs                         uint32 // the most segments a list is cut into
+	TQ                           uint32 // tokens per tile
 }
 
 type pcCombine struct { // attention_combine.comp

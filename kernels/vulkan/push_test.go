@@ -15,7 +15,7 @@ func TestPushSizes(t *testing.T) {
 		"add_rms_norm_": pcNorm{}, "rope_kv_": pcRoPEKV{}, // the fused ops
 		"get_rows_": pcRows{}, "matmul_": pcMatMul{}, "add_": pcBinary{}, "swiglu_": pcBinary{},
 		"rms_norm_": pcNorm{}, "rope_": pcRoPE{}, "kv_shift_": pcRoPE{}, "kv_write_": pcKVWrite{},
-		"attention_": pcAttention{}, "attention_combine_": pcCombine{},
+		"attention_": pcAttention{}, "attention_combine_": pcCombine{}, "attention_prefill_": pcPrefill{},
 	}
 	for _, v := range shaders.Variants {
 		var pc any

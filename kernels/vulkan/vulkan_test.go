@@ -157,15 +157,15 @@ func TestPinnedSubgroups(t *testing.T) {
 	checkClean(t, b)
 }
 
-// TestSplitAttention runs Attention with caches split into segments of
-// 8 cells (flash decoding) and merged (models' TestVulkanBatch checks
-// batched against alone with a split cache). With a scratch of one token's segments the batches run one token at a
-// time (TestAttentionChunks checks that bitwise).
+// TestSplitAttention runs kerneltest's Attention cases on the decode
+// kernel only (every batch below PrefillMin), and with a scratch of one
+// token's segments, so that batches run one token at a time
+// (TestAttentionChunks checks that bitwise).
 func TestSplitAttention(t *testing.T) {
-	b := openTest(t, Config{AttentionSegment: 8})
+	b := openTest(t, Config{Attention: AttentionTuning{PrefillMin: 1 << 20}})
 	t.Run("Attention", func(t *testing.T) { kerneltest.AttentionStrict(t, b) })
 	checkClean(t, b)
-	one := openTest(t, Config{AttentionSegment: 8, AttentionScratch: 1})
+	one := openTest(t, Config{Attention: AttentionTuning{PrefillMin: 1 << 20}, AttentionScratch: 1})
 	t.Run("AttentionChunks", func(t *testing.T) { kerneltest.AttentionStrict(t, one) })
 	checkClean(t, one)
 }

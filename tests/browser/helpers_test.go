@@ -2,9 +2,11 @@ package browser
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,8 +23,10 @@ import (
 
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
+	"github.com/vkllm/vkllm/tokenizer/chat"
 )
 
 // chromiumPath is Debian's chromium, or skips the test naming how to get it.
@@ -74,10 +78,38 @@ func (b slowBackend) GetRows(dst, table, ids kernels.Tensor) {
 // random-weights model will not write (Markdown, HTML that must not run).
 // When failAfter > 0 the stream ends with an error after that many pieces.
 type scripted struct {
+	genBase
 	text      string
 	failAfter int
 	delay     time.Duration // before the first piece
 	tok       *tokenizer.Tokenizer
+}
+
+// genBase is what a fake server.Generator has of the capabilities it
+// lacks: no queue bound, no max_model_len, nothing to clear, no
+// tokenizing on request nor embeddings (errors.ErrUnsupported).
+type genBase struct{}
+
+func (genBase) MaxPending() int         { return math.MaxInt }
+func (genBase) MaxLen() int             { return 0 }
+func (genBase) ClearCache() error       { return nil }
+func (genBase) Model() *models.Model    { return nil }
+func (genBase) ToolFormat() chat.Format { return chat.FormatNone }
+func (genBase) Tokenize(string, bool) ([]int32, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) TokenizeChat(engine.ChatRequest, bool) ([]int32, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) Detokenize([]int32) (string, error) { return "", errors.ErrUnsupported }
+func (genBase) EmbedConfig() (engine.EmbedConfig, error) {
+	return engine.EmbedConfig{}, errors.ErrUnsupported
+}
+func (genBase) Embed(context.Context, []string, engine.EmbedOptions) ([]engine.Embedding, error) {
+	return nil, errors.ErrUnsupported
+}
+func (genBase) EmbedTokens(context.Context, [][]int32, engine.EmbedOptions) ([]engine.Embedding, error) {
+	return nil, errors.ErrUnsupported
 }
 
 func (s *scripted) StreamChat(ctx context.Context, req engine.ChatRequest, p sampler.Params, opts ...engine.StreamOption) iter.Seq2[engine.Delta, error] {
@@ -103,7 +135,7 @@ func (s *scripted) stream(ctx context.Context) iter.Seq2[engine.Delta, error] {
 		for len(text) > 0 {
 			k := min(7, len(text))
 			n++
-			if !yield(engine.Delta{NewTokens: []int32{1}, TextDelta: text[:k]}, nil) {
+			if !yield(engine.Delta{Output: engine.Output{NewTokens: []int32{1}, TextDelta: text[:k]}}, nil) {
 				return
 			}
 			text = text[k:]
@@ -117,8 +149,8 @@ func (s *scripted) stream(ctx context.Context) iter.Seq2[engine.Delta, error] {
 			case <-time.After(15 * time.Millisecond):
 			}
 		}
-		yield(engine.Delta{Finished: true, FinishReason: "stop",
-			Usage: engine.Usage{PromptTokens: 10, CompletionTokens: n}}, nil)
+		yield(engine.Delta{Output: engine.Output{Finished: true, FinishReason: "stop",
+			Usage: engine.Usage{PromptTokens: 10, CompletionTokens: n}}}, nil)
 	}
 }
 

@@ -224,7 +224,7 @@ func parseCall(data []byte, preferParameters bool) (ToolCall, bool) {
 // arguments: a call is prefix + name + mid + arguments (a JSON object) +
 // suffix, which ParseToolCalls reads back as one call. FormatNone gets
 // the Hermes (FormatQwen) syntax, the one a server's own tool prompt asks
-// for. A forced call (sampler.ToolCallGrammar) is decoded in it.
+// for. A forced call (sampler/grammar.ToolCallGrammar) is decoded in it.
 func (f Format) CallSyntax() (prefix, mid, suffix string) {
 	switch f {
 	case FormatLlama3:

@@ -88,14 +88,23 @@ var Variants = func() []Variant {
 	add("rope_kv_f16", "rope.comp", "ROPE_KV", "CACHE_F16")
 	add("kv_write_f32", "kv_write.comp")
 	add("kv_write_f16", "kv_write.comp", "CACHE_F16")
-	add("attention_f32", "attention.comp")
-	add("attention_f16", "attention.comp", "CACHE_F16")
-	add("attention_f32_subgroup", "attention.comp", "SUBGROUP")
-	add("attention_f16_subgroup", "attention.comp", "CACHE_F16", "SUBGROUP")
-	add("attention_split_f32", "attention.comp", "SPLIT")
-	add("attention_split_f16", "attention.comp", "CACHE_F16", "SPLIT")
-	add("attention_split_f32_subgroup", "attention.comp", "SPLIT", "SUBGROUP")
-	add("attention_split_f16_subgroup", "attention.comp", "CACHE_F16", "SPLIT", "SUBGROUP")
+	for _, c := range []struct{ name, def string }{{"f32", ""}, {"f16", "CACHE_F16"}} {
+		for _, v4 := range []string{"", "_v4"} {
+			defs := []string{}
+			if c.def != "" {
+				defs = append(defs, c.def)
+			}
+			if v4 != "" {
+				defs = append(defs, "VEC4")
+			}
+			with := func(d ...string) []string { return append(append([]string(nil), defs...), d...) }
+			add("attention_"+c.name+v4, "attention.comp", defs...)
+			add("attention_"+c.name+v4+"_subgroup", "attention.comp", with("SUBGROUP")...)
+			add("attention_split_"+c.name+v4, "attention.comp", with("SPLIT")...)
+			add("attention_split_"+c.name+v4+"_subgroup", "attention.comp", with("SPLIT", "SUBGROUP")...)
+			add("attention_prefill_"+c.name+v4, "attention_prefill.comp", defs...)
+		}
+	}
 	add("attention_combine_f32", "attention_combine.comp")
 	return v
 }()

@@ -1,0 +1,802 @@
+// Package benchcmd is the `vkllm bench` command: it measures prefill and
+// decode speed of a model on a backend, optionally side by side with
+// llama.cpp on the same file and thread count.
+//
+//	vkllm bench --model PATH [--pp 512] [--tg 128] [--batch 1,4,16]
+//	    [--threads N] [--backend auto|cpu|cpu-ref|vulkan] [--kv f32|f16] [--peer llama.cpp] [--ops] [--json | --benchfmt]
+//	vkllm bench --model PATH --draft ngram|miss|PATH [--draft-max 8] [--reps 5] [--tg 128] [--json]
+//	vkllm bench --synthetic SHAPE:DTYPE [--seed N] [--peer llama.cpp --peer-model PATH] [flags as above]
+//	vkllm bench --synthetic SHAPE:DTYPE [--seed N] --write-gguf PATH
+//
+// --synthetic builds a random-weight model of a real model's shape in
+// memory (package internal/synth: qwen2.5-0.5b, llama-3.2-1b, qwen3-0.6b,
+// llama-3.1-8b; F16, Q8_0, Q4_0, Q4_K and more, or the per-tensor mix
+// llama-quantize writes for Q4_K_M and Q5_K_M) and benches it: nothing
+// to download or carry. --write-gguf writes that model (the same bytes
+// for the same shape, dtype and seed) as a GGUF file and exits, for the
+// peer: llama-bench runs on --peer-model, which must be that file.
+//
+// The backend is "auto", what the library gives by default (a real GPU
+// through Vulkan, else kernels/cpu's fast path), unless --backend names
+// another ("cpu-ref" is the exact reference path).
+//
+// Prefill is one Decode of pp tokens (logits for the last only); decode is
+// tg single-token Decodes after it, each one reused batch and its logits
+// copied out, as the engine runs them. Before them, an untimed warm-up
+// runs the same prefill and one decode step on a Context it then closes,
+// so that making pipelines (and a GPU driver compiling shaders) is not
+// timed. Batched decode (--batch) runs B
+// sequences, each after a 32-token prompt, decoding one token each per
+// Decode (again one reused batch, the B logits rows copied out) for
+// min(tg, 32) steps after an untimed one, and reports B·steps/s. Token ids are fixed
+// pseudo-random ids inside the vocabulary. The KV cache is F32 (the
+// library's default) or, with --kv f16, F16 (llama.cpp's default); the
+// peer runs with the same.
+//
+// The peer, --peer llama.cpp, is llama.cpp's own llama-bench, built by
+// tools/build-llama-bench.sh from a pinned source (the llama.cpp tree in
+// the llama-cpp-python 0.3.36 sdist) into
+// ${XDG_CACHE_HOME:-~/.cache}/vkllm/llama.cpp-0.3.36/llama-bench, or the
+// binary $VKLLM_LLAMA_BENCH names. It runs after our measurements, twice:
+//
+//	llama-bench -m PATH -t THREADS -ctk KV -ctv KV -b PP -ub PP -lm mmap -r REPS -o json -p PP -n 0
+//	llama-bench -m PATH -t THREADS -ctk KV -ctv KV -b PP -ub PP -lm mmap -r REPS -o json -p 0 -n TG -d PP
+//
+// that is, prefill of pp tokens as one batch, and tg single-token decodes
+// after a pp-token prompt, as ours; each the mean (± standard deviation) of
+// REPS repetitions (--peer-reps, 5 by default) after a warmup. Its prompt
+// tokens are random ids, its decode does not copy logits out, and flash
+// attention is llama-bench's default (auto).
+//
+// The same run measures memory read bandwidth (a STREAM-like read of a
+// 512 MiB buffer on the same number of threads, as one stream and as four
+// streams a thread, best of 20 each) and reports
+// decode speed as a fraction of the roofline: model file bytes × tg tok/s
+// ÷ bandwidth (decode reads every weight once per token; for a model with
+// tied embeddings the file is the weights read, to within its metadata).
+// On a shared machine the bandwidth available changes from one second to
+// the next, so the run also reads it during the decode: one probe pass
+// over 64 MiB every 8 decode steps, outside the steps' time, the best
+// pass giving bandwidth_window_gbs and roofline_window_frac.
+// Peak memory is the process's RSS high-water mark (VmHWM) before the
+// probe, mapped weight pages included (the window probe's buffer
+// is left out: the mark is read before it is mapped and reset after it
+// is unmapped).
+//
+// --ops times the prefill and the decode phases op by op and prints, for
+// each phase, each op's calls, mean time, share of the phase and, for
+// matmuls, the rate their weights were read at (weight bytes ÷ time). On
+// a backend with device timestamps (kernels.OpProfiler: Vulkan) the times
+// are the GPU's own, taken inside the normal submissions (ops_clock
+// "gpu"): an op's time runs from its first command's start to the next
+// op's, so barrier waits count as the op's and the ops (and the
+// transfers, as SetI32/SetF32/GetF32 rows) add up to the phase's GPU
+// time; the run also prints a decode step's GPU time against its wall
+// time, the rest being the host's work, the submit and the wait. On the
+// CPU backends (ops_clock "host") each op is timed with a Sync after it
+// and the rest of the phase's wall time is "between ops" (the model's
+// bookkeeping, the visible-cell lists, the logits' copy). The timing
+// costs a little, so tok/s are best taken from a run without it.
+//
+// --draft ngram|miss|PATH measures speculative decoding instead: a greedy
+// chat request that repeats its input ("Rewrite the following text
+// exactly:" and about 300 tokens of text, tg tokens generated) runs on
+// an LLM without drafts and on one with --draft (prompt lookup, a draft
+// source whose drafts are always rejected, or a draft model), --reps
+// times each, alternated, after a warm-up run of each. It reports the
+// median decode rates (tokens after the first over the time from the
+// first to the last), their ratio (the speedup) and the fraction of
+// drafts kept; --json prints them with every run's rate.
+//
+// --benchfmt prints Go benchmark lines (for benchstat over repeated runs)
+// instead of the summary.
+package benchcmd
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/vkllm/vkllm/kernels/cpuref" // registers "cpu-ref"
+	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
+
+	"github.com/vkllm/vkllm/cmd/internal/runinfo"
+	"github.com/vkllm/vkllm/errcode"
+	"github.com/vkllm/vkllm/internal/mmap"
+	"github.com/vkllm/vkllm/internal/synth"
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/kernels/cpu"
+	"github.com/vkllm/vkllm/models"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// Result is what --json prints.
+type Result struct {
+	Model string `json:"model"`
+	// Synthetic is the --synthetic spec and Seed its seed; BuildS is the
+	// time to build the model in memory (not in LoadS).
+	Synthetic    string        `json:"synthetic,omitempty"`
+	Seed         uint64        `json:"seed,omitempty"`
+	BuildS       float64       `json:"build_s,omitempty"`
+	Backend      string        `json:"backend"`
+	SIMD         string        `json:"simd,omitempty"`
+	Threads      int           `json:"threads"`
+	PP           int           `json:"pp"`
+	TG           int           `json:"tg"`
+	KV           string        `json:"kv"`
+	LoadS        float64       `json:"load_s"`
+	PPTPS        float64       `json:"pp_tps"`
+	TGTPS        float64       `json:"tg_tps"`
+	Batch        []BatchResult `json:"batch,omitempty"`
+	PeakRSSMB    float64       `json:"peak_rss_mb"`
+	ModelBytes   int64         `json:"model_bytes"`
+	BandwidthGBs float64       `json:"bandwidth_gbs"`
+	RooflineFrac float64       `json:"roofline_frac"`
+	// the same from probe passes between the decode steps
+	WindowGBs      float64 `json:"bandwidth_window_gbs,omitempty"`
+	WindowRoofline float64 `json:"roofline_window_frac,omitempty"`
+	LoadAvg        string  `json:"loadavg"`
+	// --ops: the decode's ops (Ops) and the prefill's (PrefillOps), timed
+	// by OpsClock, "gpu" (the backend's timestamps) or "host" (see
+	// OpStat). With "gpu": the prefill's GPU time (PrefillGPUS), and a
+	// decode step's mean GPU time, wall time (both µs) and submits.
+	Ops           []OpStat `json:"ops,omitempty"`
+	PrefillOps    []OpStat `json:"prefill_ops,omitempty"`
+	OpsClock      string   `json:"ops_clock,omitempty"`
+	PrefillGPUS   float64  `json:"prefill_gpu_s,omitempty"`
+	DecodeGPUUS   float64  `json:"decode_gpu_us_per_step,omitempty"`
+	DecodeWallUS  float64  `json:"decode_wall_us_per_step,omitempty"`
+	DecodeSubmits float64  `json:"decode_submits_per_step,omitempty"`
+	Peer          *Peer    `json:"peer,omitempty"`
+	PeerError     string   `json:"peer_error,omitempty"` // why the peer has no numbers
+}
+
+// roofline is decode against bandwidth gbs: the model's bytes read tg
+// tok/s times a second, as a fraction of it (0 without a bandwidth).
+func (r *Result) roofline(gbs float64) float64 {
+	if gbs <= 0 {
+		return 0
+	}
+	return float64(r.ModelBytes) * r.TGTPS / (gbs * 1e9)
+}
+
+// BatchResult is one batched-decode size.
+type BatchResult struct {
+	Batch int     `json:"batch"`
+	Steps int     `json:"steps"`
+	TPS   float64 `json:"tps"` // tokens (batch × steps) per second
+}
+
+// Run runs the bench command with args (without the command name) and is
+// its exit code: 0, 1 on a failed run, 2 on bad flags.
+func Run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vkllm bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "", "model folder or .gguf file, or a Hub name hf://OWNER/REPO[:QUANT] (pulled first by vkllm)")
+	synthetic := fs.String("synthetic", "", "bench a random model built in memory, SHAPE:DTYPE ("+strings.Join(synth.Shapes(), ", ")+"; F16, Q8_0, Q4_0, Q4_K, …, or "+strings.Join(synth.Layouts(), ", ")+"), instead of --model")
+	seed := fs.Uint64("seed", 1, "--synthetic's random seed")
+	writeGGUF := fs.String("write-gguf", "", "write the --synthetic model to this .gguf file and exit")
+	peerModel := fs.String("peer-model", "", "the file the peer runs (default --model; with --synthetic, the file --write-gguf wrote)")
+	pp := fs.Int("pp", 512, "prompt tokens to prefill")
+	tg := fs.Int("tg", 128, "tokens to decode")
+	batch := fs.String("batch", "", "batched decode sizes, e.g. 1,4,16 (none by default)")
+	threads := fs.Int("threads", runtime.NumCPU(), "threads")
+	backend := runinfo.BackendFlag(fs)
+	peer := fs.String("peer", "", `"llama.cpp" to run llama.cpp's llama-bench (tools/build-llama-bench.sh) on the same file`)
+	peerReps := fs.Int("peer-reps", 5, "llama-bench's repetitions (-r) of each phase")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	benchfmt := fs.Bool("benchfmt", false, "print Go benchmark lines (for benchstat)")
+	noProbe := fs.Bool("no-bandwidth", false, "skip the bandwidth probe")
+	kvName := fs.String("kv", "f32", "KV cache element type, f32 (the library's default) or f16 (llama.cpp's); the peer gets the same")
+	ops := fs.Bool("ops", false, "time the decode phase op by op and print where its time goes")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of prefill and decode (pprof) to this file")
+	draft := fs.String("draft", "", `speculative decoding instead: "ngram", "miss" (drafts always rejected) or a draft model's path`)
+	draftMax := fs.Int("draft-max", 8, "with --draft: the most draft tokens per step, [1, 64]")
+	reps := fs.Int("reps", 5, "with --draft: runs of each side, alternated")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n\n"+
+			"measure prefill and decode speed (with --draft: speculative decoding's speedup; with --peer: llama.cpp's on the same file).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	kv, kvOK := map[string]tensor.DType{"f32": tensor.F32, "f16": tensor.F16}[*kvName]
+	if !kvOK {
+		fmt.Fprintf(stderr, "error: --kv %q: want f32 or f16\n", *kvName)
+		return 2
+	}
+	sizes, err := parseSizes(*batch)
+	// One problem at a time, the one the user has.
+	problem := ""
+	switch {
+	case *model == "" && *synthetic == "":
+		problem = "give --model PATH or --synthetic SHAPE:DTYPE (vkllm bench -h lists the flags)"
+	case *model != "" && *synthetic != "":
+		problem = "give one of --model and --synthetic, not both"
+	case err != nil:
+		problem = "--batch is a list of sizes like 1,4,16: " + err.Error()
+	default:
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"pp", *pp}, {"tg", *tg}, {"threads", *threads}, {"peer-reps", *peerReps}} {
+			if f.v < 1 {
+				problem = fmt.Sprintf("--%s must be ≥ 1, got %d", f.name, f.v)
+				break
+			}
+		}
+	}
+	if problem != "" {
+		fmt.Fprintln(stderr, "error: "+problem)
+		return 2
+	}
+	src := source{name: *model, peerPath: *model}
+	if *peerModel != "" {
+		src.peerPath = *peerModel
+	}
+	if *synthetic != "" {
+		shape, dt, err := synth.ParseSpec(*synthetic)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: --synthetic: %v\n", err)
+			return 2
+		}
+		if *peer != "" && *peerModel == "" {
+			fmt.Fprintln(stderr, "error: --peer with --synthetic needs --peer-model: the model written by --write-gguf with the same seed")
+			return 2
+		}
+		src.name, src.shape, src.dtype, src.seed = *synthetic, &shape, dt, *seed
+	}
+	if *writeGGUF != "" {
+		if *synthetic == "" {
+			fmt.Fprintln(stderr, "error: --write-gguf writes the --synthetic model; give --synthetic SHAPE:DTYPE")
+			return 2
+		}
+		if err := writeSynthetic(*writeGGUF, src, stderr); err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if err := runinfo.CheckBackend(*backend); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	if *draft != "" {
+		if *draftMax < 1 || *draftMax > 64 || *reps < 1 {
+			fmt.Fprintln(stderr, "error: --draft-max must be in [1, 64] and --reps ≥ 1")
+			return 2
+		}
+		r, err := benchSpec(*model, *backend, *threads, *draft, *draftMax, *tg, *reps, specText, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+			return 1
+		}
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(r)
+		} else {
+			printSpec(stdout, r)
+		}
+		return 0
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+	}
+	res, err := bench(src, *backend, *pp, *tg, *threads, kv, sizes, *ops, !*noProbe, stderr)
+	if *cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err == nil {
+		res.PeakRSSMB = max(res.PeakRSSMB, peakRSSMB())
+		if !*noProbe {
+			fmt.Fprintf(stderr, "bandwidth probe (%d threads)…\n", *threads)
+			res.BandwidthGBs = readBandwidth(*threads)
+			res.RooflineFrac = res.roofline(res.BandwidthGBs)
+			res.WindowRoofline = res.roofline(res.WindowGBs)
+		}
+		res.LoadAvg = loadAvg()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+		return 1
+	}
+	rc := 0
+	if *peer != "" {
+		// A failed peer does not lose our numbers: they are printed with
+		// the peer's error, and the exit code is 1.
+		fmt.Fprintf(stderr, "peer %s…\n", *peer)
+		if res.Peer, err = runPeer(*peer, src.peerPath, *pp, *tg, *threads, *peerReps, kv); err != nil {
+			fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+			res.PeerError, rc = err.Error(), 1
+		}
+	}
+	switch {
+	case *asJSON:
+		json.NewEncoder(stdout).Encode(res)
+	case *benchfmt:
+		printBenchfmt(stdout, res)
+	default:
+		printSummary(stdout, res)
+	}
+	return rc
+}
+
+func parseSizes(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad batch size %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func printSummary(w io.Writer, r *Result) {
+	backend := r.Backend
+	if r.SIMD != "" {
+		backend += " (" + r.SIMD + ")"
+	}
+	fmt.Fprintf(w, "%s on %s, %d threads, kv %s: load %.2f s, pp%d %.2f tok/s, tg%d %.2f tok/s, peak RSS %.0f MiB\n",
+		r.Model, backend, r.Threads, r.KV, r.LoadS, r.PP, r.PPTPS, r.TG, r.TGTPS, r.PeakRSSMB)
+	for _, b := range r.Batch {
+		fmt.Fprintf(w, "batched decode: batch %d, %d steps: %.2f tok/s\n", b.Batch, b.Steps, b.TPS)
+	}
+	if r.BandwidthGBs > 0 {
+		fmt.Fprintf(w, "read bandwidth %.2f GB/s; model %.0f MB × %.2f tok/s = %.1f%% of the roofline\n",
+			r.BandwidthGBs, float64(r.ModelBytes)/1e6, r.TGTPS, 100*r.RooflineFrac)
+	}
+	if r.WindowGBs > 0 {
+		fmt.Fprintf(w, "read bandwidth between the decode steps %.2f GB/s: %.1f%% of that roofline\n", r.WindowGBs, 100*r.WindowRoofline)
+	}
+	if p := r.Peer; p != nil {
+		fmt.Fprintf(w, "%s (llama-bench %s, %s, %d reps): pp %.2f ± %.2f tok/s, tg %.2f ± %.2f tok/s; vkllm/peer: pp %.3f×, tg %.3f×\n",
+			p.Name, p.Commit, p.Backends, p.Reps, p.PPTPS, p.PPStddev, p.TGTPS, p.TGStddev, r.PPTPS/p.PPTPS, r.TGTPS/p.TGTPS)
+	}
+	printOps(w, r)
+	fmt.Fprintf(w, "load average: %s\n", r.LoadAvg)
+}
+
+// printBenchfmt writes one benchmark line per measurement, named by the
+// model file and backend, in the format benchstat reads.
+func printBenchfmt(w io.Writer, r *Result) {
+	name := strings.TrimSuffix(r.Model[strings.LastIndex(r.Model, "/")+1:], ".gguf")
+	line := func(what string, tps float64) {
+		fmt.Fprintf(w, "Benchmark%s/model=%s/backend=%s/threads=%d 1 %.0f ns/op %.3f tok/s\n",
+			what, name, r.Backend, r.Threads, 1e9/tps, tps)
+	}
+	line(fmt.Sprintf("Prefill/pp=%d", r.PP), r.PPTPS)
+	line(fmt.Sprintf("Decode/tg=%d", r.TG), r.TGTPS)
+	for _, b := range r.Batch {
+		line(fmt.Sprintf("BatchedDecode/batch=%d", b.Batch), b.TPS)
+	}
+	if p := r.Peer; p != nil {
+		fmt.Fprintf(w, "BenchmarkPrefill/pp=%d/model=%s/backend=%s/threads=%d 1 %.0f ns/op %.3f tok/s\n", r.PP, name, p.Name, r.Threads, 1e9/p.PPTPS, p.PPTPS)
+		fmt.Fprintf(w, "BenchmarkDecode/tg=%d/model=%s/backend=%s/threads=%d 1 %.0f ns/op %.3f tok/s\n", r.TG, name, p.Name, r.Threads, 1e9/p.TGTPS, p.TGTPS)
+	}
+}
+
+// source is what the bench runs: a model file, or a synthetic model
+// (shape set) built in memory.
+type source struct {
+	name     string // the path, or the --synthetic spec
+	peerPath string // the file the peer runs
+	shape    *synth.Shape
+	dtype    synth.Quant
+	seed     uint64
+}
+
+// open opens the model on the backend opt gives; for a synthetic model,
+// it builds it first and reports the time that took.
+func (s source) open(opt models.Option, progress io.Writer) (m *models.Model, build time.Duration, err error) {
+	if s.shape == nil {
+		m, err = models.Open(context.Background(), s.name, opt)
+		return m, 0, err
+	}
+	t0 := time.Now()
+	sm, err := synth.Build(*s.shape, s.dtype, s.seed, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	g, err := sm.Parse()
+	if err != nil {
+		return nil, 0, err
+	}
+	build = time.Since(t0)
+	fmt.Fprintf(progress, "built %s (seed %d, %.0f MB) in %.2f s\n", s.name, s.seed, float64(sm.Bytes())/1e6, build.Seconds())
+	sm = nil // the parsed file holds its own copy
+	m, err = models.OpenGGUF(context.Background(), "synthetic:"+s.name, g, opt)
+	return m, build, err
+}
+
+// writeSynthetic builds the synthetic model s and writes it to path as
+// GGUF (through a temporary file beside it, renamed when complete).
+func writeSynthetic(path string, s source, progress io.Writer) error {
+	t0 := time.Now()
+	sm, err := synth.Build(*s.shape, s.dtype, s.seed, 0)
+	if err != nil {
+		return err
+	}
+	if err := sm.WriteFile(path); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "wrote %s (seed %d, %.0f MB of tensors) to %s in %.2f s\n", s.name, s.seed, float64(sm.Bytes())/1e6, path, time.Since(t0).Seconds())
+	return nil
+}
+
+func bench(src source, backend string, pp, tg, threads int, kv tensor.DType, batches []int, ops, withProbe bool, progress io.Writer) (*Result, error) {
+	start := time.Now()
+	opt := models.WithBackendName(backend, kernels.Options{Threads: threads})
+	var timer *opTimer // --ops
+	if ops {
+		b, err := kernels.Open(backend, kernels.Options{Threads: threads})
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		timer = newOpTimer(b)
+		opt = models.WithBackend(timer)
+	}
+	m, build, err := src.open(opt, progress)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	res := &Result{Model: src.name, Backend: m.Backend().Name(), Threads: threads, PP: pp, TG: tg, KV: strings.ToLower(kv.String()),
+		LoadS: (time.Since(start) - build).Seconds()}
+	if res.Backend == kernels.CPU {
+		res.SIMD = cpu.SIMD() // the kernels the fast path runs
+	}
+	if src.shape != nil {
+		res.Synthetic, res.Seed, res.BuildS = src.name, src.seed, build.Seconds()
+		res.ModelBytes = m.Files.Size // the tensors' bytes: the file's, to within its metadata
+	} else if st, err := os.Stat(src.name); err == nil && !st.IsDir() {
+		res.ModelBytes = st.Size()
+	}
+	params := models.ContextParams{ContextLen: pp + tg, BatchSize: pp, KVType: kv}
+	vocab := uint32(m.Config.VocabSize)
+	tok := func(i int) int32 { return int32((uint32(i)*2654435761 + 12345) % vocab) }
+	var b models.Batch
+	for i := range pp {
+		b.Add(tok(i), int32(i), i == pp-1, 0)
+	}
+	fmt.Fprintf(progress, "loaded on %s in %.2f s; warm-up…\n", kernels.Describe(m.Backend()), res.LoadS)
+	if err := warmUp(m, params, b, tok(pp)); err != nil {
+		return nil, err
+	}
+	phaseDone("warm-up", m)
+	ctx, err := m.NewContext(params)
+	if err != nil {
+		return nil, err
+	}
+	defer ctx.Close()
+	fmt.Fprintf(progress, "prefill %d tokens…\n", pp)
+	if timer != nil {
+		res.OpsClock = timer.clock()
+		if err := timer.start(); err != nil && res.OpsClock == clockGPU {
+			// a device without timestamps: each op and a Sync, timed
+			fmt.Fprintf(progress, "no GPU timestamps (%v): --ops times each op with a Sync\n", err)
+			timer.prof, res.OpsClock = nil, clockHost
+			err = timer.start()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	t0 := time.Now()
+	if err := ctx.Decode(b); err != nil {
+		return nil, err
+	}
+	prefill := time.Since(t0)
+	res.PPTPS = float64(pp) / prefill.Seconds()
+	fmt.Fprintf(progress, "prefill %.2f tok/s\n", res.PPTPS)
+	if timer != nil {
+		ops, p, err := timer.stop(prefill)
+		if err != nil {
+			return nil, err
+		}
+		res.PrefillOps = ops
+		if p != nil {
+			res.PrefillGPUS = p.Span.Seconds()
+		}
+		if err := timer.start(); err != nil {
+			return nil, err
+		}
+	}
+	// Decode steps as the engine runs them: one reused one-token batch,
+	// then the logits row copied out (llama-bench, the peer, leaves its
+	// logits where llama.cpp wrote them).
+	var step models.Batch
+	step.Add(0, 0, true, 0)
+	logits := make([]float32, m.Config.VocabSize)
+	// With the probe on, a probe pass every windowEvery steps, outside
+	// the steps' time: the bandwidth the machine had during the decode.
+	var window *probe
+	if withProbe {
+		res.PeakRSSMB = peakRSSMB() // before the probe's buffer (see run)
+		window = newProbe(threads, windowBytes)
+		defer window.release()
+	}
+	var decoding time.Duration // the steps' time, without the probe passes
+	for i := range tg {
+		if i%8 == 0 && i > 0 {
+			fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s ", i, tg, float64(i)/decoding.Seconds())
+		}
+		if window != nil && i%windowEvery == windowEvery/2 {
+			time.Sleep(windowQuiet)
+			window.pass()
+		}
+		t0 := time.Now()
+		step.Token[0], step.Pos[0] = tok(pp+i), int32(pp+i)
+		if err := ctx.Decode(step); err != nil {
+			return nil, err
+		}
+		copy(logits, ctx.Logits(0))
+		decoding += time.Since(t0)
+	}
+	res.TGTPS = float64(tg) / decoding.Seconds()
+	if window != nil {
+		res.WindowGBs = window.best
+		window.release()
+		_ = resetPeakRSS() // so that the buffer does not count in the peak
+	}
+	if timer != nil {
+		ops, p, err := timer.stop(decoding)
+		if err != nil {
+			return nil, err
+		}
+		res.Ops = ops
+		if p != nil {
+			res.DecodeGPUUS = float64(p.Span.Nanoseconds()) / 1e3 / float64(tg)
+			res.DecodeWallUS = float64(decoding.Nanoseconds()) / 1e3 / float64(tg)
+			res.DecodeSubmits = float64(p.Submits) / float64(tg)
+		}
+	}
+	fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s\n", tg, tg, res.TGTPS)
+	phaseDone("decode", m)
+	ctx.Close()
+	for _, n := range batches {
+		br, err := batched(m, n, min(tg, 32), kv, tok, progress)
+		if err != nil {
+			return nil, err
+		}
+		res.Batch = append(res.Batch, br)
+	}
+	return res, nil
+}
+
+// phaseDone is called after each phase of a bench ("warm-up", "decode",
+// and per batch size "batch warm-up", "batch"), for tests to look at
+// the backend.
+var phaseDone = func(phase string, m *models.Model) {}
+
+// warmUp runs an untimed prefill of b and one decode step of the token
+// tok after it, on a Context of params that it closes, so that the timed
+// runs find the pipelines made and the device's shaders compiled
+// (llama-bench warms up so too).
+func warmUp(m *models.Model, params models.ContextParams, b models.Batch, tok int32) error {
+	ctx, err := m.NewContext(params)
+	if err != nil {
+		return err
+	}
+	defer ctx.Close()
+	if err := ctx.Decode(b); err != nil {
+		return err
+	}
+	var step models.Batch
+	step.Add(tok, int32(len(b.Token)), true, 0)
+	return ctx.Decode(step)
+}
+
+// batched decodes steps tokens in each of n sequences, n tokens per
+// Decode, after a 32-token prompt per sequence and one untimed step (a
+// step of n tokens may run kernels, and make pipelines, that neither the
+// prompts nor a single sequence's decode did).
+func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32, progress io.Writer) (BatchResult, error) {
+	const prompt = 32
+	ctx, err := m.NewContext(models.ContextParams{ContextLen: n * (prompt + 1 + steps), MaxSeqs: n, BatchSize: max(n, prompt), KVType: kv})
+	if err != nil {
+		return BatchResult{}, err
+	}
+	defer ctx.Close()
+	// one reused batch of a token per sequence, the logits copied out
+	// into one buffer, as the single-sequence decode runs (see bench)
+	var step models.Batch
+	for s := range n {
+		var pre models.Batch // the sequence's prompt, one Decode
+		for i := range prompt {
+			pre.Add(tok(1000*s+i), int32(i), i == prompt-1, models.SeqID(s))
+		}
+		if err := ctx.Decode(pre); err != nil {
+			return BatchResult{}, err
+		}
+		step.Add(0, 0, true, models.SeqID(s))
+	}
+	logits := make([]float32, n*m.Config.VocabSize)
+	var t0 time.Time
+	for i := range steps + 1 { // step 0 is the warm-up
+		if i == 1 {
+			phaseDone("batch warm-up", m)
+			t0 = time.Now()
+		}
+		fmt.Fprintf(progress, "\rbatched decode: batch %d, step %d/%d ", n, max(i-1, 0), steps)
+		for s := range n {
+			step.Token[s], step.Pos[s] = tok(1000*s+prompt+i), int32(prompt+i)
+		}
+		if err := ctx.Decode(step); err != nil {
+			return BatchResult{}, err
+		}
+		for s := range n {
+			copy(logits[s*m.Config.VocabSize:], ctx.Logits(s))
+		}
+	}
+	r := BatchResult{Batch: n, Steps: steps, TPS: float64(n*steps) / time.Since(t0).Seconds()}
+	phaseDone("batch", m)
+	fmt.Fprintf(progress, "\rbatched decode: batch %d, %d steps, %.2f tok/s\n", n, steps, r.TPS)
+	return r, nil
+}
+
+// readBandwidth is a STREAM-like read test: threads goroutines each
+// read their part of a 512 MiB buffer (huge pages where the kernel gives
+// them) as fast as they can, with no arithmetic to wait for, in the two
+// ways the decode kernels read a weight: as one sequential stream with
+// every cache line prefetched ahead (readAll: the F16 and BF16 one-row
+// kernels, the short ends of packed ones) and as four streams side by
+// side (readAll4: the packed one-row kernels, and about the F16 decode
+// tiles' four rows). The best of 20 passes of each, in GB/s of the
+// buffer read.
+func readBandwidth(threads int) float64 {
+	p := newProbe(threads, 512<<20)
+	defer p.release()
+	for range 40 {
+		p.pass()
+	}
+	return p.best
+}
+
+// probePass reads buf once on threads threads, each its part, as one
+// stream a thread (even passes) or four (odd), and returns GB/s.
+func probePass(buf []byte, threads, pass int) float64 {
+	read := readAll
+	if pass%2 == 1 {
+		read = readAll4
+	}
+	sums := make([]uint64, threads)
+	var wg sync.WaitGroup
+	chunk := len(buf) / threads &^ 255
+	t0 := time.Now()
+	for w := range threads {
+		part := buf[w*chunk : (w+1)*chunk]
+		wg.Go(func() { sums[w] = read(part) })
+	}
+	wg.Wait()
+	sec := time.Since(t0).Seconds()
+	var sink uint64
+	for _, s := range sums {
+		sink ^= s
+	}
+	runtime.KeepAlive(sink)
+	return float64(chunk*threads) / sec / 1e9
+}
+
+// probe is a read-bandwidth probe: its buffer and the best of its passes
+// so far. readBandwidth makes one of 512 MiB; the decode's window probe
+// one of windowBytes.
+type probe struct {
+	buf     []byte
+	free    func() error
+	threads int
+	passes  int
+	best    float64 // GB/s
+}
+
+// The window probe: a pass every windowEvery decode steps over
+// windowBytes, twice this project's VMs' L3 cache, so that each pass
+// reads memory. (Where the last-level cache holds 64 MiB, a pass reads
+// cache and overstates the bandwidth: the window fraction then errs low.)
+const (
+	windowEvery = 8
+	windowBytes = 64 << 20
+)
+
+// windowQuiet is how long the decode waits before a window pass, so that
+// the backend's threads are idle: kernels/cpu's helpers poll for their
+// next op for up to 1 ms before they sleep, and a pass that started at
+// once had one reader wait for that poll to end (it read 25–31 GB/s where
+// passes on an idle process read 27–39).
+const windowQuiet = 2 * time.Millisecond
+
+// newProbe maps and touches size bytes: outside the Go heap, on
+// transparent huge pages where the kernel gives them (as the fast path's
+// packed weights are), every page with data that is not zero.
+func newProbe(threads, size int) *probe {
+	buf, free := mmap.Anon(size)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	return &probe{buf: buf, free: free, threads: threads}
+}
+
+// pass reads the buffer once (probePass) and keeps the best rate.
+func (p *probe) pass() {
+	p.best = max(p.best, probePass(p.buf, p.threads, p.passes))
+	p.passes++
+}
+
+// release unmaps the buffer (once; later calls do nothing).
+func (p *probe) release() {
+	if p.buf != nil {
+		p.free()
+		p.buf = nil
+	}
+}
+
+// readAllGo XORs b into one word, eight words at a time.
+func readAllGo(b []byte) uint64 {
+	var s [8]uint64
+	for len(b) >= 64 {
+		for i := range s {
+			s[i] ^= binary.LittleEndian.Uint64(b[8*i:])
+		}
+		b = b[64:]
+	}
+	for _, c := range b {
+		s[0] ^= uint64(c)
+	}
+	return s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7]
+}
+
+// peakRSSMB is VmHWM from /proc/self/status in MiB (0 where there is none).
+func peakRSSMB() float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// resetPeakRSS sets the RSS high-water mark to the present RSS (Linux's
+// clear_refs); where that fails, the mark keeps what it had.
+func resetPeakRSS() error { return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(raw))
+	return strings.Join(f[:min(3, len(f))], " ")
+}

@@ -1,0 +1,5 @@
+package synth
+
+// The tests open the models they build on "cpu": a package that opens
+// models imports the backends it wants, as database/sql drivers.
+import _ "github.com/vkllm/vkllm/kernels/cpu"
