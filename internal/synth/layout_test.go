@@ -133,8 +133,9 @@ func TestLayoutRules(t *testing.T) {
 // TestLayoutFiles writes each layout at the tiny scale, and the 0.5B's
 // fallbacks in one layer of its real width, to a file, reads it back (the
 // dtypes as the table says, general.file_type llama.cpp's
-// LLAMA_FTYPE_MOSTLY_Q4_K_M or _Q5_K_M), opens it on the CPU backend and
-// decodes: finite logits, not all equal.
+// LLAMA_FTYPE_MOSTLY_Q4_K_M or _Q5_K_M), opens it on the fast CPU backend
+// and on the reference one and decodes: finite logits, not all equal, and
+// the two backends' close.
 func TestLayoutFiles(t *testing.T) {
 	type file struct {
 		s Shape
@@ -196,34 +197,57 @@ func TestLayoutFiles(t *testing.T) {
 				}
 			}
 
-			mod, err := models.Open(context.Background(), path, models.WithBackendName("cpu", kernels.Options{Threads: 2}))
-			if err != nil {
-				t.Fatal(err)
+			// The fast CPU path against the exact reference on every
+			// position's logits: the bound models/iq4_test.go holds a model
+			// of one quantised type to.
+			fast, ref := decodeFile(t, path, "cpu"), decodeFile(t, path, "cpu-ref")
+			var num, den float64
+			for i, want := range ref {
+				d := float64(fast[i]) - float64(want)
+				num, den = num+d*d, den+float64(want)*float64(want)
 			}
-			defer mod.Close()
-			ctx, err := mod.NewContext(models.ContextParams{ContextLen: 64})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ctx.Close()
-			var b models.Batch
-			for i, tok := range []int32{1, 2, 3, 4, 5, 6, 7, 8} {
-				b.Add(tok, int32(i), i == 7, 0)
-			}
-			if err := ctx.Decode(b); err != nil {
-				t.Fatal(err)
-			}
-			logits := ctx.Logits(7)
-			lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
-			for _, v := range logits {
-				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-					t.Fatalf("logit %v", v)
-				}
-				lo, hi = min(lo, v), max(hi, v)
-			}
-			if !(hi > lo) {
-				t.Fatalf("logits all %v", lo)
+			t.Logf("NMSE cpu vs cpu-ref %.3g over %d logits", num/den, len(ref))
+			if !(num/den < 1e-3) {
+				t.Errorf("NMSE cpu vs cpu-ref %.3g, want < 1e-3", num/den)
 			}
 		})
 	}
+}
+
+// decodeFile opens the model at path on backend and decodes 8 tokens: the
+// logits of every position, checked finite and not all equal.
+func decodeFile(t *testing.T, path, backend string) []float32 {
+	t.Helper()
+	mod, err := models.Open(context.Background(), path, models.WithBackendName(backend, kernels.Options{Threads: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close()
+	ctx, err := mod.NewContext(models.ContextParams{ContextLen: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	var b models.Batch
+	for i, tok := range []int32{1, 2, 3, 4, 5, 6, 7, 8} {
+		b.Add(tok, int32(i), true, 0)
+	}
+	if err := ctx.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	var logits []float32
+	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+	for i := range 8 {
+		for _, v := range ctx.Logits(i) {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatalf("%s: logit %v at %d", backend, v, i)
+			}
+			lo, hi = min(lo, v), max(hi, v)
+			logits = append(logits, v)
+		}
+	}
+	if !(hi > lo) {
+		t.Fatalf("%s: logits all %v", backend, lo)
+	}
+	return logits
 }
