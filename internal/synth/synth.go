@@ -197,7 +197,7 @@ func (s Shape) Validate() error {
 // they are written.
 type Model struct {
 	Shape   Shape
-	Quant   Quant // of the matrices (a Q4_K model has some Q4_0 ones)
+	Quant   Quant // of the matrices (a layout mixes dtypes; a Q4_K model has some Q4_0 matrices)
 	Seed    uint64
 	KV      []gguf.KV
 	Tensors []tensor.Tensor
