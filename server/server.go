@@ -1,6 +1,6 @@
 // Package server is vkllm's OpenAI-compatible HTTP server over one or
 // more models loaded with engine.Open: /v1/chat/completions,
-// /v1/completions, /v1/embeddings and /v1/models, vLLM's /tokenize and
+// /v1/completions, /v1/responses, /v1/embeddings and /v1/models, vLLM's /tokenize and
 // /detokenize, /health, /ready (readiness, Drain) and /metrics
 // (Prometheus, under vLLM's names), and a chat page at /.
 //
@@ -200,6 +200,8 @@ type Server struct {
 	closeErr  error
 
 	drain drainState // see ready.go
+
+	responses responseStore // see responses.go
 }
 
 // Errors of New.
@@ -344,7 +346,8 @@ func (s *Server) AbortStreams() { s.abortOnce.Do(func() { close(s.stopping) }) }
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Register mounts the server's routes on mux, beside the caller's own:
-// /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models,
+// /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses
+// (and GET, DELETE /v1/responses/{id}), /v1/models,
 // /v1/models/{id}, /tokenize, /detokenize, /v1/ (any other /v1/ URL: 404
 // in OpenAI's error shape), /health, /ready, /metrics, and the chat
 // page at / with its icon and its assets under /web/ (see web.go). It panics,
@@ -354,6 +357,8 @@ func (s *Server) Register(mux *http.ServeMux) {
 	handle("/v1/chat/completions", s.post(s.handleChat))
 	handle("/v1/completions", s.post(s.handleCompletions))
 	handle("/v1/embeddings", s.post(s.handleEmbeddings))
+	handle("/v1/responses", s.post(s.handleResponses))
+	handle("/v1/responses/{id}", s.handleResponseByID)
 	handle("/v1/models", s.api(http.MethodGet, s.handleModels))
 	handle("/v1/models/{id}", s.api(http.MethodGet, s.handleModel))
 	handle("/tokenize", s.post(s.handleTokenize))
