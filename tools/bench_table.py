@@ -17,6 +17,16 @@ tools/build-llama-bench.sh, which builds the peer, llama.cpp's llama-bench):
   python3 tools/bench_table.py --bench /tmp/vkllm \\
       --dir /tmp/bench-models --runs 5 --threads 2 --out /tmp/table
 
+--synthetic SHAPE:TYPE … first writes those random models into --dir (as
+`vkllm bench --synthetic SPEC --write-gguf`; a file already there is kept)
+and benches only them; --real-layouts adds the files shaped like the
+downloads people run: the Qwen2.5-0.5B, Llama-3.2-1B and Qwen3-0.6B shapes
+in the per-tensor mix llama-quantize writes for Q4_K_M and Q5_K_M
+(tools/check_layouts_gguf.py checks those files with llama.cpp's reader):
+
+  python3 tools/bench_table.py --bench /tmp/vkllm --dir /tmp/layouts \\
+      --real-layouts --runs 5 --threads 2 --kv f16 --out /tmp/table
+
 Runs alternate over the files (run 1 of every file, then run 2, …) so that
 a slow spell of a shared machine spreads over all of them.
 """
@@ -26,6 +36,10 @@ import os
 import statistics
 import subprocess
 import sys
+
+
+# The bench files shaped like the GGUFs people download (issue 41).
+REAL_LAYOUTS = [s + ":" + l for s in ["qwen2.5-0.5b", "llama-3.2-1b", "qwen3-0.6b"] for l in ["Q4_K_M", "Q5_K_M"]]
 
 
 def main():
@@ -39,9 +53,22 @@ def main():
     ap.add_argument("--peer", default="llama.cpp", help='"" for none')
     ap.add_argument("--kv", default="f32", help="KV cache type for both sides: f32 or f16")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--synthetic", nargs="*", default=[], metavar="SHAPE:TYPE",
+                    help="write these random models into --dir first and bench only them")
+    ap.add_argument("--real-layouts", action="store_true", help="add " + " ".join(REAL_LAYOUTS) + " to --synthetic")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    files = sorted(f for f in os.listdir(a.dir) if f.endswith(".gguf"))
+    specs = a.synthetic + (REAL_LAYOUTS if a.real_layouts else [])
+    if specs:
+        os.makedirs(a.dir, exist_ok=True)
+        files = []
+        for spec in specs:
+            f = spec.replace(":", "-") + ".gguf"
+            if not os.path.exists(os.path.join(a.dir, f)):
+                subprocess.run([a.bench, "bench", "--synthetic", spec, "--write-gguf", os.path.join(a.dir, f)], check=True)
+            files.append(f)
+    else:
+        files = sorted(f for f in os.listdir(a.dir) if f.endswith(".gguf"))
     runs = {f: [] for f in files}
     with open(os.path.join(a.out, "runs.jsonl"), "w") as jl, open(os.path.join(a.out, "bench.txt"), "w") as bt:
         for i in range(a.runs):

@@ -12,11 +12,13 @@
 // the usual N(0, 0.02²) initialisation), quantised with tensor.Quantize;
 // norm weights are 1 plus such noise, biases such noise, both F32.
 //
-// Q4_K has no Go quantiser, so a Q4_K matrix gets random Q4_K blocks
-// (random 6-bit scales and mins and 4-bit values under fixed small
-// super-block scales, values of order 0.02); a matrix whose rows are not
-// whole 256-value blocks is Q4_0 instead, as llama.cpp's quantiser falls
-// back.
+// The K-quants Q4_K, Q5_K and Q6_K have no Go quantiser, so their
+// matrices get random blocks (random scales and values under fixed small
+// super-block scales, values of order 0.02). With one dtype for every
+// matrix, a Q4_K matrix whose rows are not whole 256-value blocks is Q4_0
+// instead. A layout (SHAPE:Q4_K_M, SHAPE:Q5_K_M) mixes dtypes per tensor
+// as llama.cpp's llama-quantize does for that file type (layout.go has the
+// rules).
 //
 // The vocabulary is llama.cpp's "no_vocab" tokenizer with <arch>.vocab_size
 // set: llama-bench draws random token ids, and so does vkllm's bench.
@@ -51,7 +53,7 @@ var (
 // run and benchmarked like the real one.
 type Shape struct {
 	Name         string
-	Arch         string // "llama" or "qwen2" (GGUF general.architecture)
+	Arch         string // "llama", "qwen2" or "qwen3" (GGUF general.architecture)
 	Hidden       int
 	Layers       int
 	Heads        int
@@ -63,6 +65,7 @@ type Shape struct {
 	RoPETheta    float64
 	RMSNormEps   float64
 	QKVBias      bool // biases on q, k and v (Qwen2)
+	QKNorm       bool // per-head RMSNorm weights on q and k (Qwen3)
 	Tied         bool // the output matrix is the embedding
 	// Llama3RoPE, if set, is Llama 3.1's RoPE scaling, written as
 	// llama.cpp's rope_freqs tensor.
@@ -85,6 +88,11 @@ var shapes = map[string]Shape{
 		Name: "llama-3.2-1b", Arch: "llama", Hidden: 2048, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64,
 		Intermediate: 8192, Vocab: 128256, ContextLen: 131072, RoPETheta: 5e5, RMSNormEps: 1e-5, Tied: true,
 		Llama3RoPE: &Llama3RoPE{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 8192},
+	},
+	"qwen3-0.6b": {
+		Name: "qwen3-0.6b", Arch: "qwen3", Hidden: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128,
+		Intermediate: 3072, Vocab: 151936, ContextLen: 40960, RoPETheta: 1e6, RMSNormEps: 1e-6,
+		QKNorm: true, Tied: true,
 	},
 	"llama-3.1-8b": {
 		Name: "llama-3.1-8b", Arch: "llama", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128,
@@ -119,21 +127,22 @@ func Lookup(name string) (Shape, error) {
 // DTypes are the matrix dtypes Build makes.
 var DTypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q4_K}
 
-// ParseSpec reads "SHAPE:DTYPE", e.g. "qwen2.5-0.5b:Q4_0".
-func ParseSpec(spec string) (Shape, tensor.DType, error) {
+// ParseSpec reads "SHAPE:DTYPE" or "SHAPE:LAYOUT", e.g.
+// "qwen2.5-0.5b:Q4_0" or "qwen2.5-0.5b:Q4_K_M".
+func ParseSpec(spec string) (Shape, Quant, error) {
 	name, dtName, ok := strings.Cut(spec, ":")
 	if !ok {
-		return Shape{}, tensor.Invalid, fmt.Errorf("%w %q: want SHAPE:DTYPE, e.g. qwen2.5-0.5b:Q4_0", ErrUnknownShape, spec)
+		return Shape{}, Quant{}, fmt.Errorf("%w %q: want SHAPE:DTYPE, e.g. qwen2.5-0.5b:Q4_0", ErrUnknownShape, spec)
 	}
 	s, err := Lookup(name)
 	if err != nil {
-		return Shape{}, tensor.Invalid, err
+		return Shape{}, Quant{}, err
 	}
-	dt, err := parseDType(dtName)
+	q, err := parseQuant(dtName)
 	if err != nil {
-		return Shape{}, tensor.Invalid, err
+		return Shape{}, Quant{}, err
 	}
-	return s, dt, nil
+	return s, q, nil
 }
 
 func parseDType(name string) (tensor.DType, error) {
@@ -170,8 +179,8 @@ func (s Shape) Tiny() Shape {
 // Validate checks that s describes a decoder Build can make.
 func (s Shape) Validate() error {
 	switch {
-	case s.Arch != "llama" && s.Arch != "qwen2":
-		return fmt.Errorf("%w %s: arch %q (want llama or qwen2)", ErrBadShape, s.Name, s.Arch)
+	case s.Arch != "llama" && s.Arch != "qwen2" && s.Arch != "qwen3":
+		return fmt.Errorf("%w %s: arch %q (want llama, qwen2 or qwen3)", ErrBadShape, s.Name, s.Arch)
 	case s.Hidden < 1 || s.Layers < 1 || s.Heads < 1 || s.KVHeads < 1 || s.HeadDim < 2 || s.Intermediate < 1 || s.Vocab < 1:
 		return fmt.Errorf("%w %s: every dimension must be positive", ErrBadShape, s.Name)
 	case s.Heads%s.KVHeads != 0:
@@ -188,7 +197,7 @@ func (s Shape) Validate() error {
 // they are written.
 type Model struct {
 	Shape   Shape
-	DType   tensor.DType // of the matrices (a Q4_K model has some Q4_0 ones)
+	Quant   Quant // of the matrices (a layout mixes dtypes; a Q4_K model has some Q4_0 matrices)
 	Seed    uint64
 	KV      []gguf.KV
 	Tensors []tensor.Tensor
@@ -253,20 +262,21 @@ const (
 	fillComputed             // not drawn (rope_freqs)
 )
 
-// Plan lists the tensors Build makes for shape s and dtype dt, in order,
-// with their names, dtypes and shapes but no data: it checks that every
-// matrix's rows are whole blocks of its dtype without allocating them.
-func Plan(s Shape, dt tensor.DType) ([]tensor.Tensor, error) {
-	ts, _, err := plan(s, dt)
+// Plan lists the tensors Build makes for shape s and matrices q, in
+// order, with their names, dtypes and shapes but no data: it checks that
+// every matrix's rows are whole blocks of its dtype without allocating
+// them.
+func Plan(s Shape, q Quant) ([]tensor.Tensor, error) {
+	ts, _, err := plan(s, q)
 	return ts, err
 }
 
 // plan is Plan with each tensor's fill.
-func plan(s Shape, dt tensor.DType) ([]tensor.Tensor, []fill, error) {
+func plan(s Shape, q Quant) ([]tensor.Tensor, []fill, error) {
 	if err := s.Validate(); err != nil {
 		return nil, nil, err
 	}
-	if _, err := parseDType(dt.String()); err != nil {
+	if err := checkQuant(q); err != nil {
 		return nil, nil, err
 	}
 	var ts []tensor.Tensor
@@ -283,12 +293,13 @@ func plan(s Shape, dt tensor.DType) ([]tensor.Tensor, []fill, error) {
 		fills = append(fills, f)
 		return nil
 	}
-	// A matrix in dt, or Q4_0 where Q4_K's blocks do not divide its rows.
-	mat := func(name string, rows, cols int) error {
-		t := dt
-		if cols%t.BlockSize() != 0 && t == tensor.Q4_K {
-			t = tensor.Q4_0
+	// A matrix in the dtype q gives it (layer -1: outside the layers).
+	mat := func(name string, layer, rows, cols int) error {
+		role := strings.TrimSuffix(name, ".weight")
+		if layer >= 0 {
+			role = strings.TrimPrefix(role, fmt.Sprintf("blk.%d.", layer))
 		}
+		t := q.matrixType(s, matrix{role: role, layer: layer, cols: cols})
 		if cols%t.BlockSize() != 0 {
 			return fmt.Errorf("%w %s: %s: rows of %d values are not whole %v blocks of %d", ErrBadShape, s.Name, name, cols, t, t.BlockSize())
 		}
@@ -296,30 +307,33 @@ func plan(s Shape, dt tensor.DType) ([]tensor.Tensor, []fill, error) {
 	}
 	vec := func(name string, f fill, n int) error { return add(name, f, tensor.F32, int64(n)) }
 
-	q, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	nq, kv := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
 	errs := []error{
-		mat("token_embd.weight", s.Vocab, s.Hidden),
+		mat("token_embd.weight", -1, s.Vocab, s.Hidden),
 		vec("output_norm.weight", fillNorm, s.Hidden),
 	}
 	if !s.Tied {
-		errs = append(errs, mat("output.weight", s.Vocab, s.Hidden))
+		errs = append(errs, mat("output.weight", -1, s.Vocab, s.Hidden))
 	}
 	for l := range s.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		errs = append(errs,
 			vec(p+"attn_norm.weight", fillNorm, s.Hidden),
-			mat(p+"attn_q.weight", q, s.Hidden),
-			mat(p+"attn_k.weight", kv, s.Hidden),
-			mat(p+"attn_v.weight", kv, s.Hidden))
+			mat(p+"attn_q.weight", l, nq, s.Hidden),
+			mat(p+"attn_k.weight", l, kv, s.Hidden),
+			mat(p+"attn_v.weight", l, kv, s.Hidden))
 		if s.QKVBias {
-			errs = append(errs, vec(p+"attn_q.bias", fillBias, q), vec(p+"attn_k.bias", fillBias, kv), vec(p+"attn_v.bias", fillBias, kv))
+			errs = append(errs, vec(p+"attn_q.bias", fillBias, nq), vec(p+"attn_k.bias", fillBias, kv), vec(p+"attn_v.bias", fillBias, kv))
+		}
+		if s.QKNorm {
+			errs = append(errs, vec(p+"attn_q_norm.weight", fillNorm, s.HeadDim), vec(p+"attn_k_norm.weight", fillNorm, s.HeadDim))
 		}
 		errs = append(errs,
-			mat(p+"attn_output.weight", s.Hidden, q),
+			mat(p+"attn_output.weight", l, s.Hidden, nq),
 			vec(p+"ffn_norm.weight", fillNorm, s.Hidden),
-			mat(p+"ffn_gate.weight", s.Intermediate, s.Hidden),
-			mat(p+"ffn_up.weight", s.Intermediate, s.Hidden),
-			mat(p+"ffn_down.weight", s.Hidden, s.Intermediate))
+			mat(p+"ffn_gate.weight", l, s.Intermediate, s.Hidden),
+			mat(p+"ffn_up.weight", l, s.Intermediate, s.Hidden),
+			mat(p+"ffn_down.weight", l, s.Hidden, s.Intermediate))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
@@ -331,11 +345,11 @@ func plan(s Shape, dt tensor.DType) ([]tensor.Tensor, []fill, error) {
 	return ts, fills, nil
 }
 
-// Build makes the random model of shape s with matrices of dtype dt from
-// seed, filling chunks on workers goroutines (runtime.GOMAXPROCS(0) when
-// workers < 1). The bytes depend on s, dt and seed only.
-func Build(s Shape, dt tensor.DType, seed uint64, workers int) (*Model, error) {
-	ts, fills, err := plan(s, dt)
+// Build makes the random model of shape s with matrices q from seed,
+// filling chunks on workers goroutines (runtime.GOMAXPROCS(0) when
+// workers < 1). The bytes depend on s, q and seed only.
+func Build(s Shape, q Quant, seed uint64, workers int) (*Model, error) {
+	ts, fills, err := plan(s, q)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +388,7 @@ func Build(s Shape, dt tensor.DType, seed uint64, workers int) (*Model, error) {
 		})
 	}
 	wg.Wait()
-	return &Model{Shape: s, DType: dt, Seed: seed, KV: metadata(s, dt), Tensors: ts}, nil
+	return &Model{Shape: s, Quant: q, Seed: seed, KV: metadata(s, q), Tensors: ts}, nil
 }
 
 // fillChunk draws chunk c of t from the stream (seed, tensor index, c).
@@ -386,8 +400,15 @@ func fillChunk(t *tensor.Tensor, f fill, c int, seed, index uint64, scratch []fl
 	b0, _ := t.DType.Bytes(lo)
 	b1, _ := t.DType.Bytes(hi)
 	dst := t.Data[b0:b1]
-	if t.DType == tensor.Q4_K {
+	switch t.DType {
+	case tensor.Q4_K:
 		randomQ4K(r, dst)
+		return
+	case tensor.Q5_K:
+		randomQ5K(r, dst)
+		return
+	case tensor.Q6_K:
+		randomQ6K(r, dst)
 		return
 	}
 	x := scratch[:hi-lo]
@@ -469,7 +490,7 @@ var fileTypes = map[tensor.DType]uint32{
 }
 
 // metadata is the GGUF metadata llama.cpp's loader reads for s.
-func metadata(s Shape, dt tensor.DType) []gguf.KV {
+func metadata(s Shape, q Quant) []gguf.KV {
 	u32 := func(k string, v int) gguf.KV {
 		return gguf.KV{Key: k, Value: gguf.Value{Type: gguf.Uint32, V: uint32(v)}}
 	}
@@ -480,8 +501,8 @@ func metadata(s Shape, dt tensor.DType) []gguf.KV {
 	a := s.Arch + "."
 	kv := []gguf.KV{
 		str("general.architecture", s.Arch),
-		str("general.name", fmt.Sprintf("%s-shaped random (%v)", s.Name, dt)),
-		u32("general.file_type", int(fileTypes[dt])),
+		str("general.name", fmt.Sprintf("%s-shaped random (%v)", s.Name, q)),
+		u32("general.file_type", int(q.fileType())),
 		u32(a+"context_length", s.ContextLen),
 		u32(a+"embedding_length", s.Hidden),
 		u32(a+"block_count", s.Layers),

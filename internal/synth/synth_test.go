@@ -17,9 +17,9 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-func build(t *testing.T, s Shape, dt tensor.DType, seed uint64, workers int) []byte {
+func build(t *testing.T, s Shape, q Quant, seed uint64, workers int) []byte {
 	t.Helper()
-	m, err := Build(s, dt, seed, workers)
+	m, err := Build(s, q, seed, workers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +64,17 @@ func TestSameSeedSameBytes(t *testing.T) {
 	}
 }
 
-// TestOpens builds every shape at the tiny scale in the benchmark dtypes,
-// opens it from memory on the CPU backend and decodes: the config is the
-// shape's and the logits are finite and not all equal.
+// TestOpens builds every shape at the tiny scale in the benchmark dtypes
+// and layouts, opens it from memory on the CPU backend and decodes: the
+// config is the shape's and the logits are finite and not all equal.
 func TestOpens(t *testing.T) {
 	for _, name := range Shapes() {
-		for _, dt := range []tensor.DType{tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K} {
-			t.Run(name+":"+dt.String(), func(t *testing.T) {
+		for _, qn := range []string{"F16", "Q8_0", "Q4_0", "Q4_K", "Q4_K_M", "Q5_K_M"} {
+			dt, err := parseQuant(qn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Run(name+":"+qn, func(t *testing.T) {
 				shape, err := Lookup(name)
 				if err != nil {
 					t.Fatal(err)
@@ -92,7 +96,7 @@ func TestOpens(t *testing.T) {
 				c := m.Config
 				if c.Arch != s.Arch || c.HiddenSize != s.Hidden || c.NumLayers != s.Layers || c.NumHeads != s.Heads ||
 					c.NumKVHeads != s.KVHeads || c.HeadDim != s.HeadDim || c.IntermediateSize != s.Intermediate ||
-					c.VocabSize != s.Vocab || c.TieEmbedding != s.Tied || c.AttentionBias != s.QKVBias {
+					c.VocabSize != s.Vocab || c.TieEmbedding != s.Tied || c.AttentionBias != s.QKVBias || c.QKNorm != s.QKNorm {
 					t.Fatalf("config %+v does not match shape %+v", c, s)
 				}
 				ctx, err := m.NewContext(models.ContextParams{ContextLen: 64})
@@ -128,7 +132,7 @@ func TestOpens(t *testing.T) {
 func TestQ4KFallback(t *testing.T) {
 	s, _ := Lookup("qwen2.5-0.5b")
 	s.Layers, s.Vocab = 1, 256
-	m, err := Build(s, tensor.Q4_K, 1, 0)
+	m, err := Build(s, Uniform(tensor.Q4_K), 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +153,7 @@ func TestQ4KFallback(t *testing.T) {
 func TestTinyName(t *testing.T) {
 	s, dt, err := ParseSpec("llama-3.1-8b-tiny:q4_0")
 	full, _ := Lookup("llama-3.1-8b")
-	if err != nil || dt != tensor.Q4_0 || s.Name != full.Tiny().Name || s.Hidden != full.Tiny().Hidden {
+	if err != nil || dt != Uniform(tensor.Q4_0) || s.Name != full.Tiny().Name || s.Hidden != full.Tiny().Hidden {
 		t.Fatalf("%+v %v %v, want %+v Q4_0", s, dt, err, full.Tiny())
 	}
 }
@@ -166,6 +170,7 @@ func TestErrors(t *testing.T) {
 		{"qwen2.5-0.5b:Q3_K", ErrDType},
 		{"qwen2.5-0.5b:I32", ErrDType},
 		{"qwen2.5-0.5b:", ErrDType},
+		{"qwen2.5-0.5b:Q4_K_S", ErrDType},
 	} {
 		if _, _, err := ParseSpec(c.spec); !errors.Is(err, c.want) {
 			t.Errorf("ParseSpec(%q): %v, want %v", c.spec, err, c.want)
@@ -182,18 +187,21 @@ func TestErrors(t *testing.T) {
 	} {
 		s := good
 		mod(&s)
-		if _, err := Build(s, tensor.F16, 1, 1); !errors.Is(err, ErrBadShape) {
+		if _, err := Build(s, Uniform(tensor.F16), 1, 1); !errors.Is(err, ErrBadShape) {
 			t.Errorf("%s: %v, want ErrBadShape", name, err)
 		}
 	}
 	// rows that are not whole Q8_0 blocks
 	s := good
 	s.Intermediate = 500
-	if _, err := Build(s, tensor.Q8_0, 1, 1); !errors.Is(err, ErrBadShape) {
+	if _, err := Build(s, Uniform(tensor.Q8_0), 1, 1); !errors.Is(err, ErrBadShape) {
 		t.Errorf("intermediate 500 in Q8_0: %v, want ErrBadShape", err)
 	}
-	if _, err := Build(good, tensor.Q6_K, 1, 1); !errors.Is(err, ErrDType) {
+	if _, err := Build(good, Uniform(tensor.Q6_K), 1, 1); !errors.Is(err, ErrDType) {
 		t.Errorf("Q6_K: %v, want ErrDType", err)
+	}
+	if _, err := Build(good, Quant{DType: tensor.Q8_0, Layout: "Q4_K_M"}, 1, 1); !errors.Is(err, ErrDType) {
+		t.Errorf("Q4_K_M on Q8_0: %v, want ErrDType", err)
 	}
 }
 
@@ -212,7 +220,7 @@ func TestLlamaCpp(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, name := range Shapes() {
-		for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_K} {
+		for _, dt := range []Quant{Uniform(tensor.Q8_0), Uniform(tensor.Q4_K), {tensor.Q4_K, "Q4_K_M"}, {tensor.Q5_K, "Q5_K_M"}} {
 			s, _ := Lookup(name)
 			s = s.Tiny()
 			path := filepath.Join(dir, s.Name+"-"+dt.String()+".gguf")
@@ -231,10 +239,11 @@ func TestLlamaCpp(t *testing.T) {
 // allocating, and their parameter counts are the real models' (Hugging
 // Face's counts; rope_freqs is not a parameter).
 func TestPlanFullScale(t *testing.T) {
-	params := map[string]int64{"qwen2.5-0.5b": 494_032_768, "llama-3.2-1b": 1_235_814_400, "llama-3.1-8b": 8_030_261_248}
+	// qwen3-0.6b: 440,466,432 outside the embedding, the model card's 0.44B
+	params := map[string]int64{"qwen2.5-0.5b": 494_032_768, "llama-3.2-1b": 1_235_814_400, "qwen3-0.6b": 596_049_920, "llama-3.1-8b": 8_030_261_248}
 	for _, name := range Shapes() {
 		s, _ := Lookup(name)
-		for _, dt := range []tensor.DType{tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K} {
+		for _, dt := range []Quant{Uniform(tensor.F16), Uniform(tensor.Q8_0), Uniform(tensor.Q4_0), Uniform(tensor.Q4_K), {tensor.Q4_K, "Q4_K_M"}, {tensor.Q5_K, "Q5_K_M"}} {
 			ts, err := Plan(s, dt)
 			if err != nil {
 				t.Errorf("%s:%v: %v", name, dt, err)

@@ -53,7 +53,7 @@ func NoVocab(tb testing.TB) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m, err := synth.Build(s, tensor.F32, 1, 1)
+	m, err := synth.Build(s, synth.Uniform(tensor.F32), 1, 1)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,8 +10,9 @@
 //	vkllm bench --sweep [--sweep-models qwen2.5-0.5b,llama-3.1-8b] [--sweep-dtypes F16,Q4_0,…] [--sweep-out FILE] [--json]
 //
 // --synthetic builds a random-weight model of a real model's shape in
-// memory (package internal/synth: qwen2.5-0.5b, llama-3.2-1b,
-// llama-3.1-8b; F16, Q8_0, Q4_0, Q4_K and more) and benches it: nothing
+// memory (package internal/synth: qwen2.5-0.5b, llama-3.2-1b, qwen3-0.6b,
+// llama-3.1-8b; F16, Q8_0, Q4_0, Q4_K and more, or the per-tensor mix
+// llama-quantize writes for Q4_K_M and Q5_K_M) and benches it: nothing
 // to download or carry. --write-gguf writes that model (the same bytes
 // for the same shape, dtype and seed) as a GGUF file and exits, for the
 // peer: llama-bench runs on --peer-model, which must be that file.
@@ -197,7 +198,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vkllm bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "model folder or .gguf file, or a Hub name hf://OWNER/REPO[:QUANT] (pulled first by vkllm)")
-	synthetic := fs.String("synthetic", "", "bench a random model built in memory, SHAPE:DTYPE ("+strings.Join(synth.Shapes(), ", ")+"; F16, Q8_0, Q4_0, Q4_K, …), instead of --model")
+	synthetic := fs.String("synthetic", "", "bench a random model built in memory, SHAPE:DTYPE ("+strings.Join(synth.Shapes(), ", ")+"; F16, Q8_0, Q4_0, Q4_K, …, or "+strings.Join(synth.Layouts(), ", ")+"), instead of --model")
 	seed := fs.Uint64("seed", 1, "--synthetic's random seed")
 	writeGGUF := fs.String("write-gguf", "", "write the --synthetic model to this .gguf file and exit")
 	peerModel := fs.String("peer-model", "", "the file the peer runs (default --model; with --synthetic, the file --write-gguf wrote)")
@@ -463,7 +464,7 @@ type source struct {
 	name     string // the path, or the --synthetic spec
 	peerPath string // the file the peer runs
 	shape    *synth.Shape
-	dtype    tensor.DType
+	dtype    synth.Quant
 	seed     uint64
 }
 
