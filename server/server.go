@@ -624,11 +624,19 @@ func (s *Server) lookup(name string) (*Model, string, *apiError) {
 	return found.m, s.label(found), nil
 }
 
-// label names an entry in metrics: NAME:QUANT, with "#k" added when
-// several files would have the same label.
+// label names an entry in metrics and /health by its API name: NAME,
+// as requests name it, when it is the only file of that name, else
+// NAME:QUANT, with "#k" added when several files would have the same
+// label.
 func (s *Server) label(e *entry) string {
+	shared := 0
+	for _, x := range s.entries {
+		if x.spec.Name == e.spec.Name {
+			shared++
+		}
+	}
 	base := func(x *entry) string {
-		if isReady(x) && x.m != nil && x.m.Quant != "" { // x.m is written by the loader until ready closes
+		if shared > 1 && isReady(x) && x.m != nil && x.m.Quant != "" { // x.m is written by the loader until ready closes
 			return x.spec.Name + ":" + x.m.Quant
 		}
 		return x.spec.Name
