@@ -47,6 +47,8 @@ func TestBadInput(t *testing.T) {
 		{"empty messages", "POST", chatPath, json, `{"model":"tiny","messages":[]}`, 400, "messages", false},
 		{"messages missing", "POST", chatPath, json, `{"model":"tiny"}`, 400, "messages", false},
 		{"messages wrong type", "POST", chatPath, json, `{"model":"tiny","messages":"hi"}`, 400, "messages", false},
+		{"image to a text model", "POST", chatPath, json, `{"model":"tiny","messages":[{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`, 400, "messages[0].content[1].type", false},
+		{"image to tokenize", "POST", "/tokenize", json, `{"model":"tiny","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"http://x/y.png"}}]}]}`, 400, "messages[0].content[0].type", false},
 		{"unknown role", "POST", chatPath, json, `{"model":"tiny","messages":[{"role":"wizard","content":"hi"}]}`, 400, "messages[0].role", false},
 		{"content wrong type", "POST", chatPath, json, `{"model":"tiny","messages":[{"role":"user","content":42}]}`, 400, "", false},
 		{"n too big", "POST", chatPath, json, `{` + ok + `,"n":1000000}`, 400, "n", false},

@@ -74,11 +74,14 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 	var ue *tokenizer.InvalidUTF8Error
 	var re *engine.RoleError
 	var tse *engine.ToolSchemaError
+	var ce *engine.ContentError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &re):
 		return badParam(fmt.Sprintf("messages[%d].role", re.Index), "%v", err)
+	case errors.As(err, &ce):
+		return badParam(fmt.Sprintf("messages[%d].content[%d].type", ce.Index, ce.Part), "%v", err)
 	case errors.As(err, &tse):
 		return badParam(fmt.Sprintf("tools[%d].function.parameters", tse.Index), "%v", err)
 	case errors.Is(err, engine.ErrToolChoice):
