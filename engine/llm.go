@@ -604,7 +604,10 @@ func (l *LLM) ClearCache() error { return l.query((*loop).clear) }
 // step. It never waits for a step, so a metrics scrape is cheap. A
 // request is counted from the moment it is accepted until it finishes:
 // before the loop has added it to the engine (in the inbox, or in the
-// step that adds it), as waiting.
+// step that adds it), as waiting. A request cancelled (its ctx done, or
+// a break out of its stream) is counted until the loop has taken the
+// abort, at the end of the step under way: Stats read right after a
+// cancel may still count it as running, and settles within one step.
 func (l *LLM) Stats() Stats {
 	s := *l.loop.stats.Load()
 	s.Finished = maps.Clone(s.Finished)

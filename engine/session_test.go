@@ -102,6 +102,13 @@ func TestSessionChatTurns(t *testing.T) {
 		if i > 0 && got.Usage.CachedTokens == 0 {
 			t.Fatalf("turn %d reused nothing", i)
 		}
+		prompt, err := l.TokenizeChat(ChatRequest{Messages: conv}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if toks := s.Tokens(); !slices.Equal(toks, append(prompt, got.Tokens...)) {
+			t.Fatalf("turn %d: Tokens() %v, want the rendered prompt and the reply (%d+%d tokens)", i, toks, len(prompt), len(got.Tokens))
+		}
 		t.Logf("turn %d: %d prompt tokens, %d cached", i, got.Usage.PromptTokens, got.Usage.CachedTokens)
 	}
 	if m := s.Messages(); len(m) != 6 || m[5].Role != "assistant" {
