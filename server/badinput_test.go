@@ -110,7 +110,7 @@ func TestBadInput(t *testing.T) {
 		{"completion negative token", "POST", cmplPath, json, `{"model":"tiny","prompt":[-1]}`, 400, "prompt", false},
 		{"completion too many choices", "POST", cmplPath, json, `{"model":"tiny","prompt":["a","b","c","d","e"],"n":4}`, 400, "prompt", false},
 		{"completion logprobs 99", "POST", cmplPath, json, `{"model":"tiny","prompt":"a","logprobs":99}`, 400, "logprobs", false},
-		{"completion echo", "POST", cmplPath, json, `{"model":"tiny","prompt":"a","echo":true}`, 400, "echo", false},
+		{"completion echo with logprobs", "POST", cmplPath, json, `{"model":"tiny","prompt":"a","echo":true,"logprobs":1}`, 400, "echo", false},
 		{"completion prompt too long", "POST", cmplPath, json, `{"model":"tiny","prompt":"` + strings.Repeat("word ", 1500) + `"}`, 400, "prompt", false},
 		{"completion prompt too long streamed", "POST", cmplPath, json, `{"model":"tiny","stream":true,"prompt":"` + strings.Repeat("word ", 1500) + `"}`, 400, "prompt", false},
 		{"chat temperature 5 streamed", "POST", chatPath, json, `{` + ok + `,"stream":true,"temperature":5}`, 400, "temperature", false},
