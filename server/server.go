@@ -148,6 +148,11 @@ type Config struct {
 	// send is then computed once). Without keys every request shares
 	// both caches.
 	SharedCache bool
+	// CORSOrigins are the origins ("https://app.example.com") whose web
+	// pages may call the API from a browser (CORS), "*" any; none by
+	// default. A listed origin's preflight is answered 204 before the key
+	// check; its requests still need a key when the server has one.
+	CORSOrigins []string
 	// MaxBodyBytes bounds a request body (default 4 MiB); a bigger one is
 	// answered 413, at once when its Content-Length says so.
 	MaxBodyBytes int64
@@ -381,7 +386,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // page at / with its icon and its assets under /web/ (see web.go). It panics,
 // as http.ServeMux does, when mux already has one of these patterns.
 func (s *Server) Register(mux *http.ServeMux) {
-	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.logged(h)) }
+	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.logged(s.cors(h))) }
 	handle("/v1/chat/completions", s.post(s.handleChat))
 	handle("/v1/completions", s.post(s.handleCompletions))
 	handle("/v1/embeddings", s.post(s.handleEmbeddings))
