@@ -99,7 +99,7 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 	case errors.Is(err, sampler.ErrEmptyPrompt):
 		return badParam(promptParam, "the prompt is empty")
 	case errors.Is(err, engine.ErrQueueFull):
-		e := newError(http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", "the server is busy: %v; retry later", err)
+		e := newError(http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", "the server is busy: %v; retry in 1s", err)
 		e.RetryAfter = 1
 		return e
 	case errors.Is(err, engine.ErrClosed):

@@ -213,8 +213,8 @@ func (k *Keys) admit(key Key) (http.Header, *rateLimit) {
 		u.inFlight++
 	}
 	h := k.headers(key, u, now)
-	if refuse != nil && refuse.kind == "tokens" {
-		h.Set("X-Ratelimit-Reset-Tokens", refuse.retryAfter.String())
+	if refuse != nil {
+		h.Set("X-Ratelimit-Reset-"+strings.ToUpper(refuse.kind[:1])+refuse.kind[1:], refuse.retryAfter.String())
 	}
 	return h, refuse
 }
@@ -308,7 +308,7 @@ func (l *rateLimit) error(key Key) *apiError {
 	var e *apiError
 	if l.kind == "requests" {
 		e = newError(http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
-			"rate limit reached for key %q on concurrent requests: limit %d; retry when one ends", key.ID, key.Concurrency)
+			"rate limit reached for key %q on concurrent requests: limit %d; retry in %s (or when one ends)", key.ID, key.Concurrency, l.retryAfter)
 	} else {
 		e = newError(http.StatusTooManyRequests, "tokens", "rate_limit_exceeded",
 			"rate limit reached for key %q on tokens per minute: limit %d; retry in %s", key.ID, key.TPM, l.retryAfter)

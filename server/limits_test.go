@@ -105,7 +105,7 @@ func TestKeyConcurrency(t *testing.T) {
 	defer cancel()
 	_, err := alice.Chat.Completions.New(tctx, params)
 	h := rateLimited(t, err, "requests")
-	if h.Get("Retry-After") != "1" || h.Get("X-Ratelimit-Limit-Requests") != "1" || h.Get("X-Ratelimit-Remaining-Requests") != "0" {
+	if h.Get("Retry-After") != "1" || h.Get("X-Ratelimit-Reset-Requests") != "1s" || h.Get("X-Ratelimit-Limit-Requests") != "1" || h.Get("X-Ratelimit-Remaining-Requests") != "0" {
 		t.Errorf("headers %v", h)
 	}
 	// Bob has no limit; his request is not refused.
