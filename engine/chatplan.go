@@ -83,6 +83,24 @@ func (e *RoleError) Error() string {
 
 func (e *RoleError) Unwrap() error { return ErrUnknownRole }
 
+// ErrContentType is wrapped by every *ContentError.
+var ErrContentType = errcode.New(errcode.BadParams, "engine: content part the model cannot read")
+
+// ContentError is a content part of a type other than "text" (an
+// image_url, input_audio or file part): the models read text only, and
+// a part is refused rather than dropped from the prompt unseen.
+type ContentError struct {
+	Index int // in the messages
+	Part  int // in the message's parts
+	Type  string
+}
+
+func (e *ContentError) Error() string {
+	return fmt.Sprintf("engine: messages[%d].content[%d]: parts of type %q are not supported; the model reads text parts only", e.Index, e.Part, e.Type)
+}
+
+func (e *ContentError) Unwrap() error { return ErrContentType }
+
 // offered is the tools a request offers the model: none with ToolNone,
 // only the named one with a named function.
 func offered(req ChatRequest) ([]chat.Tool, error) {
@@ -129,6 +147,11 @@ func (l *LLM) prompt(req ChatRequest, addGenerationPrompt bool) (chatPrompt, err
 	for i, m := range req.Messages {
 		if !slices.Contains(roles, m.Role) {
 			return chatPrompt{}, &RoleError{Index: i, Role: m.Role}
+		}
+		for j, p := range m.Parts {
+			if p.Type != "text" {
+				return chatPrompt{}, &ContentError{Index: i, Part: j, Type: p.Type}
+			}
 		}
 	}
 	tools, err := offered(req)

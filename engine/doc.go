@@ -18,7 +18,7 @@
 // described to the model (by its template, or in the Hermes format), the
 // prompt is rendered, and each choice gets its constraint (a forced
 // call's grammar or the response format's schema, sampler/grammar) and
-// its tool-call parser; the typed errors (*RoleError, ErrToolChoice,
+// its tool-call parser; the typed errors (*RoleError, *ContentError, ErrToolChoice,
 // *ToolSchemaError, ErrResponseFormat, ErrNoToolCall) say what was wrong.
 //
 // The facade (LLM, Session, the loop that owns the Engine and the

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -200,7 +202,7 @@ func (e *Engine) Add(r Request) error {
 // newSequence is a waiting sequence for one choice of r, sampled with p.
 func (e *Engine) newSequence(r *Request, p sampler.Params) *sequence {
 	q := &sequence{id: r.ID, state: Waiting, numPrompt: len(r.Prompt), seqID: -1, session: r.Session,
-		adapter: e.adapters[r.Adapter], adapterName: r.Adapter, scope: r.CacheScope,
+		adapter: e.adapters[r.Adapter], adapterName: r.Adapter, scope: r.CacheScope, queued: time.Now(),
 		tokens: append(make([]int32, 0, len(r.Prompt)+16), r.Prompt...)}
 	post := &q.post
 	post.params = p
@@ -269,6 +271,14 @@ func (e *Engine) Step() ([]Output, error) {
 	if len(sc.chunks) == 0 {
 		return outs, nil
 	}
+	now := time.Now()
+	for _, c := range sc.chunks {
+		for _, x := range c.seq.choices() {
+			if x.scheduled.IsZero() {
+				x.scheduled = now
+			}
+		}
+	}
 	logits, err := e.run.run(sc.chunks)
 	if err != nil {
 		return outs, err
@@ -299,6 +309,9 @@ func (e *Engine) Step() ([]Output, error) {
 			}
 		} else {
 			out, final = e.accept(q, logits[i], toks[i])
+		}
+		if len(out.NewTokens) > 0 && q.firstToken.IsZero() {
+			q.firstToken = time.Now()
 		}
 		if final != Running {
 			if err := e.finish(q, final); err != nil {
@@ -421,7 +434,25 @@ func (e *Engine) final(q *sequence, out Output) Output {
 	}
 	e.count.finished[out.FinishReason]++
 	out.Usage = e.usage(q)
+	if q.emb == nil {
+		out.Timing = q.timing(time.Now())
+	}
 	return out
+}
+
+// timing is q's phases as of now, its end.
+func (q *sequence) timing(now time.Time) *Timing {
+	var t Timing
+	if !q.scheduled.IsZero() {
+		t.Queue = q.scheduled.Sub(q.queued)
+		if !q.firstToken.IsZero() {
+			t.Prefill = q.firstToken.Sub(q.scheduled)
+			t.Decode = now.Sub(q.firstToken)
+		}
+	} else {
+		t.Queue = now.Sub(q.queued)
+	}
+	return &t
 }
 
 func (e *Engine) usage(q *sequence) Usage {

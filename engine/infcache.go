@@ -25,7 +25,8 @@ import (
 // the number of choices, the adapter and the constraint key; the value is
 // the request's Outputs in the order they were delivered, replayed as
 // they were (a stream gets the same deltas). A replayed request reports
-// its whole prompt as cached (Usage.CachedTokens = PromptTokens).
+// its whole prompt as cached (Usage.CachedTokens = PromptTokens), and
+// its Outputs are marked Replayed, with no Timing.
 //
 // Entries are evicted least recently used first when their bytes (an
 // estimate of what the Outputs hold) exceed the bound.
@@ -244,7 +245,7 @@ type recording struct {
 func replay(id string, outs []Output) []Output {
 	out := make([]Output, len(outs))
 	for i, o := range outs {
-		o.ID = id
+		o.ID, o.Replayed, o.Timing = id, true, nil
 		if o.Usage.PromptTokens > 0 {
 			o.Usage.CachedTokens = o.Usage.PromptTokens
 		}

@@ -416,13 +416,18 @@ func (l *LLM) submitEncoded(prompts []string, params sampler.Params, addSpecial 
 	return ids, boxes, nil
 }
 
-// abort asks the loop to end requests (best effort after Close).
+// abort ends requests (best effort after Close) and waits until the
+// loop has reported them and published its stats (the end of the step
+// under way, and the step that reports the aborts), so that Stats read
+// after a cancel counts them as finished.
 func (l *LLM) abort(ids ...string) {
 	cmds := make([]command, len(ids))
 	for i, id := range ids {
 		cmds[i] = command{abort: id}
 	}
-	l.send(cmds...)
+	if l.send(cmds...) == nil {
+		l.query(func(*loop) {})
+	}
 }
 
 // Generate runs the prompts as concurrent requests and returns their
@@ -604,7 +609,9 @@ func (l *LLM) ClearCache() error { return l.query((*loop).clear) }
 // step. It never waits for a step, so a metrics scrape is cheap. A
 // request is counted from the moment it is accepted until it finishes:
 // before the loop has added it to the engine (in the inbox, or in the
-// step that adds it), as waiting.
+// step that adds it), as waiting. A cancelled request (its ctx done, or
+// a break out of its stream) is counted as finished ("abort") by the
+// time its call returns: the abort waits for the step under way.
 func (l *LLM) Stats() Stats {
 	s := *l.loop.stats.Load()
 	s.Finished = maps.Clone(s.Finished)

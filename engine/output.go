@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"math"
 	"strings"
 
@@ -28,6 +30,22 @@ type Output struct {
 	Finished     bool
 	FinishReason string // "stop", "length" or "abort"; "" while running
 	Usage        Usage
+	// Replayed marks the Outputs of a request answered from the
+	// inference cache: no forward pass ran, so their timing says
+	// nothing of the model's speed.
+	Replayed bool
+	// Timing is a choice's phases, in its final Output (nil in a replay,
+	// and for an embedding request).
+	Timing *Timing
+}
+
+// Timing is the phases of one choice, as vLLM's request metrics: Queue
+// from Engine.Add until first scheduled, Prefill from then until its
+// first token, Decode from its first token to its end. A phase not
+// reached is 0; a request that never ran (aborted while it waited) was
+// queued all its life.
+type Timing struct {
+	Queue, Prefill, Decode time.Duration
 }
 
 // Usage counts a request's tokens.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"slices"
 
 	"github.com/vkllm/vkllm/models"
@@ -29,6 +31,8 @@ type sequence struct {
 	fan    *fanout // its request's choices when there are several, else nil
 	spec   specState
 	emb    *embedState // an embedding request's pooling (embed.go), else nil
+
+	queued, scheduled, firstToken time.Time // for Output.Timing
 }
 
 // chunk asks the runner to process seq.tokens[start : start+n]; sample is

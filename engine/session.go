@@ -25,6 +25,12 @@ var (
 // may be reclaimed while it is idle, when running requests need them; the
 // next turn then recomputes the conversation, transparently. A Session
 // runs one turn at a time; Close frees its cells.
+//
+// A session is a chat or a text, by its first turn. For a conversation
+// with a chat model, use SendChat: it renders the messages so far with
+// the model's chat template. Send is the raw text continuation of base
+// models (Stream with memory): its text goes to the model as written,
+// with no roles and no template, so a chat model does not see a chat.
 type Session struct {
 	l    *LLM
 	name string
@@ -33,9 +39,16 @@ type Session struct {
 	busy     bool
 	cur      string // the running turn's request id
 	closed   bool
-	tokens   []int32        // text sessions: the conversation so far
+	kind     int8           // 0 before the first turn, then textSession or chatSession
+	tokens   []int32        // the conversation so far, as the model ran it
 	messages []chat.Message // chat sessions: the conversation so far
 }
+
+// The kinds of a Session.
+const (
+	textSession int8 = 1 + iota
+	chatSession
+)
 
 // NewSession starts an empty conversation.
 func (l *LLM) NewSession() *Session {
@@ -46,7 +59,8 @@ func (l *LLM) NewSession() *Session {
 	return &Session{l: l, name: name}
 }
 
-// Tokens is the conversation so far of a text session.
+// Tokens is the conversation so far as the model ran it: of a chat
+// session, the last turn's rendered prompt and the reply's tokens.
 func (s *Session) Tokens() []int32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -69,44 +83,11 @@ func (s *Session) begin(chatTurn bool) error {
 		return ErrSessionClosed
 	case s.busy:
 		return ErrSessionBusy
-	case chatTurn && s.tokens != nil || !chatTurn && s.messages != nil:
+	case chatTurn && s.kind == textSession || !chatTurn && s.kind == chatSession:
 		return ErrSessionKind
 	}
 	s.busy = true
 	return nil
-}
-
-// Send appends text to the conversation and streams the reply, as
-// Stream. The first turn's text gets the tokenizer's special tokens (BOS);
-// later turns' text is appended as it is. When the reply ends normally
-// (stop or length) the input and the reply's tokens join the
-// conversation; after an error, a cancel or an early break the
-// conversation is as it was before the turn.
-func (s *Session) Send(ctx context.Context, text string, params sampler.Params) iter.Seq2[Delta, error] {
-	return func(yield func(Delta, error) bool) {
-		if err := s.begin(false); err != nil {
-			yield(Delta{}, err)
-			return
-		}
-		defer s.end()
-		s.mu.Lock()
-		first := len(s.tokens) == 0
-		prompt := slices.Clone(s.tokens)
-		s.mu.Unlock()
-		in, err := s.l.encode(text, first, nil)
-		if err != nil {
-			yield(Delta{}, err)
-			return
-		}
-		prompt = append(prompt, in...)
-		var out []int32
-		ok := s.turn(ctx, prompt, params, nil, yield, func(d Delta) { out = append(out, d.NewTokens...) })
-		if ok {
-			s.mu.Lock()
-			s.tokens = append(prompt, out...)
-			s.mu.Unlock()
-		}
-	}
 }
 
 // SendChat appends messages to the conversation, renders all of it with
@@ -136,10 +117,45 @@ func (s *Session) SendChat(ctx context.Context, req ChatRequest, params sampler.
 			return
 		}
 		var reply Result
-		ok := s.turn(ctx, prompt, t.params, t, yield, func(d Delta) { reply.add(d) })
+		var out []int32
+		ok := s.turn(ctx, prompt, t.params, t, yield, func(d Delta) { reply.add(d); out = append(out, d.NewTokens...) })
 		if ok {
 			s.mu.Lock()
+			s.kind, s.tokens = chatSession, append(prompt, out...)
 			s.messages = append(msgs, chat.Message{Role: "assistant", Content: reply.Text, ToolCalls: reply.ToolCalls})
+			s.mu.Unlock()
+		}
+	}
+}
+
+// Send appends text to the conversation and streams the reply, as
+// Stream: raw text, no chat template (a chat takes SendChat). The first turn's text gets the tokenizer's special tokens (BOS);
+// later turns' text is appended as it is. When the reply ends normally
+// (stop or length) the input and the reply's tokens join the
+// conversation; after an error, a cancel or an early break the
+// conversation is as it was before the turn.
+func (s *Session) Send(ctx context.Context, text string, params sampler.Params) iter.Seq2[Delta, error] {
+	return func(yield func(Delta, error) bool) {
+		if err := s.begin(false); err != nil {
+			yield(Delta{}, err)
+			return
+		}
+		defer s.end()
+		s.mu.Lock()
+		first := len(s.tokens) == 0
+		prompt := slices.Clone(s.tokens)
+		s.mu.Unlock()
+		in, err := s.l.encode(text, first, nil)
+		if err != nil {
+			yield(Delta{}, err)
+			return
+		}
+		prompt = append(prompt, in...)
+		var out []int32
+		ok := s.turn(ctx, prompt, params, nil, yield, func(d Delta) { out = append(out, d.NewTokens...) })
+		if ok {
+			s.mu.Lock()
+			s.kind, s.tokens = textSession, append(prompt, out...)
 			s.mu.Unlock()
 		}
 	}

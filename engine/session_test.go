@@ -102,6 +102,13 @@ func TestSessionChatTurns(t *testing.T) {
 		if i > 0 && got.Usage.CachedTokens == 0 {
 			t.Fatalf("turn %d reused nothing", i)
 		}
+		prompt, err := l.TokenizeChat(ChatRequest{Messages: conv}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if toks := s.Tokens(); !slices.Equal(toks, append(prompt, got.Tokens...)) {
+			t.Fatalf("turn %d: Tokens() %v, want the rendered prompt and the reply (%d+%d tokens)", i, toks, len(prompt), len(got.Tokens))
+		}
 		t.Logf("turn %d: %d prompt tokens, %d cached", i, got.Usage.PromptTokens, got.Usage.CachedTokens)
 	}
 	if m := s.Messages(); len(m) != 6 || m[5].Role != "assistant" {
@@ -162,6 +169,42 @@ func TestStatsQueuedAbort(t *testing.T) {
 }
 
 // slowDraws allows every token and takes 10 ms a draw.
+// TestStatsSettleAfterCancel: once a stream has returned after a break
+// or a cancel, Stats counts its request as finished, not running.
+func TestStatsSettleAfterCancel(t *testing.T) {
+	tiny(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	l := openLLM(t, Options{ContextLen: 256, MaxSeqs: 2})
+	defer l.Close()
+	slow := sampler.Params{MaxTokens: 200, IgnoreEOS: true, Constraint: slowDraws{}} // 10 ms a token
+	n := 0
+	for _, err := range l.Stream(context.Background(), "hello world", slow) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; n == 3 {
+			break
+		}
+	}
+	if st := l.Stats(); st.Running != 0 || st.Waiting != 0 || st.Finished["abort"] != 1 {
+		t.Fatalf("after a break: running %d, waiting %d, aborts %d; want 0, 0, 1", st.Running, st.Waiting, st.Finished["abort"])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n = 0
+	for _, err := range l.Stream(ctx, "hello world", slow) {
+		if n++; n == 3 {
+			cancel()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if st := l.Stats(); st.Running != 0 || st.Waiting != 0 || st.Finished["abort"] != 2 {
+		t.Fatalf("after a cancel: running %d, waiting %d, aborts %d; want 0, 0, 2", st.Running, st.Waiting, st.Finished["abort"])
+	}
+}
+
 type slowDraws struct{}
 
 func (slowDraws) Allow(allowed []bool) {

@@ -2,9 +2,6 @@ package engine
 
 import (
 	"fmt"
-
-	"github.com/vkllm/vkllm/errcode"
-	"github.com/vkllm/vkllm/sampler"
 )
 
 // MaxLen is the most tokens one request may hold, prompt and output
@@ -34,16 +31,16 @@ func (l *LLM) TokenizeChat(req ChatRequest, addGenerationPrompt bool) ([]int32, 
 
 // Detokenize is the text of ids, special tokens included (as vLLM's
 // /detokenize). An id outside the vocabulary is refused with
-// ErrBadToken; an empty list is refused with sampler.ErrEmptyPrompt.
+// ErrBadToken; an empty list is the empty text, as vLLM's.
 func (l *LLM) Detokenize(ids []int32) (string, error) {
-	if len(ids) == 0 {
-		return "", errcode.Wrap(errcode.EmptyPrompt, sampler.ErrEmptyPrompt)
-	}
 	if n := len(ids); n > l.maxLen {
 		return "", promptTooLong(n, l.maxLen)
 	}
 	if l.tok == nil {
 		return "", ErrNoTokenizer
+	}
+	if len(ids) == 0 {
+		return "", nil
 	}
 	vocab := l.tok.VocabSize()
 	for i, id := range ids {

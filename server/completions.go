@@ -101,8 +101,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 		e = badParam("prompt", "at most %d choices (prompts × n) per request, got %d × %d", MaxN, len(prompts), n)
 	case len(prompts) > maxPending(m):
 		e = badParam("prompt", "%d prompts are more than the %d requests the server queues at once", len(prompts), maxPending(m))
-	case req.Echo:
-		e = badParam("echo", "echo is not supported")
+	case req.Echo && req.Logprobs != nil:
+		e = badParam("echo", "echo with logprobs is not supported (it needs the prompt's logprobs)")
 	case req.Suffix != nil && *req.Suffix != "":
 		e = badParam("suffix", "suffix is not supported")
 	case req.BestOf != nil && *req.BestOf != n:
@@ -123,6 +123,23 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 	if err := p.Validate(tok.VocabSize()); err != nil {
 		writeError(w, engineError(err, "prompt", s.cfg.Logf))
 		return
+	}
+	// echo puts each prompt before its choices' text, as vLLM's: the
+	// text given, or the text of the token ids given.
+	echo := make([]string, len(prompts))
+	for k, pr := range prompts {
+		switch {
+		case !req.Echo:
+		case pr.ids != nil:
+			text, err := m.Gen.Detokenize(pr.ids)
+			if err != nil {
+				writeError(w, engineError(err, "prompt", s.cfg.Logf))
+				return
+			}
+			echo[k] = text
+		default:
+			echo[k] = pr.text
+		}
 	}
 	total := len(prompts) * n
 	streams := make([]func(context.Context) iter.Seq2[engine.Delta, error], len(prompts)) // one per prompt, of n choices
@@ -185,10 +202,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 	if req.Stream {
 		out := newSSE(w, run.timeout)
 		offsets := make([]int, total)
+		echoed := make([]bool, total)
 		handle := func(ev event) error {
 			ch := &choices[ev.i]
 			ch.add(ev.d, time.Now(), mm, run.start)
 			c := completionChoice{Index: ev.i, Text: ev.d.TextDelta, Logprobs: lps(ev.d.Logprobs, offsets[ev.i])}
+			if !echoed[ev.i] {
+				echoed[ev.i] = true
+				c.Text = echo[ev.i/n] + c.Text
+			}
 			if c.Logprobs != nil {
 				for _, t := range c.Logprobs.Tokens {
 					offsets[ev.i] += len(t)
@@ -224,7 +246,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, body 
 	for i := range choices {
 		ch := &choices[i]
 		reason := ch.reason
-		resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: string(ch.text), Logprobs: lps(ch.logprobs, 0), FinishReason: &reason})
+		resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: echo[i/n] + string(ch.text), Logprobs: lps(ch.logprobs, 0), FinishReason: &reason})
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

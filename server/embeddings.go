@@ -165,7 +165,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, body [
 		writeError(w, e)
 		return
 	}
-	m, label, e := s.lookup(req.Model)
+	m, _, e := s.lookup(req.Model)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -212,7 +212,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request, body [
 		writeError(w, embeddingError(err, s.cfg.Logf))
 		return
 	}
-	resp := embeddingResponse{Object: "list", Model: label, Data: make([]embeddingData, len(vecs))}
+	resp := embeddingResponse{Object: "list", Model: req.Model, Data: make([]embeddingData, len(vecs))}
 	for i, v := range vecs {
 		d := embeddingData{Object: "embedding", Index: i, Embedding: v.Vector}
 		if req.EncodingFormat == "base64" {

@@ -74,11 +74,14 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 	var ue *tokenizer.InvalidUTF8Error
 	var re *engine.RoleError
 	var tse *engine.ToolSchemaError
+	var ce *engine.ContentError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &re):
 		return badParam(fmt.Sprintf("messages[%d].role", re.Index), "%v", err)
+	case errors.As(err, &ce):
+		return badParam(fmt.Sprintf("messages[%d].content[%d].type", ce.Index, ce.Part), "%v", err)
 	case errors.As(err, &tse):
 		return badParam(fmt.Sprintf("tools[%d].function.parameters", tse.Index), "%v", err)
 	case errors.Is(err, engine.ErrToolChoice):
@@ -96,7 +99,7 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 	case errors.Is(err, sampler.ErrEmptyPrompt):
 		return badParam(promptParam, "the prompt is empty")
 	case errors.Is(err, engine.ErrQueueFull):
-		e := newError(http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", "the server is busy: %v; retry later", err)
+		e := newError(http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", "the server is busy: %v; retry in 1s", err)
 		e.RetryAfter = 1
 		return e
 	case errors.Is(err, engine.ErrClosed):

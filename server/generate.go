@@ -125,8 +125,14 @@ type choiceState struct {
 	buffered int       // bytes of text already sent (streaming)
 }
 
-// timing observes TTFT and inter-token latencies for one request.
+// add observes TTFT and inter-token latencies for one choice and, at
+// its end, its latency, tokens and phases. A reply from the inference
+// cache (d.Replayed) ran no forward pass: it counts in the end-to-end
+// latency and the token counts, never in the model's speeds.
 func (c *choiceState) add(d engine.Delta, now time.Time, m *modelMetrics, start time.Time) {
+	if d.Replayed {
+		m = m.replayed()
+	}
 	if len(d.NewTokens) > 0 {
 		if c.first.IsZero() {
 			c.first = now
@@ -159,8 +165,15 @@ func (c *choiceState) add(d engine.Delta, now time.Time, m *modelMetrics, start 
 		c.usage = d.Usage
 		if m != nil {
 			m.e2e.Observe(now.Sub(start).Seconds())
+			m.promptToks.Observe(float64(d.Usage.PromptTokens))
+			m.genToks.Observe(float64(d.Usage.CompletionTokens))
 			if n := len(c.tokens); n > 1 {
 				m.tpot.Observe(c.last.Sub(c.first).Seconds() / float64(n-1))
+			}
+			if t := d.Timing; t != nil {
+				m.queue.Observe(t.Queue.Seconds())
+				m.prefill.Observe(t.Prefill.Seconds())
+				m.decode.Observe(t.Decode.Seconds())
 			}
 		}
 	}

@@ -205,11 +205,18 @@ func (k *Keys) admit(key Key) (http.Header, *rateLimit) {
 				break
 			}
 		}
-		refuse = &rateLimit{kind: "tokens", retryAfter: max(wait, time.Millisecond)}
+		// One reset time, in whole seconds as Retry-After must be, for
+		// the header, the x-ratelimit reset and the message alike.
+		wait = time.Duration(math.Ceil(max(wait, time.Millisecond).Seconds())) * time.Second
+		refuse = &rateLimit{kind: "tokens", retryAfter: wait}
 	default:
 		u.inFlight++
 	}
-	return k.headers(key, u, now), refuse
+	h := k.headers(key, u, now)
+	if refuse != nil {
+		h.Set("X-Ratelimit-Reset-"+strings.ToUpper(refuse.kind[:1])+refuse.kind[1:], refuse.retryAfter.String())
+	}
+	return h, refuse
 }
 
 // release ends a request of key that used tokens.
@@ -271,7 +278,8 @@ func (u *keyUsage) prune(now time.Time) int {
 
 // headers are OpenAI's x-ratelimit-* headers for key's bounds: requests
 // are the concurrency bound and the free slots, tokens the TPM bound,
-// what is left of it and when the minute's oldest tokens age out.
+// what is left of it and when the minute's oldest tokens age out (a
+// refusal's admit sets the reset to its Retry-After).
 func (k *Keys) headers(key Key, u *keyUsage, now time.Time) http.Header {
 	h := http.Header{}
 	if key.Concurrency > 0 {
@@ -300,10 +308,10 @@ func (l *rateLimit) error(key Key) *apiError {
 	var e *apiError
 	if l.kind == "requests" {
 		e = newError(http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
-			"rate limit reached for key %q on concurrent requests: limit %d; retry when one ends", key.ID, key.Concurrency)
+			"rate limit reached for key %q on concurrent requests: limit %d; retry in %s (or when one ends)", key.ID, key.Concurrency, l.retryAfter)
 	} else {
 		e = newError(http.StatusTooManyRequests, "tokens", "rate_limit_exceeded",
-			"rate limit reached for key %q on tokens per minute: limit %d; retry in %s", key.ID, key.TPM, l.retryAfter.Round(time.Millisecond))
+			"rate limit reached for key %q on tokens per minute: limit %d; retry in %s", key.ID, key.TPM, l.retryAfter)
 	}
 	e.RetryAfter = int(math.Ceil(l.retryAfter.Seconds()))
 	return e

@@ -105,7 +105,7 @@ func TestKeyConcurrency(t *testing.T) {
 	defer cancel()
 	_, err := alice.Chat.Completions.New(tctx, params)
 	h := rateLimited(t, err, "requests")
-	if h.Get("Retry-After") != "1" || h.Get("X-Ratelimit-Limit-Requests") != "1" || h.Get("X-Ratelimit-Remaining-Requests") != "0" {
+	if h.Get("Retry-After") != "1" || h.Get("X-Ratelimit-Reset-Requests") != "1s" || h.Get("X-Ratelimit-Limit-Requests") != "1" || h.Get("X-Ratelimit-Remaining-Requests") != "0" {
 		t.Errorf("headers %v", h)
 	}
 	// Bob has no limit; his request is not refused.
@@ -185,6 +185,37 @@ func TestKeyTPM(t *testing.T) {
 		"Authorization", "Bearer sk-a")
 	if status != http.StatusUnauthorized {
 		t.Errorf("removed key: status %d", status)
+	}
+}
+
+// TestKeyTPMOneReset: a 429 for tokens gives one reset time, when
+// enough of the minute's tokens have aged out (not when the oldest
+// does), in Retry-After, X-Ratelimit-Reset-Tokens and the message.
+func TestKeyTPMOneReset(t *testing.T) {
+	keys, err := NewKeys([]Key{{ID: "alice", Secret: "sk-a", TPM: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	keys.now = func() time.Time { return now }
+	key, _ := keys.find("sk-a")
+	spend := func(tokens int) {
+		if _, refused := keys.admit(key); refused != nil {
+			t.Fatalf("refused: %+v", refused)
+		}
+		keys.release(key, tokens)
+	}
+	spend(3)
+	now = now.Add(10300 * time.Millisecond)
+	spend(10)
+	now = now.Add(9700 * time.Millisecond) // 20 s in: the 10 tokens age out in 50.3 s
+	h, refused := keys.admit(key)
+	if refused == nil {
+		t.Fatal("admitted past the limit")
+	}
+	e := refused.error(key)
+	if e.RetryAfter != 51 || h.Get("X-Ratelimit-Reset-Tokens") != "51s" || !strings.Contains(e.Message, "retry in 51s") {
+		t.Errorf("Retry-After %d, X-Ratelimit-Reset-Tokens %q, message %q; want 51 s in each", e.RetryAfter, h.Get("X-Ratelimit-Reset-Tokens"), e.Message)
 	}
 }
 

@@ -19,6 +19,10 @@ type metrics struct {
 	tpot *prometheus.HistogramVec
 	itl  *prometheus.HistogramVec
 	e2e  *prometheus.HistogramVec
+	// Per choice, at its end, as vLLM's (which runs each choice of n as
+	// a request): its tokens and its phases (engine.Timing).
+	promptToks, genToks    *prometheus.HistogramVec
+	queue, prefill, decode *prometheus.HistogramVec
 
 	mu  sync.Mutex
 	per map[string]*modelMetrics
@@ -26,13 +30,18 @@ type metrics struct {
 
 // modelMetrics are the histograms of one model label.
 type modelMetrics struct {
-	ttft, tpot, itl, e2e prometheus.Observer
+	ttft, tpot, itl, e2e   prometheus.Observer
+	promptToks, genToks    prometheus.Observer
+	queue, prefill, decode prometheus.Observer
 }
 
 var (
 	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
 	tpotBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
 	e2eBuckets  = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
+	// tokenBuckets are vLLM's 1-2-5 series (build_1_2_5_buckets), to a
+	// million tokens.
+	tokenBuckets = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1000000}
 )
 
 func newMetrics(s *Server) *metrics {
@@ -40,16 +49,37 @@ func newMetrics(s *Server) *metrics {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b}, []string{"model_name"})
 	}
 	m := &metrics{
-		reg:  prometheus.NewRegistry(),
-		ttft: hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets),
-		tpot: hist("vllm:time_per_output_token_seconds", "Histogram of the mean time per output token of a request in seconds.", tpotBuckets),
-		itl:  hist("vllm:inter_token_latency_seconds", "Histogram of the time between two output tokens in seconds.", tpotBuckets),
-		e2e:  hist("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", e2eBuckets),
-		per:  map[string]*modelMetrics{},
+		reg:        prometheus.NewRegistry(),
+		ttft:       hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets),
+		tpot:       hist("vllm:time_per_output_token_seconds", "Histogram of the mean time per output token of a request in seconds.", tpotBuckets),
+		itl:        hist("vllm:inter_token_latency_seconds", "Histogram of the time between two output tokens in seconds.", tpotBuckets),
+		e2e:        hist("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", e2eBuckets),
+		promptToks: hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", tokenBuckets),
+		genToks:    hist("vllm:request_generation_tokens", "Number of generation tokens processed.", tokenBuckets),
+		queue:      hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", e2eBuckets),
+		prefill:    hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", e2eBuckets),
+		decode:     hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", e2eBuckets),
+		per:        map[string]*modelMetrics{},
 	}
-	m.reg.MustRegister(m.ttft, m.tpot, m.itl, m.e2e, &statsCollector{s}, &cacheConfigCollector{s})
+	m.reg.MustRegister(m.ttft, m.tpot, m.itl, m.e2e, m.promptToks, m.genToks, m.queue, m.prefill, m.decode,
+		&statsCollector{s}, &cacheConfigCollector{s})
 	return m
 }
+
+// replayed is mm for a reply from the inference cache: the end-to-end
+// latency and the token counts only.
+func (mm *modelMetrics) replayed() *modelMetrics {
+	if mm == nil {
+		return nil
+	}
+	return &modelMetrics{ttft: discard{}, tpot: discard{}, itl: discard{}, e2e: mm.e2e,
+		promptToks: mm.promptToks, genToks: mm.genToks, queue: discard{}, prefill: discard{}, decode: discard{}}
+}
+
+// discard is an Observer that keeps nothing.
+type discard struct{}
+
+func (discard) Observe(float64) {}
 
 // model returns the histograms of a model label.
 func (m *metrics) model(name string) *modelMetrics {
@@ -58,7 +88,9 @@ func (m *metrics) model(name string) *modelMetrics {
 	mm := m.per[name]
 	if mm == nil {
 		mm = &modelMetrics{ttft: m.ttft.WithLabelValues(name), tpot: m.tpot.WithLabelValues(name),
-			itl: m.itl.WithLabelValues(name), e2e: m.e2e.WithLabelValues(name)}
+			itl: m.itl.WithLabelValues(name), e2e: m.e2e.WithLabelValues(name),
+			promptToks: m.promptToks.WithLabelValues(name), genToks: m.genToks.WithLabelValues(name),
+			queue: m.queue.WithLabelValues(name), prefill: m.prefill.WithLabelValues(name), decode: m.decode.WithLabelValues(name)}
 		m.per[name] = mm
 	}
 	return mm

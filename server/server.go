@@ -148,6 +148,11 @@ type Config struct {
 	// send is then computed once). Without keys every request shares
 	// both caches.
 	SharedCache bool
+	// CORSOrigins are the origins ("https://app.example.com") whose web
+	// pages may call the API from a browser (CORS), "*" any; none by
+	// default. A listed origin's preflight is answered 204 before the key
+	// check; its requests still need a key when the server has one.
+	CORSOrigins []string
 	// MaxBodyBytes bounds a request body (default 4 MiB); a bigger one is
 	// answered 413, at once when its Content-Length says so.
 	MaxBodyBytes int64
@@ -381,7 +386,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // page at / with its icon and its assets under /web/ (see web.go). It panics,
 // as http.ServeMux does, when mux already has one of these patterns.
 func (s *Server) Register(mux *http.ServeMux) {
-	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.logged(h)) }
+	handle := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.logged(s.cors(h))) }
 	handle("/v1/chat/completions", s.post(s.handleChat))
 	handle("/v1/completions", s.post(s.handleCompletions))
 	handle("/v1/embeddings", s.post(s.handleEmbeddings))
@@ -624,11 +629,19 @@ func (s *Server) lookup(name string) (*Model, string, *apiError) {
 	return found.m, s.label(found), nil
 }
 
-// label names an entry in metrics: NAME:QUANT, with "#k" added when
-// several files would have the same label.
+// label names an entry in metrics and /health by its API name: NAME,
+// as requests name it, when it is the only file of that name, else
+// NAME:QUANT, with "#k" added when several files would have the same
+// label.
 func (s *Server) label(e *entry) string {
+	shared := 0
+	for _, x := range s.entries {
+		if x.spec.Name == e.spec.Name {
+			shared++
+		}
+	}
 	base := func(x *entry) string {
-		if isReady(x) && x.m != nil && x.m.Quant != "" { // x.m is written by the loader until ready closes
+		if shared > 1 && isReady(x) && x.m != nil && x.m.Quant != "" { // x.m is written by the loader until ready closes
 			return x.spec.Name + ":" + x.m.Quant
 		}
 		return x.spec.Name

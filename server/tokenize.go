@@ -125,8 +125,8 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request, body [
 		writeError(w, e)
 		return
 	}
-	if len(req.Tokens) == 0 {
-		writeError(w, badParam("tokens", "tokens must be a non-empty array of token ids"))
+	if req.Tokens == nil {
+		writeError(w, badParam("tokens", "tokens is required: an array of token ids"))
 		return
 	}
 	text, err := t.Detokenize(req.Tokens)

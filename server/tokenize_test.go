@@ -69,6 +69,16 @@ func TestTokenizeRoundTrip(t *testing.T) {
 	}
 }
 
+// TestDetokenizeEmpty: /detokenize of [] is "", as vLLM's.
+func TestDetokenizeEmpty(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	ts.waitLoaded()
+	status, _, b := ts.do("POST", "/detokenize", "application/json", `{"model":"tiny","tokens":[]}`)
+	if status != http.StatusOK || string(b) != `{"prompt":""}`+"\n" && string(b) != `{"prompt":""}` {
+		t.Fatalf("detokenize []: %d %s, want 200 {\"prompt\":\"\"}", status, b)
+	}
+}
+
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 // TestModelByID: GET /v1/models/{id} is the card of a loaded model with

@@ -94,6 +94,7 @@ func serve(ctx context.Context, e env, args []string) int {
 		draft        string
 		draftMax     int
 		allowedHosts string
+		corsOrigins  string
 		perClient    int
 	)
 	fs := newFlags(e, "serve")
@@ -103,6 +104,7 @@ func serve(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&apiKeyFile, "api-key-file", "", "require Authorization: Bearer KEY on /v1/, KEY being one of this file's keys, one a line: \"KEY_ID KEY [concurrency=N] [tpm=N]\" or a lone KEY; SIGHUP reloads it (else $VKLLM_API_KEY, when set)")
 	backendName := runinfo.BackendFlag(fs)
 	fs.StringVar(&allowedHosts, "allowed-hosts", "", "without an API key, the Host names served beside IP addresses, localhost and --addr's host: comma-separated, \".example.com\" for a domain and its subdomains, \"*\" for any (other names get 403: DNS rebinding)")
+	fs.StringVar(&corsOrigins, "cors-origins", "", "origins whose web pages may call the API from a browser (CORS), comma-separated: \"https://app.example.com\", or \"*\" for any (default: none)")
 	fs.IntVar(&maxSeqs, "max-seqs", 16, "requests running at once per model")
 	fs.IntVar(&ctxLen, "ctx", 0, "KV cells per model, shared by its requests (0: min(model positions, 4096))")
 	fs.IntVar(&pending, "max-pending", 256, "requests queued or running per model; more get 429")
@@ -186,6 +188,7 @@ func serve(ctx context.Context, e env, args []string) int {
 		LiteralContent: literal,
 		Logger:         reqLogger,
 		AllowedHosts:   hostNames(addr, allowedHosts),
+		CORSOrigins:    commaList(corsOrigins),
 	})
 	if err != nil {
 		return fail(err)
@@ -358,10 +361,16 @@ func hostNames(addr, list string) []string {
 	if h, _, err := net.SplitHostPort(addr); err == nil && h != "" && net.ParseIP(h) == nil {
 		names = append(names, h)
 	}
+	return append(names, commaList(list)...)
+}
+
+// commaList is the non-empty items of a comma-separated flag value.
+func commaList(list string) []string {
+	var items []string
 	for _, n := range strings.Split(list, ",") {
 		if n = strings.TrimSpace(n); n != "" {
-			names = append(names, n)
+			items = append(items, n)
 		}
 	}
-	return names
+	return items
 }

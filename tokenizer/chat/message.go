@@ -12,7 +12,8 @@ import (
 // Content is the text. A message whose content arrives as a list of parts
 // (OpenAI {"type": "text", "text": ...} blocks) keeps them in Parts; the
 // template then sees the text parts joined by "\n" as its content (parts of
-// other types are dropped), as vLLM's "string" content format does.
+// other types are dropped here; engine refuses them with a ContentError),
+// as vLLM's "string" content format does.
 type Message struct {
 	Role    string        `json:"role"`
 	Content string        `json:"-"`
