@@ -342,8 +342,9 @@ func (b *Backend) matmulDispatch(name string, spec []uint32, rows, toks int, d, 
 // kernel's GATEUP variant (matmul.comp), with the tuning MatMul uses for
 // the gate's dtype: one dispatch per part of the weights. It declines
 // (false) where MatMul would take the cooperative-matrix or tiled kernel
-// (prefill keeps MatMul, MatMul, SwiGLU there) and where the two weights
-// differ in dtype or parts.
+// (prefill keeps MatMul, MatMul, SwiGLU there), where the two weights
+// differ in dtype or parts, and where the tuning's rows·toks would give a
+// lane more than maxSums gate and up sums.
 func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 	const op = "GateUpSwiGLU"
 	d, xs, g, u := activation(op, dst), activation(op, x), tensorOf(op, wGate), tensorOf(op, wUp)
@@ -373,6 +374,9 @@ func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 		key = "matvec_batch/" + typeName(g.dt)
 	}
 	kn := b.tune.knobs(key)
+	if 2*kn["rows"]*kn["toks"] > maxSums {
+		return false
+	}
 	rows, toks := kn["wg"]/wg*kn["rows"], kn["toks"]
 	for i, p := range g.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(g.rowBytes)}

@@ -465,18 +465,19 @@ func TestGateUpSwiGLU(t *testing.T) {
 	}
 	t.Run("tunings", func(t *testing.T) {
 		b := openTest(t, Config{})
-		for _, k := range Families["matvec"].Candidates() {
-			if !coveringSet(k) {
-				continue
-			}
-			t.Run(k.String(), func(t *testing.T) {
-				b.tune = Tuning{}
-				for _, dt := range WeightDTypes() {
-					b.tune["matvec/"+typeName(dt)] = k
-					b.tune["matvec_batch/"+typeName(dt)] = k
+		for _, fam := range []string{"matvec", "matvec_batch"} {
+			for _, k := range Families[fam].Candidates() {
+				if !coveringSet(k) {
+					continue
 				}
-				kerneltest.GateUpSwiGLU(t, b)
-			})
+				t.Run(fam+"/"+k.String(), func(t *testing.T) {
+					b.tune = Tuning{}
+					for _, dt := range WeightDTypes() {
+						b.tune[fam+"/"+typeName(dt)] = k
+					}
+					kerneltest.GateUpSwiGLU(t, b)
+				})
+			}
 		}
 		checkClean(t, b)
 	})
