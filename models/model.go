@@ -133,14 +133,14 @@ func open(ctx context.Context, files *Files, o options) (*Model, error) {
 	m.w, err = loadWeights(ctx, files, m.backend, o.progress)
 	if err != nil && m.ownBackend && cpuFallback(o.backendName, m.backend, err) {
 		// loadWeights freed what it uploaded; the CPU takes every dtype.
-		gpu := kernels.Describe(m.backend)
+		why := kernels.Describe(m.backend) + " refused a weight: " + firstLine(err)
 		m.backend.Close()
 		if m.backend, err = openBackend(kernels.CPU, o.kopts); err != nil {
 			m.backend = nil
 			m.Close()
 			return nil, fmt.Errorf("models: %w", err)
 		}
-		m.fellBack = gpu + " refused a weight: " + firstLine(err)
+		m.fellBack = why
 		m.w, err = loadWeights(ctx, files, m.backend, o.progress)
 	}
 	if err != nil {
