@@ -61,7 +61,8 @@ func WithBackend(b kernels.Backend) Option { return func(o *options) { o.backend
 // kernels.CPURef, kernels.Vulkan or another registered name); the model
 // closes it on Close. The default is kernels.Auto: a real GPU through
 // Vulkan where kernels/vulkan is imported and finds one, else the fast
-// CPU path.
+// CPU path; a model with a weight type the GPU backend refuses (IQ4_NL,
+// IQ4_XS) then loads on the CPU instead, and Model.DescribeBackend says so.
 func WithBackendName(name string, opts kernels.Options) Option {
 	return func(o *options) { o.backendName, o.kopts = name, opts }
 }
