@@ -154,6 +154,30 @@ func MatMuls(b Backend, dst []Tensor, x Tensor, w []Tensor) {
 	}
 }
 
+// GateUpSwiGLUer is a Backend that can also run an FFN's gate and up
+// MatMuls and their SwiGLU as one op: GateUpSwiGLU(dst, x, wGate, wUp)
+// sets dst = silu(x·wGateᵀ) · (x·wUpᵀ), bitwise what MatMul, MatMul,
+// SwiGLU give on that backend, without writing the gate and up products
+// (the Vulkan backend: one matrix-vector dispatch instead of three). It
+// reports false, having done nothing, for a call it does not fuse (the
+// Vulkan backend: prefill on the tiled or cooperative-matrix kernel,
+// gate and up of different dtypes or layouts). The decoder uses it,
+// through GateUpSwiGLU, where the backend has it.
+type GateUpSwiGLUer interface {
+	GateUpSwiGLU(dst, x, wGate, wUp Tensor) bool
+}
+
+// GateUpSwiGLU sets gate = silu(x·wGateᵀ) · (x·wUpᵀ) on bk: as one op
+// where bk is a GateUpSwiGLUer that fuses the call, else MatMuls into
+// gate and up (scratch of gate's shape) and SwiGLU(gate, gate, up).
+func GateUpSwiGLU(bk Backend, gate, up, x, wGate, wUp Tensor) {
+	if f, ok := bk.(GateUpSwiGLUer); ok && f.GateUpSwiGLU(gate, x, wGate, wUp) {
+		return
+	}
+	MatMuls(bk, []Tensor{gate, up}, x, []Tensor{wGate, wUp})
+	bk.SwiGLU(gate, gate, up)
+}
+
 // AddRMSNormer is a Backend that can also run a residual Add and the
 // RMSNorm of its sum as one op: AddRMSNorm(sum, dst, a, b, w, eps) sets
 // sum = a + b (a and b of one shape; sum may alias a or b) and dst =

@@ -224,12 +224,14 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 			ctx.applyLoRA(lora, l, loraO, attn, o)
 		}
 		kernels.AddRMSNorm(b, x, h, x, o, ly.ffnNorm, eps) // x += o; h = norm(x)
-		kernels.MatMuls(b, gateUp[:], h, ly.gateUp[:])
-		if lora != nil {
+		if lora != nil {                                   // the adapters add to gate and up before the SwiGLU
+			kernels.MatMuls(b, gateUp[:], h, ly.gateUp[:])
 			ctx.applyLoRA(lora, l, loraGate, h, gate)
 			ctx.applyLoRA(lora, l, loraUp, h, up)
+			b.SwiGLU(gate, gate, up)
+		} else { // gate = silu(h·Wgᵀ)·(h·Wuᵀ)
+			kernels.GateUpSwiGLU(b, gate, up, h, ly.gateUp[0], ly.gateUp[1])
 		}
-		b.SwiGLU(gate, gate, up)
 		b.MatMul(down, gate, ly.down)
 		if lora != nil {
 			ctx.applyLoRA(lora, l, loraDown, gate, down)

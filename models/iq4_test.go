@@ -60,6 +60,64 @@ func abs(v float32) float32 { return float32(math.Abs(float64(v))) }
 // quantisation error (NMSE under 1e-3 over 8 positions; a wrong kernel is
 // of order 1).
 func TestIQ4NLModel(t *testing.T) {
+	file := iq4NLModel(t)
+	logits := map[string][]float32{}
+	for _, be := range []string{"cpu", "cpu-ref"} {
+		g, err := gguf.Parse(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, ok := g.Tensor("blk.0.ffn_up.weight"); !ok || w.DType != tensor.IQ4_NL {
+			t.Fatalf("blk.0.ffn_up.weight: %v, %v", w.DType, ok)
+		}
+		m, err := OpenGGUF(context.Background(), "iq4nl", g, WithBackendName(be, kernels.Options{Threads: 2}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits[be] = decodeIQ4(t, m)
+		m.Close()
+	}
+	var num, den float64
+	for i, want := range logits["cpu-ref"] {
+		d := float64(logits["cpu"][i]) - float64(want)
+		num, den = num+d*d, den+float64(want)*float64(want)
+	}
+	t.Logf("NMSE cpu vs cpu-ref %.3g over %d logits", num/den, len(logits["cpu"]))
+	if !(num/den < 1e-3) {
+		t.Errorf("NMSE cpu vs cpu-ref %.3g, want < 1e-3", num/den)
+	}
+}
+
+// decodeIQ4 decodes 8 tokens on m and returns their logits, checked finite.
+func decodeIQ4(t *testing.T, m *Model) []float32 {
+	t.Helper()
+	ctx, err := m.NewContext(ContextParams{ContextLen: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	var b Batch
+	for i, tok := range []int32{1, 17, 42, 99, 3, 250, 7, 128} {
+		b.Add(tok, int32(i), true, 0)
+	}
+	if err := ctx.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	var out []float32
+	for i := range 8 {
+		for _, v := range ctx.Logits(i) {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatalf("%s: logit %v at %d", m.Backend().Name(), v, i)
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// iq4NLModel is llama-tiny with every matrix in IQ4_NL, as GGUF bytes.
+func iq4NLModel(t *testing.T) []byte {
+	t.Helper()
 	f, err := gguf.Open(testdata + "/llama-tiny-F32.gguf")
 	if err != nil {
 		t.Fatal(err)
@@ -86,48 +144,5 @@ func TestIQ4NLModel(t *testing.T) {
 	if err := gguf.Write(&buf, f.KV, ts, nil); err != nil {
 		t.Fatal(err)
 	}
-	logits := map[string][]float32{}
-	for _, be := range []string{"cpu", "cpu-ref"} {
-		g, err := gguf.Parse(buf.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w, ok := g.Tensor("blk.0.ffn_up.weight"); !ok || w.DType != tensor.IQ4_NL {
-			t.Fatalf("blk.0.ffn_up.weight: %v, %v", w.DType, ok)
-		}
-		m, err := OpenGGUF(context.Background(), "iq4nl", g, WithBackendName(be, kernels.Options{Threads: 2}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, err := m.NewContext(ContextParams{ContextLen: 32})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b Batch
-		for i, tok := range []int32{1, 17, 42, 99, 3, 250, 7, 128} {
-			b.Add(tok, int32(i), true, 0)
-		}
-		if err := ctx.Decode(b); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 8 {
-			for _, v := range ctx.Logits(i) {
-				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-					t.Fatalf("%s: logit %v at %d", be, v, i)
-				}
-				logits[be] = append(logits[be], v)
-			}
-		}
-		ctx.Close()
-		m.Close()
-	}
-	var num, den float64
-	for i, want := range logits["cpu-ref"] {
-		d := float64(logits["cpu"][i]) - float64(want)
-		num, den = num+d*d, den+float64(want)*float64(want)
-	}
-	t.Logf("NMSE cpu vs cpu-ref %.3g over %d logits", num/den, len(logits["cpu"]))
-	if !(num/den < 1e-3) {
-		t.Errorf("NMSE cpu vs cpu-ref %.3g, want < 1e-3", num/den)
-	}
+	return buf.Bytes()
 }

@@ -2,11 +2,14 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/tensor"
 	"github.com/vkllm/vkllm/tensor/gguf"
 )
 
@@ -27,6 +30,7 @@ type Model struct {
 
 	backend    kernels.Backend
 	ownBackend bool
+	fellBack   string // why auto's GPU gave way to the CPU (cpuFallback), else ""
 	w          *weights
 	rope       kernels.RoPE
 	// run lets one Context at a time use the backend: a kernels.Backend
@@ -57,7 +61,8 @@ func WithBackend(b kernels.Backend) Option { return func(o *options) { o.backend
 // kernels.CPURef, kernels.Vulkan or another registered name); the model
 // closes it on Close. The default is kernels.Auto: a real GPU through
 // Vulkan where kernels/vulkan is imported and finds one, else the fast
-// CPU path.
+// CPU path; a model with a weight type the GPU backend refuses (IQ4_NL,
+// IQ4_XS) then loads on the CPU instead, and Model.DescribeBackend says so.
 func WithBackendName(name string, opts kernels.Options) Option {
 	return func(o *options) { o.backendName, o.kopts = name, opts }
 }
@@ -120,18 +125,62 @@ func open(ctx context.Context, files *Files, o options) (*Model, error) {
 	m := &Model{Files: files, Config: files.Config, backend: o.backend}
 	if m.backend == nil {
 		o.kopts.Need = files.Size // a GPU backend picks a device with room for the weights
-		if m.backend, err = kernels.Open(o.backendName, o.kopts); err != nil {
+		if m.backend, err = openBackend(o.backendName, o.kopts); err != nil {
 			files.Close()
 			return nil, fmt.Errorf("models: %w", err)
 		}
 		m.ownBackend = true
 	}
-	if m.w, err = loadWeights(ctx, files, m.backend, o.progress); err != nil {
+	m.w, err = loadWeights(ctx, files, m.backend, o.progress)
+	if err != nil && m.ownBackend && cpuFallback(o.backendName, m.backend, err) {
+		// loadWeights freed what it uploaded; the CPU takes every dtype.
+		why := kernels.Describe(m.backend) + " refused a weight: " + firstLine(err)
+		m.backend.Close()
+		if m.backend, err = openBackend(kernels.CPU, o.kopts); err != nil {
+			m.backend = nil
+			m.Close()
+			return nil, fmt.Errorf("models: %w", err)
+		}
+		m.fellBack = why
+		m.w, err = loadWeights(ctx, files, m.backend, o.progress)
+	}
+	if err != nil {
 		m.Close()
 		return nil, err
 	}
 	m.rope = ropeOf(files, m.w.freqFactors)
 	return m, nil
+}
+
+// openBackend is kernels.Open (a variable for a test's fake GPU).
+var openBackend = kernels.Open
+
+// cpuFallback reports whether a model that failed to load on b with err
+// should be loaded on the CPU instead: b was opened by kernels.Auto, is
+// not the CPU, and refused a weight's dtype (*tensor.UnsupportedDTypeError:
+// a GPU backend takes fewer weight types than the CPU, e.g. not IQ4_NL).
+// Any other failure (a bad file, a full GPU, a cancelled load) stands.
+func cpuFallback(name string, b kernels.Backend, err error) bool {
+	var u *tensor.UnsupportedDTypeError
+	return name == kernels.Auto && b.Name() != kernels.CPU && errors.As(err, &u)
+}
+
+// firstLine is err's message up to its first newline.
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+// DescribeBackend is kernels.Describe of the backend the weights live on,
+// and, where kernels.Auto's GPU refused a weight type so that the model
+// went to the CPU instead, why: "cpu (avx2+fma, 2 threads), as auto's
+// vulkan (…) refused a weight: …". Logs and run summaries print it.
+func (m *Model) DescribeBackend() string {
+	d := kernels.Describe(m.backend)
+	if m.fellBack != "" {
+		d += ", as auto's " + m.fellBack
+	}
+	return d
 }
 
 // ropeOf derives the RoPE of a model. llama.cpp's converter permutes the Q

@@ -59,7 +59,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vkllm/vkllm/engine"
-	"github.com/vkllm/vkllm/kernels"
 	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
@@ -325,7 +324,7 @@ func (s *Server) load() {
 			attrs := []any{"model", e.spec.Name, "path", e.spec.Path, "quant", m.Quant,
 				"took", time.Since(start).Round(time.Millisecond)}
 			if mm := m.Gen.Model(); mm != nil {
-				attrs = append(attrs, "backend", kernels.Describe(mm.Backend()))
+				attrs = append(attrs, "backend", mm.DescribeBackend())
 			}
 			attrs = append(attrs, "tool_format", m.Gen.ToolFormat())
 			s.log.Info("model loaded", attrs...)

@@ -33,6 +33,7 @@ func TestFastConformance(t *testing.T) {
 				{"RMSNorm", kerneltest.RMSNorm},
 				{"RoPE", kerneltest.RoPE},
 				{"SwiGLU", kerneltest.SwiGLU},
+				{"GateUpSwiGLU", kerneltest.GateUpSwiGLU},
 				{"KVWrite", kerneltest.KVWrite},
 				{"KVShift", kerneltest.KVShift},
 				{"Attention", kerneltest.Attention},

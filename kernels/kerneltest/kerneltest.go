@@ -34,6 +34,7 @@ func All(t *testing.T, b kernels.Backend) {
 		{"RoPE", RoPE},
 		{"RoPEKVWrite", RoPEKVWrite},
 		{"SwiGLU", SwiGLU},
+		{"GateUpSwiGLU", GateUpSwiGLU},
 		{"KVWrite", KVWrite},
 		{"KVShift", KVShift},
 		{"Attention", Attention},

@@ -137,6 +137,17 @@
 //     the KV writes of k and v) is one dispatch of rope.comp, bitwise
 //     the four ops.
 //
+//   - GateUpSwiGLU (kernels.GateUpSwiGLUer: an FFN's gate and up MatMuls
+//     and their SwiGLU) is one dispatch of the matrix-vector kernel's
+//     _swiglu variants (matmul.comp's GATEUP: both matrices' sums per
+//     lane, reduced as MatMul's, then common/swiglu.glsl's steps, which
+//     binary.comp's SwiGLU shares): bitwise the three ops, with the
+//     matvec tuning of the gate's dtype and no gate/up round trip through
+//     memory. Prefill on the tiled or cooperative-matrix kernel, gate and
+//     up of different dtypes or parts, and tunings past maxSums sums a
+//     lane keep the three ops (the decoder's fallback); so do LoRA
+//     adapters, which add to gate and up before the SwiGLU.
+//
 //   - MatMul on the matrix cores (matmul_coop.comp, coop.go) for F32, F16,
 //     BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights, only when asked for
 //     (Config.CoopMat or VKLLM_VULKAN_COOPMAT=1) and the device has

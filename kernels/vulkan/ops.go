@@ -338,6 +338,54 @@ func (b *Backend) matmulDispatch(name string, spec []uint32, rows, toks int, d, 
 	}
 }
 
+// GateUpSwiGLU implements kernels.GateUpSwiGLUer on the matrix-vector
+// kernel's GATEUP variant (matmul.comp), with the tuning MatMul uses for
+// the gate's dtype: one dispatch per part of the weights. It declines
+// (false) where MatMul would take the cooperative-matrix or tiled kernel
+// (prefill keeps MatMul, MatMul, SwiGLU there), where the two weights
+// differ in dtype or parts, and where the tuning's rows·toks would give a
+// lane more than maxSums gate and up sums.
+func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
+	const op = "GateUpSwiGLU"
+	d, xs, g, u := activation(op, dst), activation(op, x), tensorOf(op, wGate), tensorOf(op, wUp)
+	n, k, m := xs.rows, xs.cols, g.rows
+	for _, w := range []*Tensor{g, u} {
+		must(w.weight || w.dt == tensor.F32 || w.dt == tensor.F16, "%s: weight %v has no float rows", op, w)
+		must(w.rows == m && w.cols == k && d.rows == n && d.cols == m, "%s: dst %v, x %v, gate %v, up %v: want dst (n, m), x (n, k), gate and up (m, k)", op, d, xs, g, u)
+	}
+	must(n <= 65535, "%s: %d tokens in one call (at most 65535)", op, n)
+	if _, coop := b.coopVariant(g.dt); coop || u.dt != g.dt || u.rowBytes != g.rowBytes || len(u.parts) != len(g.parts) {
+		return false
+	}
+	for i, p := range g.parts {
+		if q := u.parts[i]; q.rowLo != p.rowLo || q.rows != p.rows {
+			return false
+		}
+	}
+	name, tiled := b.matmulVariant(g.dt, n, k)
+	if tiled {
+		return false
+	}
+	if n == 0 || m == 0 {
+		return true
+	}
+	key := "matvec/" + typeName(g.dt)
+	if n > 1 {
+		key = "matvec_batch/" + typeName(g.dt)
+	}
+	kn := b.tune.knobs(key)
+	if 2*kn["rows"]*kn["toks"] > maxSums {
+		return false
+	}
+	rows, toks := kn["wg"]/wg*kn["rows"], kn["toks"]
+	for i, p := range g.parts {
+		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(g.rowBytes)}
+		gx, gy := grid((p.rows + rows - 1) / rows)
+		b.dispatchSpec(name+"_swiglu", Families["matvec"].spec(kn), []part{p, xs.parts[0], d.parts[0], u.parts[i]}, pc, gx, gy, uint32((n+toks-1)/toks))
+	}
+	return true
+}
+
 // binary records dst = a OP b (b of a's shape or one row).
 func (b *Backend) binary(name, op string, dst, a, c kernels.Tensor) {
 	d, x, y := activation(op, dst), activation(op, a), activation(op, c)

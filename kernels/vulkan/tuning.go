@@ -43,6 +43,11 @@ var Families = map[string]Family{
 	"matvec_batch": matvecFamily(8, []int{2, 4, 8, 16}),
 }
 
+// maxSums bounds the float32 sums a lane of matmul.comp keeps: rows·toks,
+// twice that for the fused gate/up kernel (GateUpSwiGLU declines a tuning
+// past it: the composition runs instead).
+const maxSums = 32
+
 func matvecFamily(toks int, tokSpace []int) Family {
 	return Family{
 		Spec:    []string{"wg", "rows", "toks", "bpi"},
@@ -50,9 +55,9 @@ func matvecFamily(toks int, tokSpace []int) Family {
 		Space: map[string][]int{
 			"wg": {64, 128, 256}, "rows": {1, 2, 4}, "toks": tokSpace, "bpi": {1, 2, 4},
 		},
-		// At most 32 sums a lane: registers, and the subgroup
+		// At most maxSums sums a lane: registers, and the subgroup
 		// reduction's shared memory ((wg/64)·rows·toks·16 floats).
-		Valid: func(k Knobs) bool { return k["rows"]*k["toks"] <= 32 },
+		Valid: func(k Knobs) bool { return k["rows"]*k["toks"] <= maxSums },
 	}
 }
 

@@ -421,3 +421,64 @@ func TestManyDispatches(t *testing.T) {
 	}
 	checkClean(t, b)
 }
+
+// TestGateUpSwiGLU runs the fused gate/up matvec (matmul.comp's GATEUP)
+// against MatMul, MatMul, SwiGLU, bitwise, on every weight type, with
+// the feature variants (fp16 dots, shared-memory reductions), weights in
+// several parts, and the matvec tunings of the sweep's covering set
+// (every knob's every value at least once), first checking that the
+// fused kernel is the one that runs for decode and that prefill on the
+// tiled kernel is left to the composition.
+func TestGateUpSwiGLU(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"default", Config{}},
+		{"nosubgroups", Config{NoSubgroups: true}},
+		{"fp16", Config{FP16: true}},
+		{"fp16_nosubgroups", Config{FP16: true, NoSubgroups: true}},
+		{"split", Config{MaxWeightPart: 4096, BlockSize: 4096}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := openTest(t, c.cfg)
+			if d := b.Device(); c.cfg.FP16 && !d.Float16 {
+				t.Skipf("device %+v lacks float16", d)
+			}
+			fused := func(n, k int) bool {
+				w1, _ := kerneltest.RandomWeight(t, b, tensor.Q8_0, 19, k)
+				w2, _ := kerneltest.RandomWeight(t, b, tensor.Q8_0, 19, k)
+				x, _ := b.NewTensor(tensor.F32, n, k)
+				d, _ := b.NewTensor(tensor.F32, n, 19)
+				defer func() { b.Free(w1); b.Free(w2); b.Free(x); b.Free(d) }()
+				return b.GateUpSwiGLU(d, x, w1, w2)
+			}
+			if !fused(1, 288) || !fused(5, 288) {
+				t.Fatal("decode and batched decode not fused")
+			}
+			if b.Device().Tiled && fused(mmMinTokens, mmMinK) {
+				t.Error("a prefill on the tiled kernel fused")
+			}
+			t.Run("GateUpSwiGLU", func(t *testing.T) { kerneltest.GateUpSwiGLU(t, b) })
+			checkClean(t, b)
+		})
+	}
+	t.Run("tunings", func(t *testing.T) {
+		b := openTest(t, Config{})
+		for _, fam := range []string{"matvec", "matvec_batch"} {
+			for _, k := range Families[fam].Candidates() {
+				if !coveringSet(k) {
+					continue
+				}
+				t.Run(fam+"/"+k.String(), func(t *testing.T) {
+					b.tune = Tuning{}
+					for _, dt := range WeightDTypes() {
+						b.tune[fam+"/"+typeName(dt)] = k
+					}
+					kerneltest.GateUpSwiGLU(t, b)
+				})
+			}
+		}
+		checkClean(t, b)
+	})
+}

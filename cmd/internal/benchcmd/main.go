@@ -542,7 +542,7 @@ func bench(src source, backend string, pp, tg, threads int, kv tensor.DType, bat
 	for i := range pp {
 		b.Add(tok(i), int32(i), i == pp-1, 0)
 	}
-	fmt.Fprintf(progress, "loaded on %s in %.2f s; warm-up…\n", kernels.Describe(m.Backend()), res.LoadS)
+	fmt.Fprintf(progress, "loaded on %s in %.2f s; warm-up…\n", m.DescribeBackend(), res.LoadS)
 	if err := warmUp(m, params, b, tok(pp)); err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func Loaded(m *models.Model, took time.Duration) string {
 		name = name[:i]
 	}
 	return fmt.Sprintf("loaded %s (%s, %v, %s params, %s) on %s in %.2f s",
-		name, f.Config.Arch, top, count(params), mib(f.Size), kernels.Describe(m.Backend()), took.Seconds())
+		name, f.Config.Arch, top, count(params), mib(f.Size), m.DescribeBackend(), took.Seconds())
 }
 
 // BackendFlag defines the --backend flag of a command on fs: any name

@@ -2,6 +2,7 @@
 // Add and SwiGLU: dst (n, m) = a OP b, b of n·m elements or one row of m
 // broadcast. One invocation per element.
 #include "common/base.glsl"
+#include "common/swiglu.glsl"
 
 layout(binding = 0) readonly buffer AB { float a[]; };
 layout(binding = 1) readonly buffer BB { float b[]; };
@@ -18,8 +19,6 @@ void main() {
 #if defined(OP_ADD)
 	dst[idx] = a[idx] + y;
 #elif defined(OP_SWIGLU)
-	float g = a[idx];
-	float silu = g / (1.0 + exp(-g));
-	dst[idx] = silu * y;
+	dst[idx] = swiglu(a[idx], y);
 #endif
 }

@@ -48,6 +48,13 @@
 // overhead does. The sweep (tuning.go) picks WG, ROWS, TOKS and BPI per
 // device and weight type by measurement.
 //
+// GATEUP: the gate and up matrices of an FFN (bindings 0 and 3, the same
+// dtype, shape and parts) against the same x, and dst = silu(x·Wgᵀ) ·
+// (x·Wuᵀ) as an epilogue: each lane keeps a gate and an up sum per (row,
+// token), reduced as above, then swiglu (common/swiglu.glsl, binary.comp's
+// steps) of the two: bitwise MatMul, MatMul, SwiGLU, with one dispatch
+// and no gate/up round trip through memory.
+//
 // FP16 (shaderFloat16): the dequantised weights and the activations are
 // rounded to halves and multiplied in half precision, four at a time
 // (one f16vec4 dot per four elements of a quant group, one product per
@@ -67,6 +74,37 @@ layout(binding = 1) readonly buffer XB { float x[]; };
 layout(binding = 1) readonly buffer XB { vec4 x4[]; }; // k is a multiple of GSIZE
 #endif
 layout(binding = 2) writeonly buffer DB { float dst[]; };
+#ifdef GATEUP
+// weights.glsl's readers again, over the up matrix U.
+layout(binding = 3) readonly buffer UB { uint U[]; };
+#define W U
+#define byteAt byteAtU
+#define u16At u16AtU
+#define halfAt halfAtU
+#define i8 i8U
+#define u32At u32AtU
+#define kScales kScalesU
+#define groupScales groupScalesU
+#define chunkAt chunkAtU
+#define groupAt groupAtU
+#define weightAt weightAtU
+#include "common/weights.glsl"
+#undef W
+#undef byteAt
+#undef u16At
+#undef halfAt
+#undef i8
+#undef u32At
+#undef kScales
+#undef groupScales
+#undef chunkAt
+#undef groupAt
+#undef weightAt
+#include "common/swiglu.glsl"
+const uint NW = 2u; // matrices: gate, up
+#else
+const uint NW = 1u;
+#endif
 
 layout(push_constant) uniform PC {
 	uint k, m, n, rowLo, rows, rowBytes;
@@ -75,13 +113,28 @@ layout(push_constant) uniform PC {
 #include "common/lane.glsl"
 
 const uint SLOTS = WG / LANES;
-const uint RT = ROWS * TOKS; // sums per lane
+const uint RT = ROWS * TOKS; // (row, token) pairs per slot
+const uint NS = NW * RT;      // sums per lane: gate's then up's
 #ifdef SUBGROUP
-shared float part[SLOTS * RT * 16u]; // per (slot, row, token): nsg ≤ 16 partials
+shared float part[SLOTS * NS * 16u]; // per (slot, sum): nsg ≤ 16 partials
 #else
 const uint ROUND = 4u;
 shared float part[SLOTS * ROUND * LANES];
 #endif
+#ifdef GATEUP
+shared float sums[SLOTS * NS]; // the reduced gate and up dots
+#endif
+
+// put stores the reduced sum q of slot (its (row, token) is q mod RT,
+// counted from row j0 and token i0).
+void put(uint slot, uint j0, uint i0, uint q, float v) {
+#ifdef GATEUP
+	sums[slot * NS + q] = v;
+#else
+	uint j = j0 + q / TOKS, t = i0 + q % TOKS;
+	if (j < pc.rows && t < pc.n) dst[t * pc.m + pc.rowLo + j] = v;
+#endif
+}
 
 void main() {
 	uint tid = gl_LocalInvocationID.x, lane = tid % LANES, slot = tid / LANES;
@@ -89,8 +142,8 @@ void main() {
 	uint rb[ROWS], xi[TOKS];
 	[[unroll]] for (uint r = 0u; r < ROWS; r++) rb[r] = min(j0 + r, pc.rows - 1u) * pc.rowBytes;
 	[[unroll]] for (uint t = 0u; t < TOKS; t++) xi[t] = min(i0 + t, pc.n - 1u) * pc.k;
-	float acc[RT];
-	[[unroll]] for (uint q = 0u; q < RT; q++) acc[q] = 0.0;
+	float acc[NS];
+	[[unroll]] for (uint q = 0u; q < NS; q++) acc[q] = 0.0;
 #if GROUP == 1
 	for (uint e0 = lane; e0 < pc.k; e0 += LANES * BPI) {
 		[[unroll]] for (uint b = 0u; b < BPI; b++) {
@@ -98,9 +151,16 @@ void main() {
 			if (e >= pc.k) break;
 			float w[ROWS];
 			[[unroll]] for (uint r = 0u; r < ROWS; r++) w[r] = weightAt(rb[r], e);
+#ifdef GATEUP
+			float wu[ROWS];
+			[[unroll]] for (uint r = 0u; r < ROWS; r++) wu[r] = weightAtU(rb[r], e);
+#endif
 			[[unroll]] for (uint t = 0u; t < TOKS; t++) {
 				float xv = x[xi[t] + e];
 				[[unroll]] for (uint r = 0u; r < ROWS; r++) acc[r * TOKS + t] = lanePut(acc[r * TOKS + t], xv, w[r]);
+#ifdef GATEUP
+				[[unroll]] for (uint r = 0u; r < ROWS; r++) acc[RT + r * TOKS + t] = lanePut(acc[RT + r * TOKS + t], xv, wu[r]);
+#endif
 			}
 		}
 	}
@@ -113,36 +173,48 @@ void main() {
 			uint c0 = g * GSIZE;
 			vec2 s[ROWS];
 			[[unroll]] for (uint r = 0u; r < ROWS; r++) s[r] = groupScales(rb[r], c0);
+#ifdef GATEUP
+			vec2 su[ROWS];
+			[[unroll]] for (uint r = 0u; r < ROWS; r++) su[r] = groupScalesU(rb[r], c0);
+#endif
 			[[unroll]] for (uint e = 0u; e < GSIZE; e += CHUNK) {
 				vec4 w[ROWS];
 				[[unroll]] for (uint r = 0u; r < ROWS; r++) w[r] = chunkAt(rb[r], c0 + e, s[r]);
+#ifdef GATEUP
+				vec4 wu[ROWS];
+				[[unroll]] for (uint r = 0u; r < ROWS; r++) wu[r] = chunkAtU(rb[r], c0 + e, su[r]);
+#endif
 				[[unroll]] for (uint t = 0u; t < TOKS; t++) {
 					vec4 xv = x4[(xi[t] + c0 + e) >> 2];
 					[[unroll]] for (uint r = 0u; r < ROWS; r++) acc[r * TOKS + t] = laneChunk(acc[r * TOKS + t], xv, w[r]);
+#ifdef GATEUP
+					[[unroll]] for (uint r = 0u; r < ROWS; r++) acc[RT + r * TOKS + t] = laneChunk(acc[RT + r * TOKS + t], xv, wu[r]);
+#endif
 				}
 			}
 		}
 	}
 #endif
-	// Reduce each (row, token)'s 64 lane sums in the order of
-	// matmul_mm.comp; the first RT invocations of a slot write them.
+	// Reduce each sum's 64 lane sums in the order of matmul_mm.comp; the
+	// first NS invocations of a slot hold them. Without GATEUP they write
+	// dst; with it they keep them in sums, and after a barrier the first
+	// RT write swiglu(gate, up).
 #ifdef SUBGROUP
 	uint nsg = LANES / gl_SubgroupSize, sg = lane / gl_SubgroupSize;
-	[[unroll]] for (uint q = 0u; q < RT; q++) {
+	[[unroll]] for (uint q = 0u; q < NS; q++) {
 		float v = subgroupAdd(acc[q]);
-		if (gl_SubgroupInvocationID == 0u) part[(slot * RT + q) * nsg + sg] = v;
+		if (gl_SubgroupInvocationID == 0u) part[(slot * NS + q) * nsg + sg] = v;
 	}
 	barrier();
-	for (uint q = lane; q < RT; q += LANES) {
+	for (uint q = lane; q < NS; q += LANES) {
 		float v = 0.0;
-		for (uint i = 0u; i < nsg; i++) v += part[(slot * RT + q) * nsg + i];
-		uint j = j0 + q / TOKS, t = i0 + q % TOKS;
-		if (j < pc.rows && t < pc.n) dst[t * pc.m + pc.rowLo + j] = v;
+		for (uint i = 0u; i < nsg; i++) v += part[(slot * NS + q) * nsg + i];
+		put(slot, j0, i0, q, v);
 	}
 #else
-	[[unroll]] for (uint h0 = 0u; h0 < RT; h0 += ROUND) {
+	[[unroll]] for (uint h0 = 0u; h0 < NS; h0 += ROUND) {
 		[[unroll]] for (uint q = 0u; q < ROUND; q++) {
-			if (h0 + q < RT) part[(slot * ROUND + q) * LANES + lane] = acc[h0 + q];
+			if (h0 + q < NS) part[(slot * ROUND + q) * LANES + lane] = acc[h0 + q];
 		}
 		barrier();
 		for (uint h = LANES / 2u; h > 0u; h >>= 1) {
@@ -152,11 +224,15 @@ void main() {
 			barrier();
 		}
 		uint q = h0 + lane;
-		if (lane < ROUND && q < RT) {
-			uint j = j0 + q / TOKS, t = i0 + q % TOKS;
-			if (j < pc.rows && t < pc.n) dst[t * pc.m + pc.rowLo + j] = part[(slot * ROUND + lane) * LANES];
-		}
+		if (lane < ROUND && q < NS) put(slot, j0, i0, q, part[(slot * ROUND + lane) * LANES]);
 		barrier();
+	}
+#endif
+#ifdef GATEUP
+	barrier();
+	for (uint q = lane; q < RT; q += LANES) {
+		uint j = j0 + q / TOKS, t = i0 + q % TOKS;
+		if (j < pc.rows && t < pc.n) dst[t * pc.m + pc.rowLo + j] = swiglu(sums[slot * NS + q], sums[slot * NS + RT + q]);
 	}
 #endif
 }

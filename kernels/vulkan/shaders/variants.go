@@ -59,6 +59,13 @@ var Variants = func() []Variant {
 		add("matmul_"+lt+"_f32_fp16", "matmul.comp", "TYPE_"+t, "FP16")
 		add("matmul_"+lt+"_f32_fp16_subgroup", "matmul.comp", "TYPE_"+t, "FP16", "SUBGROUP")
 	}
+	// The gate/up matvec with SwiGLU fused (matmul.comp's GATEUP): each
+	// matmul_ variant above with _swiglu after its name.
+	for _, m := range v {
+		if m.Source == "matmul.comp" {
+			add(m.Name+"_swiglu", "matmul.comp", append(slices.Clip(m.Defines), "GATEUP")...)
+		}
+	}
 	for _, t := range TiledTypes {
 		lt := lower(t)
 		add("matmul_mm_"+lt+"_f32", "matmul_mm.comp", "TYPE_"+t)

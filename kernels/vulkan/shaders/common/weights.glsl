@@ -2,6 +2,8 @@
 // offset (blocks of Q8_0 and Q6_K are not word-aligned). Exactly one TYPE_*
 // is defined; weightAt(rowByte, c) is element c of the row starting at
 // byte rowByte, computed with the float32 steps of tensor.Dequantize.
+// The buffer is W; a shader reading a second one includes this file again
+// with W and every function name #defined to new names (matmul.comp).
 
 uint byteAt(uint o) { return (W[o >> 2] >> ((o & 3u) * 8u)) & 0xFFu; }
 uint u16At(uint o) { return (W[o >> 2] >> ((o & 2u) * 8u)) & 0xFFFFu; } // o even
@@ -17,6 +19,7 @@ uint u32At(uint o) {
 // GROUP is the number of consecutive elements sharing one scale, read
 // once per group by groupScales; 1 for the plain float types and the
 // quants read an element at a time.
+#ifndef GROUP // a second inclusion (matmul.comp's GATEUP) keeps the first's
 #if defined(TYPE_Q8_0) || defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
 #define GROUP 32
 #elif defined(TYPE_Q6_K)
@@ -25,6 +28,7 @@ uint u32At(uint o) {
 #define GROUP 1
 #endif
 const uint GSIZE = GROUP;
+#endif
 
 // kScales returns (d·sc, dmin·m) of sub-block sb of the Q4_K or Q5_K
 // block at byte bo (6-bit scales and mins packed in 12 bytes at bo+4).
