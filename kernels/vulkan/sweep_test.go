@@ -45,7 +45,8 @@ func TestSweepCandidates(t *testing.T) {
 	o := SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1}
 	full := os.Getenv("VKLLM_SWEEP_FULL") == "1"
 	o.Only = func(k Knobs) bool { return full || coveringSet(k) }
-	for name, f := range Families {
+	for _, name := range sweepFamilies {
+		f := Families[name]
 		for knob, vals := range f.Space {
 			for _, v := range vals {
 				covered := f.Default[knob] == v
