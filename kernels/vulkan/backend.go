@@ -189,6 +189,7 @@ type Backend struct {
 	// where one token needs more).
 	attn        AttentionTuning
 	attnScratch int64
+	maxShared   int      // shared memory bytes a workgroup may use
 	allocs      uint64   // tensor allocations and staging buffers made
 	prof        profiler // the profile started, if any (StartProfile)
 	err         error    // the first failure while recording
@@ -330,7 +331,8 @@ func Open(cfg Config) (*Backend, error) {
 		b.blockSize = 64 << 20
 	}
 	b.blockSize = min(b.blockSize, b.maxRange)
-	b.attn = cfg.Attention.withTuning(b.tune).resolve(int(p.max_shared))
+	b.maxShared = int(p.max_shared)
+	b.attn = cfg.Attention.withTuning(b.tune).resolve(b.maxShared)
 	b.attnScratch = cfg.AttentionScratch
 	if b.attnScratch <= 0 {
 		b.attnScratch = 64 << 20
