@@ -10,8 +10,9 @@ import "strings"
 // else its default: a non-zero field wins over the tuning. Only Segments changes results (it moves the cut of a list
 // into segments, identically in decode and prefill, so batch, chunk and
 // placement invariance hold for any value); the others change only
-// which invocations do the same arithmetic, and how fast. The sweep
-// (issue 36) would try the candidates named on each field per device.
+// which invocations do the same arithmetic, and how fast. Sweep tries
+// the decode fields' candidates (Families "attention"); the prefill
+// fields' ("attention_prefill") are settable but not yet swept.
 type AttentionTuning struct {
 	// Segments is the most segments a list of cells is cut into: whole
 	// chunks of 64 entries, the fewest per segment that give at most
