@@ -57,9 +57,9 @@ type SweepOptions struct {
 type SweepRow struct {
 	Key    string          `json:"key"` // "matvec/q4_0"
 	Knobs  Knobs           `json:"knobs"`
-	Times  []time.Duration `json:"times_ns"` // per shape, one dispatch
-	Score  time.Duration   `json:"score_ns"` // Σ Count × time
-	GBs    float64         `json:"weight_gbs"`
+	Times  []time.Duration `json:"times_ns"`   // per shape (attention: per call of Attention), one dispatch (call)
+	Score  time.Duration   `json:"score_ns"`   // Σ Count × time (attention: Σ time)
+	GBs    float64         `json:"weight_gbs"` // weight bytes (attention: K/V bytes) a second
 	Chosen bool            `json:"chosen,omitempty"`
 	// Wrong says why the candidate may not be chosen: results not
 	// bitwise the default's, or the default's away from the reference.
@@ -90,7 +90,9 @@ const sweepLimit = 5e-4
 // against a float64 reference, and returns the table with the fastest
 // right candidate of each key chosen: the device file to commit under
 // kernels/vulkan/tuning. Synthetic weights (random blocks with bounded
-// scales) are made per shape and freed after.
+// scales) are made per shape and freed after. The "attention" family is
+// timed on o.Attention instead (sweepAttention: each candidate against a
+// float64 reference, bitwise only where its segs is the default's).
 func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 	t0 := time.Now()
 	if len(o.DTypes) == 0 {

@@ -29,6 +29,8 @@ type Family struct {
 	Space map[string][]int
 	// Valid reports whether a combination is allowed (nil: all are).
 	Valid func(Knobs) bool
+	// Whole: the family's key is its name alone (no "/" sub-key).
+	Whole bool
 }
 
 // Families lists the tuned kernel families. A tuning key is a family and a
@@ -57,11 +59,13 @@ var Families = map[string]Family{
 		Space: map[string][]int{
 			"segs": {8, 16, 32, 64, 128}, "heads": {1, 2, 4, 8}, "wgs": {1, 64, 128, 256, 512}, "tile": {2048, 4096, 8192},
 		},
+		Whole: true,
 	},
 	"attention_prefill": {
 		Spec:    []string{"rows", "wg", "min"},
 		Default: Knobs{"rows": 16, "wg": 128, "min": 32},
 		Space:   map[string][]int{"rows": {8, 16, 32}, "wg": {64, 128, 256}, "min": {8, 16, 32, 64}},
+		Whole:   true,
 	},
 }
 
@@ -147,6 +151,9 @@ func (t Tuning) Check() error {
 		f, ok := Families[fam]
 		if !ok {
 			return fmt.Errorf("%w %q: no kernel family %q", ErrTuning, key, fam)
+		}
+		if f.Whole && key != fam {
+			return fmt.Errorf("%w %q: %s takes no sub-key (use %q)", ErrTuning, key, fam, fam)
 		}
 		for k, v := range t[key] {
 			if !slices.Contains(f.Spec, k) {

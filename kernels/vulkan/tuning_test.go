@@ -30,6 +30,7 @@ func TestTuningCheck(t *testing.T) {
 		{Tuning{"attention": {"segs": 64, "tile": 8192}, "attention_prefill": {"min": 8}}, ""},
 		{Tuning{"attention": {"segs": 3}}, "segs=3 is not one of"},
 		{Tuning{"attention_prefill": {"segs": 8}}, `no knob "segs"`},
+		{Tuning{"attention/f16": {"segs": 8}}, "takes no sub-key"},
 	} {
 		err := c.t.Check()
 		if c.want == "" && err != nil || c.want != "" && (!errors.Is(err, ErrTuning) || !strings.Contains(err.Error(), c.want)) {
