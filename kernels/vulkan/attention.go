@@ -5,11 +5,14 @@ package vulkan
 import "strings"
 
 // AttentionTuning holds the attention kernels' knobs. A zero field takes
-// its default. Only Segments changes results (it moves the cut of a list
+// the device's tuning (the "attention" and "attention_prefill" keys of
+// its tuning file, Config.Tuning or VKLLM_VULKAN_TUNING; see Families),
+// else its default: a non-zero field wins over the tuning. Only Segments changes results (it moves the cut of a list
 // into segments, identically in decode and prefill, so batch, chunk and
 // placement invariance hold for any value); the others change only
-// which invocations do the same arithmetic, and how fast. The sweep
-// (issue 36) would try the candidates named on each field per device.
+// which invocations do the same arithmetic, and how fast. Sweep tries
+// the decode fields' candidates (Families "attention"); the prefill
+// fields' ("attention_prefill") are settable but not yet swept.
 type AttentionTuning struct {
 	// Segments is the most segments a list of cells is cut into: whole
 	// chunks of 64 entries, the fewest per segment that give at most
@@ -51,6 +54,25 @@ const (
 	attnChunk = 64
 	attnMaxHD = 256
 )
+
+// withTuning fills t's zero fields from tune's "attention" and
+// "attention_prefill" knobs (their defaults where tune has none).
+func (t AttentionTuning) withTuning(tune Tuning) AttentionTuning {
+	d, p := tune.knobs("attention"), tune.knobs("attention_prefill")
+	set := func(x *int, v int) {
+		if *x <= 0 {
+			*x = v
+		}
+	}
+	set(&t.Segments, d["segs"])
+	set(&t.HeadsPerGroup, d["heads"])
+	set(&t.Workgroups, d["wgs"])
+	set(&t.TileFloats, d["tile"])
+	set(&t.QueryRows, p["rows"])
+	set(&t.PrefillWG, p["wg"])
+	set(&t.PrefillMin, p["min"])
+	return t
+}
 
 // resolve fills the defaults and fits the tile to maxShared bytes of
 // shared memory per workgroup.

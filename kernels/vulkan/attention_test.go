@@ -299,3 +299,50 @@ func TestAttentionLongPrompt(t *testing.T) {
 		checkClean(t, b)
 	}
 }
+
+// TestAttentionTuningKeys: AttentionTuning's fields come from the tuning's
+// "attention" and "attention_prefill" keys (a device file, Config.Tuning
+// or VKLLM_VULKAN_TUNING), Config.Attention's non-zero fields win over
+// them, and a tuning's segs gives bitwise what Config.Attention's
+// Segments gives, unlike the default's.
+func TestAttentionTuningKeys(t *testing.T) {
+	tune := Tuning{"attention": {"segs": 8, "heads": 2, "wgs": 64, "tile": 2048}, "attention_prefill": {"rows": 8, "wg": 256, "min": 16}}
+	if err := tune.Check(); err != nil {
+		t.Fatal(err)
+	}
+	want := AttentionTuning{Segments: 8, HeadsPerGroup: 2, Workgroups: 64, TileFloats: 2048, QueryRows: 8, PrefillWG: 256, PrefillMin: 16}
+	if got := (AttentionTuning{}).withTuning(tune); got != want {
+		t.Errorf("tuning %v: %+v, want %+v", tune, got, want)
+	}
+	want.Segments, want.PrefillMin = 16, 64
+	if got := (AttentionTuning{Segments: 16, PrefillMin: 64}).withTuning(tune); got != want {
+		t.Errorf("Config.Attention over tuning: %+v, want %+v", got, want)
+	}
+	def := AttentionTuning{Segments: 32, HeadsPerGroup: 8, Workgroups: 128, TileFloats: 4096, QueryRows: 16, PrefillWG: 128, PrefillMin: 32}
+	if got := (AttentionTuning{}).withTuning(nil); got != def {
+		t.Errorf("no tuning: %+v, want the defaults %+v", got, def)
+	}
+
+	const n, heads, kvHeads, hd, cells = 3, 4, 2, 16, 1024 // 16 chunks: 8 and 32 segments cut them differently
+	a := newAttnBatch(rand.New(rand.NewPCG(7, 1)), n, heads, kvHeads, hd, cells, cells)
+	byTuning := openTest(t, Config{Tuning: Tuning{"attention": {"segs": 8}}})
+	if byTuning.attn.Segments != 8 {
+		t.Fatalf("Config.Tuning segs=8: backend has Segments %d", byTuning.attn.Segments)
+	}
+	got := attend(t, byTuning, a, tensor.F32)
+	ref := attend(t, openTest(t, Config{Attention: AttentionTuning{Segments: 8}}), a, tensor.F32)
+	other := attend(t, openTest(t, Config{}), a, tensor.F32)
+	same := true
+	for i := range ref {
+		if math.Float32bits(got[i]) != math.Float32bits(ref[i]) {
+			t.Fatalf("element %d = %v by the tuning, %v by Config.Attention", i, got[i], ref[i])
+		}
+		same = same && math.Float32bits(other[i]) == math.Float32bits(ref[i])
+	}
+	if same {
+		t.Error("8 and 32 segments give the same bits: the test does not see the tuning")
+	}
+	if b := openTest(t, Config{Tuning: Tuning{"attention": {"segs": 8}}, Attention: AttentionTuning{Segments: 16}}); b.attn.Segments != 16 {
+		t.Errorf("Config.Attention Segments 16 under tuning segs=8: %d", b.attn.Segments)
+	}
+}

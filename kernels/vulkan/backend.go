@@ -75,8 +75,8 @@ type Config struct {
 	// of 8 tokens) instead of the tiled one (also VKLLM_VULKAN_DISABLE=tiled);
 	// benchmarks use it to compare the two.
 	NoTiled bool
-	// Attention tunes the attention kernels (zero fields: the defaults;
-	// see AttentionTuning).
+	// Attention tunes the attention kernels (zero fields: the device's
+	// tuning, see Tuning, else the defaults; see AttentionTuning).
 	Attention AttentionTuning
 	// AttentionScratch caps the bytes of split attention's scratch (0:
 	// 64 MiB, and never more than one binding covers), which holds every
@@ -100,7 +100,8 @@ type Config struct {
 	// Tuning overrides kernels' tuning constants (specialization
 	// constants: workgroup size, rows per workgroup, …) by key and knob,
 	// over the committed file of the device (tuning.go). A knob changes
-	// speed, never a result.
+	// speed, never a result, except attention's "segs" (Attention's
+	// non-zero fields win over its knobs).
 	Tuning Tuning
 }
 
@@ -188,6 +189,7 @@ type Backend struct {
 	// where one token needs more).
 	attn        AttentionTuning
 	attnScratch int64
+	maxShared   int      // shared memory bytes a workgroup may use
 	allocs      uint64   // tensor allocations and staging buffers made
 	prof        profiler // the profile started, if any (StartProfile)
 	err         error    // the first failure while recording
@@ -329,7 +331,8 @@ func Open(cfg Config) (*Backend, error) {
 		b.blockSize = 64 << 20
 	}
 	b.blockSize = min(b.blockSize, b.maxRange)
-	b.attn = cfg.Attention.resolve(int(p.max_shared))
+	b.maxShared = int(p.max_shared)
+	b.attn = cfg.Attention.withTuning(b.tune).resolve(b.maxShared)
 	b.attnScratch = cfg.AttentionScratch
 	if b.attnScratch <= 0 {
 		b.attnScratch = 64 << 20

@@ -190,7 +190,16 @@
 // default's, and writes the device file. Another kernel gets tuned by
 // adding its family to Families and reading b.tune.knobs(key) where it
 // dispatches; no knob may change a result (TestSweepCandidates checks
-// every candidate bitwise).
+// every candidate bitwise). The exception is attention: AttentionTuning's
+// fields come from the keys "attention" (decode: segs, heads, wgs, tile)
+// and "attention_prefill" (rows, wg, min) of the same tuning, under
+// Config.Attention's non-zero fields (which win); "segs" moves the cut of
+// a list into segments and so changes results (identically in decode and
+// prefill; every value keeps the invariances above). Sweep times the
+// "attention" candidates on decode calls (SweepOptions.Attention: one
+// token and 4, lists of 256 and 4096 cells, a model's GQA shape), checks
+// each against float64 sums (kerneltest.LimitF32Dot) and those with the
+// default's segs bitwise against the default, and chooses by time.
 //
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1

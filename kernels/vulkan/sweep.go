@@ -32,8 +32,12 @@ type SweepOptions struct {
 	// over them of Count × its time.
 	Shapes []SweepShape
 	// Families are the kernel families swept (default: every one Sweep
-	// knows: "matvec", "matvec_batch").
+	// knows: "matvec", "matvec_batch", "attention").
 	Families []string
+	// Attention are the decode attention calls the "attention" family
+	// is timed on (a candidate's score is the sum of their times); none:
+	// attention is not swept (AttentionSweepShapes are a model's).
+	Attention []SweepAttention
 	// Batch is the tokens of the matvec_batch timings (default 8).
 	Batch int
 	// Reps is the timed dispatches per candidate and shape (default 20),
@@ -53,9 +57,9 @@ type SweepOptions struct {
 type SweepRow struct {
 	Key    string          `json:"key"` // "matvec/q4_0"
 	Knobs  Knobs           `json:"knobs"`
-	Times  []time.Duration `json:"times_ns"` // per shape, one dispatch
-	Score  time.Duration   `json:"score_ns"` // Σ Count × time
-	GBs    float64         `json:"weight_gbs"`
+	Times  []time.Duration `json:"times_ns"`   // per shape (attention: per call of Attention), one dispatch (call)
+	Score  time.Duration   `json:"score_ns"`   // Σ Count × time (attention: Σ time)
+	GBs    float64         `json:"weight_gbs"` // weight bytes (attention: K/V bytes) a second
 	Chosen bool            `json:"chosen,omitempty"`
 	// Wrong says why the candidate may not be chosen: results not
 	// bitwise the default's, or the default's away from the reference.
@@ -64,13 +68,15 @@ type SweepRow struct {
 
 // SweepResult is Sweep's table and the chosen tuning.
 type SweepResult struct {
-	Shapes []SweepShape  `json:"shapes"`
-	Rows   []SweepRow    `json:"rows"`
-	Tuning DeviceTuning  `json:"tuning"`
-	Time   time.Duration `json:"time_ns"`
+	Shapes    []SweepShape     `json:"shapes"`
+	Attention []SweepAttention `json:"attention_shapes,omitempty"`
+	Rows      []SweepRow       `json:"rows"`
+	Tuning    DeviceTuning     `json:"tuning"`
+	Time      time.Duration    `json:"time_ns"`
 }
 
-// sweepFamilies are the families Sweep times, in order.
+// sweepFamilies are the matrix-vector families Sweep times per weight
+// type, in order; then "attention" (sweep_attention.go).
 var sweepFamilies = []string{"matvec", "matvec_batch"}
 
 // sweepLimit is the normalized MSE the default candidate may have against
@@ -84,14 +90,16 @@ const sweepLimit = 5e-4
 // against a float64 reference, and returns the table with the fastest
 // right candidate of each key chosen: the device file to commit under
 // kernels/vulkan/tuning. Synthetic weights (random blocks with bounded
-// scales) are made per shape and freed after.
+// scales) are made per shape and freed after. The "attention" family is
+// timed on o.Attention instead (sweepAttention: each candidate against a
+// float64 reference, bitwise only where its segs is the default's).
 func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 	t0 := time.Now()
 	if len(o.DTypes) == 0 {
 		o.DTypes = WeightDTypes()
 	}
 	if len(o.Families) == 0 {
-		o.Families = sweepFamilies
+		o.Families = append(slices.Clone(sweepFamilies), "attention")
 	}
 	if o.Batch <= 0 {
 		o.Batch = 8
@@ -102,12 +110,12 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	if len(o.Shapes) == 0 {
+	if len(o.Shapes) == 0 && len(o.Attention) == 0 {
 		return nil, fmt.Errorf("vulkan: sweep: no shapes")
 	}
 	for _, f := range o.Families {
-		if !slices.Contains(sweepFamilies, f) {
-			return nil, fmt.Errorf("vulkan: sweep: no family %q (have %v)", f, sweepFamilies)
+		if !slices.Contains(sweepFamilies, f) && f != "attention" {
+			return nil, fmt.Errorf("vulkan: sweep: no family %q (have %v and attention)", f, sweepFamilies)
 		}
 	}
 	for _, s := range o.Shapes {
@@ -115,7 +123,7 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 			return nil, fmt.Errorf("vulkan: sweep: shape %+v", s)
 		}
 	}
-	res := &SweepResult{Shapes: o.Shapes, Tuning: DeviceTuning{Vendor: b.info.Vendor, Device: b.info.Name,
+	res := &SweepResult{Shapes: o.Shapes, Attention: o.Attention, Tuning: DeviceTuning{Vendor: b.info.Vendor, Device: b.info.Name,
 		Date: time.Now().UTC().Format("2006-01-02"), Kernels: Tuning{}}}
 	for _, dt := range o.DTypes {
 		if !slices.Contains(weightDTypes, dt) {
@@ -131,29 +139,45 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 			continue
 		}
 		for _, fam := range o.Families {
+			if fam == "attention" {
+				continue
+			}
 			rows, err := b.sweepKey(o, fam, dt, shapes)
 			if err != nil {
 				return nil, err
 			}
-			best := -1
-			for i, r := range rows {
-				if r.Wrong == "" && (best < 0 || r.Score < rows[best].Score) {
-					best = i
-				}
-			}
-			if best >= 0 {
-				rows[best].Chosen = true
-				res.Tuning.Kernels[rows[best].Key] = rows[best].Knobs
-				fmt.Fprintf(o.Progress, "sweep %s: %d candidates, chose %v (%.1f µs a token, default %.1f)\n",
-					rows[0].Key, len(rows), rows[best].Knobs, us(rows[best].Score), us(rows[0].Score))
-			} else {
-				fmt.Fprintf(o.Progress, "sweep %s: no right candidate (%s)\n", rows[0].Key, rows[0].Wrong)
-			}
-			res.Rows = append(res.Rows, rows...)
+			res.choose(o, rows)
 		}
+	}
+	if slices.Contains(o.Families, "attention") && len(o.Attention) > 0 {
+		rows, err := b.sweepAttention(o, o.Attention)
+		if err != nil {
+			return nil, err
+		}
+		res.choose(o, rows)
 	}
 	res.Time = time.Since(t0)
 	return res, b.Sync()
+}
+
+// choose marks the fastest right candidate of one key's rows (the
+// default first), puts it in the tuning and appends the rows.
+func (res *SweepResult) choose(o SweepOptions, rows []SweepRow) {
+	best := -1
+	for i, r := range rows {
+		if r.Wrong == "" && (best < 0 || r.Score < rows[best].Score) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		rows[best].Chosen = true
+		res.Tuning.Kernels[rows[best].Key] = rows[best].Knobs
+		fmt.Fprintf(o.Progress, "sweep %s: %d candidates, chose %v (%.1f µs, default %.1f)\n",
+			rows[0].Key, len(rows), rows[best].Knobs, us(rows[best].Score), us(rows[0].Score))
+	} else {
+		fmt.Fprintf(o.Progress, "sweep %s: no right candidate (%s)\n", rows[0].Key, rows[0].Wrong)
+	}
+	res.Rows = append(res.Rows, rows...)
 }
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }

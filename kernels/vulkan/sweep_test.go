@@ -45,7 +45,8 @@ func TestSweepCandidates(t *testing.T) {
 	o := SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1}
 	full := os.Getenv("VKLLM_SWEEP_FULL") == "1"
 	o.Only = func(k Knobs) bool { return full || coveringSet(k) }
-	for name, f := range Families {
+	for _, name := range sweepFamilies {
+		f := Families[name]
 		for knob, vals := range f.Space {
 			for _, v := range vals {
 				covered := f.Default[knob] == v
@@ -179,4 +180,57 @@ func TestConfigTuning(t *testing.T) {
 	if !errors.Is(err, ErrTuning) {
 		t.Errorf("Open with wg=96: %v, want ErrTuning", err)
 	}
+}
+
+// TestSweepAttention runs the "attention" family of Sweep end to end on
+// tiny GQA shapes: every value of every knob at least once (and ones
+// with the default's segs, which must be bitwise the default), each
+// candidate right against float64 sums, one chosen, its tuning loads and
+// the backend's own attention tuning is back after. With lists of 1000
+// cells (16 chunks) 8 segments cut them differently from 32: those
+// candidates give other bits and must pass on the reference alone.
+func TestSweepAttention(t *testing.T) {
+	b := openTest(t, Config{})
+	saved := b.attn
+	shapes := []SweepAttention{
+		{Name: "one", Heads: 4, KVHeads: 2, HD: 16, N: 1, Width: 1000},
+		{Name: "batch", Heads: 6, KVHeads: 1, HD: 12, N: 3, Width: 300},
+	}
+	cover := []Knobs{
+		{"segs": 8, "heads": 1, "wgs": 1, "tile": 2048}, {"segs": 16, "heads": 2, "wgs": 64, "tile": 8192},
+		{"segs": 64, "heads": 4, "wgs": 256, "tile": 4096}, {"segs": 128, "heads": 8, "wgs": 512, "tile": 2048},
+		{"segs": 32, "heads": 1, "wgs": 512, "tile": 2048}, {"segs": 32, "heads": 2, "wgs": 1, "tile": 8192},
+	}
+	only := func(k Knobs) bool { return slices.ContainsFunc(cover, func(c Knobs) bool { return sameKnobs(c, k) }) }
+	res, err := b.Sweep(SweepOptions{Families: []string{"attention"}, Attention: shapes, Reps: 1, Only: only})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != len(cover)+1 || !sameKnobs(res.Rows[0].Knobs, Families["attention"].Default) {
+		t.Fatalf("%d rows (first %v), want the default and %d", len(res.Rows), res.Rows[0].Knobs, len(cover))
+	}
+	for _, r := range res.Rows {
+		if r.Key != "attention" || r.Wrong != "" || r.Score <= 0 {
+			t.Errorf("%s %v: score %v, %s", r.Key, r.Knobs, r.Score, r.Wrong)
+		}
+	}
+	if _, ok := res.Tuning.Kernels["attention"]; !ok {
+		t.Errorf("nothing chosen: %v", res.Tuning.Kernels)
+	}
+	if b.attn != saved {
+		t.Errorf("attention tuning after the sweep %+v, before %+v", b.attn, saved)
+	}
+	js, _ := json.Marshal(res.Tuning)
+	if _, err := ParseDeviceTuning(js); err != nil {
+		t.Errorf("the sweep's tuning does not load: %v\n%s", err, js)
+	}
+	var buf bytes.Buffer
+	res.Table(&buf)
+	if !strings.Contains(buf.String(), "attention") {
+		t.Errorf("table without attention:\n%s", buf.String())
+	}
+	if _, err := b.Sweep(SweepOptions{Families: []string{"attention"}, Attention: []SweepAttention{{Name: "bad", Heads: 3, KVHeads: 2, HD: 8, N: 1, Width: 64}}}); err == nil {
+		t.Error("3 query heads over 2 KV heads: no error")
+	}
+	checkClean(t, b)
 }

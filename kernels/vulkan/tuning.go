@@ -11,7 +11,8 @@ import (
 )
 
 // Knobs are one kernel's tuning constants by name (its specialization
-// constants: "wg", "rows", …). A knob changes speed only, never a result.
+// constants: "wg", "rows", …). A knob changes speed only, never a result,
+// except attention's "segs" (see AttentionTuning.Segments).
 type Knobs map[string]int
 
 // Family is a kernel family's tuning: its knobs' defaults, the values the
@@ -28,6 +29,8 @@ type Family struct {
 	Space map[string][]int
 	// Valid reports whether a combination is allowed (nil: all are).
 	Valid func(Knobs) bool
+	// Whole: the family's key is its name alone (no "/" sub-key).
+	Whole bool
 }
 
 // Families lists the tuned kernel families. A tuning key is a family and a
@@ -38,9 +41,32 @@ type Family struct {
 //     workgroup (slots of 64 lanes); rows: weight rows a slot; toks: tokens
 //     a workgroup; bpi: quant groups (or elements) a lane issues per step.
 //   - matvec_batch: the same kernel for 2 to mmMinTokens-1 tokens.
+//   - attention: decode attention (attention.comp), key "attention"; its
+//     knobs are AttentionTuning's Segments ("segs"), HeadsPerGroup
+//     ("heads"), Workgroups ("wgs") and TileFloats ("tile", shared with
+//     prefill). "segs" changes results (the same in decode and prefill).
+//   - attention_prefill: attention_prefill.comp, key "attention_prefill":
+//     QueryRows ("rows"), PrefillWG ("wg") and PrefillMin ("min").
+//
+// The attention knobs are not spec-constant lists of one kernel (Spec only
+// names them); Config.Attention's non-zero fields win over them.
 var Families = map[string]Family{
 	"matvec":       matvecFamily(1, []int{1}),
 	"matvec_batch": matvecFamily(8, []int{2, 4, 8, 16}),
+	"attention": {
+		Spec:    []string{"segs", "heads", "wgs", "tile"},
+		Default: Knobs{"segs": 32, "heads": 8, "wgs": 128, "tile": 4096},
+		Space: map[string][]int{
+			"segs": {8, 16, 32, 64, 128}, "heads": {1, 2, 4, 8}, "wgs": {1, 64, 128, 256, 512}, "tile": {2048, 4096, 8192},
+		},
+		Whole: true,
+	},
+	"attention_prefill": {
+		Spec:    []string{"rows", "wg", "min"},
+		Default: Knobs{"rows": 16, "wg": 128, "min": 32},
+		Space:   map[string][]int{"rows": {8, 16, 32}, "wg": {64, 128, 256}, "min": {8, 16, 32, 64}},
+		Whole:   true,
+	},
 }
 
 // maxSums bounds the float32 sums a lane of matmul.comp keeps: rows·toks,
@@ -125,6 +151,9 @@ func (t Tuning) Check() error {
 		f, ok := Families[fam]
 		if !ok {
 			return fmt.Errorf("%w %q: no kernel family %q", ErrTuning, key, fam)
+		}
+		if f.Whole && key != fam {
+			return fmt.Errorf("%w %q: %s takes no sub-key (use %q)", ErrTuning, key, fam, fam)
 		}
 		for k, v := range t[key] {
 			if !slices.Contains(f.Spec, k) {

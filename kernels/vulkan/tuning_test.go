@@ -27,6 +27,10 @@ func TestTuningCheck(t *testing.T) {
 		{Tuning{"matvec/q4_0": {"warps": 2}}, `no knob "warps"`},
 		{Tuning{"matvec/q4_0": {"wg": 96}}, "wg=96 is not one of"},
 		{Tuning{"matvec_batch/q4_0": {"rows": 4, "toks": 16}}, "not a valid combination"},
+		{Tuning{"attention": {"segs": 64, "tile": 8192}, "attention_prefill": {"min": 8}}, ""},
+		{Tuning{"attention": {"segs": 3}}, "segs=3 is not one of"},
+		{Tuning{"attention_prefill": {"segs": 8}}, `no knob "segs"`},
+		{Tuning{"attention/f16": {"segs": 8}}, "takes no sub-key"},
 	} {
 		err := c.t.Check()
 		if c.want == "" && err != nil || c.want != "" && (!errors.Is(err, ErrTuning) || !strings.Contains(err.Error(), c.want)) {

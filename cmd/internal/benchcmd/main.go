@@ -97,7 +97,11 @@
 // matrices of the --sweep-models' decode step (synthetic weights of each
 // --sweep-dtypes type), checked bitwise against the default (and the
 // default against float64 sums), and the fastest right one of each kernel
-// and weight type chosen by its time a token. It prints the table (--json:
+// and weight type chosen by its time a token. Decode attention (Families
+// "attention": segments, heads per workgroup, workgroup target, K/V
+// tile) is timed on the models' GQA shapes, one token and 4, lists of 256
+// and 4096 cells, each candidate checked against float64 sums and, where
+// its segments are the default's, bitwise against the default. It prints the table (--json:
 // the whole result) and writes the chosen tuning to --sweep-out, the file
 // to commit as kernels/vulkan/tuning/VENDOR-NAME.json for the backend to
 // use on that device. On a GPU it takes a few minutes.

@@ -42,11 +42,13 @@ func runSweep(models []synth.Shape, dtypes []tensor.DType, batch, reps, cands in
 	}
 	defer b.Close()
 	var shapes []vulkan.SweepShape
+	var attn []vulkan.SweepAttention
 	for _, m := range models {
 		shapes = append(shapes, sweepShapes(m)...)
+		attn = append(attn, vulkan.AttentionSweepShapes(m.Name, m.Heads, m.KVHeads, m.HeadDim)...)
 	}
-	fmt.Fprintf(stderr, "sweep on %s: %d shapes, %d weight types\n", b.Describe(), len(shapes), len(dtypes))
-	res, err := b.Sweep(vulkan.SweepOptions{DTypes: dtypes, Shapes: shapes, Batch: batch, Reps: reps, Candidates: cands, Progress: stderr})
+	fmt.Fprintf(stderr, "sweep on %s: %d shapes, %d weight types, %d attention calls\n", b.Describe(), len(shapes), len(dtypes), len(attn))
+	res, err := b.Sweep(vulkan.SweepOptions{DTypes: dtypes, Shapes: shapes, Attention: attn, Batch: batch, Reps: reps, Candidates: cands, Progress: stderr})
 	if err != nil {
 		return err
 	}

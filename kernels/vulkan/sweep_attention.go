@@ -1,0 +1,267 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/x448/float16"
+
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// SweepAttention is one decode attention call the sweep times: N tokens
+// of Heads query heads sharing KVHeads KV heads of HD, each token's list
+// Width cells of a cache of Width rows.
+type SweepAttention struct {
+	Name               string
+	Heads, KVHeads, HD int
+	N, Width           int
+}
+
+// AttentionSweepShapes are the decode attention calls the sweep times
+// for a model of heads query heads sharing kvHeads KV heads of hd: one
+// token and a batch of 4, lists of 256 and 4096 cells (`vkllm bench
+// --sweep` passes those of Qwen2.5-0.5B, 14/2/64, and Llama-3.1-8B,
+// 32/8/128).
+func AttentionSweepShapes(model string, heads, kvHeads, hd int) []SweepAttention {
+	var out []SweepAttention
+	for _, n := range []int{1, 4} {
+		for _, w := range []int{256, 4096} {
+			out = append(out, SweepAttention{Name: fmt.Sprintf("%s attention n=%d w=%d", model, n, w),
+				Heads: heads, KVHeads: kvHeads, HD: hd, N: n, Width: w})
+		}
+	}
+	return out
+}
+
+// sweepAttnLimit is the normalized MSE every attention candidate may have
+// against float64 sums over the cache's values (kerneltest.LimitF32Dot,
+// which AttentionStrict holds the kernels to): a candidate whose segs is
+// not the default's gives other bits, so each is checked on its own.
+const sweepAttnLimit = 1e-9
+
+// sweepAttention times every candidate of the "attention" family (decode:
+// the split kernel and its merge) on shapes with GPU timestamps. Every
+// candidate is checked against a float64 reference, and one with the
+// default's segs must also give bitwise the default's results (its other
+// knobs only move work). The first row is the default; b.attn is restored
+// after.
+func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]SweepRow, error) {
+	const key = "attention"
+	f := Families[key]
+	def := f.knobs(nil)
+	cands := []Knobs{def}
+	for _, c := range f.Candidates() {
+		if !sameKnobs(c, def) && (o.Only == nil || o.Only(c)) {
+			cands = append(cands, c)
+		}
+	}
+	if o.Candidates > 0 && len(cands) > o.Candidates {
+		cands = cands[:o.Candidates]
+	}
+	rows := make([]SweepRow, len(cands))
+	for i, c := range cands {
+		rows[i] = SweepRow{Key: key, Knobs: c, Times: make([]time.Duration, len(shapes))}
+	}
+	saved := b.attn
+	defer func() { b.attn = saved }()
+	dt := tensor.F32
+	if b.info.Storage16 {
+		dt = tensor.F16 // the cache type models use where the device has it
+	}
+	r := rand.New(rand.NewPCG(uint64(dt), 11))
+	var bytes float64 // K and V bytes a pass over the shapes reads
+	for si, s := range shapes {
+		at, ref, err := b.sweepAttnData(r, dt, s)
+		if err != nil {
+			return nil, err
+		}
+		bytes += float64(s.N) * float64(2*s.Width*s.KVHeads*s.HD*dt.BlockBytes()/dt.BlockSize())
+		var want []float32
+		for ci := range rows {
+			row := &rows[ci]
+			if row.Wrong != "" {
+				continue
+			}
+			c := row.Knobs
+			t := saved
+			t.Segments, t.HeadsPerGroup, t.Workgroups, t.TileFloats = c["segs"], c["heads"], c["wgs"], c["tile"]
+			t.PrefillMin = 1 << 30 // decode's kernel at any batch
+			b.attn = t.resolve(b.maxShared)
+			got, d, err := b.sweepAttnTime(at, s, o.Reps)
+			if err != nil {
+				at.free(b)
+				return nil, err
+			}
+			row.Times[si] = d
+			if e := nmse64(got, ref); !(e <= sweepAttnLimit) {
+				row.Wrong = fmt.Sprintf("%s: NMSE %.3g against float64 sums, above %g", s.Name, e, sweepAttnLimit)
+				continue
+			}
+			if ci == 0 {
+				want = got
+			} else if c["segs"] == def["segs"] {
+				if i := firstDiff(got, want); i >= 0 {
+					row.Wrong = fmt.Sprintf("%s: element %d is %v, the default's %v (same segs)", s.Name, i, got[i], want[i])
+				}
+			}
+		}
+		at.free(b)
+	}
+	for i := range rows {
+		for _, t := range rows[i].Times {
+			rows[i].Score += t
+		}
+		if rows[i].Score > 0 {
+			rows[i].GBs = bytes / rows[i].Score.Seconds() / 1e9
+		}
+	}
+	return rows, nil
+}
+
+// sweepAttnTensors are one shape's tensors.
+type sweepAttnTensors struct{ d, q, k, v, vis *Tensor }
+
+func (a sweepAttnTensors) free(b *Backend) {
+	for _, x := range []*Tensor{a.d, a.q, a.k, a.v, a.vis} {
+		if x != nil {
+			b.Free(x)
+		}
+	}
+}
+
+// sweepAttnData uploads a shape's random queries and cache (each token's
+// list every cell, in its own random order) and returns them with the
+// float64 reference over the cache's values as stored.
+func (b *Backend) sweepAttnData(r *rand.Rand, dt tensor.DType, s SweepAttention) (sweepAttnTensors, []float64, error) {
+	var at sweepAttnTensors
+	if s.N <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.Heads%s.KVHeads != 0 || s.HD <= 0 || s.HD > attnMaxHD || s.Width <= 0 {
+		return at, nil, fmt.Errorf("vulkan: sweep: attention shape %+v", s)
+	}
+	qDim, kvDim := s.Heads*s.HD, s.KVHeads*s.HD
+	randn := func(m int) []float32 {
+		x := make([]float32, m)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+			if dt == tensor.F16 {
+				x[i] = float16.Fromfloat32(x[i]).Float32()
+			}
+		}
+		return x
+	}
+	q := randn(s.N * qDim)
+	k, v := randn(s.Width*kvDim), randn(s.Width*kvDim)
+	vis := make([]int32, s.N*s.Width)
+	for i := range s.N {
+		for j, c := range r.Perm(s.Width) {
+			vis[i*s.Width+j] = int32(c)
+		}
+	}
+	mk := func(dt tensor.DType, rows, cols int) *Tensor {
+		x, err := b.NewTensor(dt, rows, cols)
+		if err != nil {
+			return nil
+		}
+		return x.(*Tensor)
+	}
+	at = sweepAttnTensors{mk(tensor.F32, s.N, qDim), mk(tensor.F32, s.N, qDim), mk(dt, s.Width, kvDim), mk(dt, s.Width, kvDim), mk(tensor.I32, s.N, s.Width)}
+	if at.d == nil || at.q == nil || at.k == nil || at.v == nil || at.vis == nil {
+		at.free(b)
+		return at, nil, fmt.Errorf("vulkan: sweep: attention %s: tensors do not fit", s.Name)
+	}
+	for _, err := range []error{b.SetF32(at.q, q), b.SetF32(at.k, k), b.SetF32(at.v, v), b.SetI32(at.vis, vis)} {
+		if err != nil {
+			at.free(b)
+			return at, nil, err
+		}
+	}
+	scale := 1 / math.Sqrt(float64(s.HD))
+	ref := make([]float64, s.N*qDim)
+	sc := make([]float64, s.Width)
+	g := s.Heads / s.KVHeads
+	for i := range s.N {
+		l := vis[i*s.Width : (i+1)*s.Width]
+		for h := range s.Heads {
+			kh := h / g
+			mx := math.Inf(-1)
+			for x, j := range l {
+				var dot float64
+				for e := range s.HD {
+					dot += float64(q[i*qDim+h*s.HD+e]) * float64(k[int(j)*kvDim+kh*s.HD+e])
+				}
+				sc[x] = dot * scale
+				mx = math.Max(mx, sc[x])
+			}
+			var sum float64
+			for x := range sc {
+				sc[x] = math.Exp(sc[x] - mx)
+				sum += sc[x]
+			}
+			out := ref[i*qDim+h*s.HD : i*qDim+(h+1)*s.HD]
+			for x, j := range l {
+				for e := range out {
+					out[e] += sc[x] * float64(v[int(j)*kvDim+kh*s.HD+e])
+				}
+			}
+			for e := range out {
+				out[e] /= sum
+			}
+		}
+	}
+	return at, ref, nil
+}
+
+// sweepAttnTime runs Attention under b.attn once untimed and reps times
+// timed, and returns its result and one call's mean GPU time.
+func (b *Backend) sweepAttnTime(at sweepAttnTensors, s SweepAttention, reps int) ([]float32, time.Duration, error) {
+	scale := float32(1 / math.Sqrt(float64(s.HD)))
+	if err := b.Sync(); err != nil {
+		return nil, 0, err
+	}
+	if err := b.StartProfile(); err != nil {
+		return nil, 0, err
+	}
+	b.ProfileOp("warm")
+	b.Attention(at.d, at.q, at.k, at.v, at.vis, s.Heads, s.KVHeads, scale)
+	b.ProfileOp("timed")
+	for range reps {
+		b.Attention(at.d, at.q, at.k, at.v, at.vis, s.Heads, s.KVHeads, scale)
+	}
+	p, err := b.StopProfile()
+	if err != nil {
+		return nil, 0, err
+	}
+	var t time.Duration
+	for _, op := range p.Ops {
+		if op.Label == "timed" {
+			t = op.Time / time.Duration(reps)
+		}
+	}
+	got := make([]float32, numel(at.d))
+	if err := b.GetF32(at.d, got); err != nil {
+		return nil, 0, err
+	}
+	return got, t, nil
+}
+
+// nmse64 is Σ(got−want)² / Σwant² (0 for an all-zero want that got
+// matches).
+func nmse64(got []float32, want []float64) float64 {
+	var num, den float64
+	for i, w := range want {
+		d := float64(got[i]) - w
+		num += d * d
+		den += w * w
+	}
+	if den == 0 {
+		if num == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return num / den
+}
