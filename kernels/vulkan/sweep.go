@@ -182,10 +182,10 @@ func (res *SweepResult) choose(o SweepOptions, rows []SweepRow) {
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
 
-// sweepKey times every candidate of family fam for dtype dt on shapes.
-// The first row is the default.
-func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes []SweepShape) ([]SweepRow, error) {
-	key := fam + "/" + typeName(dt)
+// sweepRows are the rows of family fam's candidates under key, each with
+// room for the times of n shapes: the default first, then the others o
+// allows, at most o.Candidates in all.
+func (o SweepOptions) sweepRows(fam, key string, n int) []SweepRow {
 	f := Families[fam]
 	def := f.knobs(nil)
 	cands := []Knobs{def}
@@ -199,8 +199,15 @@ func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes [
 	}
 	rows := make([]SweepRow, len(cands))
 	for i, c := range cands {
-		rows[i] = SweepRow{Key: key, Knobs: c, Times: make([]time.Duration, len(shapes))}
+		rows[i] = SweepRow{Key: key, Knobs: c, Times: make([]time.Duration, n)}
 	}
+	return rows
+}
+
+// sweepKey times every candidate of family fam for dtype dt on shapes.
+// The first row is the default.
+func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes []SweepShape) ([]SweepRow, error) {
+	rows := o.sweepRows(fam, fam+"/"+typeName(dt), len(shapes))
 	n := 1
 	if fam == "matvec_batch" {
 		n = o.Batch

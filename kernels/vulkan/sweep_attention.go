@@ -52,21 +52,7 @@ const sweepAttnLimit = 1e-9
 // after.
 func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]SweepRow, error) {
 	const key = "attention"
-	f := Families[key]
-	def := f.knobs(nil)
-	cands := []Knobs{def}
-	for _, c := range f.Candidates() {
-		if !sameKnobs(c, def) && (o.Only == nil || o.Only(c)) {
-			cands = append(cands, c)
-		}
-	}
-	if o.Candidates > 0 && len(cands) > o.Candidates {
-		cands = cands[:o.Candidates]
-	}
-	rows := make([]SweepRow, len(cands))
-	for i, c := range cands {
-		rows[i] = SweepRow{Key: key, Knobs: c, Times: make([]time.Duration, len(shapes))}
-	}
+	rows := o.sweepRows(key, key, len(shapes))
 	saved := b.attn
 	defer func() { b.attn = saved }()
 	dt := tensor.F32
@@ -104,7 +90,7 @@ func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]Swe
 			}
 			if ci == 0 {
 				want = got
-			} else if c["segs"] == def["segs"] {
+			} else if c["segs"] == rows[0].Knobs["segs"] { // rows[0] is the default
 				if i := firstDiff(got, want); i >= 0 {
 					row.Wrong = fmt.Sprintf("%s: element %d is %v, the default's %v (same segs)", s.Name, i, got[i], want[i])
 				}
