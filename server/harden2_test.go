@@ -163,22 +163,7 @@ func TestHugeEmbeddingInputs(t *testing.T) {
 	ts.waitLoaded()
 	const clients, size = 8, 3 << 20
 	body := `{"model":"tiny","input":["a","` + strings.Repeat("the sea ", size/8) + `"]}`
-	codes := make([]int, clients)
-	grew := heapPeak(func() {
-		var wg sync.WaitGroup
-		for i := range clients {
-			wg.Go(func() {
-				resp, err := http.Post(ts.hs.URL+"/v1/embeddings", "application/json", strings.NewReader(body))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				resp.Body.Close()
-				codes[i] = resp.StatusCode
-			})
-		}
-		wg.Wait()
-	})
+	codes, grew := postAtOnce(t, ts.hs.URL+"/v1/embeddings", body, clients)
 	t.Logf("heap grew by %.0f MiB with %d concurrent %d MiB inputs", grew, clients, size>>20)
 	for i, c := range codes {
 		if c != http.StatusBadRequest {

@@ -175,17 +175,16 @@ func TestSlowClients(t *testing.T) {
 
 // TestHugePrompts: concurrent prompts far longer than the context are
 // refused (400) for the memory of their bodies, not of tokenising them.
-func TestHugePrompts(t *testing.T) {
-	ts := newTestServer(t, Config{})
-	ts.waitLoaded()
-	const clients, size = 8, 3 << 20
-	body := `{"model":"tiny","messages":[{"role":"user","content":"` + strings.Repeat("the sea ", size/8) + `"}]}`
+// postAtOnce posts body to url from clients goroutines at once and
+// returns each one's status and how far the heap grew meanwhile (MiB).
+func postAtOnce(t *testing.T, url, body string, clients int) ([]int, float64) {
+	t.Helper()
 	codes := make([]int, clients)
 	grew := heapPeak(func() {
 		var wg sync.WaitGroup
 		for i := range clients {
 			wg.Go(func() {
-				resp, err := http.Post(ts.hs.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+				resp, err := http.Post(url, "application/json", strings.NewReader(body))
 				if err != nil {
 					t.Error(err)
 					return
@@ -196,6 +195,15 @@ func TestHugePrompts(t *testing.T) {
 		}
 		wg.Wait()
 	})
+	return codes, grew
+}
+
+func TestHugePrompts(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	ts.waitLoaded()
+	const clients, size = 8, 3 << 20
+	body := `{"model":"tiny","messages":[{"role":"user","content":"` + strings.Repeat("the sea ", size/8) + `"}]}`
+	codes, grew := postAtOnce(t, ts.hs.URL+"/v1/chat/completions", body, clients)
 	t.Logf("heap grew by %.0f MiB with %d concurrent %d MiB prompts", grew, clients, size>>20)
 	for i, c := range codes {
 		if c != http.StatusBadRequest {
