@@ -224,11 +224,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	reps := fs.Int("reps", 5, "with --draft: runs of each side, alternated")
 	sweep := fs.Bool("sweep", false, "tune the Vulkan kernels for this device (see --sweep-*) instead")
 	sweepModels := fs.String("sweep-models", "qwen2.5-0.5b,llama-3.1-8b", "with --sweep: the model shapes whose matrices are timed")
-	sweepDTypes := fs.String("sweep-dtypes", "F16,BF16,F32,Q8_0,Q4_0,Q4_1,Q4_K,Q5_K,Q6_K", "with --sweep: the weight types")
+	sweepDTypes := fs.String("sweep-dtypes", "Q4_0,Q8_0,F16,Q4_K,Q6_K,Q5_K,Q4_1,BF16,F32", "with --sweep: the weight types, in the order swept (attention after the fourth)")
 	sweepBatch := fs.Int("sweep-batch", 8, "with --sweep: the tokens of the batched-decode timings")
 	sweepReps := fs.Int("sweep-reps", 20, "with --sweep: timed dispatches per candidate and matrix")
 	sweepCands := fs.Int("sweep-candidates", 0, "with --sweep: at most this many candidates per kernel (0: all)")
-	sweepOut := fs.String("sweep-out", "", "with --sweep: write the chosen tuning (JSON) to this file")
+	sweepOut := fs.String("sweep-out", "", "with --sweep: write the chosen tuning (JSON) to this file (after each weight type)")
+	sweepBudget := fs.Duration("sweep-budget", 0, "with --sweep: start no weight type past this time (0: no limit); what is left keeps its defaults")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n       vkllm bench --sweep [flags]\n\n"+
 			"measure prefill and decode speed (with --draft: speculative decoding's speedup; with --peer: llama.cpp's on the same file; with --sweep: tune the Vulkan kernels for this device).\n\nFlags:\n")
@@ -241,7 +242,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *sweep {
-		return runSweepFlags(*sweepModels, *sweepDTypes, *sweepBatch, *sweepReps, *sweepCands, *sweepOut, *asJSON, stdout, stderr)
+		return runSweepFlags(*sweepModels, *sweepDTypes, *sweepBatch, *sweepReps, *sweepCands, *sweepBudget, *sweepOut, *asJSON, stdout, stderr)
 	}
 	kv, kvOK := map[string]tensor.DType{"f32": tensor.F32, "f16": tensor.F16}[*kvName]
 	if !kvOK {
@@ -373,7 +374,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 
 // runSweepFlags checks --sweep's flags and runs it: 0, 1 on a failed
 // sweep, 2 on bad flags.
-func runSweepFlags(models, dtypes string, batch, reps, cands int, out string, asJSON bool, stdout, stderr io.Writer) int {
+func runSweepFlags(models, dtypes string, batch, reps, cands int, budget time.Duration, out string, asJSON bool, stdout, stderr io.Writer) int {
 	var shapes []synth.Shape
 	for _, name := range strings.Split(models, ",") {
 		s, err := synth.Lookup(strings.TrimSpace(name))
@@ -392,11 +393,11 @@ func runSweepFlags(models, dtypes string, batch, reps, cands int, out string, as
 		}
 		dts = append(dts, dt)
 	}
-	if batch < 2 || reps < 1 || cands < 0 {
-		fmt.Fprintln(stderr, "error: --sweep-batch must be ≥ 2, --sweep-reps ≥ 1 and --sweep-candidates ≥ 0")
+	if batch < 2 || reps < 1 || cands < 0 || budget < 0 {
+		fmt.Fprintln(stderr, "error: --sweep-batch must be ≥ 2, --sweep-reps ≥ 1, --sweep-candidates ≥ 0 and --sweep-budget ≥ 0")
 		return 2
 	}
-	if err := runSweep(shapes, dts, batch, reps, cands, out, asJSON, stdout, stderr); err != nil {
+	if err := runSweep(shapes, dts, batch, reps, cands, budget, out, asJSON, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1
 	}

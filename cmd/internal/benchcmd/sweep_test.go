@@ -62,7 +62,23 @@ func TestSweep(t *testing.T) {
 	if rc := Run(args, &stdout, &stderr); rc != 0 || !strings.Contains(stdout.String(), "chosen") {
 		t.Errorf("the table (exit %d):\n%s", rc, stdout.String())
 	}
-	for _, bad := range [][]string{{"--sweep", "--sweep-models", "gpt-9"}, {"--sweep", "--sweep-dtypes", "Q9_9"}, {"--sweep", "--sweep-batch", "1"}} {
+	// A budget spent before the first piece: every piece is skipped and
+	// named, the tuning file holds no kernel.
+	stdout.Reset()
+	if rc := Run(append(args, "--json", "--sweep-budget", "1ns"), &stdout, &stderr); rc != 0 {
+		t.Fatalf("--sweep-budget 1ns: exit %d: %s", rc, stderr.String())
+	}
+	var cut struct {
+		vulkan.SweepResult
+		Skipped []string `json:"skipped"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &cut); err != nil {
+		t.Fatal(err)
+	}
+	if len(cut.Rows) != 0 || strings.Join(cut.Skipped, ",") != "Q4_0,F16,attention" {
+		t.Errorf("--sweep-budget 1ns: %d rows, skipped %q; want none and Q4_0,F16,attention", len(cut.Rows), cut.Skipped)
+	}
+	for _, bad := range [][]string{{"--sweep", "--sweep-models", "gpt-9"}, {"--sweep", "--sweep-dtypes", "Q9_9"}, {"--sweep", "--sweep-batch", "1"}, {"--sweep", "--sweep-budget", "-1s"}} {
 		if rc := Run(bad, &stdout, &stderr); rc != 2 {
 			t.Errorf("%q: exit %d, want 2", bad, rc)
 		}
