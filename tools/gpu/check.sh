@@ -15,7 +15,8 @@
 #      tuned kernel timed with GPU timestamps on the 0.5B and 8B matrices)
 #      into $OUT/sweep.txt (the table) and $OUT/tuning.json (the chosen
 #      tuning, to commit as kernels/vulkan/tuning/VENDOR-NAME.json), which
-#      every later step uses (VKLLM_VULKAN_TUNING); SWEEP=0 skips it,
+#      every later step uses (VKLLM_VULKAN_TUNING); SWEEP=0 skips it (and
+#      uses .gpu/tuning.json, an earlier call's tuning.json, when present),
 #      SWEEP=only runs setup, facts and the sweep alone (a call of its
 #      own: a full sweep takes a few minutes of the budget);
 #   4. writes each synthetic model once as GGUF for the peer, runs steps 5
@@ -351,6 +352,11 @@ fi
 step tests tests
 if [[ $do_sweep != 0 ]]; then
 	step sweep sweep
+elif [[ -f $gpu/tuning.json ]]; then
+	# a sweep's tuning from an earlier call (copied to .gpu/tuning.json)
+	export VKLLM_VULKAN_TUNING=$gpu/tuning.json
+	skip sweep "SWEEP=0; the tuning of .gpu/tuning.json"
+	cp "$gpu/tuning.json" "$out/tuning.json"
 else
 	skip sweep "SWEEP=0"
 fi
