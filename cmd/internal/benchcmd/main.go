@@ -121,6 +121,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	_ "github.com/vkllm/vkllm/kernels/cpuref" // registers "cpu-ref"
 	_ "github.com/vkllm/vkllm/kernels/vulkan" // registers "vulkan" for --backend vulkan|auto
