@@ -52,7 +52,9 @@ func TestInt8MatMul(t *testing.T) {
 }
 
 // int8Run returns x (n, k) · wᵀ (m rows) from b.
-func int8Run(t *testing.T, b *Backend, w *Tensor, x []float32, n, k, m int) []float32 { return coopRun(t, b, w, x, n, k, m) }
+func int8Run(t *testing.T, b *Backend, w *Tensor, x []float32, n, k, m int) []float32 {
+	return coopRun(t, b, w, x, n, k, m)
+}
 
 // TestInt8Invariance: with the int8 mode on, a token's result does not
 // depend on the batch it is in, its place in it, the chunking of a
