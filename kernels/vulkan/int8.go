@@ -131,3 +131,34 @@ func (b *Backend) quantizeQ8(x *Tensor) (part, error) {
 	b.dispatch("quantize_q8_f32", []part{x.parts[0], q}, pcQ8{Blocks: uint32(blocks)}, gx, gy, 1)
 	return q, nil
 }
+
+// int8GateUp records GateUpSwiGLU in the int8 mode: x quantised once and
+// matmul.comp's INT8 GATEUP variant (bitwise MatMul, MatMul, SwiGLU of
+// the mode), with the tuning of the gate's dtype; false where the
+// tuning's rows·toks would give a lane more than maxSums sums.
+func (b *Backend) int8GateUp(name string, d, xs, g, u *Tensor) bool {
+	n, k, m := xs.rows, xs.cols, g.rows
+	if n == 0 || m == 0 {
+		return true
+	}
+	key := "matvec_int8/" + typeName(g.dt)
+	if n > 1 {
+		key = "matvec_int8_batch/" + typeName(g.dt)
+	}
+	kn := b.tune.knobs(key)
+	if 2*kn["rows"]*kn["toks"] > maxSums {
+		return false
+	}
+	q, err := b.quantizeQ8(xs)
+	if err != nil {
+		b.fail(err)
+		return true
+	}
+	rows, toks := kn["wg"]/wg*kn["rows"], kn["toks"]
+	for i, p := range g.parts {
+		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(g.rowBytes)}
+		gx, gy := grid((p.rows + rows - 1) / rows)
+		b.dispatchSpec(name+"_swiglu", Families["matvec"].spec(kn), []part{p, q, d.parts[0], u.parts[i]}, pc, gx, gy, uint32((n+toks-1)/toks))
+	}
+	return true
+}

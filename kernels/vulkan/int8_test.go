@@ -32,9 +32,11 @@ func int8DTypes(t testing.TB) []tensor.DType {
 // by its rule, the exactly dequantised weight, float64 sums; only float32
 // rounding of the block sums allowed: LimitF32Dot), with bitwise batch
 // invariance, through the integer dot products where the device has them
-// and through plain int arithmetic; the other weight types keep the
-// float kernels' strict limits (MatMulNotQ8 less the q8 types the mode
-// leaves on the float kernels: Q5_0, Q5_1, Q2_K, Q3_K).
+// and through plain int arithmetic; the float weight types keep the
+// float kernels' strict limits (kerneltest.MatMulNotQ8, once: Q5_0, Q5_1,
+// Q2_K and Q3_K stay on the float kernels too, but MatMulNotQ8 skips
+// them); and the fused GateUpSwiGLU is bitwise the mode's MatMul, MatMul,
+// SwiGLU on every type.
 func TestInt8MatMul(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -45,8 +47,15 @@ func TestInt8MatMul(t *testing.T) {
 			if d := b.Device(); !d.Int8MatMul {
 				t.Fatalf("Int8 asked for, Int8MatMul off: %+v", d)
 			}
+			defer checkClean(t, b)
 			kerneltest.MatMulQ8Types(t, b, int8DTypes(t))
-			checkClean(t, b)
+			if c.name == "int8_noSubgroups" {
+				return // the same kernels as "int8dot" but for the reduction
+			}
+			t.Run("GateUpSwiGLU", func(t *testing.T) { kerneltest.GateUpSwiGLU(t, b) })
+			if c.name == "int8dot" {
+				t.Run("MatMulNotQ8", func(t *testing.T) { kerneltest.MatMulNotQ8(t, b) })
+			}
 		})
 	}
 }
@@ -145,8 +154,9 @@ func int8Knobs(t *testing.T, b *Backend, name string, kn Knobs, w *Tensor, x []f
 // TestInt8Detect: the mode is off by default and on with Config.Int8 or
 // VKLLM_VULKAN_INT8=1, off again with VKLLM_VULKAN_DISABLE=int8; in it
 // MatMul takes the int8 kernel for exactly the Int8Types (the _int8dot
-// variants where the device has integer dot products) and GateUpSwiGLU
-// declines for them (MatMul, MatMul, SwiGLU keep the mode's arithmetic).
+// variants where the device has integer dot products), and GateUpSwiGLU
+// runs for them and the float types alike (kerneltest.GateUpSwiGLU checks
+// it bitwise against the mode's MatMul, MatMul, SwiGLU).
 func TestInt8Detect(t *testing.T) {
 	if d := openTest(t, Config{}).Device(); d.Int8MatMul {
 		t.Errorf("Config{}: Int8MatMul on (want off by default)")
@@ -175,8 +185,8 @@ func TestInt8Detect(t *testing.T) {
 	d, _ := b.NewTensor(tensor.F32, 1, 8)
 	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.F16} {
 		w, _ := kerneltest.RandomWeight(t, b, dt, 8, 256)
-		if got, want := b.GateUpSwiGLU(d, x, w, w), dt == tensor.F16; got != want {
-			t.Errorf("%v: GateUpSwiGLU %v in the int8 mode, want %v", dt, got, want)
+		if !b.GateUpSwiGLU(d, x, w, w) {
+			t.Errorf("%v: GateUpSwiGLU declines in the int8 mode", dt)
 		}
 	}
 	t.Setenv("VKLLM_VULKAN_DISABLE", "int8")

@@ -348,9 +348,10 @@ func (b *Backend) matmulDispatch(name string, spec []uint32, rows, toks int, d, 
 // kernel's GATEUP variant (matmul.comp), with the tuning MatMul uses for
 // the gate's dtype: one dispatch per part of the weights. It declines
 // (false) where MatMul would take the cooperative-matrix or tiled kernel
-// (prefill keeps MatMul, MatMul, SwiGLU there) or the int8 one, where the two weights
+// (prefill keeps MatMul, MatMul, SwiGLU there), where the two weights
 // differ in dtype or parts, and where the tuning's rows·toks would give a
-// lane more than maxSums gate and up sums.
+// lane more than maxSums gate and up sums. In the int8 mode it runs the
+// int8 kernel's _swiglu variant for those dtypes at every n (int8GateUp).
 func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 	const op = "GateUpSwiGLU"
 	d, xs, g, u := activation(op, dst), activation(op, x), tensorOf(op, wGate), tensorOf(op, wUp)
@@ -360,14 +361,16 @@ func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 		must(w.rows == m && w.cols == k && d.rows == n && d.cols == m, "%s: dst %v, x %v, gate %v, up %v: want dst (n, m), x (n, k), gate and up (m, k)", op, d, xs, g, u)
 	}
 	must(n <= 65535, "%s: %d tokens in one call (at most 65535)", op, n)
-	_, coop := b.coopVariant(g.dt)
-	if _, i8 := b.int8Variant(g.dt); i8 || coop || u.dt != g.dt || u.rowBytes != g.rowBytes || len(u.parts) != len(g.parts) {
+	if _, coop := b.coopVariant(g.dt); coop || u.dt != g.dt || u.rowBytes != g.rowBytes || len(u.parts) != len(g.parts) {
 		return false
 	}
 	for i, p := range g.parts {
 		if q := u.parts[i]; q.rowLo != p.rowLo || q.rows != p.rows {
 			return false
 		}
+	}
+	if name, ok := b.int8Variant(g.dt); ok {
+		return b.int8GateUp(name, d, xs, g, u)
 	}
 	name, tiled := b.matmulVariant(g.dt, n, k)
 	if tiled {

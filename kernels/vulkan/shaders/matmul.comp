@@ -74,6 +74,9 @@ layout(constant_id = 3) const uint BPI = 2;
 
 layout(binding = 0) readonly buffer WB { uint W[]; };
 #include "common/weights.glsl"
+#ifdef INT8
+#include "common/int8.glsl"
+#endif
 #if defined(INT8)
 // The activations quantised by quantize_q8.comp (its layout).
 layout(binding = 1) readonly buffer QB { uint Q[]; };
@@ -97,7 +100,11 @@ layout(binding = 3) readonly buffer UB { uint U[]; };
 #define chunkAt chunkAtU
 #define groupAt groupAtU
 #define weightAt weightAtU
+#define groupQ groupQU
 #include "common/weights.glsl"
+#ifdef INT8
+#include "common/int8.glsl"
+#endif
 #undef W
 #undef byteAt
 #undef u16At
@@ -109,6 +116,7 @@ layout(binding = 3) readonly buffer UB { uint U[]; };
 #undef chunkAt
 #undef groupAt
 #undef weightAt
+#undef groupQ
 #include "common/swiglu.glsl"
 const uint NW = 2u; // matrices: gate, up
 #else
@@ -120,9 +128,6 @@ layout(push_constant) uniform PC {
 } pc;
 
 #include "common/lane.glsl"
-#ifdef INT8
-#include "common/int8.glsl"
-#endif
 
 const uint SLOTS = WG / LANES;
 const uint RT = ROWS * TOKS; // (row, token) pairs per slot
@@ -192,6 +197,14 @@ void main() {
 				s[r] = groupScales(rb[r], c0);
 				groupQ(rb[r], c0, wq[r]);
 			}
+#ifdef GATEUP
+			vec2 su[ROWS];
+			uint wqu[ROWS][GW];
+			[[unroll]] for (uint r = 0u; r < ROWS; r++) {
+				su[r] = groupScalesU(rb[r], c0);
+				groupQU(rb[r], c0, wqu[r]);
+			}
+#endif
 			[[unroll]] for (uint t = 0u; t < TOKS; t++) {
 				uint xo = xi[t] + c0, xb = xo >> 5;
 				float dx = uintBitsToFloat(Q[8u * nb + xb]);
@@ -203,6 +216,12 @@ void main() {
 					[[unroll]] for (uint i = 0u; i < GW; i++) isum = dot4(wq[r][i], xq[i], isum);
 					precise float v = acc[r * TOKS + t] + int8Block(s[r], dx, isum, xsum);
 					acc[r * TOKS + t] = v;
+#ifdef GATEUP
+					int isumu = 0;
+					[[unroll]] for (uint i = 0u; i < GW; i++) isumu = dot4(wqu[r][i], xq[i], isumu);
+					precise float vu = acc[RT + r * TOKS + t] + int8Block(su[r], dx, isumu, xsum);
+					acc[RT + r * TOKS + t] = vu;
+#endif
 				}
 			}
 		}

@@ -84,8 +84,9 @@ var Variants = func() []Variant {
 	// The gate/up matvec with SwiGLU fused (matmul.comp's GATEUP): each
 	// matmul_ variant above with _swiglu after its name.
 	for _, m := range v {
-		if m.Source == "matmul.comp" && !slices.Contains(m.Defines, "INT8") {
+		if m.Source == "matmul.comp" {
 			add(m.Name+"_swiglu", "matmul.comp", append(slices.Clip(m.Defines), "GATEUP")...)
+			v[len(v)-1].IntDot = m.IntDot
 		}
 	}
 	for _, t := range TiledTypes {

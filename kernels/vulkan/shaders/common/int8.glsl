@@ -12,6 +12,12 @@
 // contribution by one expression for every kernel: (s.x·dx)·isum, with
 // Q4_1's + (s.y·dx)·Σq8 and the K-quants' − (s.y·dx)·Σq8 (s is
 // groupScales'); Q6_K's groups of 16 take the dx of their block of 32.
+//
+// groupQ reads W through weights.glsl's readers: a shader reading a second
+// matrix includes this file again with them and groupQ renamed
+// (matmul.comp's GATEUP); the rest is defined once.
+#ifndef INT8_GLSL
+#define INT8_GLSL
 #ifdef INTDOT
 #extension GL_EXT_integer_dot_product : require
 #endif
@@ -31,6 +37,27 @@ int dot4(uint a, uint b, int acc) {
 uint sub8(uint v, uint c) { return ((v | 0x80808080u) - c) ^ 0x80808080u; }
 
 const uint GW = GSIZE / 4u; // words of a group
+
+// int8Block is a group's contribution to its lane's sum: s the group's
+// scales (groupScales), dx its activation block's scale, isum the integer
+// dot and xsum the activation block's Σq8.
+float int8Block(vec2 s, float dx, int isum, int xsum) {
+	precise float a = s.x * dx;
+	precise float p = a * float(isum);
+#if defined(TYPE_Q4_1) || defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
+	precise float c = s.y * dx;
+	precise float o = c * float(xsum);
+#if defined(TYPE_Q4_1)
+	precise float r = p + o;
+#else
+	precise float r = p - o;
+#endif
+	return r;
+#else
+	return p;
+#endif
+}
+#endif // INT8_GLSL
 
 // groupQ packs the weights of the group starting at element c0 of the row
 // at byte rb.
@@ -74,25 +101,5 @@ void groupQ(uint rb, uint c0, out uint q[GW]) {
 	}
 #else
 #error "no int8 weights for this TYPE_"
-#endif
-}
-
-// int8Block is a group's contribution to its lane's sum: s the group's
-// scales (groupScales), dx its activation block's scale, isum the integer
-// dot and xsum the activation block's Σq8.
-float int8Block(vec2 s, float dx, int isum, int xsum) {
-	precise float a = s.x * dx;
-	precise float p = a * float(isum);
-#if defined(TYPE_Q4_1) || defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
-	precise float c = s.y * dx;
-	precise float o = c * float(xsum);
-#if defined(TYPE_Q4_1)
-	precise float r = p + o;
-#else
-	precise float r = p - o;
-#endif
-	return r;
-#else
-	return p;
 #endif
 }
