@@ -218,7 +218,11 @@ type Backend struct {
 	coopSG, coopPin int
 	coopShape       coopShape
 
-	q8 *Tensor // the int8 MatMul's quantised activations (int8.go)
+	// q8: the int8 MatMul's quantised activations; q8src: what it holds
+	// (int8.go); q8runs: quantising dispatches recorded (for tests).
+	q8     *Tensor
+	q8src  q8Source
+	q8runs int
 }
 
 // pipeKey names a pipeline: its variant and specialization constants.

@@ -19,7 +19,8 @@ import (
 // Each MatMul first quantises its input (quantize_q8.comp: blocks of 32
 // elements, d = max|x|/127, q = round(x/d) halves away from zero, and the
 // block's Σq, kerneltest.QuantizeQ8's rule) into a scratch buffer of the
-// backend's, then runs matmul.comp's INT8 variant: lane l of a slot takes
+// backend's, unless the scratch holds it already (quantizeQ8), then runs
+// matmul.comp's INT8 variant: lane l of a slot takes
 // the quant groups l, l+64, … as the float kernel does (common/lane.glsl),
 // adds each group's int8Block (common/int8.glsl: the integer dot times
 // the scales, one expression) to its float32 sum in order, and the 64
@@ -99,14 +100,37 @@ func (b *Backend) int8Matvec(name string, k Knobs, d, xs, wt *Tensor) {
 	}
 }
 
+// q8Source names the activation the scratch holds quantised: its bound
+// range and shape (a view binds its whole tensor from its first byte, so
+// the range and the shape name the data); zero when none.
+type q8Source struct {
+	span bufRange
+	n, k int
+}
+
+// q8Written forgets the scratch's source when a command writes over it
+// (hazard sees every write recorded: dispatches, copies, fills).
+func (b *Backend) q8Written(s bufRange) {
+	if x := b.q8src.span; b.q8src.n > 0 && x.buf == s.buf && x.off < s.end && s.off < x.end {
+		b.q8src = q8Source{}
+	}
+}
+
 // q8Words is the scratch an activation of n×k takes (quantize_q8.comp's
 // layout): per block of 32, 8 words of q, its d and its Σq.
 func q8Words(n, k int) int { return n * k / 32 * 10 }
 
 // quantizeQ8 records quantize_q8.comp over x (k a multiple of 32) into
 // b.q8, grown as needed (a larger scratch replaces a smaller one; the
-// barriers order its reuse), and returns the part to bind.
+// barriers order its reuse), and returns the part to bind. When the
+// scratch already holds x, unwritten since, it records nothing: the
+// MatMuls of one input (a layer's Q, K and V projections) share one
+// quantisation, and its dispatch and barriers.
 func (b *Backend) quantizeQ8(x *Tensor) (part, error) {
+	src := q8Source{span: spanOf(x.parts[0]), n: x.rows, k: x.cols}
+	if b.q8 != nil && b.q8src == src {
+		return b.q8.parts[0], nil
+	}
 	blocks := x.rows * x.cols / 32
 	if x.cols%32 != 0 {
 		return part{}, fmt.Errorf("vulkan: int8 MatMul: rows of %d elements, not a multiple of 32", x.cols)
@@ -129,6 +153,8 @@ func (b *Backend) quantizeQ8(x *Tensor) (part, error) {
 	q := b.q8.parts[0]
 	gx, gy := grid((blocks + wg - 1) / wg)
 	b.dispatch("quantize_q8_f32", []part{x.parts[0], q}, pcQ8{Blocks: uint32(blocks)}, gx, gy, 1)
+	b.q8src = src
+	b.q8runs++
 	return q, nil
 }
 

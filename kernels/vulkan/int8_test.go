@@ -198,3 +198,77 @@ func TestInt8Detect(t *testing.T) {
 	}
 	checkClean(t, b)
 }
+
+// TestInt8Requantize: MatMuls of one input share its quantisation (one
+// quantising dispatch for three weights), and a write to the input (an
+// upload, a kernel writing it) makes the next MatMul quantise it again:
+// its result is bitwise a fresh tensor's of the same values.
+func TestInt8Requantize(t *testing.T) {
+	b := openTest(t, Config{Int8: true})
+	const n, k, m = 3, 256, 19
+	r := rand.New(rand.NewPCG(17, 1))
+	vals := func() []float32 {
+		x := make([]float32, n*k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	w, _ := kerneltest.RandomWeight(t, b, tensor.Q4_0, m, k)
+	w2, _ := kerneltest.RandomWeight(t, b, tensor.Q8_0, m, k)
+	x, err := b.NewTensor(tensor.F32, n, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := b.NewTensor(tensor.F32, n, m)
+	get := func() []float32 {
+		out := make([]float32, n*m)
+		if err := b.GetF32(d, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	check := func(what string, xv []float32) {
+		t.Helper()
+		runs := b.q8runs
+		b.MatMul(d, x, w)
+		got := get()
+		if b.q8runs != runs+1 {
+			t.Errorf("%s: %d quantisations, want 1", what, b.q8runs-runs)
+		}
+		want := int8Run(t, b, w.(*Tensor), xv, n, k, m)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: element %d = %v, a fresh input's %v", what, i, got[i], want[i])
+			}
+		}
+	}
+	x1 := vals()
+	if err := b.SetF32(x, x1); err != nil {
+		t.Fatal(err)
+	}
+	check("first", x1)
+	runs := b.q8runs // check's fresh tensor was quantised last
+	b.MatMul(d, x, w)
+	b.MatMul(d, x, w2)
+	b.MatMul(d, x, w)
+	if b.q8runs != runs+1 {
+		t.Errorf("three MatMuls of an unwritten input: %d quantisations, want 1", b.q8runs-runs)
+	}
+	x2 := vals()
+	if err := b.SetF32(x, x2); err != nil {
+		t.Fatal(err)
+	}
+	check("after an upload", x2)
+	y, _ := b.NewTensor(tensor.F32, n, k)
+	if err := b.SetF32(y, vals()); err != nil {
+		t.Fatal(err)
+	}
+	b.Add(x, x, y)
+	x3 := make([]float32, n*k)
+	if err := b.GetF32(x, x3); err != nil {
+		t.Fatal(err)
+	}
+	check("after Add wrote it", x3)
+	checkClean(t, b)
+}

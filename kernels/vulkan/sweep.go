@@ -249,7 +249,10 @@ func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes [
 		run := b.matvec
 		if int8Family(fam) {
 			name, _ = b.int8Name(dt)
-			run = b.int8Matvec // its quantising dispatch timed with it
+			run = func(name string, k Knobs, d, x, w *Tensor) {
+				b.q8src = q8Source{} // its quantising dispatch timed with it
+				b.int8Matvec(name, k, d, x, w)
+			}
 		}
 		var want []float32
 		for ci := range rows {
