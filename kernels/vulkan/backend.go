@@ -96,7 +96,8 @@ type Config struct {
 	// Int8 runs every MatMul of a Q8_0, Q4_0, Q4_1, Q4_K, Q5_K or Q6_K
 	// weight as integer dot products against activations quantised to 8
 	// bits in blocks of 32 (int8.go; also VKLLM_VULKAN_INT8=1), decode
-	// and prefill alike. Off by default until a GPU measurement decides.
+	// and prefill alike (for those dtypes it wins over CoopMat). Off by
+	// default until a GPU measurement decides.
 	Int8 bool
 	// NoInt8 forces the float kernels where Int8 asks for the int8 ones
 	// (also VKLLM_VULKAN_DISABLE=int8).

@@ -17,7 +17,7 @@ import (
 // Q6_K), decode, batched decode and prefill alike.
 //
 // Each MatMul first quantises its input (quantize_q8.comp: blocks of 32
-// elements, d = max|x|/127, q = round(x/d) halves away from zero, and the
+// elements, d = max|x|/127, q = x·(1/d) rounded halves away from zero, and the
 // block's Σq, kerneltest.QuantizeQ8's rule) into a scratch buffer of the
 // backend's, unless the scratch holds it already (quantizeQ8), then runs
 // matmul.comp's INT8 variant: lane l of a slot takes
@@ -31,11 +31,14 @@ import (
 // from GL_EXT_integer_dot_product where the device has
 // shaderIntegerDotProduct (_int8dot variants) and from plain int
 // arithmetic otherwise (_int8): the same integers, so the same bits
-// (TestInt8IntegerDot).
+// (TestInt8Invariance). GateUpSwiGLU runs the kernel's GATEUP variant,
+// gate and up against one quantisation (int8GateUp). For its dtypes the
+// mode takes precedence over Config.CoopMat.
 //
 // Prefill runs the same matrix-vector kernel (tuning "matvec_int8_batch"):
 // there is no tiled int8 kernel yet, so the mode's prefill reads the
-// weights once per TOKS tokens instead of once per 16-token tile.
+// weights once per toks tokens (8 by default, at most 16) instead of once
+// per 16-token tile, with no shared-memory staging.
 //
 // Roofline: a decode step streams the weights once as the float kernel
 // does (Q4_0: 18 bytes a group of 32) and reads 40 bytes of activation
