@@ -93,7 +93,9 @@
 // it): every candidate of each tuned kernel family (kernels/vulkan's
 // Families: workgroup size, rows per workgroup, tokens per workgroup,
 // blocks per invocation of the matrix-vector kernel, for one token and
-// for a batch of --sweep-batch) is timed with GPU timestamps on the
+// for a batch of --sweep-batch, float and, for the weight types that have
+// one, int8 ("matvec_int8", "matvec_int8_batch": the Config.Int8 mode's
+// kernel, timed whether or not the mode is on)) is timed with GPU timestamps on the
 // matrices of the --sweep-models' decode step (synthetic weights of each
 // --sweep-dtypes type), checked bitwise against the default (and the
 // default against float64 sums), and the fastest right one of each kernel
