@@ -164,19 +164,13 @@ func TestLayoutFiles(t *testing.T) {
 			files = append(files, file{s, q, w})
 		}
 	}
-	// One layer (it gets more bits) of the 0.5B, rows of 896 and 4864.
-	narrow, _ := Lookup("qwen2.5-0.5b")
-	narrow.Layers, narrow.Vocab = 1, 256
+	narrow, gqa4 := narrowShape(), gqa4Shape()
 	files = append(files,
 		file{narrow, Quant{tensor.Q4_K, "Q4_K_M"}, layoutWant{"qwen2.5-0.5b-1layer:Q4_K_M", q80, none, q50, q50, q80, q4k, q6k, []int{0}, 15, 14}},
 		file{narrow, Quant{tensor.Q5_K, "Q5_K_M"}, layoutWant{"qwen2.5-0.5b-1layer:Q5_K_M", q80, none, q51, q51, q80, q5k, q6k, []int{0}, 17, 14}},
 		// 1/8 of one layer is none: ffn_down stays IQ4_XS; attn_v (GQA 7) Q5_K, falling back to Q5_1.
 		file{narrow, Quant{tensor.IQ4_XS, "IQ4_XS"}, layoutWant{"qwen2.5-0.5b-1layer:IQ4_XS", q80, none, iq4nl, q51, q51, iq4xs, iq4xs, nil, 30, 14}})
-	// Eight tiny layers with 4 query heads a KV head: IQ4_XS's attn_v and
-	// layer 0's ffn_down are Q5_K.
-	gqa4, _ := Lookup("llama-3.2-1b-tiny")
-	gqa4.Layers, gqa4.Heads = 8, 4*gqa4.KVHeads
-	gqa4.Hidden = gqa4.Heads * gqa4.HeadDim
+	// IQ4_XS's attn_v and layer 0's ffn_down are Q5_K.
 	files = append(files, file{gqa4, Quant{tensor.IQ4_XS, "IQ4_XS"}, layoutWant{"llama-3.2-1b-tiny-8layers-gqa4:IQ4_XS", q6k, none, iq4xs, q5k, q5k, iq4xs, q5k, []int{0}, 30, 75}})
 	for _, f := range files {
 		s, q, w := f.s, f.q, f.w
@@ -232,6 +226,27 @@ func TestLayoutFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// narrowShape is one layer of the 0.5B at its real width (rows of 896
+// and 4864: llama.cpp's fallbacks) with a 256-token vocabulary; that one
+// layer gets more bits in Q4_K_M and Q5_K_M, but is not in IQ4_XS's first
+// eighth.
+func narrowShape() Shape {
+	s, _ := Lookup("qwen2.5-0.5b")
+	s.Name += "-1layer"
+	s.Layers, s.Vocab = 1, 256
+	return s
+}
+
+// gqa4Shape is eight tiny Llama layers with 4 query heads a KV head: in
+// IQ4_XS, attn_v is Q5_K and so is layer 0's ffn_down.
+func gqa4Shape() Shape {
+	s, _ := Lookup("llama-3.2-1b-tiny")
+	s.Name += "-8layers-gqa4"
+	s.Layers, s.Heads = 8, 4*s.KVHeads
+	s.Hidden = s.Heads * s.HeadDim
+	return s
 }
 
 // decodeFile opens the model at path on backend and decodes 8 tokens: the

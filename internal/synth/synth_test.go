@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -266,9 +267,12 @@ func TestErrors(t *testing.T) {
 }
 
 // TestLlamaCpp has llama.cpp's llama-bench load and run each tiny shape
-// written by WriteGGUF: the names and metadata are what its loader wants.
-// It needs the binary tools/build-llama-bench.sh builds (or
-// $VKLLM_LLAMA_BENCH) and skips without it.
+// written by WriteGGUF in the main dtypes and every layout, the tiny
+// Llama in every other dtype of random blocks, and the IQ4_XS layout of
+// narrowShape and gqa4Shape (IQ4_NL, Q5_1, Q5_K and Q8_0 beside IQ4_XS):
+// the names, metadata and blocks are what its loader wants. It needs the
+// binary tools/build-llama-bench.sh builds (or $VKLLM_LLAMA_BENCH) and
+// skips without it.
 func TestLlamaCpp(t *testing.T) {
 	bin := os.Getenv("VKLLM_LLAMA_BENCH")
 	if bin == "" {
@@ -278,20 +282,70 @@ func TestLlamaCpp(t *testing.T) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("no llama-bench at %s (tools/build-llama-bench.sh builds it)", bin)
 	}
-	dir := t.TempDir()
+	type file struct {
+		s Shape
+		q Quant
+	}
+	var files []file
+	iq4xs := Quant{tensor.IQ4_XS, "IQ4_XS"}
 	for _, name := range Shapes() {
-		for _, dt := range []Quant{Uniform(tensor.Q8_0), Uniform(tensor.Q4_K), {tensor.Q4_K, "Q4_K_M"}, {tensor.Q5_K, "Q5_K_M"}} {
-			s, _ := Lookup(name)
-			s = s.Tiny()
-			path := filepath.Join(dir, s.Name+"-"+dt.String()+".gguf")
-			if err := os.WriteFile(path, build(t, s, dt, 1, 0), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Command(bin, "-m", path, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-o", "json").CombinedOutput()
-			if err != nil {
-				t.Errorf("%s: llama-bench: %v\n%s", path, err, out)
-			}
+		s, _ := Lookup(name)
+		for _, q := range []Quant{Uniform(tensor.Q8_0), Uniform(tensor.Q4_K), {tensor.Q4_K, "Q4_K_M"}, {tensor.Q5_K, "Q5_K_M"}, iq4xs} {
+			files = append(files, file{s.Tiny(), q})
 		}
+	}
+	tiny, _ := Lookup("llama-3.2-1b-tiny")
+	for _, dt := range []tensor.DType{tensor.Q2_K, tensor.Q3_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
+		files = append(files, file{tiny, Uniform(dt)})
+	}
+	files = append(files, file{narrowShape(), iq4xs}, file{gqa4Shape(), iq4xs})
+	dir := t.TempDir()
+	for i, f := range files {
+		path := filepath.Join(dir, fmt.Sprintf("%02d-%s-%v.gguf", i, f.s.Name, f.q))
+		if err := os.WriteFile(path, build(t, f.s, f.q, 1, 0), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "-m", path, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-o", "json").CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: llama-bench: %v\n%s", path, err, out)
+		}
+		os.Remove(path)
+	}
+}
+
+// TestGGUFPy has tools/check_layouts_gguf.py read files of every layout
+// and of the dtypes with random blocks with llama.cpp's Python GGUF
+// reader (the gguf package): each tensor's type is the one llama-quantize
+// gives it by the script's own copy of llama.cpp's rules, and the random
+// blocks dequantise (gguf.quants) to weights of order 0.02. The files
+// are narrowShape (the fallbacks) and gqa4Shape (IQ4_XS's Q5_K rules). It
+// skips without python3 and gguf (tools/requirements.txt).
+func TestGGUFPy(t *testing.T) {
+	if err := exec.Command("python3", "-c", "import gguf").Run(); err != nil {
+		t.Skip("python3 with gguf is not installed (pip install gguf):", err)
+	}
+	dir := t.TempDir()
+	args := []string{"../../tools/check_layouts_gguf.py", "--files"}
+	add := func(s Shape, q Quant) {
+		path := filepath.Join(dir, s.Name+"-"+q.String()+".gguf")
+		if err := os.WriteFile(path, build(t, s, q, 1, 0), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, q.String()+"="+path)
+	}
+	for _, s := range []Shape{narrowShape(), gqa4Shape()} {
+		for _, name := range Layouts() {
+			q, _ := parseLayout(name)
+			add(s, q)
+		}
+	}
+	for _, dt := range []tensor.DType{tensor.Q2_K, tensor.Q3_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL} {
+		add(narrowShape(), Uniform(dt))
+	}
+	out, err := exec.Command("python3", args...).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("check_layouts_gguf.py: %v", err)
 	}
 }
 
