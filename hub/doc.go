@@ -31,9 +31,12 @@
 //   - neither: a repository with config.json and safetensors weights at
 //     its root gives that folder (config, generation config, tokenizer
 //     files, the *.safetensors.index.json and the shards it names, or the
-//     one .safetensors file); otherwise its GGUF model of DefaultQuants
+//     one .safetensors file); otherwise a PEFT LoRA adapter at its root
+//     (no GGUF files; adapter_config.json and adapter_model.safetensors)
+//     gives that folder; otherwise its GGUF model of DefaultQuants
 //     (Q4_K_M, else Q4_0), else its smallest Q4 model, else its only
-//     model, else ErrAmbiguous listing the choices.
+//     model (a GGUF LoRA adapter's repository too), else ErrAmbiguous
+//     listing the choices.
 //
 // # The Hub's interface
 //
