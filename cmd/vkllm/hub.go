@@ -127,6 +127,10 @@ func resolveFlags(ctx context.Context, stderr io.Writer, args []string, names ..
 	return out, nil
 }
 
+// benchPathFlags are bench's flags that take a model path (its --draft
+// also takes "ngram" and "miss", which are not Hub names).
+var benchPathFlags = []string{"model", "peer-model", "draft"}
+
 // list is `vkllm list`: the models in the Hugging Face cache, with their
 // sizes on disk and the files of each snapshot.
 func list(ctx context.Context, e env, args []string) int {

@@ -181,13 +181,13 @@ func TestServeHub(t *testing.T) {
 
 func TestResolveFlags(t *testing.T) {
 	_, cache := standInHub(t)
-	args := []string{"--pp", "4", "--model", "hf://test/tiny-GGUF:Q4_1", "-peer-model=hf://test/tiny-GGUF:Q8_0", "--tg", "2", "--", "--model", "hf://x/y"}
-	got, err := resolveFlags(context.Background(), &bytes.Buffer{}, args, "model", "peer-model")
+	args := []string{"--pp", "4", "--model", "hf://test/tiny-GGUF:Q4_1", "-peer-model=hf://test/tiny-GGUF:Q8_0", "--tg", "2", "--draft", "hf://test/tiny-GGUF:Q8_0", "--draft-max", "3", "--", "--model", "hf://x/y"}
+	got, err := resolveFlags(context.Background(), &bytes.Buffer{}, args, benchPathFlags...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	snap := filepath.Join(cache, "models--test--tiny-GGUF", "snapshots")
-	if !strings.HasPrefix(got[3], snap) || !strings.HasPrefix(got[4], "-peer-model="+snap) || got[9] != "hf://x/y" || got[2] != "--model" {
+	if !strings.HasPrefix(got[3], snap) || !strings.HasPrefix(got[4], "-peer-model="+snap) || !strings.HasPrefix(got[8], snap) || got[13] != "hf://x/y" || got[2] != "--model" {
 		t.Errorf("resolved %q", got)
 	}
 	if code, out, errs := run(t, "bench", "--model", "hf://test/tiny-GGUF:Q4_1", "--backend", "cpu", "--pp", "4", "--tg", "2", "--no-bandwidth", "--json"); code != 0 || !strings.Contains(out, "qwen2-tiny-Q4_1.gguf") {

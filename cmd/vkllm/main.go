@@ -82,7 +82,7 @@ func init() {
 		{"rm", "[--dir DIR] hf://OWNER/REPO[@REVISION][:QUANT|/FILE]", "remove a model from the Hugging Face cache", rm},
 		{"bench", "--model PATH [flags]", "measure prefill and decode speed", func(ctx context.Context, e env, args []string) int {
 			ctx, cancel := e.interruptible(ctx)
-			args, err := resolveFlags(ctx, e.stderr, args, "model", "peer-model", "draft")
+			args, err := resolveFlags(ctx, e.stderr, args, benchPathFlags...)
 			cancel()
 			if err != nil {
 				fmt.Fprintf(e.stderr, "error: %v [%s]\n", err, errcode.Of(err))
