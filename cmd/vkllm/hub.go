@@ -198,7 +198,9 @@ func rm(ctx context.Context, e env, args []string) int {
 		if cache == "" {
 			cache = hub.FromEnv().CacheDir
 		}
-		freed, err := hub.Remove(cache, r)
+		ctx, cancel := e.interruptible(ctx) // it waits for a pull's lock on a blob
+		defer cancel()
+		freed, err := hub.Remove(ctx, cache, r)
 		if err != nil {
 			return err
 		}
