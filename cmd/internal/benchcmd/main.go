@@ -11,8 +11,9 @@
 //
 // --synthetic builds a random-weight model of a real model's shape in
 // memory (package internal/synth: qwen2.5-0.5b, llama-3.2-1b, qwen3-0.6b,
-// llama-3.1-8b; F16, Q8_0, Q4_0, Q4_K and more, or the per-tensor mix
-// llama-quantize writes for Q4_K_M and Q5_K_M) and benches it: nothing
+// llama-3.1-8b; F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL and more, or
+// the per-tensor mix llama-quantize writes for Q4_K_M, Q5_K_M and IQ4_XS)
+// and benches it: nothing
 // to download or carry. --write-gguf writes that model (the same bytes
 // for the same shape, dtype and seed) as a GGUF file and exits, for the
 // peer: llama-bench runs on --peer-model, which must be that file.
