@@ -23,9 +23,16 @@ type ConnLimits struct {
 	// is served /health and /ready only; any other request on it is
 	// answered 503 (code server_busy) and the connection closed.
 	Reserve int
-	// IdleTimeout is how long a keep-alive connection may stay idle
+	// IdleTimeout is how long a connection may stay idle (a keep-alive
+	// one between requests, or a new one that has not sent its first)
 	// while more than 3/4 of Max are open (default 1 s); otherwise the
-	// http.Server's IdleTimeout applies.
+	// http.Server's IdleTimeout applies. And when a connection arrives
+	// that would fall into the reserve, an idle connection of another
+	// client is closed to make room for it, if one has been idle for
+	// IdleTimeout/4: first one that never sent a request, then a
+	// keep-alive one of a client holding more connections than the
+	// newcomer's will, the client holding the most first. So clients
+	// that hold connections without using them cannot shut others out.
 	IdleTimeout time.Duration
 	// SendBuffer is each connection's socket send buffer in bytes
 	// (default 64 KiB; negative: the system's, which grows to MiBs). A
@@ -59,7 +66,7 @@ func (s *Server) Listen(hs *http.Server, ln net.Listener, lim ConnLimits) net.Li
 		lim.SendBuffer = 64 << 10
 	}
 	l := &limitListener{Listener: ln, lim: lim, slots: make(chan struct{}, lim.Max), done: make(chan struct{}),
-		perClient: map[string]int{}, idle: map[*limitedConn]time.Time{}}
+		perClient: map[string]int{}, idle: map[*limitedConn]time.Time{}, grace: lim.IdleTimeout / 4}
 	prevCtx, prevState := hs.ConnContext, hs.ConnState
 	hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if prevCtx != nil {
@@ -112,7 +119,8 @@ type limitListener struct {
 	mu        sync.Mutex
 	open      int
 	perClient map[string]int
-	idle      map[*limitedConn]time.Time // keep-alive connections waiting, since when
+	idle      map[*limitedConn]time.Time // connections waiting for a request, since when
+	grace     time.Duration              // idle at least this long before a newcomer may displace one
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -141,6 +149,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if tc, ok := c.(*net.TCPConn); ok && l.lim.SendBuffer > 0 {
 			tc.SetWriteBuffer(l.lim.SendBuffer)
 		}
+		if l.open+1 > l.lim.Max-l.lim.Reserve {
+			if v := l.victim(client, time.Now()); v != nil {
+				l.mu.Unlock()
+				v.Close() // frees its count and its slot
+				l.mu.Lock()
+			}
+		}
 		l.perClient[client]++
 		l.open++
 		reserved := l.open > l.lim.Max-l.lim.Reserve
@@ -159,15 +174,55 @@ func (l *limitListener) Close() error {
 func (l *limitListener) state(c *limitedConn, st http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if st == http.StateIdle {
+	switch st {
+	case http.StateNew, http.StateIdle:
 		l.idle[c] = time.Now()
-	} else {
+	default:
+		c.used = true
 		delete(l.idle, c)
 	}
 }
 
-// sweep closes the connections idle longer than lim.IdleTimeout while
-// more than 3/4 of Max are open, until the listener closes.
+// victim is the idle connection a newcomer from client displaces when
+// only the reserve is left (nil when none may be): one idle for at
+// least l.grace, of another client; one that never sent a request
+// first, else a keep-alive one of a client holding more connections
+// than client will; the client holding the most first, then the
+// longest idle. l.mu is held; the victim is not closed yet.
+func (l *limitListener) victim(client string, now time.Time) *limitedConn {
+	var best *limitedConn
+	var bestSince time.Time
+	better := func(c *limitedConn, since time.Time) bool {
+		switch {
+		case best == nil:
+			return true
+		case c.used != best.used:
+			return !c.used
+		case l.perClient[c.client] != l.perClient[best.client]:
+			return l.perClient[c.client] > l.perClient[best.client]
+		}
+		return since.Before(bestSince)
+	}
+	for c, since := range l.idle {
+		if c.client == client || now.Sub(since) < l.grace {
+			continue
+		}
+		if c.used && l.perClient[c.client] <= l.perClient[client]+1 {
+			continue
+		}
+		if better(c, since) {
+			best, bestSince = c, since
+		}
+	}
+	if best != nil {
+		delete(l.idle, best) // not chosen twice, nor swept
+	}
+	return best
+}
+
+// sweep closes the connections idle longer than lim.IdleTimeout (new
+// ones that sent nothing yet included) while more than 3/4 of Max are
+// open, until the listener closes.
 func (l *limitListener) sweep() {
 	t := time.NewTicker(l.lim.IdleTimeout / 4)
 	defer t.Stop()
@@ -200,6 +255,7 @@ type limitedConn struct {
 	l        *limitListener
 	client   string
 	reserved bool // accepted into the reserve: probes only
+	used     bool // has sent a request (l.mu)
 	once     sync.Once
 }
 

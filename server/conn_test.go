@@ -103,10 +103,13 @@ func TestConnectionsFair(t *testing.T) {
 				c.Close()
 			}
 		}()
-		for i := range 14 { // every slot but the reserve, busy (not idle: no request yet)
-			conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.1.%d", i+1), addr))
+		body := `{"model":"fake","messages":[{"role":"user","content":"a"}]}`
+		for i := range 14 { // every slot but the reserve, busy: a request's body under way
+			c := dialFrom(t, fmt.Sprintf("127.0.1.%d", i+1), addr)
+			fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
+			conns = append(conns, c)
 		}
-		time.Sleep(100 * time.Millisecond) // accepted
+		time.Sleep(100 * time.Millisecond) // accepted and read
 		probe := dialFrom(t, "127.0.2.1", addr)
 		conns = append(conns, probe)
 		if got := get(probe, "/health"); got != 200 {
@@ -117,12 +120,17 @@ func TestConnectionsFair(t *testing.T) {
 		if got := get(work, "/v1/models"); got != 503 {
 			t.Errorf("/v1/models on a reserve connection: %d, want 503", got)
 		}
-		// The 14 make a request each and go idle: under pressure, they
+		// The 14 end their requests and go idle: under pressure, they
 		// are closed after the short idle timeout.
 		for i, c := range conns[:14] {
-			if got := get(c, "/v1/models"); got != 200 {
-				t.Fatalf("connection %d: %d", i, got)
+			c.SetDeadline(time.Now().Add(2 * time.Second))
+			fmt.Fprint(c, body[10:])
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("connection %d: %v %v", i, resp, err)
 			}
+			resp.Body.Close()
+			c.SetDeadline(time.Time{})
 		}
 		time.Sleep(time.Second)
 		closed := 0
@@ -139,6 +147,57 @@ func TestConnectionsFair(t *testing.T) {
 		conns = append(conns, fresh)
 		if got := get(fresh, "/v1/models"); got != 200 {
 			t.Errorf("a new connection after the idle ones closed: %d, want 200", got)
+		}
+	})
+
+	// Clients holding connections they do not use (each at its
+	// per-client bound) leave only the reserve: a burst of new clients
+	// displaces them, none refused, while keep-alive connections of
+	// clients holding no more than the newcomer's are not displaced.
+	t.Run("hogs displaced", func(t *testing.T) {
+		addr := connServer(t, ts, ConnLimits{Max: 32, PerClient: 8, Reserve: 2, IdleTimeout: 2 * time.Second})
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for i := range 30 { // 8, 8, 8 and 6 from four hogs
+			conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.6.%d", i/8+1), addr))
+		}
+		time.Sleep(600 * time.Millisecond) // idle past IdleTimeout/4, not yet swept
+		for i := range 8 {
+			c := dialFrom(t, fmt.Sprintf("127.0.7.%d", i+1), addr)
+			conns = append(conns, c)
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Errorf("new client %d while hogs hold every slot but the reserve: %d, want 200", i, got)
+			}
+		}
+		// The hogs let go; 22 more clients keep a connection alive each,
+		// and a hog holding one more than they do tries again: it
+		// displaces none of theirs and falls into the reserve.
+		for _, c := range conns[:30] {
+			c.Close()
+		}
+		for i := range 22 {
+			c := dialFrom(t, fmt.Sprintf("127.0.8.%d", i+1), addr)
+			conns = append(conns, c)
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Fatalf("client %d: %d", i, got)
+			}
+		}
+		time.Sleep(600 * time.Millisecond) // idle past IdleTimeout/4
+		hold := dialFrom(t, "127.0.6.1", addr)
+		time.Sleep(50 * time.Millisecond) // accepted first
+		c := dialFrom(t, "127.0.6.1", addr)
+		conns = append(conns, c, hold)
+		if got := get(c, "/v1/models"); got != 503 {
+			t.Errorf("a hog's connection among keep-alive ones of clients holding fewer: %d, want 503", got)
+		}
+		for i, c := range conns[30:60] {
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Errorf("client %d's keep-alive connection after the hog's try: %d, want 200", i, got)
+			}
 		}
 	})
 
