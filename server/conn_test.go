@@ -10,10 +10,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
 )
@@ -278,4 +281,75 @@ func TestSlowReaderDetected(t *testing.T) {
 	if sent > 1<<20 {
 		t.Errorf("%d KiB generated for a client that read nothing; want at most 1 MiB", sent>>10)
 	}
+}
+
+// TestSlowReaderFreesCells: with the real engine, a stream whose client
+// stops reading is ended by the per-event write deadline
+// (Config.WriteTimeout) once the socket buffers are full: the request is
+// aborted and its KV cells freed within the deadline and a little more,
+// long before the answer could have ended by itself.
+func TestSlowReaderFreesCells(t *testing.T) {
+	const writeTimeout = 500 * time.Millisecond
+	cpu, err := kernels.Open("cpu", kernels.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cpu.Close() }) // after the server's
+	// Each forward pass takes 20 ms or more: the answer (up to the tiny
+	// model's 256 positions) would take 5 s.
+	opts := tinyOptions()
+	opts.Model = []models.Option{models.WithBackend(slowBackend{cpu, 20 * time.Millisecond})}
+	ts := newTestServer(t, Config{Models: []Spec{{Name: "tiny", Path: tinyDir}}, WriteTimeout: writeTimeout,
+		Open: func(sp Spec) (*Model, error) { return OpenModel(context.Background(), sp.Path, opts) }})
+	ts.waitLoaded()
+	addr := connServer(t, ts, ConnLimits{SendBuffer: 8 << 10}) // the buffers hold a few dozen events
+	before := ts.gen().Stats().Finished["abort"]
+	// A client with a small receive buffer (set before the handshake)
+	// that reads nothing of the answer.
+	d := net.Dialer{Timeout: 2 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return err
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Big events (20 top logprobs each: 1.4 KiB).
+	body := `{"model":"tiny","stream":true,"max_tokens":900,"ignore_eos":true,"logprobs":true,"top_logprobs":20,"messages":[{"role":"user","content":"a"}]}`
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	start := time.Now()
+	for ts.gen().Stats().KVUsed == 0 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the request did not start in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for {
+		st := ts.gen().Stats()
+		if st.Running == 0 && st.Waiting == 0 {
+			if st.Finished["abort"] != before+1 {
+				t.Fatalf("the request ended other than by abort: %v (the buffers never filled?)", st.Finished)
+			}
+			break
+		}
+		if time.Since(start) > writeTimeout+2*time.Second {
+			t.Fatalf("a stream whose client reads nothing still runs after %s (write timeout %s): %+v", time.Since(start), writeTimeout, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("ended after %s", time.Since(start).Round(time.Millisecond))
+	ts.settle() // and its cells are free
+}
+
+// slowBackend sleeps before each forward pass's embedding lookup.
+type slowBackend struct {
+	kernels.Backend
+	delay time.Duration
+}
+
+func (b slowBackend) GetRows(dst, table, ids kernels.Tensor) {
+	time.Sleep(b.delay)
+	b.Backend.GetRows(dst, table, ids)
 }
