@@ -149,12 +149,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if tc, ok := c.(*net.TCPConn); ok && l.lim.SendBuffer > 0 {
 			tc.SetWriteBuffer(l.lim.SendBuffer)
 		}
-		if l.open+1 > l.lim.Max-l.lim.Reserve {
-			if v := l.victim(client, time.Now()); v != nil {
-				l.mu.Unlock()
-				v.Close() // frees its count and its slot
-				l.mu.Lock()
+		for l.open+1 > l.lim.Max-l.lim.Reserve { // down to below the reserve, if it can be
+			v := l.victim(client, time.Now())
+			if v == nil {
+				break
 			}
+			l.mu.Unlock()
+			v.Close() // frees its count and its slot
+			l.mu.Lock()
 		}
 		l.perClient[client]++
 		l.open++

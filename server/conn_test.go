@@ -168,8 +168,11 @@ func TestConnectionsFair(t *testing.T) {
 		for i := range 30 { // 8, 8, 8 and 6 from four hogs
 			conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.6.%d", i/8+1), addr))
 		}
+		time.Sleep(100 * time.Millisecond)
+		// One more, in the reserve (no other is idle long enough yet).
+		conns = append(conns, dialFrom(t, "127.0.6.4", addr))
 		time.Sleep(600 * time.Millisecond) // idle past IdleTimeout/4, not yet swept
-		for i := range 8 {
+		for i := range 8 { // the first displaces two
 			c := dialFrom(t, fmt.Sprintf("127.0.7.%d", i+1), addr)
 			conns = append(conns, c)
 			if got := get(c, "/v1/models"); got != 200 {
@@ -179,7 +182,7 @@ func TestConnectionsFair(t *testing.T) {
 		// The hogs let go; 22 more clients keep a connection alive each,
 		// and a hog holding one more than they do tries again: it
 		// displaces none of theirs and falls into the reserve.
-		for _, c := range conns[:30] {
+		for _, c := range conns[:31] {
 			c.Close()
 		}
 		for i := range 22 {
@@ -197,7 +200,7 @@ func TestConnectionsFair(t *testing.T) {
 		if got := get(c, "/v1/models"); got != 503 {
 			t.Errorf("a hog's connection among keep-alive ones of clients holding fewer: %d, want 503", got)
 		}
-		for i, c := range conns[30:60] {
+		for i, c := range conns[31:61] {
 			if got := get(c, "/v1/models"); got != 200 {
 				t.Errorf("client %d's keep-alive connection after the hog's try: %d, want 200", i, got)
 			}

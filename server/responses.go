@@ -243,6 +243,7 @@ func ip(i int) *int { return &i }
 type responsePlan struct {
 	chat  *chatPlan
 	input []chat.Message // the conversation: the previous one's and the new input, without instructions
+	at    []string       // of each message the planner sees, the input field of its content ("" for none)
 	obj   responseObject // the answer's fields that the request sets
 	store bool
 }
@@ -253,7 +254,7 @@ func (s *Server) planResponse(req *responsesRequest, m *Model, key string) (*res
 	if req.Background {
 		return nil, badParam("background", "background responses are not supported")
 	}
-	msgs, e := responseInput(req.Input)
+	msgs, where, e := responseInput(req.Input)
 	if e != nil {
 		return nil, e
 	}
@@ -273,6 +274,7 @@ func (s *Server) planResponse(req *responsesRequest, m *Model, key string) (*res
 	if req.Instructions != nil && *req.Instructions != "" {
 		cr.Messages = append([]chat.Message{{Role: "system", Content: *req.Instructions}}, msgs...)
 	}
+	pl.at = append(make([]string, len(cr.Messages)-len(where)), where...)
 	cr.samplingFields = samplingFields{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature,
 		TopP: req.TopP, TopK: req.TopK, MinP: req.MinP, Seed: req.Seed, PresencePenalty: req.PresencePenalty,
 		FrequencyPenalty: req.FrequencyPenalty, RepetitionPenalty: req.RepetitionPenalty, Stop: req.Stop}
@@ -334,33 +336,49 @@ func (s *Server) planResponse(req *responsesRequest, m *Model, key string) (*res
 	return pl, nil
 }
 
+// inputError names, in the planner's errors about a request's content
+// parts and tools, the fields as this request has them (nil for any
+// other error, or none).
+func (pl *responsePlan) inputError(err error) *apiError {
+	var ce *engine.ContentError
+	var tne *engine.ToolNameError
+	switch {
+	case err == nil:
+	case errors.As(err, &ce) && ce.Index < len(pl.at) && pl.at[ce.Index] != "":
+		return badParam(fmt.Sprintf("%s[%d].type", pl.at[ce.Index], ce.Part), "content parts of type %q are not supported; the model reads text (input_text)", ce.Type)
+	case errors.As(err, &tne):
+		return toolNameError(tne, "tools[%d].name")
+	}
+	return nil
+}
+
 // responseInput is the messages of a request's input: a string is one
 // user message; an array holds messages (text content only), the
 // function_call items of an assistant turn (joined to the assistant
 // message just before them, if any) and function_call_output items
 // ("tool" messages).
-func responseInput(items inputItems) ([]chat.Message, *apiError) {
+func responseInput(items inputItems) (msgs []chat.Message, where []string, e *apiError) {
 	if items == nil {
-		return nil, badParam("input", "input is required")
+		return nil, nil, badParam("input", "input is required")
 	}
-	var msgs []chat.Message
 	calls := false // the last message is an assistant turn that items may add calls to
 	for i, it := range items {
 		at := fmt.Sprintf("input[%d]", i)
 		switch it.Type {
 		case "", "message":
-			content, e := inputText(it.Content, at+".content", true)
+			m, e := inputContent(it.Content, at+".content", true)
 			if e != nil {
-				return nil, e
+				return nil, nil, e
 			}
-			msgs = append(msgs, chat.Message{Role: it.Role, Content: content})
+			m.Role = it.Role
+			msgs, where = append(msgs, m), append(where, at+".content")
 			calls = it.Role == "assistant"
 		case "function_call":
 			if it.CallID == "" || it.Name == "" {
-				return nil, badParam(at, "a function_call item needs call_id and name")
+				return nil, nil, badParam(at, "a function_call item needs call_id and name")
 			}
 			if !calls {
-				msgs = append(msgs, chat.Message{Role: "assistant"})
+				msgs, where = append(msgs, chat.Message{Role: "assistant"}), append(where, "")
 				calls = true
 			}
 			last := &msgs[len(msgs)-1]
@@ -368,51 +386,52 @@ func responseInput(items inputItems) ([]chat.Message, *apiError) {
 				Function: chat.FunctionCall{Name: it.Name, Arguments: it.Arguments}})
 		case "function_call_output":
 			if it.CallID == "" {
-				return nil, badParam(at+".call_id", "a function_call_output item needs call_id")
+				return nil, nil, badParam(at+".call_id", "a function_call_output item needs call_id")
 			}
-			out, e := inputText(it.Output, at+".output", false)
+			m, e := inputContent(it.Output, at+".output", false)
 			if e != nil {
-				return nil, e
+				return nil, nil, e
 			}
-			msgs = append(msgs, chat.Message{Role: "tool", ToolCallID: it.CallID, Content: out})
+			m.Role, m.ToolCallID = "tool", it.CallID
+			msgs, where = append(msgs, m), append(where, at+".output")
 			calls = false
 		default:
-			return nil, badParam(at+".type", "input items of type %q are not supported; use message, function_call or function_call_output", it.Type)
+			return nil, nil, badParam(at+".type", "input items of type %q are not supported; use message, function_call or function_call_output", it.Type)
 		}
 	}
 	if len(msgs) == 0 {
-		return nil, badParam("input", "input must not be empty")
+		return nil, nil, badParam("input", "input must not be empty")
 	}
-	return msgs, nil
+	return msgs, where, nil
 }
 
-// inputText is the text of a message's content or a call's output: a
-// string, or text parts (input_text, output_text) joined by "\n". A part
-// of another type (an image, a file) is refused: the models read text.
-func inputText(raw json.RawMessage, param string, required bool) (string, *apiError) {
+// inputContent is a message of the text of a message's content or a
+// call's output: a string (Content), or parts (Parts) whose text types
+// (input_text, output_text) are the library's "text"; the library's
+// planner refuses a part of another type (an image, a file), and
+// responsePlan.inputError names it as the request does.
+func inputContent(raw json.RawMessage, param string, required bool) (chat.Message, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		if required {
-			return "", badParam(param, "%s is required", param)
+			return chat.Message{}, badParam(param, "%s is required", param)
 		}
-		return "", nil
+		return chat.Message{}, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+		return chat.Message{Content: s}, nil
 	}
-	var parts []struct{ Type, Text string }
+	var parts []chat.ContentPart
 	if json.Unmarshal(raw, &parts) != nil {
-		return "", badParam(param, "%s must be a string or an array of text parts", param)
+		return chat.Message{}, badParam(param, "%s must be a string or an array of text parts", param)
 	}
-	texts := make([]string, len(parts))
 	for j, p := range parts {
-		if p.Type != "input_text" && p.Type != "output_text" && p.Type != "text" {
-			return "", badParam(fmt.Sprintf("%s[%d].type", param, j), "content parts of type %q are not supported; the model reads text (input_text)", p.Type)
+		if p.Type == "input_text" || p.Type == "output_text" {
+			parts[j].Type = "text"
 		}
-		texts[j] = p.Text
 	}
-	return strings.Join(texts, "\n"), nil
+	return chat.Message{Parts: parts}, nil
 }
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -439,7 +458,16 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, body []
 		return
 	}
 	stream := func(ctx context.Context) iter.Seq2[engine.Delta, error] {
-		return m.Gen.StreamChat(ctx, pl.chat.req, pl.chat.params, engine.WithAdapter(adapter), s.cacheScope(r))
+		return func(yield func(engine.Delta, error) bool) {
+			for d, err := range m.Gen.StreamChat(ctx, pl.chat.req, pl.chat.params, engine.WithAdapter(adapter), s.cacheScope(r)) {
+				if e := pl.inputError(err); e != nil {
+					err = e
+				}
+				if !yield(d, err) {
+					return
+				}
+			}
+		}
 	}
 	ctx := r.Context()
 	run := s.startRun(ctx, []func(context.Context) iter.Seq2[engine.Delta, error]{stream}, 1)
