@@ -172,7 +172,8 @@ func TestConnectionsFair(t *testing.T) {
 		// One more, in the reserve (no other is idle long enough yet).
 		conns = append(conns, dialFrom(t, "127.0.6.4", addr))
 		time.Sleep(600 * time.Millisecond) // idle past IdleTimeout/4, not yet swept
-		for i := range 8 {                 // the first displaces two
+		// A burst of new clients; the first displaces two.
+		for i := range 8 {
 			c := dialFrom(t, fmt.Sprintf("127.0.7.%d", i+1), addr)
 			conns = append(conns, c)
 			if got := get(c, "/v1/models"); got != 200 {
