@@ -27,12 +27,13 @@ type ConnLimits struct {
 	// one between requests, or a new one that has not sent its first)
 	// while more than 3/4 of Max are open (default 1 s); otherwise the
 	// http.Server's IdleTimeout applies. And when a connection arrives
-	// that would fall into the reserve, an idle connection of another
-	// client is closed to make room for it, if one has been idle for
-	// IdleTimeout/4: first one that never sent a request, then a
-	// keep-alive one of a client holding more connections than the
-	// newcomer's will, the client holding the most first. So clients
-	// that hold connections without using them cannot shut others out.
+	// that would fall into the reserve, connections of other clients
+	// that have sent no request for IdleTimeout/4 since they opened are
+	// closed to make room for it, those of the client holding the most
+	// first: clients that hold connections without using them cannot
+	// shut others out. A keep-alive connection is left to the idle
+	// timeout: closing it early would race with its client's next
+	// request, which a client does not retry when it is a POST.
 	IdleTimeout time.Duration
 	// SendBuffer is each connection's socket send buffer in bytes
 	// (default 64 KiB; negative: the system's, which grows to MiBs). A
@@ -185,34 +186,20 @@ func (l *limitListener) state(c *limitedConn, st http.ConnState) {
 	}
 }
 
-// victim is the idle connection a newcomer from client displaces when
-// only the reserve is left (nil when none may be): one idle for at
-// least l.grace, of another client; one that never sent a request
-// first, else a keep-alive one of a client holding more connections
-// than client will; the client holding the most first, then the
-// longest idle. l.mu is held; the victim is not closed yet.
+// victim is the connection a newcomer from client displaces when only
+// the reserve is left (nil when none may be): one of another client
+// that has sent no request for at least l.grace since it opened; of the
+// client holding the most first, then the longest open. l.mu is held;
+// the victim is not closed yet.
 func (l *limitListener) victim(client string, now time.Time) *limitedConn {
 	var best *limitedConn
 	var bestSince time.Time
-	better := func(c *limitedConn, since time.Time) bool {
-		switch {
-		case best == nil:
-			return true
-		case c.used != best.used:
-			return !c.used
-		case l.perClient[c.client] != l.perClient[best.client]:
-			return l.perClient[c.client] > l.perClient[best.client]
-		}
-		return since.Before(bestSince)
-	}
 	for c, since := range l.idle {
-		if c.client == client || now.Sub(since) < l.grace {
+		if c.used || c.client == client || now.Sub(since) < l.grace {
 			continue
 		}
-		if c.used && l.perClient[c.client] <= l.perClient[client]+1 {
-			continue
-		}
-		if better(c, since) {
+		if best == nil || l.perClient[c.client] > l.perClient[best.client] ||
+			l.perClient[c.client] == l.perClient[best.client] && since.Before(bestSince) {
 			best, bestSince = c, since
 		}
 	}
