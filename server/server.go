@@ -26,7 +26,8 @@
 // reading gives its request up; a prompt too long for the context is
 // refused before it is tokenised in full (see engine.LLM). Keys are
 // matched exactly and once, and messages counted as a body is decoded
-// (Config.MaxMessages). Listen bounds connections per client address
+// (Config.MaxMessages). Listen bounds connections per client address,
+// closes connections that sent nothing to make room for other clients,
 // and keeps a reserve for /health and /ready. With API keys, tokens are
 // charged as they are sent and each key has its own cache scope
 // (Config.SharedCache); without, only the server's own names are
