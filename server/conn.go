@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -25,7 +26,9 @@ type ConnLimits struct {
 	Reserve int
 	// IdleTimeout is how long a connection may stay idle (a keep-alive
 	// one between requests, or a new one that has not sent its first)
-	// while more than 3/4 of Max are open (default 1 s); otherwise the
+	// while more than 3/4 of Max are open (default 1 s): then every new
+	// one idle that long is closed, and keep-alive ones until 3/4 are
+	// open, of the client holding the most first; otherwise the
 	// http.Server's IdleTimeout applies. And when a connection arrives
 	// that would fall into the reserve, connections of other clients
 	// that have sent no request for IdleTimeout/4 since they opened are
@@ -209,9 +212,12 @@ func (l *limitListener) victim(client string, now time.Time) *limitedConn {
 	return best
 }
 
-// sweep closes the connections idle longer than lim.IdleTimeout (new
-// ones that sent nothing yet included) while more than 3/4 of Max are
-// open, until the listener closes.
+// sweep, while more than 3/4 of Max are open, closes the connections
+// idle longer than lim.IdleTimeout: every one that never sent a request,
+// then keep-alive ones until 3/4 are open, of the client holding the
+// most first, then the longest idle (closing one races with its
+// client's next request, so no more are closed than the pressure asks).
+// It runs until the listener closes.
 func (l *limitListener) sweep() {
 	t := time.NewTicker(l.lim.IdleTimeout / 4)
 	defer t.Stop()
@@ -220,22 +226,44 @@ func (l *limitListener) sweep() {
 		case <-l.done:
 			return
 		case now := <-t.C:
-			var stale []*limitedConn
 			l.mu.Lock()
-			if l.open > l.lim.Max*3/4 {
-				for c, since := range l.idle {
-					if now.Sub(since) >= l.lim.IdleTimeout {
-						stale = append(stale, c)
-						delete(l.idle, c)
-					}
-				}
-			}
+			stale := l.stale(now)
 			l.mu.Unlock()
 			for _, c := range stale {
 				c.Close()
 			}
 		}
 	}
+}
+
+// stale is what sweep closes at now, taken out of l.idle (l.mu held).
+func (l *limitListener) stale(now time.Time) []*limitedConn {
+	limit := l.lim.Max * 3 / 4
+	if l.open <= limit {
+		return nil
+	}
+	var unused, kept []*limitedConn
+	for c, since := range l.idle {
+		switch {
+		case now.Sub(since) < l.lim.IdleTimeout:
+		case c.used:
+			kept = append(kept, c)
+		default:
+			unused = append(unused, c)
+		}
+	}
+	slices.SortFunc(kept, func(a, b *limitedConn) int {
+		if d := l.perClient[b.client] - l.perClient[a.client]; d != 0 {
+			return d
+		}
+		return l.idle[a].Compare(l.idle[b])
+	})
+	kept = kept[:min(len(kept), max(0, l.open-len(unused)-limit))]
+	out := append(unused, kept...)
+	for _, c := range out {
+		delete(l.idle, c)
+	}
+	return out
 }
 
 // limitedConn is a connection counted by its listener until it closes.
