@@ -402,3 +402,82 @@ f16t41done:
 	F16OUT(Y28, Y29, Y30, Y31, 12)
 	VZEROUPPER
 	RET
+
+// The F16 tile on weights converted to float32 beforehand (tileF16Conv):
+// dotF16t4x4Z's passes, additions and reductions, its weight values read
+// as float32 (the conversion is exact, so every value is bitwise
+// dotF16t4x4Z's, and dotF16AVX2's) instead of converted per tile, which
+// took the FMA ports a fifth of the time. The weight rows hold float32s,
+// so their byte offsets are twice the F16 ones (AX·2, like the
+// activations'); ws is in bytes.
+
+// WZ_F32(off), W_F32(off): the four weight rows' 16 (8) float32 values at
+// off(row)(AX*2) in Z16…Z19 (Y16…Y19).
+#define W4X(op, off, a, b, c, d) \
+	op off(SI)(AX*2), a  \
+	op off(R10)(AX*2), b \
+	op off(R11)(AX*2), c \
+	op off(R12)(AX*2), d
+
+#define WZ_F32(off) W4X(VMOVUPS, off, Z16, Z17, Z18, Z19)
+#define W_F32(off) W4X(VMOVUPS, off, Y16, Y17, Y18, Y19)
+
+// func dotF16t4x4ZF32(w *float32, ws int, x *float32, xs int, n int, out *float32)
+// ws and xs in bytes, n a multiple of 8.
+TEXT ·dotF16t4x4ZF32(SB), 0, $2048-48
+	TILE_ARGS
+	VPXORD Z0, Z0, Z0
+	VMOVUPS Z0, Z1
+	VMOVUPS Z0, Z2
+	VMOVUPS Z0, Z3
+	VMOVUPS Z0, Z4
+	VMOVUPS Z0, Z5
+	VMOVUPS Z0, Z6
+	VMOVUPS Z0, Z7
+	VMOVUPS Z0, Z8
+	VMOVUPS Z0, Z9
+	VMOVUPS Z0, Z10
+	VMOVUPS Z0, Z11
+	VMOVUPS Z0, Z12
+	VMOVUPS Z0, Z13
+	VMOVUPS Z0, Z14
+	VMOVUPS Z0, Z15
+	STOREZ16(0)
+	STOREZ16(1024)
+	XORQ CX, CX
+
+f32zblock:
+	TILE_BLOCK(f32ztail)
+	TILE_PASS(LOADZ16, STOREZ16, 1024, WZ_F32, FMAZ16, 64, 64, f32zb)
+	TILE_PASS(LOADZ16, STOREZ16, 0, WZ_F32, FMAZ16, 0, 0, f32za)
+	MOVQ R15, CX
+	JMP  f32zblock
+
+f32ztail:
+	TILE_TAIL(LOADY16, STOREY16, W_F32, f32zsum, f32za0tail)
+
+f32zsum:
+	EACH16P(SUMZ)
+	VZEROUPPER
+	RET
+
+// func f16ToF32Z(dst *float32, src *uint16, n int)
+// n a multiple of 16.
+TEXT ·f16ToF32Z(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   f16cdone
+
+f16cloop:
+	VCVTPH2PS (SI), Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       f16cloop
+
+f16cdone:
+	VZEROUPPER
+	RET
