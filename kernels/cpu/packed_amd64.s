@@ -358,3 +358,108 @@ q4kp84:
 	VSUBPS Y30, Y26, Y12
 	VSUBPS Y31, Y27, Y13
 	PK_STORE4(Y10, Y11, Y12, Y13)
+
+// Sixteen weight rows at a time on 512-bit vectors (prefill): two
+// packed groups side by side, group g in the low 256 bits of each vector
+// and group g+1 (gb bytes on) in the high ones, every lane doing the 8x4
+// kernel's steps on its row, so each value is bitwise the 8x1 and 8x4
+// kernels'. On a CPU with full-width AVX-512 (AMD Zen 5) a 512-bit
+// vpdpbusd costs what a 256-bit one does, so the integer dots of a block
+// take half the instructions and issue slots.
+
+// UNPACK16(q): Z1…Z8 = UNPACK8(q)'s vectors of both groups (R11 = gb).
+#define UNPACK16(q) \
+	VMOVDQU      q(SI), Y1 \
+	VINSERTI64X4 $1, q(SI)(R11*1), Z1, Z1 \
+	VMOVDQU      q+32(SI), Y3 \
+	VINSERTI64X4 $1, q+32(SI)(R11*1), Z3, Z3 \
+	VMOVDQU      q+64(SI), Y5 \
+	VINSERTI64X4 $1, q+64(SI)(R11*1), Z5, Z5 \
+	VMOVDQU      q+96(SI), Y7 \
+	VINSERTI64X4 $1, q+96(SI)(R11*1), Z7, Z7 \
+	VPSRLW       $4, Z1, Z2 \
+	VPSRLW       $4, Z3, Z4 \
+	VPSRLW       $4, Z5, Z6 \
+	VPSRLW       $4, Z7, Z8 \
+	VPANDD       Z0, Z1, Z1 \
+	VPANDD       Z0, Z2, Z2 \
+	VPANDD       Z0, Z3, Z3 \
+	VPANDD       Z0, Z4, Z4 \
+	VPANDD       Z0, Z5, Z5 \
+	VPANDD       Z0, Z6, Z6 \
+	VPANDD       Z0, Z7, Z7 \
+	VPANDD       Z0, Z8, Z8
+
+// DOT16(x, a, b): DOT8 on Z1…Z8.
+#define DOT16(x, a, b) \
+	VPDPBUSD.BCST 0 x, Z1, a \
+	VPDPBUSD.BCST 16 x, Z2, b \
+	VPDPBUSD.BCST 4 x, Z3, a \
+	VPDPBUSD.BCST 20 x, Z4, b \
+	VPDPBUSD.BCST 8 x, Z5, a \
+	VPDPBUSD.BCST 24 x, Z6, b \
+	VPDPBUSD.BCST 12 x, Z7, a \
+	VPDPBUSD.BCST 28 x, Z8, b \
+	VPADDD        b, a, a
+
+// FMA16Z(a, d, s, acc): FMA8 on Z9 and 512-bit a, s, acc.
+#define FMA16Z(a, d, s, acc) \
+	VCVTDQ2PS   a, a \
+	VMULPS.BCST d, Z9, s \
+	VFMADD231PS s, a, acc
+
+// DW16: Z9 = the sixteen rows' d_w (the eight f16 at (SI), then the
+// eight at gb(SI)) as float32.
+#define DW16 \
+	VMOVDQU     (SI), X9 \
+	VINSERTI128 $1, (SI)(R11*1), Y9, Y9 \
+	VCVTPH2PS   Y9, Z9
+
+// STORE16X4(a, b, c, d): out (R12), out+os, +2os, +3os (R15 = os) = a,
+// b, c, d.
+#define STORE16X4(a, b, c, d) \
+	VMOVUPS a, (R12) \
+	VMOVUPS b, (R12)(R15*1) \
+	VMOVUPS c, (R12)(R15*2) \
+	LEAQ    (R12)(R15*2), R12 \
+	VMOVUPS d, (R12)(R15*1) \
+	VZEROUPPER \
+	RET
+
+// func dotQ4_0p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+//
+// dotQ4_0p8x4VNNI for the groups at w and w+gb: out[c·os/4 + r] for
+// weight row r < 16 (os in bytes).
+TEXT ·dotQ4_0p16x4VNNI(SB), NOSPLIT, $0-80
+	PK_ARGS4
+	MOVQ gb+64(FP), R11
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+
+q40p164:
+	UNPACK16(16)
+	DW16
+	VPBROADCASTD (R8), Z16
+	VPXORD       Z17, Z17, Z17
+	VPBROADCASTD (R8)(R10*1), Z18
+	VPXORD       Z19, Z19, Z19
+	VPBROADCASTD (R8)(R10*2), Z20
+	VPXORD       Z21, Z21, Z21
+	VPBROADCASTD (R8)(R14*1), Z22
+	VPXORD       Z23, Z23, Z23
+	DOT16((DI), Z16, Z17)
+	DOT16((DI)(R9*1), Z18, Z19)
+	DOT16((DI)(R9*2), Z20, Z21)
+	DOT16((DI)(R13*1), Z22, Z23)
+	FMA16Z(Z16, (DX), Z24, Z10)
+	FMA16Z(Z18, (DX)(R10*1), Z25, Z11)
+	FMA16Z(Z20, (DX)(R10*2), Z26, Z12)
+	FMA16Z(Z22, (DX)(R14*1), Z27, Z13)
+	PK_NEXT(144, q40p164)
+	MOVQ out+56(FP), R12
+	MOVQ os+72(FP), R15
+	STORE16X4(Z10, Z11, Z12, Z13)

@@ -123,6 +123,24 @@ func testPackedSet(t *testing.T, set packedSet) {
 						}
 					}
 				}
+				// x16 (two groups at once) against x4 on each, by one and
+				// two quads, at the least stride and a wider one
+				if x16 := set.pairs(dt); x16 != nil {
+					for g := 0; g+2 <= groups; g++ {
+						for _, tc := range []struct{ i, n, os int }{{0, 4, 16}, {3, 4, 16}, {0, 8, 16}, {3, 8, 19}} {
+							got := nanSlice(tc.n * tc.os)
+							x16(pk[g*gb:(g+2)*gb], gb, nb, qx, dx, sx, neg, tc.i, tc.n, got, tc.os)
+							want := nanSlice(tc.n * tc.os)
+							x4(pk[g*gb:(g+1)*gb], nb, qx, dx, sx, neg, tc.i, tc.n, want, tc.os)
+							x4(pk[(g+1)*gb:(g+2)*gb], nb, qx, dx, sx, neg, tc.i, tc.n, want[8:], tc.os)
+							for e := range got {
+								if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
+									t.Errorf("%v nb=%d rows=%d groups %d, %d: x16 (rows %d+%d, stride %d) [%d] = %v, x4 %v", dt, nb, rows, g, g+1, tc.i, tc.n, tc.os, e, got[e], want[e])
+								}
+							}
+						}
+					}
+				}
 				// x1 over all the groups at once against one group at a
 				// time, writing nothing past its outputs
 				for i := range nx {
