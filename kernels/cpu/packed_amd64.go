@@ -22,6 +22,9 @@ func dotQ4_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32,
 func dotQ4_0p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
 
 //go:noescape
+func dotQ4_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
 func dotQ4_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 
 //go:noescape
@@ -69,6 +72,7 @@ func packedVNNI() packedSet {
 	s.q4_0x16 = pairsNeg(dotQ4_0p16x4VNNI, 144)
 	s.q4_1x1, s.q4_1x4 = packedSX(groupsOf(dotQ4_1p8x1VNNI, 160), quadsOf(dotQ4_1p8x4VNNI), 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256)
+	s.q4_Kx16 = pairsSX(dotQ4_Kp16x4VNNI, 1184, 256)
 	return s
 }
 
@@ -175,6 +179,20 @@ func pairsNeg(k16 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int3
 		k, nd := nb*32, nb
 		for q := 0; q < n; q += 4 {
 			k16(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &neg[(i+q)*nd], nb, &out[q*os], gb, 4*os)
+		}
+	}
+}
+
+// pairsSX wraps a two-group kernel that takes s_x (Q4_K: blocks of 256
+// values in 1184 bytes).
+func pairsSX(k16 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int), size, vals int) packedPairs {
+	return func(w []byte, gb, nb int, qx []int8, dx, sx []float32, _ []int32, i, n int, out []float32, os int) {
+		if !pairArgs(w, gb, nb, size, vals, qx, dx, sx, nil, i, n, out, os) {
+			return
+		}
+		k, nd := nb*vals, nb*vals/32
+		for q := 0; q < n; q += 4 {
+			k16(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &sx[(i+q)*nd], nb, &out[q*os], gb, 4*os)
 		}
 	}
 }

@@ -463,3 +463,133 @@ q40p164:
 	MOVQ out+56(FP), R12
 	MOVQ os+72(FP), R15
 	STORE16X4(Z10, Z11, Z12, Z13)
+
+// Q4_K, sixteen rows (two groups, as dotQ4_0p16x4VNNI) against four
+// activation rows: dotQ4_Kp8x4VNNI's steps in every lane.
+
+// K4V16(k, off): Z(k+1) = vector k at off(SI), both groups (R11 = gb).
+#define K4V16(z, y, off) \
+	VMOVDQU      off(SI), y \
+	VINSERTI64X4 $1, off(SI)(R11*1), z, z
+
+#define K4LOAD16(off) \
+	K4V16(Z1, Y1, off) \
+	K4V16(Z2, Y2, off+32) \
+	K4V16(Z3, Y3, off+64) \
+	K4V16(Z4, Y4, off+96) \
+	K4V16(Z5, Y5, off+128) \
+	K4V16(Z6, Y6, off+160) \
+	K4V16(Z7, Y7, off+192) \
+	K4V16(Z8, Y8, off+224)
+
+#define K4MASK16 \
+	VPANDD Z0, Z1, Z1 \
+	VPANDD Z0, Z2, Z2 \
+	VPANDD Z0, Z3, Z3 \
+	VPANDD Z0, Z4, Z4 \
+	VPANDD Z0, Z5, Z5 \
+	VPANDD Z0, Z6, Z6 \
+	VPANDD Z0, Z7, Z7 \
+	VPANDD Z0, Z8, Z8
+
+#define K4SHIFT16 \
+	VPSRLW $4, Z1, Z1 \
+	VPSRLW $4, Z2, Z2 \
+	VPSRLW $4, Z3, Z3 \
+	VPSRLW $4, Z4, Z4 \
+	VPSRLW $4, Z5, Z5 \
+	VPSRLW $4, Z6, Z6 \
+	VPSRLW $4, Z7, Z7 \
+	VPSRLW $4, Z8, Z8
+
+// K4LO16(off), K4HI16(off): K4LO, K4HI on both groups.
+#define K4LO16(off) \
+	K4LOAD16(off) \
+	K4MASK16
+
+#define K4HI16(off) \
+	K4LOAD16(off) \
+	K4SHIFT16     \
+	K4MASK16
+
+// K4BYTES16(off, x, z): z = the eight bytes at off(SI) and the eight at
+// off(SI)(gb), zero-extended to dwords (x its 128-bit register).
+#define K4BYTES16(off, x, z) \
+	VMOVQ     off(SI), x \
+	VPINSRQ   $1, off(SI)(R11*1), x, x \
+	VPMOVZXBD x, z
+
+// K4SCALE16(s): Z11 = d·sc_s, Z12 = dmin·m_s (sixteen rows).
+#define K4SCALE16(s) \
+	K4BYTES16(32+8*s, X11, Z11) \
+	K4BYTES16(96+8*s, X12, Z12) \
+	VCVTDQ2PS Z11, Z11 \
+	VCVTDQ2PS Z12, Z12 \
+	VMULPS    Z9, Z11, Z11 \
+	VMULPS    Z10, Z12, Z12
+
+// DOTQ8Z(xo, x, a, b): DOTQ8 on Z1…Z8.
+#define DOTQ8Z(xo, x, a, b) \
+	VPDPBUSD.BCST xo+0 x, Z1, a \
+	VPDPBUSD.BCST xo+4 x, Z2, b \
+	VPDPBUSD.BCST xo+8 x, Z3, a \
+	VPDPBUSD.BCST xo+12 x, Z4, b \
+	VPDPBUSD.BCST xo+16 x, Z5, a \
+	VPDPBUSD.BCST xo+20 x, Z6, b \
+	VPDPBUSD.BCST xo+24 x, Z7, a \
+	VPDPBUSD.BCST xo+28 x, Z8, b \
+	VPADDD        b, a, a
+
+// K4PAIR16: K4PAIR on 512-bit vectors.
+#define K4PAIR16(xo, xi, do, di, a, b, acc, accm) \
+	VPXORD           a, a, a \
+	VPXORD           b, b, b \
+	DOTQ8Z(xo, (DI)xi, a, b) \
+	VCVTDQ2PS        a, a \
+	VMULPS.BCST      do(DX)di, Z11, Z13 \
+	VFMADD231PS      Z13, a, acc \
+	VFMADD231PS.BCST do(R8)di, Z12, accm
+
+#define K4SUB16(s, unpack, qoff) \
+	unpack(qoff) \
+	K4SCALE16(s) \
+	K4PAIR16(32*s, (BX*1), 4*s, (BX*1), Z16, Z17, Z24, Z28) \
+	K4PAIR16(32*s, (R9*1), 4*s, (R10*1), Z18, Z19, Z25, Z29) \
+	K4PAIR16(32*s, (R9*2), 4*s, (R10*2), Z20, Z21, Z26, Z30) \
+	K4PAIR16(32*s, (R13*1), 4*s, (R14*1), Z22, Z23, Z27, Z31)
+
+// K4HALF16(off, x, z): z = the sixteen rows' f16 at off(SI) and
+// off(SI)(gb) as float32.
+#define K4HALF16(off, x, y, z) \
+	VMOVDQU     off(SI), x \
+	VINSERTI128 $1, off(SI)(R11*1), y, y \
+	VCVTPH2PS   y, z
+
+// func dotQ4_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+TEXT ·dotQ4_Kp16x4VNNI(SB), NOSPLIT, $0-80
+	PK_ARGS4
+	MOVQ         gb+64(FP), R11
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	XORQ         BX, BX
+	VPXORD       Z24, Z24, Z24
+	VPXORD       Z25, Z25, Z25
+	VPXORD       Z26, Z26, Z26
+	VPXORD       Z27, Z27, Z27
+	VPXORD       Z28, Z28, Z28
+	VPXORD       Z29, Z29, Z29
+	VPXORD       Z30, Z30, Z30
+	VPXORD       Z31, Z31, Z31
+
+q4kp164:
+	K4HALF16(0, X9, Y9, Z9)
+	K4HALF16(16, X10, Y10, Z10)
+	K4EACH(K4SUB16, K4LO16, K4HI16)
+	PK_KNEXT(q4kp164)
+	VSUBPS Z28, Z24, Z10
+	VSUBPS Z29, Z25, Z11
+	VSUBPS Z30, Z26, Z12
+	VSUBPS Z31, Z27, Z13
+	MOVQ   out+56(FP), R12
+	MOVQ   os+72(FP), R15
+	STORE16X4(Z10, Z11, Z12, Z13)
