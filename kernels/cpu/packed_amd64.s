@@ -593,3 +593,76 @@ q4kp164:
 	MOVQ   out+56(FP), R12
 	MOVQ   os+72(FP), R15
 	STORE16X4(Z10, Z11, Z12, Z13)
+
+// Q4_0, sixteen rows against eight activation rows: each activation
+// row's block sum in one register (from −8·Σx, the eight vpdpbusd in
+// turn: integer sums, exact in any order, so the same as the 8x4
+// kernel's two halves added), then the 8x4 kernel's float steps. The
+// unpacked nibbles serve twice as many vpdpbusd as in dotQ4_0p16x4VNNI.
+//
+// Activation rows 0…3 at DI, DX, R8 (+ c·xs, c·ds as there), rows 4…7
+// at AX, BX, R12 (the same + 4·xs, 4·ds).
+
+// DOT16S(x, a): a += the block's products of the activation block at x
+// against Z1…Z8.
+#define DOT16S(x, a) \
+	VPDPBUSD.BCST 0 x, Z1, a \
+	VPDPBUSD.BCST 16 x, Z2, a \
+	VPDPBUSD.BCST 4 x, Z3, a \
+	VPDPBUSD.BCST 20 x, Z4, a \
+	VPDPBUSD.BCST 8 x, Z5, a \
+	VPDPBUSD.BCST 24 x, Z6, a \
+	VPDPBUSD.BCST 12 x, Z7, a \
+	VPDPBUSD.BCST 28 x, Z8, a
+
+// ROW8(x, d, n, a, acc): one activation row's block (qx at x, d_x at d,
+// neg at n) into its accumulator acc, a its integer sum.
+#define ROW8(x, d, n, a, acc) \
+	VPBROADCASTD n, a \
+	DOT16S(x, a) \
+	FMA16Z(a, d, Z28, acc)
+
+// func dotQ4_0p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+//
+// dotQ4_0p16x4VNNI for eight activation rows: out[c·os/4 + r], c < 8.
+TEXT ·dotQ4_0p16x8VNNI(SB), NOSPLIT, $0-80
+	PK_ARGS4
+	MOVQ gb+64(FP), R11
+	LEAQ (DI)(R9*4), AX
+	LEAQ (DX)(R10*4), BX
+	LEAQ (R8)(R10*4), R12
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	MOVL         $0x0f0f0f0f, R15
+	VPBROADCASTD R15, Z0
+
+q40p168:
+	UNPACK16(16)
+	DW16
+	ROW8((DI), (DX), (R8), Z16, Z10)
+	ROW8((DI)(R9*1), (DX)(R10*1), (R8)(R10*1), Z17, Z11)
+	ROW8((DI)(R9*2), (DX)(R10*2), (R8)(R10*2), Z18, Z12)
+	ROW8((DI)(R13*1), (DX)(R14*1), (R8)(R14*1), Z19, Z13)
+	ROW8((AX), (BX), (R12), Z20, Z24)
+	ROW8((AX)(R9*1), (BX)(R10*1), (R12)(R10*1), Z21, Z25)
+	ROW8((AX)(R9*2), (BX)(R10*2), (R12)(R10*2), Z22, Z26)
+	ROW8((AX)(R13*1), (BX)(R14*1), (R12)(R14*1), Z23, Z27)
+	ADDQ $32, AX
+	ADDQ $4, BX
+	ADDQ $4, R12
+	PK_NEXT(144, q40p168)
+	MOVQ    out+56(FP), R12
+	MOVQ    os+72(FP), R15
+	VMOVUPS Z10, (R12)
+	VMOVUPS Z11, (R12)(R15*1)
+	VMOVUPS Z12, (R12)(R15*2)
+	LEAQ    (R12)(R15*2), R12
+	VMOVUPS Z13, (R12)(R15*1)
+	LEAQ    (R12)(R15*2), R12
+	STORE16X4(Z24, Z25, Z26, Z27)

@@ -41,7 +41,7 @@ func testPackedSet(t *testing.T, set packedSet) {
 		}
 		for _, nb := range nbs {
 			for _, rows := range []int{1, 8, 13, 29, 77} {
-				k, nx := nb*packValues(dt), 11
+				k, nx := nb*packValues(dt), 13
 				nd := k / 32 // activation blocks
 				x := make([]float32, nx*k)
 				for i := range x {
@@ -127,7 +127,7 @@ func testPackedSet(t *testing.T, set packedSet) {
 				// two quads, at the least stride and a wider one
 				if x16 := set.pairs(dt); x16 != nil {
 					for g := 0; g+2 <= groups; g++ {
-						for _, tc := range []struct{ i, n, os int }{{0, 4, 16}, {3, 4, 16}, {0, 8, 16}, {3, 8, 19}} {
+						for _, tc := range []struct{ i, n, os int }{{0, 4, 16}, {3, 4, 16}, {0, 8, 16}, {3, 8, 19}, {1, 12, 17}} {
 							got := nanSlice(tc.n * tc.os)
 							x16(pk[g*gb:(g+2)*gb], gb, nb, qx, dx, sx, neg, tc.i, tc.n, got, tc.os)
 							want := nanSlice(tc.n * tc.os)
