@@ -125,19 +125,6 @@ type tileHalfFunc func(w []uint16, ws int, x []float32, xs, k int, out *[16]floa
 
 var tileF16, tileBF16 halfTile
 
-// tileF16Conv (nil where SIMD has none) is the F16 prefill tile on
-// weights converted to float32 beforehand, by conv (dst = src as
-// float32, exact): fn is tileF16.fn with w a []float32, every value
-// bitwise the same. Converting a task's weight rows once for all its
-// activation rows takes the per-tile conversions off the FMA ports
-// (matMulFast).
-var tileF16Conv *convTile
-
-type convTile struct {
-	fn   func(w []float32, ws int, x []float32, xs, k int, out *[16]float32)
-	conv func(dst []float32, src []uint16)
-}
-
 // tileF16x1 (nil where SIMD has none) sets out[r] for weight rows
 // w + r·ws (r < 4) against one activation row x (k values), each bitwise
 // dotF16: F16 decode's four weight streams.
@@ -301,23 +288,6 @@ func dotF16Go(w []uint16, x []float32) float32 {
 	}
 	for i := n; i < len(w); i++ {
 		s[i-n] += float32(float16.Frombits(w[i]).Float32() * x[i])
-	}
-	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
-}
-
-// dotF16GoF32 is dotF16Go on the weight values converted to float32
-// (exactly), value for value the same arithmetic.
-func dotF16GoF32(w []float32, x []float32) float32 {
-	x = x[:len(w)]
-	var s [8]float32
-	n := len(w) &^ 7
-	for i := 0; i < n; i += 8 {
-		for l := range 8 {
-			s[l] += float32(w[i+l] * x[i+l])
-		}
-	}
-	for i := n; i < len(w); i++ {
-		s[i-n] += float32(w[i] * x[i])
 	}
 	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
 }

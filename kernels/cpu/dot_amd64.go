@@ -3,7 +3,6 @@
 package cpu
 
 import (
-	"github.com/x448/float16"
 	"golang.org/x/sys/cpu"
 )
 
@@ -45,7 +44,6 @@ func init() {
 		// four accumulators per pair (dotF16AVX2's order)
 		tileF16 = tileHalfAsm(4, dotF16t4x4Z, dotF16Go)
 		tileF16x1 = tile4x1Asm(dotF16t4x1AVX512, dotF16Go)
-		tileF16Conv = &convTile{tileF16F32, f16ToF32Asm}
 		tileBF16 = tileHalfAsm(4, dotBF16t4x4AVX512, dotBF16Go)
 	} else if hasAVX2 {
 		// one accumulator per pair (tilehalf_avx2_amd64.s)
@@ -80,49 +78,6 @@ func dotF16t4x4Z(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 
 //go:noescape
 func dotF16t4x1AVX512(w *uint16, ws int, x *float32, n int, out *float32)
-
-//go:noescape
-func dotF16t4x4ZF32(w *float32, ws int, x *float32, xs int, n int, out *float32)
-
-//go:noescape
-func f16ToF32Z(dst *float32, src *uint16, n int)
-
-// f16ToF32Asm: whole sixteens by f16ToF32Z, the rest in Go.
-func f16ToF32Asm(dst []float32, src []uint16) {
-	dst = dst[:len(src)]
-	n := len(src) &^ 15
-	if n > 0 {
-		f16ToF32Z(&dst[0], &src[0], n)
-	}
-	for i := n; i < len(src); i++ {
-		dst[i] = float16.Frombits(src[i]).Float32()
-	}
-}
-
-// tileF16F32 is tileHalfAsm's F16 tile (dotF16t4x4Z) on the weight rows
-// converted to float32 (tileF16Conv): dotF16t4x4ZF32 for the whole
-// vectors, dotF16GoF32 for the values past them.
-func tileF16F32(w []float32, ws int, x []float32, xs, k int, out *[16]float32) {
-	*out = [16]float32{}
-	if k == 0 {
-		return
-	}
-	if ws < k || xs < k {
-		panic("cpu: tile rows overlap")
-	}
-	_, _ = w[3*ws+k-1], x[3*xs+k-1]
-	n := k &^ 7
-	if n > 0 {
-		dotF16t4x4ZF32(&w[0], 4*ws, &x[0], 4*xs, n, &out[0])
-	}
-	if n < k {
-		for r := range 4 {
-			for c := range 4 {
-				out[4*r+c] += dotF16GoF32(w[r*ws+n:r*ws+k], x[c*xs+n:c*xs+k])
-			}
-		}
-	}
-}
 
 // tile4x1Asm wraps a four-row decode kernel (weight rows w + r·ws,
 // r < 4, against one activation row) as tileHalfAsm does a 4x4 one.

@@ -77,19 +77,6 @@ const (
 	// goes by tasks of about this many bytes.
 	decodeTaskBytes = 1 << 20
 
-	// convMinRows, convMaxK, convTaskBytes: F16 prefill of at least
-	// convMinRows activation rows of at most convMaxK values converts
-	// each task's weight rows to float32 once (tileF16Conv), tasks of at
-	// most convTaskBytes of float32 rows, which stay in L2 while the
-	// task's activation rows pass by. The converted tile ran 12–15 %
-	// faster than the F16 one at k = 512 and 896 but 27 % slower at
-	// 4864, where the four activation rows leave L1 and every tile
-	// reads twice the weight bytes from L2 (CPU time per call, AVX-512
-	// EPYC, loaded 2-core machine).
-	convMinRows   = 16
-	convMaxK      = 2048
-	convTaskBytes = 512 << 10
-
 	// decodeLeastBytes: the smallest decode task, which a thread's part
 	// shrinks to at its end (pool.runRangesGuided), so that the threads
 	// finish an op together.
@@ -220,21 +207,10 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		per = max(4, (part+chunks-1)/chunks+3) &^ 3
 	}
 	padded := th.fn != nil && n >= 4 && k%256 == 0
-	// F16 prefill: each task's weight rows converted to float32 once,
-	// into the worker's scratch at cw (tileF16Conv), if the weight
-	// takes them; tasks of at most convTaskBytes of them.
-	conv := th.fn != nil && wt.DT == tensor.F16 && tileF16Conv != nil && n >= convMinRows && k <= convMaxK
-	cw := 16
-	if padded {
-		cw += 4 * (k + 16)
-	}
-	if conv {
-		per = min(per, max(4, convTaskBytes/(4*k)&^3))
-	}
 	if t4 != nil || th.fn != nil {
-		size := cw
-		if conv {
-			size += per * k
+		size := 16
+		if padded {
+			size += 4 * (k + 16) // four activation rows, padded
 		}
 		for w := range b.Threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
 			b.scratch.buf(b.Threads, w, size)
@@ -244,11 +220,6 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		var out *[16]float32
 		if t4 != nil || th.fn != nil {
 			out = (*[16]float32)(b.scratch.work[w][:16])
-		}
-		var wf []float32 // the task's weight rows as float32, where conv
-		if conv {
-			wf = b.scratch.work[w][cw : cw+(j1-j0)/4*4*k]
-			tileF16Conv.conv(wf, hw[j0*k:j0*k+len(wf)])
 		}
 		for i0 := 0; i0 < n; i0 += xTile {
 			i1 := min(i0+xTile, n)
@@ -309,11 +280,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 						}
 					}
 					for jj := j; jj < jEnd; jj += tr {
-						if conv {
-							tileF16Conv.fn(wf[(jj-j0)*k:], k, xq, xs, k, out)
-						} else {
-							th.fn(hw[jj*k:], k, xq, xs, k, out)
-						}
+						th.fn(hw[jj*k:], k, xq, xs, k, out)
 						putTileRows(d.F32, m, i, jj, tr, out)
 					}
 				}

@@ -305,7 +305,6 @@ func TestHalfTilesBitwise(t *testing.T) {
 	}{
 		{"F16", tileF16, tileF16x1, dotF16, f16bits},
 		{"BF16", tileBF16, tileBF16x1, dotBF16, bf16bits},
-		{"F16/float32", convTileAsHalf(tileF16Conv), nil, dotF16, f16bits},
 		// the AVX2 set, also where AVX-512 kernels replace it
 		{"F16/avx2", f16AVX2.t3x4, f16AVX2.t4x1, f16AVX2.dot, f16bits},
 		{"BF16/avx2", bf16AVX2.t3x4, bf16AVX2.t4x1, bf16AVX2.dot, bf16bits},
@@ -362,12 +361,9 @@ func TestFastHalfMatMulBitwise(t *testing.T) {
 			continue
 		}
 		for _, k := range []int{40, 512, 1037, 2072} {
-			for _, n := range []int{1, 4, 9, convMinRows + 1} {
+			for _, n := range []int{1, 4, 9} {
 				be := New(0)
 				m := 10
-				if n > 9 {
-					m = 37 // tasks of converted F16 rows, and rows past them
-				}
 				w, data := upload(t, be, dt, m, k)
 				xs := make([]float32, n*k)
 				r := rand.New(rand.NewPCG(uint64(k), uint64(n)))
@@ -401,17 +397,4 @@ func TestFastHalfMatMulBitwise(t *testing.T) {
 			}
 		}
 	}
-}
-
-// convTileAsHalf is t (tileF16Conv) as a tile on F16 weights: the rows
-// converted, then t.fn (nil fn where t is nil).
-func convTileAsHalf(t *convTile) halfTile {
-	if t == nil {
-		return halfTile{}
-	}
-	return halfTile{4, func(w []uint16, ws int, x []float32, xs, k int, out *[16]float32) {
-		wf := make([]float32, len(w))
-		t.conv(wf, w)
-		t.fn(wf, ws, x, xs, k, out)
-	}}
 }
