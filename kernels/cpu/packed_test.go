@@ -273,3 +273,53 @@ func TestNegSums(t *testing.T) {
 		}
 	}
 }
+
+// Prefill against decode: each row of a MatMul over n activation rows
+// (the two-group and 4x8 tiles, then the four-row and one-row kernels for
+// the rows left) bitwise the same row multiplied alone (decode's
+// kernels), for weights of an odd number of full groups and a short one,
+// at one thread and two.
+func TestPrefillMatchesDecode(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16} {
+		for _, threads := range []int{1, 2} {
+			be := New(threads)
+			k, m := 512, 43 // five full groups of eight and three rows
+			w, _ := upload(t, be, dt, m, k)
+			r := rand.New(rand.NewPCG(uint64(dt), uint64(threads)))
+			for _, n := range []int{8, 21} {
+				xs := make([]float32, n*k)
+				for i := range xs {
+					xs[i] = float32(r.NormFloat64())
+				}
+				x, _ := be.NewTensor(tensor.F32, n, k)
+				d, _ := be.NewTensor(tensor.F32, n, m)
+				if err := be.SetF32(x, xs); err != nil {
+					t.Fatal(err)
+				}
+				be.MatMul(d, x, w)
+				got := make([]float32, n*m)
+				if err := be.GetF32(d, got); err != nil {
+					t.Fatal(err)
+				}
+				x1, _ := be.NewTensor(tensor.F32, 1, k)
+				d1, _ := be.NewTensor(tensor.F32, 1, m)
+				alone := make([]float32, m)
+				for i := range n {
+					if err := be.SetF32(x1, xs[i*k:(i+1)*k]); err != nil {
+						t.Fatal(err)
+					}
+					be.MatMul(d1, x1, w)
+					if err := be.GetF32(d1, alone); err != nil {
+						t.Fatal(err)
+					}
+					for j := range m {
+						if math.Float32bits(got[i*m+j]) != math.Float32bits(alone[j]) {
+							t.Errorf("%v threads=%d n=%d: [%d, %d] = %v, alone %v", dt, threads, n, i, j, got[i*m+j], alone[j])
+						}
+					}
+				}
+			}
+			be.Close()
+		}
+	}
+}
