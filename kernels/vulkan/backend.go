@@ -97,6 +97,10 @@ type Config struct {
 	// size even where the device has only one (tests use it to run that
 	// path); it has no effect without subgroup size control.
 	PinSubgroups bool
+	// NoRepack keeps every uploaded weight in its file's layout where
+	// the device's tuning repacks it (layout.go; also
+	// VKLLM_VULKAN_DISABLE=repack).
+	NoRepack bool
 	// Tuning overrides kernels' tuning constants (specialization
 	// constants: workgroup size, rows per workgroup, …) by key and knob,
 	// over the committed file of the device (tuning.go). A knob changes
@@ -138,6 +142,11 @@ type DeviceInfo struct {
 	// CoopShape is the shape it multiplies in ("16x16x16").
 	CoopMat      bool
 	CoopShape    string
+	// Repacked lists the dtypes whose weights Upload repacks for aligned
+	// 16-byte loads (layout.go: the tuning's "layout" keys, unless
+	// Config.NoRepack), e.g. ["Q4_0"]; a weight whose rows are not a
+	// multiple of 256 elements keeps its file layout.
+	Repacked []string
 	MemoryBudget bool // VK_EXT_memory_budget
 	Validation   bool // the validation layer is on
 }
@@ -302,6 +311,11 @@ func Open(cfg Config) (*Backend, error) {
 	}
 	b.tune = tuningFor(b.info.Vendor, b.info.Name, cfg.Tuning)
 	b.info.Tiled = !cfg.NoTiled && p.max_wg_size >= mmWG && p.max_shared >= mmShared
+	if !cfg.NoRepack {
+		for _, dt := range repackTuned(b.tune) {
+			b.info.Repacked = append(b.info.Repacked, dt.String())
+		}
+	}
 	// A dot's summation order must not change between pipelines (batch
 	// invariance), so the subgroup variants need one subgroup size: pinned
 	// with subgroup size control, or the device's only one; otherwise the
@@ -350,7 +364,8 @@ func Open(cfg Config) (*Backend, error) {
 }
 
 // disable applies VKLLM_VULKAN_DISABLE, a comma-separated list of the
-// features whose fallbacks to force: fp16, subgroup, tiled, coopmat.
+// features whose fallbacks to force: fp16, subgroup, tiled, coopmat,
+// repack.
 func disable(cfg *Config, list string) error {
 	for f := range strings.SplitSeq(list, ",") {
 		switch strings.TrimSpace(f) {
@@ -363,8 +378,10 @@ func disable(cfg *Config, list string) error {
 			cfg.NoTiled = true
 		case "coopmat":
 			cfg.NoCoopMat = true
+		case "repack":
+			cfg.NoRepack = true
 		default:
-			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat)", list, f)
+			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat, repack)", list, f)
 		}
 	}
 	return nil

@@ -67,6 +67,7 @@ layout(constant_id = 2) const uint TOKS = 1;
 layout(constant_id = 3) const uint BPI = 2;
 
 layout(binding = 0) readonly buffer WB { uint W[]; };
+layout(binding = 0) readonly buffer WB4 { uvec4 W4[]; }; // W, 16 bytes at a time
 #include "common/weights.glsl"
 #if GROUP == 1
 layout(binding = 1) readonly buffer XB { float x[]; };
@@ -77,7 +78,9 @@ layout(binding = 2) writeonly buffer DB { float dst[]; };
 #ifdef GATEUP
 // weights.glsl's readers again, over the up matrix U.
 layout(binding = 3) readonly buffer UB { uint U[]; };
+layout(binding = 3) readonly buffer UB4 { uvec4 U4[]; };
 #define W U
+#define W4 U4
 #define byteAt byteAtU
 #define u16At u16AtU
 #define halfAt halfAtU
@@ -90,6 +93,7 @@ layout(binding = 3) readonly buffer UB { uint U[]; };
 #define weightAt weightAtU
 #include "common/weights.glsl"
 #undef W
+#undef W4
 #undef byteAt
 #undef u16At
 #undef halfAt

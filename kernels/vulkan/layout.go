@@ -1,0 +1,112 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"slices"
+
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// The repacked layout of a quantised weight (shaders/common/weights.glsl's
+// REPACK). In the file layout a Q4_0 block is 18 bytes (a half d, then 16
+// bytes of nibbles), so a group's quants sit at 2-byte alignment and a
+// lane reads them with unaligned 32-bit loads and shifts. Repacked, each
+// run of repackRun blocks of a row holds their quant arrays first (16
+// bytes a Q4 block, 32 a Q8_0 one, each 16-byte aligned when the row
+// is) and then their scales (d, or d and m): a lane loads a group's quants
+// with one (two for Q8_0) 16-byte load and its scales with one aligned
+// 32-bit load. A run is as many bytes as its blocks in the file, so a
+// row, a part of rows and the whole tensor keep their sizes and offsets;
+// only bytes move within each run, and every reader computes the same
+// floats from them.
+//
+// A weight is repacked at Upload when the device's tuning says so for its
+// dtype (key "layout/<dtype>", knob "repack") and Config.NoRepack is not
+// set, and when its rows are whole runs (a multiple of 256 elements), so
+// that every row (rowBytes a multiple of 16) starts 16-byte aligned.
+
+// packing is a repackable dtype's block: head bytes of scales at its
+// start, then body bytes of quants.
+type packing struct{ head, body int }
+
+// packings are the dtypes with a repacked layout. Q4_K's quants already
+// sit 16-byte aligned in its 144-byte blocks; Q6_K (210-byte blocks)
+// is not repacked yet.
+var packings = map[tensor.DType]packing{
+	tensor.Q8_0: {2, 32},
+	tensor.Q4_0: {2, 16},
+	tensor.Q4_1: {4, 16},
+}
+
+// repackRun is the blocks of one run: 8 blocks of any packing are a
+// multiple of 16 bytes (144, 160, 272).
+const repackRun = 8
+
+// RepackDTypes lists the dtypes that have a repacked layout.
+func RepackDTypes() []tensor.DType {
+	var out []tensor.DType
+	for _, dt := range weightDTypes {
+		if _, ok := packings[dt]; ok {
+			out = append(out, dt)
+		}
+	}
+	return out
+}
+
+// repackable reports whether rows of cols elements of dt can be repacked.
+func repackable(dt tensor.DType, cols int) bool {
+	_, ok := packings[dt]
+	return ok && cols > 0 && cols%(repackRun*dt.BlockSize()) == 0
+}
+
+// repack writes src (whole runs in the file layout) to dst in the
+// repacked layout; len(dst) == len(src).
+func repack(dt tensor.DType, dst, src []byte) {
+	p := packings[dt]
+	bs := p.head + p.body
+	for r := 0; r+repackRun*bs <= len(src); r += repackRun * bs {
+		for i := range repackRun {
+			blk := src[r+i*bs : r+(i+1)*bs]
+			copy(dst[r+i*p.body:], blk[p.head:])
+			copy(dst[r+repackRun*p.body+i*p.head:], blk[:p.head])
+		}
+	}
+}
+
+// unpack is repack's inverse.
+func unpack(dt tensor.DType, dst, src []byte) {
+	p := packings[dt]
+	bs := p.head + p.body
+	for r := 0; r+repackRun*bs <= len(src); r += repackRun * bs {
+		for i := range repackRun {
+			blk := dst[r+i*bs : r+(i+1)*bs]
+			copy(blk[p.head:], src[r+i*p.body:r+(i+1)*p.body])
+			copy(blk[:p.head], src[r+repackRun*p.body+i*p.head:])
+		}
+	}
+}
+
+// repackTuned lists the dtypes t repacks (knob "repack" of
+// "layout/<dtype>" is 1).
+func repackTuned(t Tuning) []tensor.DType {
+	return slices.DeleteFunc(RepackDTypes(), func(dt tensor.DType) bool {
+		return t.knobs("layout/"+typeName(dt))["repack"] != 1
+	})
+}
+
+// specRepack is weights.glsl's REPACK specialization constant.
+const specRepack = 15
+
+// layoutSpec is the specialization constants of a kernel reading weight
+// t: spec, and for a repacked t REPACK set (the constants between padded
+// with zeros, so a weight kernel's dispatch passes all of its own).
+func (t *Tensor) layoutSpec(spec []uint32) []uint32 {
+	if !t.repacked {
+		return spec
+	}
+	s := make([]uint32, specRepack+1)
+	copy(s, spec)
+	s[specRepack] = 1
+	return s
+}
