@@ -140,13 +140,13 @@ type DeviceInfo struct {
 	// Config.CoopMat, CoopMatDevice, a subgroup size known at pipeline
 	// creation, and the tiles within the device's workgroup limits;
 	// CoopShape is the shape it multiplies in ("16x16x16").
-	CoopMat      bool
-	CoopShape    string
+	CoopMat   bool
+	CoopShape string
 	// Repacked lists the dtypes whose weights Upload repacks for aligned
 	// 16-byte loads (layout.go: the tuning's "layout" keys, unless
 	// Config.NoRepack), e.g. ["Q4_0"]; a weight whose rows are not a
 	// multiple of 256 elements keeps its file layout.
-	Repacked []string
+	Repacked     []string
 	MemoryBudget bool // VK_EXT_memory_budget
 	Validation   bool // the validation layer is on
 }

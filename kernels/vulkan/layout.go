@@ -91,7 +91,7 @@ func unpack(dt tensor.DType, dst, src []byte) {
 // "layout/<dtype>" is 1).
 func repackTuned(t Tuning) []tensor.DType {
 	return slices.DeleteFunc(RepackDTypes(), func(dt tensor.DType) bool {
-		return t.knobs("layout/"+typeName(dt))["repack"] != 1
+		return t.knobs("layout/" + typeName(dt))["repack"] != 1
 	})
 }
 
