@@ -140,15 +140,15 @@ type DeviceInfo struct {
 	// Config.CoopMat, CoopMatDevice, a subgroup size known at pipeline
 	// creation, and the tiles within the device's workgroup limits;
 	// CoopShape is the shape it multiplies in ("16x16x16").
-	CoopMat   bool
-	CoopShape string
+	CoopMat      bool
+	CoopShape    string
+	MemoryBudget bool // VK_EXT_memory_budget
+	Validation   bool // the validation layer is on
 	// Repacked lists the dtypes whose weights Upload repacks for aligned
 	// 16-byte loads (layout.go: the tuning's "layout" keys, unless
 	// Config.NoRepack), e.g. ["Q4_0"]; a weight whose rows are not a
 	// multiple of 256 elements keeps its file layout.
-	Repacked     []string
-	MemoryBudget bool // VK_EXT_memory_budget
-	Validation   bool // the validation layer is on
+	Repacked []string
 }
 
 var typeNames = map[int32]string{0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
