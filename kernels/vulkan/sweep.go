@@ -32,7 +32,7 @@ type SweepOptions struct {
 	// over them of Count × its time.
 	Shapes []SweepShape
 	// Families are the kernel families swept (default: every one Sweep
-	// knows: "matvec", "matvec_batch", "attention").
+	// knows: "matvec", "matvec_batch", "layout", "attention").
 	Families []string
 	// Attention are the decode attention calls the "attention" family
 	// is timed on (a candidate's score is the sum of their times); none:
@@ -99,7 +99,7 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 		o.DTypes = WeightDTypes()
 	}
 	if len(o.Families) == 0 {
-		o.Families = append(slices.Clone(sweepFamilies), "attention")
+		o.Families = append(slices.Clone(sweepFamilies), "layout", "attention")
 	}
 	if o.Batch <= 0 {
 		o.Batch = 8
@@ -114,8 +114,8 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 		return nil, fmt.Errorf("vulkan: sweep: no shapes")
 	}
 	for _, f := range o.Families {
-		if !slices.Contains(sweepFamilies, f) && f != "attention" {
-			return nil, fmt.Errorf("vulkan: sweep: no family %q (have %v and attention)", f, sweepFamilies)
+		if !slices.Contains(sweepFamilies, f) && f != "layout" && f != "attention" {
+			return nil, fmt.Errorf("vulkan: sweep: no family %q (have %v, layout and attention)", f, sweepFamilies)
 		}
 	}
 	for _, s := range o.Shapes {
@@ -139,7 +139,7 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 			continue
 		}
 		for _, fam := range o.Families {
-			if fam == "attention" {
+			if fam == "attention" || fam == "layout" {
 				continue
 			}
 			rows, err := b.sweepKey(o, fam, dt, shapes)
@@ -147,6 +147,15 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 				return nil, err
 			}
 			res.choose(o, rows)
+		}
+		if slices.Contains(o.Families, "layout") && repackable(dt, repackRun*dt.BlockSize()) {
+			rows, err := b.sweepLayout(o, dt, shapes, res.Tuning.Kernels["matvec/"+typeName(dt)])
+			if err != nil {
+				return nil, err
+			}
+			if len(rows) > 0 {
+				res.choose(o, rows)
+			}
 		}
 	}
 	if slices.Contains(o.Families, "attention") && len(o.Attention) > 0 {
@@ -294,6 +303,12 @@ func sameKnobs(a, b Knobs) bool {
 // sweepTime runs the matrix-vector kernel with knobs k once untimed and
 // reps times timed, and returns its result and one dispatch's mean GPU time.
 func (b *Backend) sweepTime(name string, k Knobs, d, x, w *Tensor, reps int) ([]float32, time.Duration, error) {
+	return b.sweepRun(d, reps, func() { b.matvec(name, k, d, x, w) })
+}
+
+// sweepRun records run once untimed and reps times timed, and returns d
+// after and one run's mean GPU time.
+func (b *Backend) sweepRun(d *Tensor, reps int, run func()) ([]float32, time.Duration, error) {
 	if err := b.Sync(); err != nil {
 		return nil, 0, err
 	}
@@ -301,10 +316,10 @@ func (b *Backend) sweepTime(name string, k Knobs, d, x, w *Tensor, reps int) ([]
 		return nil, 0, err
 	}
 	b.ProfileOp("warm")
-	b.matvec(name, k, d, x, w)
+	run()
 	b.ProfileOp("timed")
 	for range reps {
-		b.matvec(name, k, d, x, w)
+		run()
 	}
 	p, err := b.StopProfile()
 	if err != nil {
@@ -359,13 +374,24 @@ func sweepRef(dt tensor.DType, data []byte, x, got []float32, n, k, m int) float
 	return num / den
 }
 
-// sweepWeight uploads a random (rows, k) weight of dt: random bits with
-// every float and every scale of a block made finite and of moderate
-// size, so no dot overflows.
+// sweepWeight uploads a random (rows, k) weight of dt (sweepData) in
+// the layout Upload chooses.
 func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kernels.Tensor, []byte, error) {
-	size, err := dt.Bytes(int64(rows) * int64(k))
+	data, err := sweepData(r, dt, rows, k)
 	if err != nil {
 		return nil, nil, err
+	}
+	w, err := b.Upload(tensor.Tensor{Name: "sweep", DType: dt, Shape: []int64{int64(rows), int64(k)}, Data: data})
+	return w, data, err
+}
+
+// sweepData is a random (rows, k) weight of dt: random bits with every
+// float and every scale of a block made finite and of moderate size, so
+// no dot overflows.
+func sweepData(r *rand.Rand, dt tensor.DType, rows, k int) ([]byte, error) {
+	size, err := dt.Bytes(int64(rows) * int64(k))
+	if err != nil {
+		return nil, err
 	}
 	data := make([]byte, size)
 	for i := 0; i+8 <= len(data); i += 8 {
@@ -400,7 +426,7 @@ func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kerne
 			tensor.Q2_K: {80, 82}, tensor.Q3_K: {108}, tensor.Q4_K: {0, 2}, tensor.Q5_K: {0, 2}, tensor.Q6_K: {208},
 		}[dt]
 		if offs == nil {
-			return nil, nil, fmt.Errorf("vulkan: sweep: no synthetic %v weights", dt)
+			return nil, fmt.Errorf("vulkan: sweep: no synthetic %v weights", dt)
 		}
 		bb := dt.BlockBytes()
 		for blk := 0; blk < len(data); blk += bb {
@@ -409,8 +435,7 @@ func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kerne
 			}
 		}
 	}
-	w, err := b.Upload(tensor.Tensor{Name: "sweep", DType: dt, Shape: []int64{int64(rows), int64(k)}, Data: data})
-	return w, data, err
+	return data, nil
 }
 
 // Table writes the sweep's table: per key, each candidate's time a token
