@@ -66,7 +66,7 @@ func greedyLogits(t *testing.T, m *Model, n, steps int) [][]float32 {
 		if err := ctx.Decode(b); err != nil {
 			t.Fatal(err)
 		}
-		l := append([]float32(nil), ctx.Logits(0)...)
+		l := append([]float32(nil), ctx.Logits(b.Len()-1)...)
 		lo, hi := l[0], l[0]
 		for _, v := range l {
 			lo, hi = min(lo, v), max(hi, v)
