@@ -76,6 +76,7 @@ func (b *Backend) sweepLayout(o SweepOptions, dt tensor.DType, shapes []SweepSha
 			for j, what := range []string{"matvec", "tiled"} {
 				if i := firstDiff(got[j], want[j]); i >= 0 {
 					row.Wrong = fmt.Sprintf("%s %s: element %d is %v, the file layout's %v", s.Name, what, i, got[j][i], want[j][i])
+					break
 				}
 			}
 		}
