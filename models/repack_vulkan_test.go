@@ -29,7 +29,7 @@ func TestVulkanRepack(t *testing.T) {
 	var runs [2][][]float32
 	for i, cfg := range []vulkan.Config{{}, {Tuning: tun}} {
 		b := openVulkanConfig(t, cfg)
-		if got := len(b.Device().Repacked); got != 3*i {
+		if got := len(b.Device().Repacked); got != len(vulkan.RepackDTypes())*i {
 			t.Fatalf("config %d: repacked %v", i, b.Device().Repacked)
 		}
 		g, err := gguf.Parse(file)

@@ -19,28 +19,34 @@ import (
 // 32-bit load. A run is as many bytes as its blocks in the file, so a
 // row, a part of rows and the whole tensor keep their sizes and offsets;
 // only bytes move within each run, and every reader computes the same
-// floats from them.
+// floats from them. Q6_K is the same with its 208 bytes of quants and
+// sub-block scales as the body and its d as the head.
 //
 // A weight is repacked at Upload when the device's tuning says so for its
 // dtype (key "layout/<dtype>", knob "repack") and Config.NoRepack is not
-// set, and when its rows are whole runs (a multiple of 256 elements), so
-// that every row (rowBytes a multiple of 16) starts 16-byte aligned.
+// set, and when its rows are whole runs (a multiple of 256 elements,
+// 2048 for Q6_K), so that every row (rowBytes a multiple of 16) starts
+// 16-byte aligned.
 
-// packing is a repackable dtype's block: head bytes of scales at its
-// start, then body bytes of quants.
-type packing struct{ head, body int }
+// packing is a repackable dtype's block: head bytes of scales and body
+// bytes of quants, the head first in the file unless last.
+type packing struct {
+	head, body int
+	last       bool
+}
 
 // packings are the dtypes with a repacked layout. Q4_K's quants already
-// sit 16-byte aligned in its 144-byte blocks; Q6_K (210-byte blocks)
-// is not repacked yet.
+// sit 16-byte aligned in its 144-byte blocks (its reader loads aligned
+// words); Q5_K's too.
 var packings = map[tensor.DType]packing{
-	tensor.Q8_0: {2, 32},
-	tensor.Q4_0: {2, 16},
-	tensor.Q4_1: {4, 16},
+	tensor.Q8_0: {head: 2, body: 32},
+	tensor.Q4_0: {head: 2, body: 16},
+	tensor.Q4_1: {head: 4, body: 16},
+	tensor.Q6_K: {head: 2, body: 208, last: true}, // ql, qh, scales; then d
 }
 
 // repackRun is the blocks of one run: 8 blocks of any packing are a
-// multiple of 16 bytes (144, 160, 272).
+// multiple of 16 bytes (144, 160, 272, 1680).
 const repackRun = 8
 
 // RepackDTypes lists the dtypes that have a repacked layout.
@@ -67,9 +73,9 @@ func repack(dt tensor.DType, dst, src []byte) {
 	bs := p.head + p.body
 	for r := 0; r+repackRun*bs <= len(src); r += repackRun * bs {
 		for i := range repackRun {
-			blk := src[r+i*bs : r+(i+1)*bs]
-			copy(dst[r+i*p.body:], blk[p.head:])
-			copy(dst[r+repackRun*p.body+i*p.head:], blk[:p.head])
+			head, body := p.split(src[r+i*bs : r+(i+1)*bs])
+			copy(dst[r+i*p.body:], body)
+			copy(dst[r+repackRun*p.body+i*p.head:], head)
 		}
 	}
 }
@@ -80,11 +86,19 @@ func unpack(dt tensor.DType, dst, src []byte) {
 	bs := p.head + p.body
 	for r := 0; r+repackRun*bs <= len(src); r += repackRun * bs {
 		for i := range repackRun {
-			blk := dst[r+i*bs : r+(i+1)*bs]
-			copy(blk[p.head:], src[r+i*p.body:r+(i+1)*p.body])
-			copy(blk[:p.head], src[r+repackRun*p.body+i*p.head:])
+			head, body := p.split(dst[r+i*bs : r+(i+1)*bs])
+			copy(body, src[r+i*p.body:r+(i+1)*p.body])
+			copy(head, src[r+repackRun*p.body+i*p.head:])
 		}
 	}
+}
+
+// split returns a block's head and body.
+func (p packing) split(blk []byte) (head, body []byte) {
+	if p.last {
+		return blk[p.body:], blk[:p.body]
+	}
+	return blk[:p.head], blk[p.head:]
 }
 
 // repackTuned lists the dtypes t repacks (knob "repack" of

@@ -44,15 +44,16 @@ func TestRepackLayout(t *testing.T) {
 		p := packings[dt]
 		// Block 9's quants (run 1, block 1) and its scales.
 		run := repackRun * dt.BlockBytes()
-		if blk := src[9*dt.BlockBytes():]; !bytes.Equal(packed[run+p.body:run+2*p.body], blk[p.head:p.head+p.body]) ||
-			!bytes.Equal(packed[run+repackRun*p.body+p.head:run+repackRun*p.body+2*p.head], blk[:p.head]) {
+		head, body := p.split(src[9*dt.BlockBytes() : 10*dt.BlockBytes()])
+		if !bytes.Equal(packed[run+p.body:run+2*p.body], body) ||
+			!bytes.Equal(packed[run+repackRun*p.body+p.head:run+repackRun*p.body+2*p.head], head) {
 			t.Errorf("%v: block 9 not where weights.glsl reads it", dt)
 		}
-		if !repackable(dt, 256) || repackable(dt, 224) || repackable(dt, 0) {
-			t.Errorf("%v: repackable(256, 224, 0) wrong", dt)
+		if n := repackRun * dt.BlockSize(); !repackable(dt, n) || !repackable(dt, 3*n) || repackable(dt, n-dt.BlockSize()) || repackable(dt, 0) {
+			t.Errorf("%v: repackable wrong", dt)
 		}
 	}
-	if repackable(tensor.Q4_K, 256) || repackable(tensor.F32, 256) {
+	if repackable(tensor.Q4_K, 2048) || repackable(tensor.F32, 2048) {
 		t.Error("a dtype without a layout is repackable")
 	}
 }
@@ -64,7 +65,7 @@ func TestRepackLayout(t *testing.T) {
 func TestRepack(t *testing.T) {
 	off := openTest(t, Config{})
 	on := openTest(t, Config{Tuning: repackAll()})
-	if got, want := on.Device().Repacked, []string{"Q8_0", "Q4_0", "Q4_1"}; !slices.Equal(got, want) {
+	if got, want := on.Device().Repacked, []string{"Q8_0", "Q4_0", "Q4_1", "Q6_K"}; !slices.Equal(got, want) {
 		t.Fatalf("Repacked %v, want %v", got, want)
 	}
 	if d := off.Device().Repacked; len(d) != 0 {
@@ -74,7 +75,7 @@ func TestRepack(t *testing.T) {
 		t.Fatalf("NoRepack: %v", d)
 	}
 	t.Run("Bitwise", func(t *testing.T) { repackBitwise(t, off, on) })
-	split := openTest(t, Config{Tuning: repackAll(), MaxWeightPart: 4096})
+	split := openTest(t, Config{Tuning: repackAll(), MaxWeightPart: 6000}) // most weights below in several parts
 	t.Run("BitwiseSplit", func(t *testing.T) { repackBitwise(t, off, split) })
 	t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, on) })
 	t.Run("MatMulPrefill", func(t *testing.T) { kerneltest.MatMulPrefillStrict(t, on) })
@@ -96,7 +97,8 @@ func TestRepackCoop(t *testing.T) {
 // (repacked) for each repackable dtype and compares the bits.
 func repackBitwise(t *testing.T, b, p *Backend) {
 	for _, dt := range RepackDTypes() {
-		for _, k := range []int{256, 768} {
+		run := repackRun * dt.BlockSize()
+		for _, k := range []int{run, 3 * run} {
 			const rows = 37
 			wb, data := kerneltest.RandomWeight(t, b, dt, rows, k)
 			wp, _ := kerneltest.RandomWeight(t, p, dt, rows, k)
@@ -105,7 +107,7 @@ func repackBitwise(t *testing.T, b, p *Backend) {
 			if wb.(*Tensor).repacked || !wp.(*Tensor).repacked {
 				t.Fatalf("%v: repacked %v and %v", dt, wb.(*Tensor).repacked, wp.(*Tensor).repacked)
 			}
-			name := dt.String() + "/" + string(rune('0'+k/256))
+			name := dt.String() + " k=" + rpItoa(k)
 			// GetF32 reads the file's values back.
 			want := make([]float32, rows*k)
 			if err := tensor.Dequantize(dt, data, want); err != nil {

@@ -6,10 +6,11 @@
 // reading a second one includes this file again with W, W4 and every
 // function name #defined to new names (matmul.comp).
 //
-// REPACK (specialization constant 15, layout.go): the Q8_0, Q4_0 and
-// Q4_1 rows are repacked, each run of 8 blocks as their 8 quant arrays
-// (16 bytes a Q4 block, 32 a Q8_0 one, each 16-byte aligned) then their
-// 8 scales (d, or d and m of Q4_1). The readers then load a group's
+// REPACK (specialization constant 15, layout.go): the Q8_0, Q4_0, Q4_1
+// and Q6_K rows are repacked, each run of 8 blocks as their 8 quant
+// arrays (16 bytes a Q4 block, 32 a Q8_0 one, Q6_K's 208 bytes of ql,
+// qh and scales; each 16-byte aligned) then their 8 scales (d, or d and
+// m of Q4_1). The readers then load a group's
 // quants as uvec4s and its scales with one aligned word; the values and
 // every float operation are the file layout's.
 
@@ -46,6 +47,8 @@ const uint RUN = 272u, BODY = 32u, HEAD = 2u;
 const uint RUN = 144u, BODY = 16u, HEAD = 2u;
 #elif defined(TYPE_Q4_1)
 const uint RUN = 160u, BODY = 16u, HEAD = 4u;
+#elif defined(TYPE_Q6_K)
+const uint RUN = 1680u, BODY = 208u, HEAD = 2u; // body: ql, qh, scales; head: d
 #else
 const uint RUN = 0u, BODY = 0u, HEAD = 0u;
 #endif
@@ -100,9 +103,10 @@ vec2 groupScales(uint rb, uint c) {
 #elif defined(TYPE_Q5_K)
 	return kScales(rb + 176u * (c >> 8), (c & 255u) >> 5);
 #elif defined(TYPE_Q6_K)
-	uint bo = rb + 210u * (c >> 8), j0 = c & 255u;
+	uint bo = REPACK ? packedBody(rb, c >> 8) : rb + 210u * (c >> 8), j0 = c & 255u;
 	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
-	precise float dl = halfAt(bo + 208u) * float(i8(byteAt(bo + 192u + 8u * h + (l0 >> 4) + 2u * gg)));
+	float d = halfAt(REPACK ? packedHead(rb, c >> 8) : bo + 208u);
+	precise float dl = d * float(i8(byteAt(bo + 192u + 8u * h + (l0 >> 4) + 2u * gg)));
 	return vec2(dl, 0.0);
 #endif
 }
@@ -137,7 +141,9 @@ vec4 chunkAt(uint rb, uint c, vec2 s) {
 	}
 #elif defined(TYPE_Q4_K)
 	uint bo = rb + 144u * (c >> 8), sb = (c & 255u) >> 5;
-	uint u = u32At(bo + 16u + 32u * (sb >> 1) + (c & 31u)), shift = 4u * (sb & 1u);
+	// Rows of 144-byte blocks start at multiples of 16 bytes and the
+	// quants at 16 bytes into a block: aligned words, no repacking needed.
+	uint u = W[(bo + 16u + 32u * (sb >> 1) + (c & 31u)) >> 2], shift = 4u * (sb & 1u);
 	for (uint b = 0u; b < 4u; b++) {
 		uint q = (u >> (8u * b + shift)) & 0xFu;
 		precise float dq = s.x * float(q);
@@ -157,7 +163,15 @@ vec4 chunkAt(uint rb, uint c, vec2 s) {
 #elif defined(TYPE_Q6_K)
 	uint bo = rb + 210u * (c >> 8), j0 = c & 255u;
 	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
-	uint ul = u32At(bo + 64u * h + 32u * (gg & 1u) + l0), uh = u32At(bo + 128u + 32u * h + l0);
+	uint ul, uh;
+	if (REPACK) {
+		bo = packedBody(rb, c >> 8);
+		ul = W4[(bo + 64u * h + 32u * (gg & 1u) + l0) >> 4][(l0 & 15u) >> 2];
+		uh = W4[(bo + 128u + 32u * h + l0) >> 4][(l0 & 15u) >> 2];
+	} else {
+		ul = u32At(bo + 64u * h + 32u * (gg & 1u) + l0);
+		uh = u32At(bo + 128u + 32u * h + l0);
+	}
 	for (uint b = 0u; b < 4u; b++) {
 		uint ql = (ul >> (8u * b + 4u * (gg >> 1))) & 0xFu;
 		uint qh = (uh >> (8u * b + 2u * gg)) & 3u;
