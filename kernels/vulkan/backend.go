@@ -146,8 +146,8 @@ type DeviceInfo struct {
 	Validation   bool // the validation layer is on
 	// Repacked lists the dtypes whose weights Upload repacks for aligned
 	// 16-byte loads (layout.go: the tuning's "layout" keys, unless
-	// Config.NoRepack), e.g. ["Q4_0"]; a weight whose rows are not a
-	// multiple of 256 elements keeps its file layout.
+	// Config.NoRepack), e.g. ["Q4_0"]; a weight whose rows are not whole
+	// runs of 8 blocks keeps its file layout.
 	Repacked []string
 }
 

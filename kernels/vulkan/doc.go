@@ -5,9 +5,9 @@
 // from large blocks; an F32 or I32 tensor holds 4-byte elements, an F16 one
 // (a KV cache) 2-byte IEEE halves, and an uploaded weight keeps the bytes
 // of its file (ggml's block layouts for quantised types), or for Q8_0,
-// Q4_0 and Q4_1 where the device's tuning repacks them (below) the same
-// bytes moved within each run of 8 blocks of a row, the 8 quant arrays
-// (16-byte aligned) before the 8 scales (layout.go); either is split by
+// Q4_0, Q4_1 and Q6_K where the device's tuning repacks them (below) the
+// same bytes moved within each run of 8 blocks of a row, the 8 quant
+// arrays (16-byte aligned) before the 8 d's (layout.go); either is split by
 // rows into several parts when it exceeds maxStorageBufferRange. Ops are
 // recorded into command buffers with a barrier only before a command that
 // depends on an earlier one (hazard.go). A step is submitted in pieces
@@ -177,13 +177,14 @@
 //
 //   - Repacked weights (layout.go, shaders/common/weights.glsl's REPACK,
 //     specialization constant 15 of every kernel that reads weights:
-//     MatMul's three kernels, GateUpSwiGLU, GetRows) for Q8_0, Q4_0 and
-//     Q4_1 weights whose rows are a multiple of 256 elements, where the
-//     device's tuning says so (key "layout/<dtype>", knob "repack"; 0,
-//     the file layout, until a device's sweep measures both):
-//     a lane loads a group's quants with one 16-byte load (two for
-//     Q8_0) and its scales with one aligned word instead of 2-byte
-//     aligned words and shifts. Results are bitwise the file layout's
+//     MatMul's three kernels, GateUpSwiGLU, GetRows) for Q8_0, Q4_0,
+//     Q4_1 and Q6_K weights whose rows are whole runs (a multiple of 256
+//     elements, 2048 for Q6_K), where the device's tuning says so (key
+//     "layout/<dtype>", knob "repack"; 0, the file layout, until a
+//     device's sweep measures both): a lane loads a group's quants with
+//     16-byte loads (one a Q4 group, two a Q8_0 one, one of ql and one
+//     of qh a Q6_K group of 16) and its scales with one aligned word
+//     instead of 2-byte aligned words and shifts. Results are bitwise the file layout's
 //     (TestRepack, models.TestVulkanRepack); GetF32 of a weight unpacks
 //     it. Off with Config.NoRepack or VKLLM_VULKAN_DISABLE=repack;
 //     DeviceInfo.Repacked lists the dtypes repacked.
