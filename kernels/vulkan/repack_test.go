@@ -61,7 +61,9 @@ func TestRepackLayout(t *testing.T) {
 // TestRepack: every op that reads a weight gives bitwise the same results
 // with the weights repacked as in their file layout (MatMul's
 // matrix-vector, batched and tiled kernels, GateUpSwiGLU, GetRows, GetF32),
-// on whole and split weights, and kerneltest's checks pass repacked.
+// on whole and split weights. (kerneltest's row lengths are not whole
+// runs, so its checks would not see a repacked weight: the comparison
+// with the file layout, which they check, is the test.)
 func TestRepack(t *testing.T) {
 	off := openTest(t, Config{})
 	on := openTest(t, Config{Tuning: repackAll()})
@@ -77,10 +79,6 @@ func TestRepack(t *testing.T) {
 	t.Run("Bitwise", func(t *testing.T) { repackBitwise(t, off, on) })
 	split := openTest(t, Config{Tuning: repackAll(), MaxWeightPart: 6000}) // most weights below in several parts
 	t.Run("BitwiseSplit", func(t *testing.T) { repackBitwise(t, off, split) })
-	t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, on) })
-	t.Run("MatMulPrefill", func(t *testing.T) { kerneltest.MatMulPrefillStrict(t, on) })
-	t.Run("GetRows", func(t *testing.T) { kerneltest.GetRows(t, on) })
-	t.Run("GateUpSwiGLU", func(t *testing.T) { kerneltest.GateUpSwiGLU(t, on) })
 	checkClean(t, on)
 	checkClean(t, split)
 }
