@@ -3,8 +3,6 @@
 package vulkan
 
 import (
-	"slices"
-
 	"github.com/vkllm/vkllm/tensor"
 )
 
@@ -101,12 +99,19 @@ func (p packing) split(blk []byte) (head, body []byte) {
 	return blk[:p.head], blk[p.head:]
 }
 
-// repackTuned lists the dtypes t repacks (knob "repack" of
-// "layout/<dtype>" is 1).
-func repackTuned(t Tuning) []tensor.DType {
-	return slices.DeleteFunc(RepackDTypes(), func(dt tensor.DType) bool {
-		return t.knobs("layout/" + typeName(dt))["repack"] != 1
-	})
+// repackDetect lists the dtypes Upload repacks (DeviceInfo.Repacked):
+// those whose "layout/<dtype>" knob "repack" is 1, none under
+// cfg.NoRepack, and in the int8 mode none that its kernels read (int8.glsl
+// reads the file layout).
+func (b *Backend) repackDetect(cfg Config) []string {
+	var out []string
+	for _, dt := range RepackDTypes() {
+		_, int8 := b.int8Name(dt)
+		if !cfg.NoRepack && b.tune.knobs("layout/" + typeName(dt))["repack"] == 1 && !(b.info.Int8MatMul && int8) {
+			out = append(out, dt.String())
+		}
+	}
+	return out
 }
 
 // specRepack is weights.glsl's REPACK specialization constant.

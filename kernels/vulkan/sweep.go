@@ -32,13 +32,15 @@ type SweepOptions struct {
 	// over them of Count × its time.
 	Shapes []SweepShape
 	// Families are the kernel families swept (default: every one Sweep
-	// knows: "matvec", "matvec_batch", "layout", "attention").
+	// knows: "matvec", "matvec_batch", "matvec_int8",
+	// "matvec_int8_batch", "layout", "attention").
 	Families []string
 	// Attention are the decode attention calls the "attention" family
 	// is timed on (a candidate's score is the sum of their times); none:
 	// attention is not swept (AttentionSweepShapes are a model's).
 	Attention []SweepAttention
-	// Batch is the tokens of the matvec_batch timings (default 8).
+	// Batch is the tokens of the matvec_batch and matvec_int8_batch
+	// timings (default 8).
 	Batch int
 	// Reps is the timed dispatches per candidate and shape (default 20),
 	// after one untimed.
@@ -76,8 +78,13 @@ type SweepResult struct {
 }
 
 // sweepFamilies are the matrix-vector families Sweep times per weight
-// type, in order; then "attention" (sweep_attention.go).
-var sweepFamilies = []string{"matvec", "matvec_batch"}
+// type, in order; then "attention" (sweep_attention.go). The int8 ones
+// (int8.go) run for the weight types with int8 kernels, whether or not
+// the mode is on, so that one run times both arithmetics.
+var sweepFamilies = []string{"matvec", "matvec_batch", "matvec_int8", "matvec_int8_batch"}
+
+// int8Family reports whether fam is one of the int8 mode's families.
+func int8Family(fam string) bool { return strings.HasPrefix(fam, "matvec_int8") }
 
 // sweepLimit is the normalized MSE the default candidate may have against
 // a float64 reference (kerneltest.LimitQuant): it catches a broken
@@ -139,7 +146,7 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 			continue
 		}
 		for _, fam := range o.Families {
-			if fam == "attention" || fam == "layout" {
+			if _, ok := b.int8Name(dt); fam == "attention" || fam == "layout" || int8Family(fam) && !ok {
 				continue
 			}
 			rows, err := b.sweepKey(o, fam, dt, shapes)
@@ -218,13 +225,13 @@ func (o SweepOptions) sweepRows(fam, key string, n int) []SweepRow {
 func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes []SweepShape) ([]SweepRow, error) {
 	rows := o.sweepRows(fam, fam+"/"+typeName(dt), len(shapes))
 	n := 1
-	if fam == "matvec_batch" {
+	if strings.HasSuffix(fam, "_batch") {
 		n = o.Batch
 	}
 	r := rand.New(rand.NewPCG(uint64(dt), 7))
 	var bytesPerToken float64
 	for si, s := range shapes {
-		w, data, err := b.sweepWeight(r, dt, s.Rows, s.K)
+		w, data, err := b.sweepWeight(r, dt, s.Rows, s.K, !int8Family(fam)) // int8.glsl reads the file layout
 		if err != nil {
 			return nil, err
 		}
@@ -248,10 +255,18 @@ func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes [
 			return nil, err
 		}
 		name, _ := b.matmulVariant(dt, 1, s.K) // the matrix-vector kernel at any n
+		run := b.matvec
+		if int8Family(fam) {
+			name, _ = b.int8Name(dt)
+			run = func(name string, k Knobs, d, x, w *Tensor) {
+				b.q8src = q8Source{} // its quantising dispatch timed with it
+				b.int8Matvec(name, k, d, x, w)
+			}
+		}
 		var want []float32
 		for ci := range rows {
 			row := &rows[ci]
-			got, d, err := b.sweepTime(name, row.Knobs, dt32.(*Tensor), xt.(*Tensor), w.(*Tensor), o.Reps)
+			got, d, err := b.sweepTime(run, name, row.Knobs, dt32.(*Tensor), xt.(*Tensor), w.(*Tensor), o.Reps)
 			if err != nil {
 				row.Wrong = err.Error()
 				continue
@@ -300,10 +315,11 @@ func sameKnobs(a, b Knobs) bool {
 	return true
 }
 
-// sweepTime runs the matrix-vector kernel with knobs k once untimed and
-// reps times timed, and returns its result and one dispatch's mean GPU time.
-func (b *Backend) sweepTime(name string, k Knobs, d, x, w *Tensor, reps int) ([]float32, time.Duration, error) {
-	return b.sweepRun(d, reps, func() { b.matvec(name, k, d, x, w) })
+// sweepTime runs a matrix-vector kernel (run: matvec or int8Matvec) with
+// knobs k once untimed and reps times timed, and returns its result and
+// one call's mean GPU time.
+func (b *Backend) sweepTime(run func(string, Knobs, *Tensor, *Tensor, *Tensor), name string, k Knobs, d, x, w *Tensor, reps int) ([]float32, time.Duration, error) {
+	return b.sweepRun(d, reps, func() { run(name, k, d, x, w) })
 }
 
 // sweepRun records run once untimed and reps times timed, and returns d
@@ -375,13 +391,14 @@ func sweepRef(dt tensor.DType, data []byte, x, got []float32, n, k, m int) float
 }
 
 // sweepWeight uploads a random (rows, k) weight of dt (sweepData) in
-// the layout Upload chooses.
-func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kernels.Tensor, []byte, error) {
+// the layout Upload chooses, or the file's unless mayPack.
+func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int, mayPack bool) (kernels.Tensor, []byte, error) {
 	data, err := sweepData(r, dt, rows, k)
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := b.Upload(tensor.Tensor{Name: "sweep", DType: dt, Shape: []int64{int64(rows), int64(k)}, Data: data})
+	w, err := b.upload(tensor.Tensor{Name: "sweep", DType: dt, Shape: []int64{int64(rows), int64(k)}, Data: data},
+		mayPack && slices.Contains(b.info.Repacked, dt.String()))
 	return w, data, err
 }
 

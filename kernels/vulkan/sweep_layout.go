@@ -136,7 +136,7 @@ func (b *Backend) sweepLayoutTime(dt tensor.DType, data []byte, pack bool, s Swe
 	}
 	name, _ := b.matmulVariant(dt, 1, s.K)
 	var total time.Duration
-	got[0], total, err = b.sweepTime(name, mv, d1, x1, w.(*Tensor), reps)
+	got[0], total, err = b.sweepTime(b.matvec, name, mv, d1, x1, w.(*Tensor), reps)
 	if err != nil || !tiled {
 		return got, total, err
 	}
