@@ -76,6 +76,9 @@ func TestRepack(t *testing.T) {
 	if d := openTest(t, Config{Tuning: repackAll(), NoRepack: true}).Device().Repacked; len(d) != 0 {
 		t.Fatalf("NoRepack: %v", d)
 	}
+	if d := openTest(t, Config{Tuning: repackAll(), Int8: true}).Device().Repacked; len(d) != 0 {
+		t.Fatalf("int8 mode (its kernels read the file layout): %v", d) // every repackable dtype has int8 kernels
+	}
 	t.Run("Bitwise", func(t *testing.T) { repackBitwise(t, off, on) })
 	split := openTest(t, Config{Tuning: repackAll(), MaxWeightPart: 6000}) // most weights below in several parts
 	t.Run("BitwiseSplit", func(t *testing.T) { repackBitwise(t, off, split) })
