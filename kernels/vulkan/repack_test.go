@@ -86,9 +86,9 @@ func TestRepack(t *testing.T) {
 	checkClean(t, split)
 }
 
-// TestRepackCoop is TestRepack's bitwise check on the cooperative-matrix
+// TestCoopRepack is TestRepack's bitwise check on the cooperative-matrix
 // kernel.
-func TestRepackCoop(t *testing.T) {
+func TestCoopRepack(t *testing.T) {
 	off := openCoop(t, Config{})
 	on := openCoop(t, Config{Tuning: repackAll()})
 	repackBitwise(t, off, on)
