@@ -110,6 +110,10 @@ type Config struct {
 	// size even where the device has only one (tests use it to run that
 	// path); it has no effect without subgroup size control.
 	PinSubgroups bool
+	// NoRepack keeps every uploaded weight in its file's layout where
+	// the device's tuning repacks it (layout.go; also
+	// VKLLM_VULKAN_DISABLE=repack).
+	NoRepack bool
 	// Tuning overrides kernels' tuning constants (specialization
 	// constants: workgroup size, rows per workgroup, …) by key and knob,
 	// over the committed file of the device (tuning.go). A knob changes
@@ -158,6 +162,12 @@ type DeviceInfo struct {
 	IntegerDot bool
 	// Int8MatMul reports that MatMul runs the int8 kernels (Config.Int8).
 	Int8MatMul bool
+	// Repacked lists the dtypes whose weights Upload repacks for aligned
+	// 16-byte loads (layout.go: the tuning's "layout" keys, unless
+	// Config.NoRepack, and none of the int8 kernels' dtypes in the int8
+	// mode, whose readers take the file layout), e.g. ["Q4_0"]; a weight
+	// whose rows are not whole runs of 8 blocks keeps its file layout.
+	Repacked []string
 }
 
 var typeNames = map[int32]string{0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
@@ -346,6 +356,7 @@ func Open(cfg Config) (*Backend, error) {
 	}
 	b.coopDetect(cfg)
 	b.int8Detect(cfg)
+	b.info.Repacked = b.repackDetect(cfg)
 	b.maxRange = int64(p.max_storage_range) &^ 255
 	if a := int64(p.max_alloc); a > 0 && a < b.maxRange {
 		b.maxRange = a &^ 255
@@ -379,7 +390,8 @@ func Open(cfg Config) (*Backend, error) {
 }
 
 // disable applies VKLLM_VULKAN_DISABLE, a comma-separated list of the
-// features whose fallbacks to force: fp16, subgroup, tiled, coopmat, int8.
+// features whose fallbacks to force: fp16, subgroup, tiled, coopmat, int8,
+// repack.
 func disable(cfg *Config, list string) error {
 	for f := range strings.SplitSeq(list, ",") {
 		switch strings.TrimSpace(f) {
@@ -394,8 +406,10 @@ func disable(cfg *Config, list string) error {
 			cfg.NoCoopMat = true
 		case "int8":
 			cfg.NoInt8 = true
+		case "repack":
+			cfg.NoRepack = true
 		default:
-			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat, int8)", list, f)
+			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat, int8, repack)", list, f)
 		}
 	}
 	return nil

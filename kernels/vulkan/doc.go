@@ -4,8 +4,11 @@
 // Layout: every tensor is row-major in device-local memory, sub-allocated
 // from large blocks; an F32 or I32 tensor holds 4-byte elements, an F16 one
 // (a KV cache) 2-byte IEEE halves, and an uploaded weight keeps the bytes
-// of its file (ggml's block layouts for quantised types), split by rows
-// into several parts when it exceeds maxStorageBufferRange. Ops are
+// of its file (ggml's block layouts for quantised types), or for Q8_0,
+// Q4_0, Q4_1 and Q6_K where the device's tuning repacks them (below) the
+// same bytes moved within each run of 8 blocks of a row, the 8 quant
+// arrays (16-byte aligned) before the 8 d's (layout.go); either is split by
+// rows into several parts when it exceeds maxStorageBufferRange. Ops are
 // recorded into command buffers with a barrier only before a command that
 // depends on an earlier one (hazard.go). A step is submitted in pieces
 // without waiting (after 32 dispatches, then every 128) so that the
@@ -45,7 +48,7 @@
 // push.go mirrors the push constants; profile.go reads GPU timestamps;
 // tuning.go holds the kernels' tuning and sweep.go the sweep that makes it;
 // coop.go picks the cooperative-matrix shape and tiles; int8.go records
-// the int8 mode's MatMul.
+// the int8 mode's MatMul; layout.go repacks weights.
 // Adding an op touches four places: its .comp in shaders/, an entry in
 // shaders.Variants, its method in ops.go (with a push struct in push.go),
 // and a kerneltest case.
@@ -196,6 +199,22 @@
 //     magnitude on the same files), and is off by default until a GPU
 //     measurement (the sweep's matvec_int8 families) decides.
 //
+//   - Repacked weights (layout.go, shaders/common/weights.glsl's REPACK,
+//     specialization constant 15 of every kernel that reads weights:
+//     MatMul's three kernels, GateUpSwiGLU, GetRows) for Q8_0, Q4_0,
+//     Q4_1 and Q6_K weights whose rows are whole runs (a multiple of 256
+//     elements, 2048 for Q6_K), where the device's tuning says so (key
+//     "layout/<dtype>", knob "repack"; 0, the file layout, until a
+//     device's sweep measures both): a lane loads a group's quants with
+//     16-byte loads (one a Q4 group, two a Q8_0 one, one of ql and one
+//     of qh a Q6_K group of 16) and its scales with one aligned word
+//     instead of 2-byte aligned words and shifts. Results are bitwise
+//     the file layout's (TestRepack, models.TestVulkanRepack); GetF32 of
+//     a weight unpacks it. The int8 mode keeps the file layout for its
+//     dtypes (int8.glsl reads it). Off with Config.NoRepack or
+//     VKLLM_VULKAN_DISABLE=repack; DeviceInfo.Repacked lists the dtypes
+//     repacked.
+//
 // On lavapipe the default is the float32, subgroup and tiled variants;
 // DeviceInfo says which are in use (Subgroups, Tiled, FP16, CoopMat,
 // Int8MatMul, and IntegerDot for the device's integer dot products).
@@ -207,9 +226,10 @@
 // A kernel's speed knobs are specialization constants, never a rebuild:
 // tuning.go lists each tuned family (Families: "matvec" for one token,
 // "matvec_batch" for more, "matvec_int8" and "matvec_int8_batch" the
-// same for the int8 mode's kernel) with its knobs' defaults and the
-// values a sweep tries. A tuning key is a family and a weight type
-// ("matvec/q4_0"). The knobs in use are the family's defaults, overridden
+// same for the int8 mode's kernel, "layout" for the weights' layout)
+// with its knobs' defaults and the values a sweep tries. A tuning key is
+// a family and a weight type ("matvec/q4_0"). The knobs in use are the
+// family's defaults, overridden
 // by the committed file of the device (kernels/vulkan/tuning/*.json,
 // embedded, matched by PCI vendor ID and device name), overridden by
 // Config.Tuning (FromEnv: the file VKLLM_VULKAN_TUNING names). Backend.Sweep
@@ -218,7 +238,9 @@
 // family's default's, and writes the device file; the int8 families are
 // timed (their quantising dispatch included) for the Int8Types whether or
 // not the mode is on, so one run on a GPU prints both arithmetics side by
-// side and records the best of each. Another kernel gets tuned by
+// side and records the best of each, and each repackable dtype's matvec
+// and tiled prefill are timed in both layouts ("layout", the repacked
+// results bitwise the file layout's). Another kernel gets tuned by
 // adding its family to Families and reading b.tune.knobs(key) where it
 // dispatches; no knob may change a result (TestSweepCandidates checks
 // every candidate bitwise). The exception is attention: AttentionTuning's

@@ -89,6 +89,7 @@ func (b *Backend) int8MatMul(name string, d, xs, wt *Tensor) {
 // with knobs k: (wg/64)·rows weight rows × toks tokens a workgroup.
 func (b *Backend) int8Matvec(name string, k Knobs, d, xs, wt *Tensor) {
 	n, kk, m := xs.rows, xs.cols, wt.rows
+	must(!wt.repacked, "int8 MatMul: %v is repacked (int8.glsl reads the file layout)", wt)
 	q, err := b.quantizeQ8(xs)
 	if err != nil {
 		b.fail(err)
@@ -183,6 +184,7 @@ func (b *Backend) int8GateUp(name string, d, xs, g, u *Tensor) bool {
 		b.fail(err)
 		return true
 	}
+	must(!g.repacked && !u.repacked, "int8 GateUpSwiGLU: %v or %v is repacked (int8.glsl reads the file layout)", g, u)
 	rows, toks := kn["wg"]/wg*kn["rows"], kn["toks"]
 	for i, p := range g.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(g.rowBytes)}

@@ -253,7 +253,7 @@ func (b *Backend) GetRows(dst, table, ids kernels.Tensor) {
 	gy, gz := grid(n)
 	for _, p := range tb.parts {
 		pc := pcRows{Cols: uint32(cols), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(tb.rowBytes)}
-		b.dispatch(name, []part{p, id.parts[0], d.parts[0]}, pc, uint32((cols+wg-1)/wg), gy, gz)
+		b.dispatchSpec(name, tb.layoutSpec([]uint32{wg}), []part{p, id.parts[0], d.parts[0]}, pc, uint32((cols+wg-1)/wg), gy, gz)
 	}
 }
 
@@ -337,6 +337,7 @@ func (b *Backend) matvec(name string, k Knobs, d, xs, wt *Tensor) {
 // workgroup taking rows weight rows and toks tokens.
 func (b *Backend) matmulDispatch(name string, spec []uint32, rows, toks int, d, xs, wt *Tensor) {
 	n, k, m := xs.rows, xs.cols, wt.rows
+	spec = wt.layoutSpec(spec)
 	for _, p := range wt.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(wt.rowBytes)}
 		gx, gy := grid((p.rows + rows - 1) / rows)
@@ -349,9 +350,10 @@ func (b *Backend) matmulDispatch(name string, spec []uint32, rows, toks int, d, 
 // the gate's dtype: one dispatch per part of the weights. It declines
 // (false) where MatMul would take the cooperative-matrix or tiled kernel
 // (prefill keeps MatMul, MatMul, SwiGLU there), where the two weights
-// differ in dtype or parts, and where the tuning's rows·toks would give a
-// lane more than maxSums gate and up sums. In the int8 mode it runs the
-// int8 kernel's _swiglu variant for those dtypes at every n (int8GateUp).
+// differ in dtype, layout or parts, and where the tuning's rows·toks
+// would give a lane more than maxSums gate and up sums. In the int8 mode
+// it runs the int8 kernel's _swiglu variant for those dtypes at every n
+// (int8GateUp).
 func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 	const op = "GateUpSwiGLU"
 	d, xs, g, u := activation(op, dst), activation(op, x), tensorOf(op, wGate), tensorOf(op, wUp)
@@ -361,7 +363,7 @@ func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 		must(w.rows == m && w.cols == k && d.rows == n && d.cols == m, "%s: dst %v, x %v, gate %v, up %v: want dst (n, m), x (n, k), gate and up (m, k)", op, d, xs, g, u)
 	}
 	must(n <= 65535, "%s: %d tokens in one call (at most 65535)", op, n)
-	if _, coop := b.coopVariant(g.dt); coop || u.dt != g.dt || u.rowBytes != g.rowBytes || len(u.parts) != len(g.parts) {
+	if _, coop := b.coopVariant(g.dt); coop || u.dt != g.dt || u.rowBytes != g.rowBytes || u.repacked != g.repacked || len(u.parts) != len(g.parts) {
 		return false
 	}
 	for i, p := range g.parts {
@@ -388,10 +390,11 @@ func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 		return false
 	}
 	rows, toks := kn["wg"]/wg*kn["rows"], kn["toks"]
+	spec := g.layoutSpec(Families["matvec"].spec(kn))
 	for i, p := range g.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(g.rowBytes)}
 		gx, gy := grid((p.rows + rows - 1) / rows)
-		b.dispatchSpec(name+"_swiglu", Families["matvec"].spec(kn), []part{p, xs.parts[0], d.parts[0], u.parts[i]}, pc, gx, gy, uint32((n+toks-1)/toks))
+		b.dispatchSpec(name+"_swiglu", spec, []part{p, xs.parts[0], d.parts[0], u.parts[i]}, pc, gx, gy, uint32((n+toks-1)/toks))
 	}
 	return true
 }

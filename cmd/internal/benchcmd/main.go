@@ -104,7 +104,12 @@
 // "attention": segments, heads per workgroup, workgroup target, K/V
 // tile) is timed on the models' GQA shapes, one token and 4, lists of 256
 // and 4096 cells, each candidate checked against float64 sums and, where
-// its segments are the default's, bitwise against the default. It prints the table (--json:
+// its segments are the default's, bitwise against the default. The
+// weight layout (Families "layout": Q8_0, Q4_0, Q4_1 and Q6_K repacked
+// for aligned 16-byte loads, or the file's) is timed per type on the
+// matrices whose rows can be repacked, a matrix-vector and a tiled call
+// in each layout, the repacked results checked bitwise against the
+// file layout's. It prints the table (--json:
 // the whole result) and writes the chosen tuning to --sweep-out, the file
 // to commit as kernels/vulkan/tuning/VENDOR-NAME.json for the backend to
 // use on that device. On a GPU it takes a few minutes.

@@ -73,6 +73,7 @@ layout(constant_id = 2) const uint TOKS = 1;
 layout(constant_id = 3) const uint BPI = 2;
 
 layout(binding = 0) readonly buffer WB { uint W[]; };
+layout(binding = 0) readonly buffer WB4 { uvec4 W4[]; }; // W, 16 bytes at a time
 #include "common/weights.glsl"
 #ifdef INT8
 #include "common/int8.glsl"
@@ -89,7 +90,9 @@ layout(binding = 2) writeonly buffer DB { float dst[]; };
 #ifdef GATEUP
 // weights.glsl's readers again, over the up matrix U.
 layout(binding = 3) readonly buffer UB { uint U[]; };
+layout(binding = 3) readonly buffer UB4 { uvec4 U4[]; };
 #define W U
+#define W4 U4
 #define byteAt byteAtU
 #define u16At u16AtU
 #define halfAt halfAtU
@@ -106,6 +109,7 @@ layout(binding = 3) readonly buffer UB { uint U[]; };
 #include "common/int8.glsl"
 #endif
 #undef W
+#undef W4
 #undef byteAt
 #undef u16At
 #undef halfAt
