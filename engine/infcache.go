@@ -28,8 +28,14 @@ import (
 // its whole prompt as cached (Usage.CachedTokens = PromptTokens), and
 // its Outputs are marked Replayed, with no Timing.
 //
-// Entries are evicted least recently used first when their bytes (an
-// estimate of what the Outputs hold) exceed the bound.
+// An entry is stored compactly (compactOutputs: one array each of its
+// Outputs, tokens, text, logprobs), and its bytes are what it holds on
+// the Go heap, an upper bound counted as the allocator rounds each
+// array, with the entry's fixed cost (its list element and map slots).
+// Entries are evicted least recently used first when their bytes exceed
+// the bound. TestInferenceCacheBytesMeasured compares the count with the
+// heap a full cache holds. The outputs of a request still running are
+// not counted: they are its caller's.
 
 // DefaultCacheShare is the share of the machine's memory the inference
 // cache may hold when Options.CacheBytes is 0.
@@ -85,6 +91,7 @@ type inferenceCache struct {
 
 	mu      sync.Mutex
 	bytes   int64
+	deletes int        // from entries since it was made
 	order   *list.List // of *cacheEntry, most recent first
 	entries map[cacheKey]*list.Element
 	hits    uint64
@@ -189,16 +196,16 @@ func (c *inferenceCache) hit() {
 	c.mu.Unlock()
 }
 
-// put stores outs under k, evicting the least recently used entries
-// beyond the bound; outputs bigger than the whole bound are not kept.
+// put stores a compact copy of outs under k, evicting the least recently
+// used entries beyond the bound; outputs bigger than the whole bound are
+// not kept.
 func (c *inferenceCache) put(k cacheKey, outs []Output) {
-	size := int64(len(k))
-	for i := range outs {
-		size += outputBytes(&outs[i])
-	}
+	sh := shapeOf(outs)
+	size := sh.bytes()
 	if size > c.max {
 		return
 	}
+	outs = compactOutputs(outs, sh)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el := c.entries[k]; el != nil { // a twin request finished first
@@ -213,6 +220,15 @@ func (c *inferenceCache) put(k cacheKey, outs []Output) {
 		c.order.Remove(el)
 		delete(c.entries, e.key)
 		c.bytes -= e.size
+		c.deletes++
+	}
+	if c.deletes >= len(c.entries) {
+		// A Go map never shrinks, and its deleted slots make it grow:
+		// rebuild it once as many entries left as it holds, so that it
+		// stays within the slots per entry that mapEntryBytes counts.
+		m := make(map[cacheKey]*list.Element, len(c.entries))
+		maps.Copy(m, c.entries)
+		c.entries, c.deletes = m, 0
 	}
 }
 
@@ -223,14 +239,151 @@ func (c *inferenceCache) stats() (hits uint64, bytes int64) {
 	return c.hits, c.bytes
 }
 
-// outputBytes estimates the memory o holds.
-func outputBytes(o *Output) int64 {
-	n := int64(unsafe.Sizeof(*o)) + int64(len(o.ID)+len(o.TextDelta)+len(o.FinishReason))
-	n += int64(4*cap(o.NewTokens) + 4*cap(o.Embedding))
-	for _, lp := range o.Logprobs {
-		n += int64(unsafe.Sizeof(lp)) + int64(cap(lp.Top))*int64(unsafe.Sizeof(sampler.Logprob{}))
+// What an entry holds on the Go heap, counted as the allocator rounds
+// it: one array of Outputs, and one array each of their tokens, text,
+// logprobs, alternatives and embeddings (compactOutputs), plus the
+// entry's fixed cost.
+const (
+	// mapSlotBytes is a map slot (key and pointer) with its control
+	// byte, as the groups of a full table of 1024 slots are allocated
+	// (Go's swiss map: 8 slots and a control word per group).
+	mapSlotBytes = ((8+8*(sha256.Size+8))*128 + 8 + 8191) &^ 8191 / 1024
+	// mapEntryBytes is the map's share per entry: three slots. A map
+	// holds up to 8/7 slots per entry when full, twice that after it
+	// grows, and more as deleted slots make it grow; rebuilt after as
+	// many deletes as entries (put), it was measured at 2.2-2.7 slots
+	// per entry under churn (Go 1.26).
+	mapEntryBytes = 3 * mapSlotBytes
+)
+
+// entryOverhead is an entry's fixed cost: the entry, its list element
+// and its map slots.
+var entryOverhead = allocBytes(int64(unsafe.Sizeof(cacheEntry{}))) + allocBytes(int64(unsafe.Sizeof(list.Element{}))) + mapEntryBytes
+
+// entryShape counts what an entry's arrays hold.
+type entryShape struct {
+	outs, toks, text, lps, tops, embs int
+	reasons                           int64 // bytes of finish reasons not interned
+}
+
+func shapeOf(outs []Output) entryShape {
+	sh := entryShape{outs: len(outs)}
+	for i := range outs {
+		o := &outs[i]
+		sh.toks += len(o.NewTokens)
+		sh.text += len(o.TextDelta)
+		sh.lps += len(o.Logprobs)
+		for _, lp := range o.Logprobs {
+			sh.tops += len(lp.Top)
+		}
+		sh.embs += len(o.Embedding)
+		if internReason(o.FinishReason) == "" && o.FinishReason != "" {
+			sh.reasons += allocBytes(int64(len(o.FinishReason)))
+		}
 	}
-	return n
+	return sh
+}
+
+// bytes is what compactOutputs holds on the heap for an entry of this
+// shape, with the entry's fixed cost: an upper bound.
+func (sh entryShape) bytes() int64 {
+	n := func(count int, size uintptr) int64 { return allocBytes(int64(count) * int64(size)) }
+	return entryOverhead + sh.reasons +
+		n(sh.outs, unsafe.Sizeof(Output{})) + n(sh.toks, 4) + n(sh.text, 1) + n(sh.embs, 4) +
+		n(sh.lps, unsafe.Sizeof(TokenLogprob{})) + n(sh.tops, unsafe.Sizeof(sampler.Logprob{}))
+}
+
+// entryBytes is the bytes an entry of outs holds.
+func entryBytes(outs []Output) int64 { return shapeOf(outs).bytes() }
+
+// compactOutputs copies outs, of shape sh, into one exact array of
+// Outputs whose tokens, text, logprobs, alternatives and embeddings lie
+// in one exact array each, so that the cache holds no slack capacity, no
+// text the decoder held back, and no per-token allocations. IDs and
+// Timing are dropped (a replay sets its own ID, and no Timing).
+func compactOutputs(outs []Output, sh entryShape) []Output {
+	tokA := make([]int32, 0, sh.toks)
+	lpA := make([]TokenLogprob, 0, sh.lps)
+	topA := make([]sampler.Logprob, 0, sh.tops)
+	embA := make([]float32, 0, sh.embs)
+	var sb strings.Builder
+	sb.Grow(sh.text)
+	for i := range outs {
+		sb.WriteString(outs[i].TextDelta)
+	}
+	all := sb.String()
+	out := make([]Output, len(outs))
+	at := 0
+	for i, o := range outs {
+		o.ID, o.Timing = "", nil
+		o.TextDelta, at = all[at:at+len(o.TextDelta)], at+len(o.TextDelta)
+		if r := internReason(o.FinishReason); r != "" || o.FinishReason == "" {
+			o.FinishReason = r
+		} else {
+			o.FinishReason = strings.Clone(o.FinishReason)
+		}
+		if o.NewTokens != nil {
+			n := len(tokA)
+			tokA = append(tokA, o.NewTokens...)
+			o.NewTokens = tokA[n:len(tokA):len(tokA)]
+		}
+		if o.Embedding != nil {
+			n := len(embA)
+			embA = append(embA, o.Embedding...)
+			o.Embedding = embA[n:len(embA):len(embA)]
+		}
+		if o.Logprobs != nil {
+			n := len(lpA)
+			for _, lp := range o.Logprobs {
+				if lp.Top != nil {
+					m := len(topA)
+					topA = append(topA, lp.Top...)
+					lp.Top = topA[m:len(topA):len(topA)]
+				}
+				lpA = append(lpA, lp)
+			}
+			o.Logprobs = lpA[n:len(lpA):len(lpA)]
+		}
+		out[i] = o
+	}
+	return out
+}
+
+// internReason is the engine's finish reason equal to r, a constant, or
+// "" for another one.
+func internReason(r string) string {
+	switch r {
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "abort":
+		return "abort"
+	}
+	return ""
+}
+
+// sizeClasses are the Go allocator's small object sizes
+// (internal/runtime/gc.SizeClassToSize, stable since Go 1.5; the
+// measured test TestInferenceCacheBytesMeasured catches a change).
+var sizeClasses = [...]int64{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672, 32768}
+
+// allocBytes is what the Go heap gives an allocation of n bytes: its size
+// class, with the 8-byte header of an object over 512 bytes (counted for
+// every such object, an upper bound), or whole 8 KiB pages for one over
+// 32 KiB.
+func allocBytes(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	if n > 512 {
+		n += 8
+	}
+	if n > sizeClasses[len(sizeClasses)-1] {
+		return (n + 8191) &^ 8191
+	}
+	i, _ := slices.BinarySearch(sizeClasses[:], n)
+	return sizeClasses[i]
 }
 
 // recording gathers a request's outputs for the cache as the loop

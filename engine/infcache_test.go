@@ -200,7 +200,7 @@ func TestInferenceCacheLRU(t *testing.T) {
 	out := func(text string) []Output {
 		return []Output{{ID: "x", TextDelta: text, NewTokens: []int32{1, 2, 3}, Finished: true, FinishReason: "stop"}}
 	}
-	one := int64(len(cacheKey{})) + outputBytes(&out("aaaa")[0])
+	one := entryBytes(out("aaaa"))
 	c := newInferenceCache(3 * one)
 	key := func(i byte) cacheKey { return cacheKey{i} }
 	for i := range byte(3) {

@@ -86,7 +86,9 @@ type Options struct {
 	// greedy or seeded request from the outputs of its first run, with
 	// no forward pass (see WithConstraintKey for constrained ones): 0
 	// is DefaultCacheShare of the machine's memory, a negative value
-	// turns the cache off.
+	// turns the cache off. The bound counts the heap the stored answers
+	// hold (their tokens, text and logprobs, and a few hundred bytes per
+	// entry), an upper bound.
 	CacheBytes int64
 }
 

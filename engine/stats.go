@@ -32,7 +32,7 @@ type Stats struct {
 	DraftAccepted uint64
 	// InferenceCacheHits counts the requests the inference cache
 	// answered (no forward pass; LLM.Stats only), InferenceCacheBytes is
-	// what its entries hold (an estimate).
+	// the heap its entries hold (an upper bound; Options.CacheBytes).
 	InferenceCacheHits  uint64
 	InferenceCacheBytes int64
 	// Finished counts finished requests by finish reason ("stop",
