@@ -107,7 +107,7 @@ var (
 	descPQueries = prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", []string{"model_name"}, nil)
 	descPHits    = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", []string{"model_name"}, nil)
 	descICHits   = prometheus.NewDesc("vkllm:inference_cache_hits_total", "Requests answered from the inference cache, with no forward pass.", []string{"model_name"}, nil)
-	descICBytes  = prometheus.NewDesc("vkllm:inference_cache_bytes", "Bytes held by the inference cache (an estimate).", []string{"model_name"}, nil)
+	descICBytes  = prometheus.NewDesc("vkllm:inference_cache_bytes", "Heap bytes held by the inference cache's stored answers (an upper bound: allocator size classes and per-entry overheads counted).", []string{"model_name"}, nil)
 	descSuccess  = prometheus.NewDesc("vllm:request_success_total", "Count of finished requests by finish reason.", []string{"model_name", "finished_reason"}, nil)
 	// The speculative decoding counters (engine.Stats.DraftTokens and
 	// DraftAccepted); 0 for a model served without drafts.
