@@ -14,6 +14,7 @@ type fastScratch struct {
 	neg    []int32   // (n·k/32) −off·Σqx per block, for packed Q8_0 and Q4_0
 	xb     []uint16  // (n·k) activations rounded to bfloat16, for BF16 weights
 	work   [][]float32
+	rows   []unpackedRow // per worker: dotmoretile.go's unpacked weight row
 	// MatMuls' and matMulPacked's operands for matMulPackedMulti, and
 	// its weights' first groups
 	mds, mws []*Tensor
@@ -92,7 +93,8 @@ const (
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
 //	                           dotQ4_K / dotQ6_K
 //	IQ4_NL, IQ4_XS, Q5_0,      the same, then q8Dot's kernel
-//	Q5_1, Q5_K, Q3_K, Q2_K     (dotmore.go)
+//	Q5_1, Q5_K, Q3_K, Q2_K     (dotmore.go); for n ≥ 4 by moreTile's
+//	                           tiles (dotmoretile.go) where SIMD has them
 //	F32, F16, BF16 weights     dotF32 / dotF16 / dotBF16 on x, in place
 //	                           (F16, BF16: by tiles where SIMD has
 //	                           them, tileF16 / tileBF16)
@@ -114,6 +116,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	x := xs.F32
 	var rowDot func(w, j, i int) float32 // dst[i, j] on worker w
 	var th halfTile                      // F16 or BF16 weights: their tile, if any
+	var mt moreTileKind                  // dotmore.go's types in prefill: their tile, if any
 	var hw []uint16                      // and the weight, (m, k)
 	switch {
 	case !wt.Weight && wt.DT == tensor.F32:
@@ -161,6 +164,14 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		nb, rb, dot := k/32, wt.RowBytes, q8Dot(wt.DT)
 		rowDot = func(_, j, i int) float32 {
 			return dot(wt.Raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+		}
+		if tk, ok := moreTile(wt.DT); ok && n >= 4 {
+			mt = tk
+			s := &b.scratch
+			s.rows = grow(s.rows, b.Threads)
+			for w := range b.Threads {
+				s.rows[w].carve(s.buf(b.Threads, w, moreTileFloats(k)), nb)
+			}
 		}
 	default:
 		b.matMulDequant(d, xs, wt)
@@ -290,6 +301,12 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 					}
 				}
 				j = jEnd
+			}
+			if mt.unpack != nil {
+				// each weight row unpacked once for the tile (dotmoretile.go)
+				s := &b.scratch
+				mt.tileRows(d.F32, m, wt.Raw, wt.RowBytes, k, s.qx[:n*k], s.dx[:n*k/32], s.sx[:n*k/32], j, j1, i0, i1, &s.rows[w], q8Dot(wt.DT))
+				j = j1
 			}
 			for ; j < j1; j++ {
 				for i := i0; i < i1; i++ {
