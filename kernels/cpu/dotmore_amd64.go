@@ -32,14 +32,17 @@ func dotQ2_KAVX2(w *byte, qx *int8, dx *float32, nsb int) float32
 func q8Tile4AVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
 
 //go:noescape
-func minsK8AVX2(m, dmin, sx *float32, nsb int) float32
+func q8Tile4UAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
+
+//go:noescape
+func minsK8x4AVX2(m, dmin, sx *float32, nsb, ds int, out *[4]float32)
 
 func init() {
 	if hasAVX2 {
 		dotIQ4_NL, dotIQ4_XS = dotIQ4_NLAsm, dotIQ4_XSAsm
 		dotQ5_0, dotQ5_1, dotQ5_K = dotQ5_0Asm, dotQ5_1Asm, dotQ5_KAsm
 		dotQ3_K, dotQ2_K = superAsm(110, dotQ3_KAVX2), superAsm(84, dotQ2_KAVX2)
-		q8Tile4, minsK8 = q8Tile4Asm, minsK8Asm
+		q8Tile4, q8Tile4U, minsK8x4 = q8Tile4Asm(q8Tile4AVX2), q8Tile4Asm(q8Tile4UAVX2), minsK8x4Asm
 	}
 }
 
@@ -111,23 +114,26 @@ func superAsm(bb int, kernel func(w *byte, qx *int8, dx *float32, nsb int) float
 	}
 }
 
-// q8Tile4Asm checks that the four activation rows (xs values, ds
-// scales apart) hold the unpacked row's blocks.
-func q8Tile4Asm(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32) {
-	nb := len(ud)
-	if nb == 0 {
+// q8Tile4Asm wraps a tile kernel with a check that the four activation
+// rows (xs values, ds scales apart) hold the unpacked row's blocks.
+func q8Tile4Asm(kernel func(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)) func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32) {
+	return func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32) {
+		nb := len(ud)
+		if nb == 0 {
+			*out = [4]float32{}
+			return
+		}
+		_, _, _ = u[64*nb-1], qx[3*xs+32*nb-1], dx[3*ds+nb-1]
+		kernel(&u[0], &ud[0], nb, &qx[0], xs, &dx[0], ds, out)
+	}
+}
+
+func minsK8x4Asm(m, dmin, sx []float32, ds int, out *[4]float32) {
+	nsb := len(dmin)
+	if nsb == 0 {
 		*out = [4]float32{}
 		return
 	}
-	_, _, _ = u[64*nb-1], qx[3*xs+32*nb-1], dx[3*ds+nb-1]
-	q8Tile4AVX2(&u[0], &ud[0], nb, &qx[0], xs, &dx[0], ds, out)
-}
-
-func minsK8Asm(m, dmin, sx []float32) float32 {
-	nsb := len(dmin)
-	if nsb == 0 {
-		return 0
-	}
-	_, _ = m[8*nsb-1], sx[8*nsb-1]
-	return minsK8AVX2(&m[0], &dmin[0], &sx[0], nsb)
+	_, _ = m[8*nsb-1], sx[3*ds+8*nsb-1]
+	minsK8x4AVX2(&m[0], &dmin[0], &sx[0], nsb, ds, out)
 }

@@ -29,13 +29,14 @@ import (
 
 // q8Tile4 is the four-activation-row kernel over an unpacked row (nil
 // without one): out[c] = the lanes' sum for activation row c, whose
-// values are at qx[c·xs:], scales at dx[c·ds:].
-var q8Tile4 func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32)
+// values are at qx[c·xs:], scales at dx[c·ds:]. q8Tile4U is the same
+// for rows with no negative value (faster: no sign trick).
+var q8Tile4, q8Tile4U func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32)
 
-// minsK8 is Q5_K's minimum term in the one-row kernel's order (nil
-// without it): lane s sums fma(dmin, m_s·s_x,s, ·) over the
-// super-blocks, reduced by HSUM.
-var minsK8 func(m, dmin, sx []float32) float32
+// minsK8x4 is Q5_K's minimum term for four activation rows (scaled sums
+// at sx[c·ds:]) in the one-row kernel's order (nil without it): lane s
+// sums fma(dmin, m_s·s_x,s, ·) over the super-blocks, reduced by HSUM.
+var minsK8x4 func(m, dmin, sx []float32, ds int, out *[4]float32)
 
 // unpackedRow is one weight row in the tiles' form, in a worker's
 // scratch.
@@ -50,14 +51,15 @@ type unpackedRow struct {
 
 // moreTileKind is one type's unpacker and how its minimum comes in.
 type moreTileKind struct {
-	unpack func(w []byte, u *unpackedRow)
-	mins   int // minsNone, minsBlock (Q5_1), minsK8 (Q5_K), minsRow (Q2_K)
+	unpack   func(w []byte, u *unpackedRow)
+	mins     int  // minsNone, minsBlock (Q5_1), minsLanes (Q5_K), minsRow (Q2_K)
+	unsigned bool // no value is negative: q8Tile4U
 }
 
 const (
 	minsNone  = iota
 	minsBlock // + Σ_b float32(m_b·s_x,b), one running float32 sum
-	minsLanes // − minsK8(m, dmin, s_x)
+	minsLanes // − minsK8x4(m, dmin, s_x)
 	minsRow   // − the tile of the second row (q2, d2)
 )
 
@@ -73,32 +75,31 @@ func moreTile(dt tensor.DType) (moreTileKind, bool) {
 func moreTileKindOf(dt tensor.DType) (moreTileKind, bool) {
 	switch dt {
 	case tensor.IQ4_NL:
-		return moreTileKind{unpackIQ4_NL, minsNone}, true
+		return moreTileKind{unpackIQ4_NL, minsNone, false}, true
 	case tensor.IQ4_XS:
-		return moreTileKind{unpackIQ4_XS, minsNone}, true
+		return moreTileKind{unpackIQ4_XS, minsNone, false}, true
 	case tensor.Q5_0:
-		return moreTileKind{unpackQ5_0, minsNone}, true
+		return moreTileKind{unpackQ5_0, minsNone, false}, true
 	case tensor.Q5_1:
-		return moreTileKind{unpackQ5_1, minsBlock}, true
+		return moreTileKind{unpackQ5_1, minsBlock, true}, true
 	case tensor.Q5_K:
-		return moreTileKind{unpackQ5_K, minsLanes}, true
+		return moreTileKind{unpackQ5_K, minsLanes, true}, true
 	case tensor.Q3_K:
-		return moreTileKind{unpackQ3_K, minsNone}, true
+		return moreTileKind{unpackQ3_K, minsNone, false}, true
 	case tensor.Q2_K:
-		return moreTileKind{unpackQ2_K, minsRow}, true
+		return moreTileKind{unpackQ2_K, minsRow, true}, true
 	}
 	return moreTileKind{}, false
 }
 
-// moreTileFloats is the worker scratch (float32s) a tile of rows of
+// moreTileFloats is the worker scratch (float32s) one unpacked row of
 // k values takes.
 func moreTileFloats(k int) int {
 	nb := k / 32
 	return 2*(16*nb+nb) + 2*nb + 8
 }
 
-// row carves an unpackedRow for rows of nb blocks out of buf
-// (moreTileFloats long).
+// carve makes u a row of nb blocks in buf (moreTileFloats long).
 func (u *unpackedRow) carve(buf []float32, nb int) {
 	u.q, buf = f32bytes(buf[:16*nb]), buf[16*nb:]
 	u.d, buf = buf[:nb], buf[nb:]
@@ -116,48 +117,70 @@ func f32bytes(x []float32) []byte {
 }
 
 // tileRows computes dst[i, j] (dst (n, m)) for the weight rows [j0, j1)
-// and activation rows [i0, i1) (four at a time, the rest by one) of the
-// quantised activations qx, dx, sx (rows of k, k/32, k/32), each weight
-// row unpacked once into u; one is the one-row kernel, for the last
-// i1−i0 mod 4 activation rows.
+// and all n activation rows of the quantised activations qx, dx, sx
+// (rows of k, k/32, k/32 values): each weight row unpacked once, into
+// rows[j−j0]; then, by tiles of xTile activation rows (in cache while
+// the unpacked rows pass by), four activation rows at a time, and the
+// last i1−i0 mod 4 of a tile by one, the one-row kernel.
 func (t moreTileKind) tileRows(dst []float32, m int, raw []byte, rb, k int, qx []int8, dx, sx []float32,
-	j0, j1, i0, i1 int, u *unpackedRow, one func(w []byte, qx []int8, dx, sx []float32) float32) {
+	j0, j1, n int, rows []unpackedRow, one func(w []byte, qx []int8, dx, sx []float32) float32) {
 	nb := k / 32
-	var out, mout [4]float32
 	for j := j0; j < j1; j++ {
-		row := raw[j*rb : (j+1)*rb]
-		t.unpack(row, u)
-		i := i0
-		for ; i+4 <= i1; i += 4 {
-			q8Tile4(u.q, u.d, qx[i*k:], k, dx[i*nb:], nb, &out)
-			switch t.mins {
-			case minsBlock:
-				for c := range 4 {
-					var s float32
-					sxc := sx[(i+c)*nb : (i+c+1)*nb]
-					for b, mb := range u.m[:nb] {
-						s += float32(mb * sxc[b])
+		t.unpack(raw[j*rb:(j+1)*rb], &rows[j-j0])
+	}
+	var out, mout [4]float32
+	tile := q8Tile4
+	if t.unsigned {
+		tile = q8Tile4U
+	}
+	for i0 := 0; i0 < n; i0 += xTile {
+		i1 := min(i0+xTile, n)
+		for j := j0; j < j1; j++ {
+			u := &rows[j-j0]
+			i := i0
+			for ; i+4 <= i1; i += 4 {
+				tile(u.q, u.d, qx[i*k:], k, dx[i*nb:], nb, &out)
+				switch t.mins {
+				case minsBlock:
+					minsBlock4(u.m[:nb], sx[i*nb:], nb, &mout)
+					for c := range 4 {
+						out[c] += mout[c]
 					}
-					out[c] += s
+				case minsLanes:
+					minsK8x4(u.m[:nb], u.dm[:nb/8], sx[i*nb:], nb, &mout)
+					for c := range 4 {
+						out[c] -= mout[c]
+					}
+				case minsRow:
+					tile(u.q2, u.d2, qx[i*k:], k, dx[i*nb:], nb, &mout)
+					for c := range 4 {
+						out[c] -= mout[c]
+					}
 				}
-			case minsLanes:
 				for c := range 4 {
-					out[c] -= minsK8(u.m[:nb], u.dm[:nb/8], sx[(i+c)*nb:(i+c+1)*nb])
-				}
-			case minsRow:
-				q8Tile4(u.q2, u.d2, qx[i*k:], k, dx[i*nb:], nb, &mout)
-				for c := range 4 {
-					out[c] -= mout[c]
+					dst[(i+c)*m+j] = out[c]
 				}
 			}
-			for c := range 4 {
-				dst[(i+c)*m+j] = out[c]
+			for ; i < i1; i++ {
+				dst[i*m+j] = one(raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
 			}
-		}
-		for ; i < i1; i++ {
-			dst[i*m+j] = one(row, qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
 		}
 	}
+}
+
+// minsBlock4 is Q5_1's minimum term for four activation rows (scaled
+// sums at sx[c·ds:]) as dotQ5_1AVX2 sums it: Σ_b float32(m_b·s_x,b),
+// one running float32 sum in block order (four of them interleaved).
+func minsBlock4(m, sx []float32, ds int, out *[4]float32) {
+	s0, s1, s2, s3 := sx[:len(m)], sx[ds:ds+len(m)], sx[2*ds:2*ds+len(m)], sx[3*ds:3*ds+len(m)]
+	var a0, a1, a2, a3 float32
+	for b, mb := range m {
+		a0 += float32(mb * s0[b]) // the conversions keep the products rounded (no fused multiply-add)
+		a1 += float32(mb * s1[b])
+		a2 += float32(mb * s2[b])
+		a3 += float32(mb * s3[b])
+	}
+	*out = [4]float32{a0, a1, a2, a3}
 }
 
 // spread8[b]: bit e of b as byte e (0 or 1).

@@ -3,55 +3,174 @@
 #include "textflag.h"
 #include "hsum_amd64.h"
 
-// The prefill tile of dotmoretile.go: one unpacked weight row (64 bytes
+// The prefill tiles of dotmoretile.go: one unpacked weight row (64 bytes
 // per block of 32: int8 values, then 16 int16 scales; d_b float32 apart)
-// against four activation rows. Per block and activation row it does
+// against four activation rows. Per block and activation row they do
 // what dotmore_amd64.s does per block: Σ = vpmaddwd(vpmaddubsw(|w|,
-// x·sign w), scales), acc += float(Σ)·(d_b·d_x) lane by lane, HSUM at
+// x·sign w), scales) (or vpmaddubsw(w, x) where no value is negative:
+// the same int16 sums), acc += float(Σ)·(d_b·d_x) lane by lane, HSUM at
 // the end, so each value is bitwise the one-row kernel's.
+//
+// Registers: SI the row, DX its d_b, CX blocks left, DI the activations
+// of row 0 (R8 = xs, R11 = 3·xs bytes on), R9 their scales (R10, R12 =
+// ds, 3·ds bytes on); Y0, Y8, Y9, Y10 the four rows' sums; Y1 the block's
+// values, Y3 = |Y1|, Y6 its scales. The blocks go by eights, the
+// products d_b·d_x of the eight blocks and four rows first formed by
+// vmulps into 0…127(SP); then one by one.
 
-// QTOK(x, dxa, acc): one activation row's step: its 32 values at x, its
-// block scale at dxa (Y1 the values, Y3 = |Y1|, Y6 the scales, Y7 = d_b).
-#define QTOK(x, dxa, acc) \
+// TOKS(x, m, acc): one row's step, signed values: its 32 values at x,
+// its d_b·d_x broadcast from m.
+#define TOKS(x, m, acc) \
 	VMOVDQU      x, Y2         \
 	VPSIGNB      Y1, Y2, Y4    \
 	VPMADDUBSW   Y4, Y3, Y4    \
 	VPMADDWD     Y6, Y4, Y4    \
 	VCVTDQ2PS    Y4, Y4        \
-	VBROADCASTSS dxa, Y5       \
-	VMULPS       Y7, Y5, Y5    \
+	VBROADCASTSS m, Y5         \
 	VFMADD231PS  Y5, Y4, acc
 
+// TOKU(x, m, acc): the same for values ≥ 0 (Y1 read as unsigned).
+#define TOKU(x, m, acc) \
+	VPMADDUBSW   x, Y1, Y4     \
+	VPMADDWD     Y6, Y4, Y4    \
+	VCVTDQ2PS    Y4, Y4        \
+	VBROADCASTSS m, Y5         \
+	VFMADD231PS  Y5, Y4, acc
+
+// BLKS(TOK, b), BLKU(TOK, b): block b of a group of eight (signed
+// values, or ≥ 0), its products at 4b(SP), 32+4b(SP), 64+4b(SP) and
+// 96+4b(SP).
+#define BLKS(TOK, b) \
+	VMOVDQU 64*b(SI), Y1   \
+	VPSIGNB Y1, Y1, Y3     \
+	BLKROWS(TOK, b)
+
+#define BLKU(TOK, b) \
+	VMOVDQU 64*b(SI), Y1   \
+	BLKROWS(TOK, b)
+
+#define BLKROWS(TOK, b) \
+	VMOVDQU 64*b+32(SI), Y6 \
+	TOK(32*b(DI), 4*b(SP), Y0)          \
+	TOK(32*b(DI)(R8*1), 32+4*b(SP), Y8)  \
+	TOK(32*b(DI)(R8*2), 64+4*b(SP), Y9)  \
+	TOK(32*b(DI)(R11*1), 96+4*b(SP), Y10)
+
+// MULS(m, off): off(SP) = the eight d_b (Y7) times the eight d_x at m.
+#define MULS(m, off) \
+	VMULPS  m, Y7, Y5 \
+	VMOVUPS Y5, off(SP)
+
+// TILE4(BLK, TOK, labels…): a kernel's body.
+#define TILE4(BLK, TOK, group, one, done) \
+	MOVQ u+0(FP), SI              \
+	MOVQ ud+8(FP), DX             \
+	MOVQ nb+16(FP), CX            \
+	MOVQ qx+24(FP), DI            \
+	MOVQ xs+32(FP), R8            \
+	MOVQ dx+40(FP), R9            \
+	MOVQ ds+48(FP), R10           \
+	SHLQ $2, R10                  \
+	LEAQ (R8)(R8*2), R11          \
+	LEAQ (R10)(R10*2), R12        \
+	ZERO4(Y0, Y8, Y9, Y10)        \
+	CMPQ CX, $8                   \
+	JLT  one                      \
+group:                            \
+	VMOVUPS (DX), Y7              \
+	MULS((R9), 0)                 \
+	MULS((R9)(R10*1), 32)         \
+	MULS((R9)(R10*2), 64)         \
+	MULS((R9)(R12*1), 96)         \
+	BLK(TOK, 0)                   \
+	BLK(TOK, 1)                   \
+	BLK(TOK, 2)                   \
+	BLK(TOK, 3)                   \
+	BLK(TOK, 4)                   \
+	BLK(TOK, 5)                   \
+	BLK(TOK, 6)                   \
+	BLK(TOK, 7)                   \
+	ADDQ $512, SI                 \
+	ADDQ $32, DX                  \
+	ADDQ $256, DI                 \
+	ADDQ $32, R9                  \
+	SUBQ $8, CX                   \
+	CMPQ CX, $8                   \
+	JGE  group                    \
+one:                              \
+	TESTQ CX, CX                  \
+	JZ    done                    \
+	VBROADCASTSS (DX), Y7         \
+	VMULSS (R9), X7, X5           \
+	VMOVSS X5, 0(SP)              \
+	VMULSS (R9)(R10*1), X7, X5    \
+	VMOVSS X5, 32(SP)             \
+	VMULSS (R9)(R10*2), X7, X5    \
+	VMOVSS X5, 64(SP)             \
+	VMULSS (R9)(R12*1), X7, X5    \
+	VMOVSS X5, 96(SP)             \
+	BLK(TOK, 0)                   \
+	ADDQ $64, SI                  \
+	ADDQ $4, DX                   \
+	ADDQ $32, DI                  \
+	ADDQ $4, R9                   \
+	DECQ CX                       \
+	JMP  one                      \
+done:                             \
+	MOVQ out+56(FP), BX           \
+	HSUM(Y0, X0, X1)              \
+	MOVSS X0, 0(BX)               \
+	HSUM(Y8, X8, X1)              \
+	MOVSS X8, 4(BX)               \
+	HSUM(Y9, X9, X1)              \
+	MOVSS X9, 8(BX)               \
+	HSUM(Y10, X10, X1)            \
+	MOVSS X10, 12(BX)             \
+	VZEROUPPER                    \
+	RET
+
 // func q8Tile4AVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
-TEXT ·q8Tile4AVX2(SB), NOSPLIT, $0-64
-	MOVQ u+0(FP), SI
-	MOVQ ud+8(FP), DX
-	MOVQ nb+16(FP), CX
-	MOVQ qx+24(FP), DI
-	MOVQ xs+32(FP), R8
-	MOVQ dx+40(FP), R9
-	MOVQ ds+48(FP), R10
-	MOVQ out+56(FP), BX
-	SHLQ $2, R10                 // ds in bytes
-	LEAQ (R8)(R8*2), R11         // 3·xs
-	LEAQ (R10)(R10*2), R12       // 3·ds bytes
+TEXT ·q8Tile4AVX2(SB), NOSPLIT, $128-64
+	TILE4(BLKS, TOKS, sgroup, sone, sdone)
+
+// func q8Tile4UAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
+//
+// q8Tile4AVX2 for rows whose values are all ≥ 0.
+TEXT ·q8Tile4UAVX2(SB), NOSPLIT, $128-64
+	TILE4(BLKU, TOKU, ugroup, uone, udone)
+
+// func minsK8x4AVX2(m, dmin, sx *float32, nsb, ds int, out *[4]float32)
+//
+// Q5_K's minima of four activation rows (scaled sums ds floats apart)
+// as dotQ5_KAVX2 sums them: lane s += (m_s·s_x,s)·dmin (fused),
+// super-block after super-block, then HSUM.
+TEXT ·minsK8x4AVX2(SB), NOSPLIT, $0-48
+	MOVQ m+0(FP), SI
+	MOVQ dmin+8(FP), DX
+	MOVQ sx+16(FP), R9
+	MOVQ nsb+24(FP), CX
+	MOVQ ds+32(FP), R10
+	MOVQ out+40(FP), BX
+	SHLQ $2, R10
+	LEAQ (R10)(R10*2), R12
 	ZERO4(Y0, Y8, Y9, Y10)
 
-tileloop:
-	VMOVDQU      (SI), Y1
-	VPSIGNB      Y1, Y1, Y3
-	VMOVDQU      32(SI), Y6
+minsloop:
+	VMOVUPS      (SI), Y6
 	VBROADCASTSS (DX), Y7
-	QTOK((DI), (R9), Y0)
-	QTOK((DI)(R8*1), (R9)(R10*1), Y8)
-	QTOK((DI)(R8*2), (R9)(R10*2), Y9)
-	QTOK((DI)(R11*1), (R9)(R12*1), Y10)
-	ADDQ         $64, SI
+	VMULPS       (R9), Y6, Y5
+	VFMADD231PS  Y7, Y5, Y0
+	VMULPS       (R9)(R10*1), Y6, Y5
+	VFMADD231PS  Y7, Y5, Y8
+	VMULPS       (R9)(R10*2), Y6, Y5
+	VFMADD231PS  Y7, Y5, Y9
+	VMULPS       (R9)(R12*1), Y6, Y5
+	VFMADD231PS  Y7, Y5, Y10
+	ADDQ         $32, SI
 	ADDQ         $4, DX
-	ADDQ         $32, DI
-	ADDQ         $4, R9
+	ADDQ         $32, R9
 	DECQ         CX
-	JNZ          tileloop
+	JNZ          minsloop
 	HSUM(Y0, X0, X1)
 	MOVSS        X0, 0(BX)
 	HSUM(Y8, X8, X1)
@@ -61,30 +180,4 @@ tileloop:
 	HSUM(Y10, X10, X1)
 	MOVSS        X10, 12(BX)
 	VZEROUPPER
-	RET
-
-// func minsK8AVX2(m, dmin, sx *float32, nsb int) float32
-//
-// Q5_K's minima as dotQ5_KAVX2 sums them: lane s += (m_s·s_x,s)·dmin
-// (fused), super-block after super-block, then HSUM.
-TEXT ·minsK8AVX2(SB), NOSPLIT, $0-36
-	MOVQ   m+0(FP), SI
-	MOVQ   dmin+8(FP), DX
-	MOVQ   sx+16(FP), R9
-	MOVQ   nsb+24(FP), CX
-	VXORPS Y10, Y10, Y10
-
-minsloop:
-	VMOVUPS      (SI), Y6
-	VMULPS       (R9), Y6, Y6
-	VBROADCASTSS (DX), Y7
-	VFMADD231PS  Y7, Y6, Y10
-	ADDQ         $32, SI
-	ADDQ         $4, DX
-	ADDQ         $32, R9
-	DECQ         CX
-	JNZ          minsloop
-	HSUM(Y10, X10, X8)
-	VZEROUPPER
-	MOVSS        X10, ret+32(FP)
 	RET

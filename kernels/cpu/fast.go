@@ -167,10 +167,13 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		}
 		if tk, ok := moreTile(wt.DT); ok && n >= 4 {
 			mt = tk
-			s := &b.scratch
-			s.rows = grow(s.rows, b.Threads)
+			s, size := &b.scratch, moreTileFloats(k)
+			s.rows = grow(s.rows, b.Threads*rowsPerTask)
 			for w := range b.Threads {
-				s.rows[w].carve(s.buf(b.Threads, w, moreTileFloats(k)), nb)
+				buf := s.buf(b.Threads, w, rowsPerTask*size)
+				for r := range rowsPerTask {
+					s.rows[w*rowsPerTask+r].carve(buf[r*size:(r+1)*size], nb)
+				}
 			}
 		}
 	default:
@@ -228,6 +231,12 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		}
 	}
 	b.Pool.RunRanges(m, per, func(w, j0, j1 int) {
+		if mt.unpack != nil { // each weight row unpacked once (dotmoretile.go)
+			s := &b.scratch
+			mt.tileRows(d.F32, m, wt.Raw, wt.RowBytes, k, s.qx[:n*k], s.dx[:n*k/32], s.sx[:n*k/32],
+				j0, j1, n, s.rows[w*rowsPerTask:(w+1)*rowsPerTask], q8Dot(wt.DT))
+			return
+		}
 		var out *[16]float32
 		if t4 != nil || th.fn != nil {
 			out = (*[16]float32)(b.scratch.work[w][:16])
@@ -301,12 +310,6 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 					}
 				}
 				j = jEnd
-			}
-			if mt.unpack != nil {
-				// each weight row unpacked once for the tile (dotmoretile.go)
-				s := &b.scratch
-				mt.tileRows(d.F32, m, wt.Raw, wt.RowBytes, k, s.qx[:n*k], s.dx[:n*k/32], s.sx[:n*k/32], j, j1, i0, i1, &s.rows[w], q8Dot(wt.DT))
-				j = j1
 			}
 			for ; j < j1; j++ {
 				for i := i0; i < i1; i++ {
