@@ -27,7 +27,7 @@ func TestUploadTakesMoreDTypes(t *testing.T) {
 	}
 }
 
-// BenchmarkMatMulMore compares, for dotmore.go's dtypes, the fast path
+// BenchmarkMatMulMore compares, for dotmore.go's dtypes and Q6_K, the fast path
 // ("tile": activations quantised, q8Dot's kernel, and in prefill
 // moreTile's tiles), the one-row kernels alone ("rows": the fast path
 // before the tiles) and the path they replace ("generic": each weight
@@ -38,7 +38,7 @@ func TestUploadTakesMoreDTypes(t *testing.T) {
 //
 //	go test -run '^$' -bench 'MatMulMore/Q5_K/down/n=64' -count 3 ./kernels/cpu/
 func BenchmarkMatMulMore(b *testing.B) {
-	for _, dt := range moreTypes {
+	for _, dt := range append(moreTypes[:len(moreTypes):len(moreTypes)], tensor.Q6_K) {
 		for _, shape := range []struct {
 			name string
 			m, k int

@@ -52,8 +52,9 @@ type unpackedRow struct {
 // moreTileKind is one type's unpacker and how its minimum comes in.
 type moreTileKind struct {
 	unpack   func(w []byte, u *unpackedRow)
-	mins     int  // minsNone, minsBlock (Q5_1), minsLanes (Q5_K), minsRow (Q2_K)
-	unsigned bool // no value is negative: q8Tile4U
+	one      func(w []byte, qx []int8, dx, sx []float32) float32 // the one-row kernel
+	mins     int                                                 // minsNone, minsBlock (Q5_1), minsLanes (Q5_K), minsRow (Q2_K)
+	unsigned bool                                                // no value is negative: q8Tile4U
 }
 
 const (
@@ -63,7 +64,8 @@ const (
 	minsRow   // − the tile of the second row (q2, d2)
 )
 
-// moreTile is dt's tile (ok false: none, or no tile kernel on this CPU).
+// moreTile is dt's tile (ok false: none, or no tile kernel on this CPU):
+// dotmore.go's types and Q6_K.
 func moreTile(dt tensor.DType) (moreTileKind, bool) {
 	if q8Tile4 == nil || !littleEndian {
 		return moreTileKind{}, false
@@ -73,23 +75,26 @@ func moreTile(dt tensor.DType) (moreTileKind, bool) {
 
 // moreTileKindOf is dt's unpacker, whether or not there is a tile kernel.
 func moreTileKindOf(dt tensor.DType) (moreTileKind, bool) {
+	k := moreTileKind{one: q8Dot(dt)}
 	switch dt {
 	case tensor.IQ4_NL:
-		return moreTileKind{unpackIQ4_NL, minsNone, false}, true
+		k.unpack = unpackIQ4_NL
 	case tensor.IQ4_XS:
-		return moreTileKind{unpackIQ4_XS, minsNone, false}, true
+		k.unpack = unpackIQ4_XS
 	case tensor.Q5_0:
-		return moreTileKind{unpackQ5_0, minsNone, false}, true
+		k.unpack = unpackQ5_0
 	case tensor.Q5_1:
-		return moreTileKind{unpackQ5_1, minsBlock, true}, true
+		k.unpack, k.mins, k.unsigned = unpackQ5_1, minsBlock, true
 	case tensor.Q5_K:
-		return moreTileKind{unpackQ5_K, minsLanes, true}, true
+		k.unpack, k.mins, k.unsigned = unpackQ5_K, minsLanes, true
 	case tensor.Q3_K:
-		return moreTileKind{unpackQ3_K, minsNone, false}, true
+		k.unpack = unpackQ3_K
 	case tensor.Q2_K:
-		return moreTileKind{unpackQ2_K, minsRow, true}, true
+		k.unpack, k.mins, k.unsigned = unpackQ2_K, minsRow, true
+	case tensor.Q6_K: // dot.go's, the same arithmetic
+		k.unpack, k.one = unpackQ6_K, dotQ6_K
 	}
-	return moreTileKind{}, false
+	return k, k.unpack != nil
 }
 
 // moreTileFloats is the worker scratch (float32s) one unpacked row of
@@ -97,6 +102,19 @@ func moreTileKindOf(dt tensor.DType) (moreTileKind, bool) {
 func moreTileFloats(k int) int {
 	nb := k / 32
 	return 2*(16*nb+nb) + 2*nb + 8
+}
+
+// carveRows gives each of threads workers rowsPerTask unpacked rows of
+// k values (s.rows[w·rowsPerTask:]) in its scratch.
+func (s *fastScratch) carveRows(threads, k int) {
+	size := moreTileFloats(k)
+	s.rows = grow(s.rows, threads*rowsPerTask)
+	for w := range threads {
+		buf := s.buf(threads, w, rowsPerTask*size)
+		for r := range rowsPerTask {
+			s.rows[w*rowsPerTask+r].carve(buf[r*size:(r+1)*size], k/32)
+		}
+	}
 }
 
 // carve makes u a row of nb blocks in buf (moreTileFloats long).
@@ -123,7 +141,7 @@ func f32bytes(x []float32) []byte {
 // the unpacked rows pass by), four activation rows at a time, and the
 // last i1−i0 mod 4 of a tile by one, the one-row kernel.
 func (t moreTileKind) tileRows(dst []float32, m int, raw []byte, rb, k int, qx []int8, dx, sx []float32,
-	j0, j1, n int, rows []unpackedRow, one func(w []byte, qx []int8, dx, sx []float32) float32) {
+	j0, j1, n int, rows []unpackedRow) {
 	nb := k / 32
 	for j := j0; j < j1; j++ {
 		t.unpack(raw[j*rb:(j+1)*rb], &rows[j-j0])
@@ -162,7 +180,7 @@ func (t moreTileKind) tileRows(dst []float32, m int, raw []byte, rb, k int, qx [
 				}
 			}
 			for ; i < i1; i++ {
-				dst[i*m+j] = one(raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
+				dst[i*m+j] = t.one(raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
 			}
 		}
 	}
@@ -343,6 +361,26 @@ func unpackQ2_K(w []byte, u *unpackedRow) {
 			putScales(u.q, b, int16(lo&15), int16(hi&15))
 			putScales(u.q2, b, int16(lo>>4), int16(hi>>4))
 			u.d[b], u.d2[b] = d, dmin
+		}
+	}
+}
+
+func unpackQ6_K(w []byte, u *unpackedRow) {
+	for sb := range len(w) / 210 {
+		blk := w[sb*210 : sb*210+210]
+		d := f16at(blk[208:])
+		for g := range 8 {
+			b, h, c := sb*8+g, g/4, g%4
+			ql, qh := blk[64*h+32*(c&1):], blk[128+32*h:]
+			for e := 0; e < 32; e += 8 {
+				v := nibbles8(ql[e:], c >= 2)
+				hi := binary.LittleEndian.Uint64(qh[e:]) >> (2 * c)
+				v |= (hi & ones8) << 4            // bit 4
+				v |= (hi>>1&ones8 ^ ones8) * 0xe0 // q − 32 where bit 5 is clear
+				binary.LittleEndian.PutUint64(u.q[64*b+e:], v)
+			}
+			putScales(u.q, b, int16(int8(blk[192+2*g])), int16(int8(blk[192+2*g+1])))
+			u.d[b] = d
 		}
 	}
 }

@@ -8,17 +8,18 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// TestMoreTilesBitwise: the fast MatMul of dotmore.go's types, whose
-// prefill goes by moreTile's tiles where SIMD has them, gives every
-// value bitwise the one-row kernel's (q8Dot) on its pair, at 1 and 3
+// TestMoreTilesBitwise: the fast MatMul of dotmore.go's types and Q6_K,
+// whose prefill goes by moreTile's tiles where SIMD has them, gives
+// every value bitwise the one-row kernel's (q8Dot, dotQ6_K) on its pair, at 1 and 3
 // threads, row lengths of one block and several, and activation row
 // counts that leave tiles part full (decode, 4, 9 and past one xTile).
 func TestMoreTilesBitwise(t *testing.T) {
 	t.Logf("kernels: %s", SIMD())
-	for _, dt := range moreTypes {
+	for _, dt := range append(moreTypes[:len(moreTypes):len(moreTypes)], tensor.Q6_K) {
 		if _, ok := moreTile(dt); hasAVX2 && !ok {
 			t.Errorf("%v: no prefill tile", dt)
 		}
+		kind, _ := moreTileKindOf(dt)
 		ks := []int{32, 96, 896}
 		if dt.BlockSize() == 256 {
 			ks = []int{256, 1024}
@@ -50,7 +51,7 @@ func TestMoreTilesBitwise(t *testing.T) {
 					for i := range n {
 						quantizeQ8(xs[i*k:(i+1)*k], qx, dx, sx)
 						for j := range m {
-							want := q8Dot(dt)(data[j*rb:(j+1)*rb], qx, dx, sx)
+							want := kind.one(data[j*rb:(j+1)*rb], qx, dx, sx)
 							if math.Float32bits(got[i*m+j]) != math.Float32bits(want) && bad < 3 {
 								bad++
 								t.Errorf("%v threads=%d k=%d n=%d: [%d, %d] = %v, one-row %v", dt, threads, k, n, i, j, got[i*m+j], want)
@@ -70,7 +71,7 @@ func TestMoreTilesBitwise(t *testing.T) {
 // does with them.
 func TestMoreUnpack(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 7))
-	for _, c := range moreCases {
+	for _, c := range append(moreCases[:len(moreCases):len(moreCases)], moreCase{tensor.Q6_K, dotQ6_KGo, []int{208}}) {
 		kind, ok := moreTileKindOf(c.dt)
 		if !ok {
 			t.Fatalf("%v: no unpacker", c.dt)

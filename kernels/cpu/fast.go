@@ -91,7 +91,8 @@ const (
 //	Q8_0, Q4_0, Q4_1, Q4_K     matMulPacked (packed.go), where packed
 //	Q8_0, Q4_0, Q4_1,          x quantised by quantizeQ8 once per call,
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
-//	                           dotQ4_K / dotQ6_K
+//	                           dotQ4_K / dotQ6_K (Q6_K: in prefill
+//	                           by moreTile's tiles, as the next row)
 //	IQ4_NL, IQ4_XS, Q5_0,      the same, then q8Dot's kernel
 //	Q5_1, Q5_K, Q3_K, Q2_K     (dotmore.go); for n ≥ 4 by moreTile's
 //	                           tiles (dotmoretile.go) where SIMD has them
@@ -165,20 +166,13 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		rowDot = func(_, j, i int) float32 {
 			return dot(wt.Raw[j*rb:(j+1)*rb], qx[i*k:(i+1)*k], dx[i*nb:(i+1)*nb], sx[i*nb:(i+1)*nb])
 		}
-		if tk, ok := moreTile(wt.DT); ok && n >= 4 {
-			mt = tk
-			s, size := &b.scratch, moreTileFloats(k)
-			s.rows = grow(s.rows, b.Threads*rowsPerTask)
-			for w := range b.Threads {
-				buf := s.buf(b.Threads, w, rowsPerTask*size)
-				for r := range rowsPerTask {
-					s.rows[w*rowsPerTask+r].carve(buf[r*size:(r+1)*size], nb)
-				}
-			}
-		}
 	default:
 		b.matMulDequant(d, xs, wt)
 		return
+	}
+	if tk, ok := moreTile(wt.DT); ok && wt.Weight && n >= 4 {
+		mt = tk
+		b.scratch.carveRows(b.Threads, k)
 	}
 	// Tiles of four weight rows (Q8_0, Q4_0, Q4_1, Q4_K where they are
 	// not packed, i.e. without AVX2, made of the one-row kernels):
@@ -234,7 +228,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		if mt.unpack != nil { // each weight row unpacked once (dotmoretile.go)
 			s := &b.scratch
 			mt.tileRows(d.F32, m, wt.Raw, wt.RowBytes, k, s.qx[:n*k], s.dx[:n*k/32], s.sx[:n*k/32],
-				j0, j1, n, s.rows[w*rowsPerTask:(w+1)*rowsPerTask], q8Dot(wt.DT))
+				j0, j1, n, s.rows[w*rowsPerTask:(w+1)*rowsPerTask])
 			return
 		}
 		var out *[16]float32
