@@ -35,6 +35,9 @@ func q8Tile4AVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds
 func q8Tile4UAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
 
 //go:noescape
+func q8Tile4MAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx *float32)
+
+//go:noescape
 func minsK8x4AVX2(m, dmin, sx *float32, nsb, ds int, out *[4]float32)
 
 func init() {
@@ -42,7 +45,8 @@ func init() {
 		dotIQ4_NL, dotIQ4_XS = dotIQ4_NLAsm, dotIQ4_XSAsm
 		dotQ5_0, dotQ5_1, dotQ5_K = dotQ5_0Asm, dotQ5_1Asm, dotQ5_KAsm
 		dotQ3_K, dotQ2_K = superAsm(110, dotQ3_KAVX2), superAsm(84, dotQ2_KAVX2)
-		q8Tile4, q8Tile4U, minsK8x4 = q8Tile4Asm(q8Tile4AVX2), q8Tile4Asm(q8Tile4UAVX2), minsK8x4Asm
+		q8Tile4, q8Tile4U, q8Tile4M = q8Tile4Asm(q8Tile4AVX2), q8Tile4Asm(q8Tile4UAVX2), q8Tile4MAsm
+		minsK8x4 = minsK8x4Asm
 	}
 }
 
@@ -126,6 +130,16 @@ func q8Tile4Asm(kernel func(u *byte, ud *float32, nb int, qx *int8, xs int, dx *
 		_, _, _ = u[64*nb-1], qx[3*xs+32*nb-1], dx[3*ds+nb-1]
 		kernel(&u[0], &ud[0], nb, &qx[0], xs, &dx[0], ds, out)
 	}
+}
+
+func q8Tile4MAsm(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32, m, sx []float32) {
+	nb := len(ud)
+	if nb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	_, _, _, _, _ = u[64*nb-1], qx[3*xs+32*nb-1], dx[3*ds+nb-1], m[nb-1], sx[3*ds+nb-1]
+	q8Tile4MAVX2(&u[0], &ud[0], nb, &qx[0], xs, &dx[0], ds, out, &m[0], &sx[0])
 }
 
 func minsK8x4Asm(m, dmin, sx []float32, ds int, out *[4]float32) {

@@ -33,6 +33,11 @@ import (
 // for rows with no negative value (faster: no sign trick).
 var q8Tile4, q8Tile4U func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32)
 
+// q8Tile4M is q8Tile4U plus Q5_1's minimum term, as dotQ5_1 adds it:
+// out[c] += Σ_b float32(m_b·s_x,b), one running float32 sum in block
+// order, s_x at sx[c·ds:].
+var q8Tile4M func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32, m, sx []float32)
+
 // minsK8x4 is Q5_K's minimum term for four activation rows (scaled sums
 // at sx[c·ds:]) in the one-row kernel's order (nil without it): lane s
 // sums fma(dmin, m_s·s_x,s, ·) over the super-blocks, reduced by HSUM.
@@ -59,7 +64,7 @@ type moreTileKind struct {
 
 const (
 	minsNone  = iota
-	minsBlock // + Σ_b float32(m_b·s_x,b), one running float32 sum
+	minsBlock // + Σ_b float32(m_b·s_x,b), one running float32 sum (q8Tile4M)
 	minsLanes // − minsK8x4(m, dmin, s_x)
 	minsRow   // − the tile of the second row (q2, d2)
 )
@@ -157,13 +162,12 @@ func (t moreTileKind) tileRows(dst []float32, m int, raw []byte, rb, k int, qx [
 			u := &rows[j-j0]
 			i := i0
 			for ; i+4 <= i1; i += 4 {
-				tile(u.q, u.d, qx[i*k:], k, dx[i*nb:], nb, &out)
+				if t.mins == minsBlock {
+					q8Tile4M(u.q, u.d, qx[i*k:], k, dx[i*nb:], nb, &out, u.m[:nb], sx[i*nb:])
+				} else {
+					tile(u.q, u.d, qx[i*k:], k, dx[i*nb:], nb, &out)
+				}
 				switch t.mins {
-				case minsBlock:
-					minsBlock4(u.m[:nb], sx[i*nb:], nb, &mout)
-					for c := range 4 {
-						out[c] += mout[c]
-					}
 				case minsLanes:
 					minsK8x4(u.m[:nb], u.dm[:nb/8], sx[i*nb:], nb, &mout)
 					for c := range 4 {
@@ -184,21 +188,6 @@ func (t moreTileKind) tileRows(dst []float32, m int, raw []byte, rb, k int, qx [
 			}
 		}
 	}
-}
-
-// minsBlock4 is Q5_1's minimum term for four activation rows (scaled
-// sums at sx[c·ds:]) as dotQ5_1AVX2 sums it: Σ_b float32(m_b·s_x,b),
-// one running float32 sum in block order (four of them interleaved).
-func minsBlock4(m, sx []float32, ds int, out *[4]float32) {
-	s0, s1, s2, s3 := sx[:len(m)], sx[ds:ds+len(m)], sx[2*ds:2*ds+len(m)], sx[3*ds:3*ds+len(m)]
-	var a0, a1, a2, a3 float32
-	for b, mb := range m {
-		a0 += float32(mb * s0[b]) // the conversions keep the products rounded (no fused multiply-add)
-		a1 += float32(mb * s1[b])
-		a2 += float32(mb * s2[b])
-		a3 += float32(mb * s3[b])
-	}
-	*out = [4]float32{a0, a1, a2, a3}
 }
 
 // spread8[b]: bit e of b as byte e (0 or 1).

@@ -49,6 +49,20 @@
 	VMOVDQU 64*b(SI), Y1   \
 	BLKROWS(TOK, b)
 
+// BLKM(TOK, b): BLKU and Q5_1's minima, as dotQ5_1AVX2 sums them: the
+// four rows' X11…X14 += m_b·s_x,b, m_b at 4b(R14), s_x at 4b(R13) on.
+#define BLKM(TOK, b) \
+	BLKU(TOK, b)                     \
+	VMOVSS 4*b(R14), X15             \
+	VMULSS 4*b(R13), X15, X2         \
+	VADDSS X2, X11, X11              \
+	VMULSS 4*b(R13)(R10*1), X15, X2  \
+	VADDSS X2, X12, X12              \
+	VMULSS 4*b(R13)(R10*2), X15, X2  \
+	VADDSS X2, X13, X13              \
+	VMULSS 4*b(R13)(R12*1), X15, X2  \
+	VADDSS X2, X14, X14
+
 #define BLKROWS(TOK, b) \
 	VMOVDQU 64*b+32(SI), Y6 \
 	TOK(32*b(DI), 4*b(SP), Y0)          \
@@ -62,7 +76,7 @@
 	VMOVUPS Y5, off(SP)
 
 // TILE4(BLK, TOK, labels…): a kernel's body.
-#define TILE4(BLK, TOK, group, one, done) \
+#define TILE4(BLK, TOK, FIN, group, one, done) \
 	MOVQ u+0(FP), SI              \
 	MOVQ ud+8(FP), DX             \
 	MOVQ nb+16(FP), CX            \
@@ -94,6 +108,8 @@ group:                            \
 	ADDQ $32, DX                  \
 	ADDQ $256, DI                 \
 	ADDQ $32, R9                  \
+	ADDQ $32, R13                 \
+	ADDQ $32, R14                 \
 	SUBQ $8, CX                   \
 	CMPQ CX, $8                   \
 	JGE  group                    \
@@ -114,30 +130,54 @@ one:                              \
 	ADDQ $4, DX                   \
 	ADDQ $32, DI                  \
 	ADDQ $4, R9                   \
+	ADDQ $4, R13                  \
+	ADDQ $4, R14                  \
 	DECQ CX                       \
 	JMP  one                      \
 done:                             \
 	MOVQ out+56(FP), BX           \
 	HSUM(Y0, X0, X1)              \
-	MOVSS X0, 0(BX)               \
 	HSUM(Y8, X8, X1)              \
-	MOVSS X8, 4(BX)               \
 	HSUM(Y9, X9, X1)              \
-	MOVSS X9, 8(BX)               \
 	HSUM(Y10, X10, X1)            \
+	FIN                           \
+	MOVSS X0, 0(BX)               \
+	MOVSS X8, 4(BX)               \
+	MOVSS X9, 8(BX)               \
 	MOVSS X10, 12(BX)             \
 	VZEROUPPER                    \
 	RET
 
+// NOFIN: the sums are the values. FINM: Q5_1's, plus the minima.
+#define NOFIN NOP
+#define FINM \
+	VADDSS X11, X0, X0  \
+	VADDSS X12, X8, X8  \
+	VADDSS X13, X9, X9  \
+	VADDSS X14, X10, X10
+
 // func q8Tile4AVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
 TEXT ·q8Tile4AVX2(SB), NOSPLIT, $128-64
-	TILE4(BLKS, TOKS, sgroup, sone, sdone)
+	TILE4(BLKS, TOKS, NOFIN, sgroup, sone, sdone)
 
 // func q8Tile4UAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
 //
 // q8Tile4AVX2 for rows whose values are all ≥ 0.
 TEXT ·q8Tile4UAVX2(SB), NOSPLIT, $128-64
-	TILE4(BLKU, TOKU, ugroup, uone, udone)
+	TILE4(BLKU, TOKU, NOFIN, ugroup, uone, udone)
+
+// func q8Tile4MAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx *float32)
+//
+// q8Tile4UAVX2 plus Q5_1's minima (m per block at m, the activations'
+// scaled sums at sx, ds apart as dx).
+TEXT ·q8Tile4MAVX2(SB), NOSPLIT, $128-80
+	MOVQ   m+64(FP), R14
+	MOVQ   sx+72(FP), R13
+	VXORPS X11, X11, X11
+	VXORPS X12, X12, X12
+	VXORPS X13, X13, X13
+	VXORPS X14, X14, X14
+	TILE4(BLKM, TOKU, FINM, mgroup, mone, mdone)
 
 // func minsK8x4AVX2(m, dmin, sx *float32, nsb, ds int, out *[4]float32)
 //
