@@ -35,7 +35,7 @@ func q8Tile4AVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds
 func q8Tile4UAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
 
 //go:noescape
-func q8Tile4MAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx *float32)
+func q8Tile4MAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx4 *float32)
 
 //go:noescape
 func minsK8x4AVX2(m, dmin, sx *float32, nsb, ds int, out *[4]float32)
@@ -132,14 +132,14 @@ func q8Tile4Asm(kernel func(u *byte, ud *float32, nb int, qx *int8, xs int, dx *
 	}
 }
 
-func q8Tile4MAsm(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32, m, sx []float32) {
+func q8Tile4MAsm(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32, m, sx4 []float32) {
 	nb := len(ud)
 	if nb == 0 {
 		*out = [4]float32{}
 		return
 	}
-	_, _, _, _, _ = u[64*nb-1], qx[3*xs+32*nb-1], dx[3*ds+nb-1], m[nb-1], sx[3*ds+nb-1]
-	q8Tile4MAVX2(&u[0], &ud[0], nb, &qx[0], xs, &dx[0], ds, out, &m[0], &sx[0])
+	_, _, _, _, _ = u[64*nb-1], qx[3*xs+32*nb-1], dx[3*ds+nb-1], m[nb-1], sx4[4*nb-1]
+	q8Tile4MAVX2(&u[0], &ud[0], nb, &qx[0], xs, &dx[0], ds, out, &m[0], &sx4[0])
 }
 
 func minsK8x4Asm(m, dmin, sx []float32, ds int, out *[4]float32) {

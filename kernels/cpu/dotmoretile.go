@@ -35,8 +35,8 @@ var q8Tile4, q8Tile4U func(u []byte, ud []float32, qx []int8, xs int, dx []float
 
 // q8Tile4M is q8Tile4U plus Q5_1's minimum term, as dotQ5_1 adds it:
 // out[c] += Σ_b float32(m_b·s_x,b), one running float32 sum in block
-// order, s_x at sx[c·ds:].
-var q8Tile4M func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32, m, sx []float32)
+// order, s_x,b of row c at sx4[4b+c].
+var q8Tile4M func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32, m, sx4 []float32)
 
 // minsK8x4 is Q5_K's minimum term for four activation rows (scaled sums
 // at sx[c·ds:]) in the one-row kernel's order (nil without it): lane s
@@ -52,6 +52,9 @@ type unpackedRow struct {
 	d2 []float32 // Q2_K: dmin per block
 	m  []float32 // Q5_1: m per block; Q5_K: m_s per sub-block (nb)
 	dm []float32 // Q5_K: dmin per super-block (nb/8)
+	// Q5_1, in a thread's first row only: the scaled sums of a tile's
+	// activation rows four by four, block by block (xTile·nb)
+	sx4 []float32
 }
 
 // moreTileKind is one type's unpacker and how its minimum comes in.
@@ -115,10 +118,11 @@ func (s *fastScratch) carveRows(threads, k int) {
 	size := moreTileFloats(k)
 	s.rows = grow(s.rows, threads*rowsPerTask)
 	for w := range threads {
-		buf := s.buf(threads, w, rowsPerTask*size)
+		buf := s.buf(threads, w, rowsPerTask*size+xTile*k/32)
 		for r := range rowsPerTask {
 			s.rows[w*rowsPerTask+r].carve(buf[r*size:(r+1)*size], k/32)
 		}
+		s.rows[w*rowsPerTask].sx4 = buf[rowsPerTask*size:]
 	}
 }
 
@@ -156,14 +160,25 @@ func (t moreTileKind) tileRows(dst []float32, m int, raw []byte, rb, k int, qx [
 	if t.unsigned {
 		tile = q8Tile4U
 	}
+	sx4 := rows[0].sx4
 	for i0 := 0; i0 < n; i0 += xTile {
 		i1 := min(i0+xTile, n)
+		if t.mins == minsBlock {
+			for i := i0; i+4 <= i1; i += 4 {
+				g := sx4[(i-i0)*nb:]
+				for c := range 4 {
+					for b, v := range sx[(i+c)*nb : (i+c+1)*nb] {
+						g[4*b+c] = v
+					}
+				}
+			}
+		}
 		for j := j0; j < j1; j++ {
 			u := &rows[j-j0]
 			i := i0
 			for ; i+4 <= i1; i += 4 {
 				if t.mins == minsBlock {
-					q8Tile4M(u.q, u.d, qx[i*k:], k, dx[i*nb:], nb, &out, u.m[:nb], sx[i*nb:])
+					q8Tile4M(u.q, u.d, qx[i*k:], k, dx[i*nb:], nb, &out, u.m[:nb], sx4[(i-i0)*nb:])
 				} else {
 					tile(u.q, u.d, qx[i*k:], k, dx[i*nb:], nb, &out)
 				}

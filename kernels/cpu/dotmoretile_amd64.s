@@ -49,19 +49,14 @@
 	VMOVDQU 64*b(SI), Y1   \
 	BLKROWS(TOK, b)
 
-// BLKM(TOK, b): BLKU and Q5_1's minima, as dotQ5_1AVX2 sums them: the
-// four rows' X11…X14 += m_b·s_x,b, m_b at 4b(R14), s_x at 4b(R13) on.
+// BLKM(TOK, b): BLKU and Q5_1's minima, as dotQ5_1AVX2 sums them: lane
+// c of X11 += m_b·s_x,b of row c (vmulps, vaddps: each lane as vmulss,
+// vaddss), m_b at 4b(R14), the four rows' s_x,b at 16b(AX)(R13*4).
 #define BLKM(TOK, b) \
-	BLKU(TOK, b)                     \
-	VMOVSS 4*b(R14), X15             \
-	VMULSS 4*b(R13), X15, X2         \
-	VADDSS X2, X11, X11              \
-	VMULSS 4*b(R13)(R10*1), X15, X2  \
-	VADDSS X2, X12, X12              \
-	VMULSS 4*b(R13)(R10*2), X15, X2  \
-	VADDSS X2, X13, X13              \
-	VMULSS 4*b(R13)(R12*1), X15, X2  \
-	VADDSS X2, X14, X14
+	BLKU(TOK, b)                        \
+	VBROADCASTSS 4*b(R14), X15          \
+	VMULPS       16*b(AX)(R13*4), X15, X2 \
+	VADDPS       X2, X11, X11
 
 #define BLKROWS(TOK, b) \
 	VMOVDQU 64*b+32(SI), Y6 \
@@ -148,13 +143,17 @@ done:                             \
 	VZEROUPPER                    \
 	RET
 
-// NOFIN: the sums are the values. FINM: Q5_1's, plus the minima.
+// NOFIN: the sums are the values. FINM: Q5_1's, plus the minima (lane
+// c of X11 for row c).
 #define NOFIN NOP
 #define FINM \
-	VADDSS X11, X0, X0  \
-	VADDSS X12, X8, X8  \
-	VADDSS X13, X9, X9  \
-	VADDSS X14, X10, X10
+	VADDSS    X11, X0, X0     \
+	VMOVSHDUP X11, X12        \
+	VADDSS    X12, X8, X8     \
+	VMOVHLPS  X11, X11, X12   \
+	VADDSS    X12, X9, X9     \
+	VSHUFPS   $3, X11, X11, X12 \
+	VADDSS    X12, X10, X10
 
 // func q8Tile4AVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
 TEXT ·q8Tile4AVX2(SB), NOSPLIT, $128-64
@@ -166,17 +165,15 @@ TEXT ·q8Tile4AVX2(SB), NOSPLIT, $128-64
 TEXT ·q8Tile4UAVX2(SB), NOSPLIT, $128-64
 	TILE4(BLKU, TOKU, NOFIN, ugroup, uone, udone)
 
-// func q8Tile4MAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx *float32)
+// func q8Tile4MAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx4 *float32)
 //
-// q8Tile4UAVX2 plus Q5_1's minima (m per block at m, the activations'
-// scaled sums at sx, ds apart as dx).
+// q8Tile4UAVX2 plus Q5_1's minima (m per block at m, the four rows'
+// scaled sums at sx4, block by block: s_x,b of row c at sx4[4b+c]).
 TEXT ·q8Tile4MAVX2(SB), NOSPLIT, $128-80
 	MOVQ   m+64(FP), R14
-	MOVQ   sx+72(FP), R13
+	MOVQ   sx4+72(FP), AX
+	XORQ   R13, R13
 	VXORPS X11, X11, X11
-	VXORPS X12, X12, X12
-	VXORPS X13, X13, X13
-	VXORPS X14, X14, X14
 	TILE4(BLKM, TOKU, FINM, mgroup, mone, mdone)
 
 // func minsK8x4AVX2(m, dmin, sx *float32, nsb, ds int, out *[4]float32)
