@@ -37,6 +37,25 @@
 	VBROADCASTSS m, Y5         \
 	VFMADD231PS  Y5, Y4, acc
 
+// TOKSV(x, m, acc), TOKUV(x, m, acc): TOKS and TOKU for rows whose
+// scales are all 1, by AVX-512 VNNI: vpdpbusd's int32 lanes (four
+// products each, exact) are vpmaddwd(vpmaddubsw(·), 1)'s.
+#define TOKSV(x, m, acc) \
+	VMOVDQU      x, Y2         \
+	VPSIGNB      Y1, Y2, Y2    \
+	VPXOR        Y4, Y4, Y4    \
+	VPDPBUSD     Y2, Y3, Y4    \
+	VCVTDQ2PS    Y4, Y4        \
+	VBROADCASTSS m, Y5         \
+	VFMADD231PS  Y5, Y4, acc
+
+#define TOKUV(x, m, acc) \
+	VPXOR        Y4, Y4, Y4    \
+	VPDPBUSD     x, Y1, Y4     \
+	VCVTDQ2PS    Y4, Y4        \
+	VBROADCASTSS m, Y5         \
+	VFMADD231PS  Y5, Y4, acc
+
 // BLKS(TOK, b), BLKU(TOK, b): block b of a group of eight (signed
 // values, or ≥ 0), its products at 4b(SP), 32+4b(SP), 64+4b(SP) and
 // 96+4b(SP).
@@ -165,6 +184,12 @@ TEXT ·q8Tile4AVX2(SB), NOSPLIT, $128-64
 TEXT ·q8Tile4UAVX2(SB), NOSPLIT, $128-64
 	TILE4(BLKU, TOKU, NOFIN, ugroup, uone, udone)
 
+// func q8Tile4SVNNI(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
+//
+// q8Tile4AVX2 for rows whose scales are all 1 (AVX-512 VNNI).
+TEXT ·q8Tile4SVNNI(SB), NOSPLIT, $128-64
+	TILE4(BLKS, TOKSV, NOFIN, svgroup, svone, svdone)
+
 // func q8Tile4MAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx4 *float32)
 //
 // q8Tile4UAVX2 plus Q5_1's minima (m per block at m, the four rows'
@@ -218,3 +243,13 @@ minsloop:
 	MOVSS        X10, 12(BX)
 	VZEROUPPER
 	RET
+
+// func q8Tile4MVNNI(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx4 *float32)
+//
+// q8Tile4MAVX2 by AVX-512 VNNI (Q5_1's scales are all 1).
+TEXT ·q8Tile4MVNNI(SB), NOSPLIT, $128-80
+	MOVQ   m+64(FP), R14
+	MOVQ   sx4+72(FP), AX
+	XORQ   R13, R13
+	VXORPS X11, X11, X11
+	TILE4(BLKM, TOKUV, FINM, mvgroup, mvone, mvdone)

@@ -15,6 +15,10 @@ import (
 // counts that leave tiles part full (decode, 4, 9 and past one xTile).
 func TestMoreTilesBitwise(t *testing.T) {
 	t.Logf("kernels: %s", SIMD())
+	moreTilesBitwise(t)
+}
+
+func moreTilesBitwise(t *testing.T) {
 	for _, dt := range append(moreTypes[:len(moreTypes):len(moreTypes)], tensor.Q6_K) {
 		if _, ok := moreTile(dt); hasAVX2 && !ok {
 			t.Errorf("%v: no prefill tile", dt)
