@@ -10,9 +10,10 @@ import (
 
 // TestMoreTilesBitwise: the fast MatMul of dotmore.go's types and Q6_K,
 // whose prefill goes by moreTile's tiles where SIMD has them, gives
-// every value bitwise the one-row kernel's (q8Dot, dotQ6_K) on its pair, at 1 and 3
-// threads, row lengths of one block and several, and activation row
-// counts that leave tiles part full (decode, 4, 9 and past one xTile).
+// every value bitwise the one-row kernel's (q8Dot, dotQ6_K) on its
+// pair, at 1 and 3 threads, row lengths of one block and several, and
+// activation row counts that leave tiles part full (decode; 4, 9 and
+// 13: fours, then the rest one by one; past one xTile).
 func TestMoreTilesBitwise(t *testing.T) {
 	t.Logf("kernels: %s", SIMD())
 	moreTilesBitwise(t)
@@ -33,7 +34,7 @@ func moreTilesBitwise(t *testing.T) {
 			for _, k := range ks {
 				m := 11
 				w, data := upload(t, be, dt, m, k)
-				for _, n := range []int{1, 4, 9, 70} {
+				for _, n := range []int{1, 4, 9, 13, 70} {
 					r := rand.New(rand.NewPCG(uint64(k), uint64(n)))
 					xs := make([]float32, n*k)
 					for i := range xs {
