@@ -7,11 +7,12 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// Prefill tiles of dotmore.go's types. The one-row kernels unpack a
-// weight row's blocks again for every activation row; a tile unpacks
-// each weight row once (per tile of activation rows, into the worker's
-// scratch) into one form for all seven types, then dots it with the
-// activation rows four at a time (q8Tile4, dotmore_amd64.s):
+// Prefill tiles of dotmore.go's types and Q6_K. The one-row kernels
+// unpack a weight row's blocks again for every activation row; a tile
+// unpacks each weight row once per MatMul (into the worker's scratch,
+// 4.5 bytes per value) into one form for all eight types, then dots it
+// with the activation rows four at a time (q8Tile4 and its variants,
+// dotmoretile_amd64.s):
 //
 //	per block b of 32 values, 64 bytes: the 32 values as int8 in
 //	element order, then 16 int16 integer scales (eight for values
