@@ -44,7 +44,8 @@
 // staging arena; hazard.go places barriers; ops.go records the ops;
 // push.go mirrors the push constants; profile.go reads GPU timestamps;
 // tuning.go holds the kernels' tuning and sweep.go the sweep that makes it;
-// coop.go picks the cooperative-matrix shape and tiles.
+// coop.go picks the cooperative-matrix shape and tiles; int8.go records
+// the int8 mode's MatMul.
 // Adding an op touches four places: its .comp in shaders/, an entry in
 // shaders.Variants, its method in ops.go (with a push struct in push.go),
 // and a kerneltest case.
@@ -171,23 +172,53 @@
 //     (tools/lavapipe-coopmat.sh); its SPIR-V needs Debian 13's glslc
 //     (shaders.Glslc).
 //
+//   - MatMul _int8 (int8.go, matmul.comp's INT8, common/int8.glsl) for
+//     Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K weights, only when asked for
+//     (Config.Int8 or VKLLM_VULKAN_INT8=1; VKLLM_VULKAN_DISABLE=int8
+//     overrides): each MatMul's input is quantised by quantize_q8.comp
+//     (blocks of 32, d = max|x|/127, halves away from zero, and the
+//     block's Σq: kerneltest.QuantizeQ8's rule, the CPU fast path's) into
+//     a scratch of the backend's, and the weights' 4/5/6/8-bit values
+//     are multiplied with it by integer dots (dotPacked4x8AccSatEXT in the
+//     _int8dot variants where the device has shaderIntegerDotProduct,
+//     plain int arithmetic in _int8: the same integers), each group's
+//     integer sum made float by one expression and added to its lane's
+//     sum in lane.glsl's order. Like the cooperative-matrix kernel it is a
+//     mode: it runs every MatMul of those dtypes, decode and prefill
+//     alike (prefill on the same matrix-vector kernel, tuning
+//     "matvec_int8_batch": there is no tiled int8 kernel yet), so batch
+//     and chunk invariance hold bitwise within it (TestInt8Invariance,
+//     models.TestVulkanInt8); GateUpSwiGLU declines those dtypes (MatMul,
+//     MatMul, SwiGLU run). It holds kerneltest.MatMulQ8's quantised
+//     arithmetic at LimitF32Dot (TestInt8MatMul) but not the models'
+//     parity (2.4e-2 to 3.4e-2 of the largest logit on the tiny quantised
+//     models, the CPU fast path's distance to three digits, llama.cpp's
+//     magnitude on the same files), and is off by default until a GPU
+//     measurement (the sweep's matvec_int8 families) decides.
+//
 // On lavapipe the default is the float32, subgroup and tiled variants;
-// DeviceInfo says which are in use (Subgroups, Tiled, FP16, CoopMat). There are no
-// int8 (shaderInt8) variants yet: shaderInt8 is enabled but unused.
+// DeviceInfo says which are in use (Subgroups, Tiled, FP16, CoopMat,
+// Int8MatMul, and IntegerDot for the device's integer dot products).
+// shaderInt8 is enabled but unused: the int8 kernels pack bytes in
+// 32-bit words.
 //
 // # Tuning
 //
 // A kernel's speed knobs are specialization constants, never a rebuild:
 // tuning.go lists each tuned family (Families: "matvec" for one token,
-// "matvec_batch" for more) with its knobs' defaults and the values a
-// sweep tries. A tuning key is a family and a weight type
+// "matvec_batch" for more, "matvec_int8" and "matvec_int8_batch" the
+// same for the int8 mode's kernel) with its knobs' defaults and the
+// values a sweep tries. A tuning key is a family and a weight type
 // ("matvec/q4_0"). The knobs in use are the family's defaults, overridden
 // by the committed file of the device (kernels/vulkan/tuning/*.json,
 // embedded, matched by PCI vendor ID and device name), overridden by
 // Config.Tuning (FromEnv: the file VKLLM_VULKAN_TUNING names). Backend.Sweep
 // (`vkllm bench --sweep`) times every candidate with GPU timestamps on a
-// model's matrices, refuses any whose results are not bitwise the
-// default's, and writes the device file. Another kernel gets tuned by
+// model's matrices, refuses any whose results are not bitwise its
+// family's default's, and writes the device file; the int8 families are
+// timed (their quantising dispatch included) for the Int8Types whether or
+// not the mode is on, so one run on a GPU prints both arithmetics side by
+// side and records the best of each. Another kernel gets tuned by
 // adding its family to Families and reading b.tune.knobs(key) where it
 // dispatches; no knob may change a result (TestSweepCandidates checks
 // every candidate bitwise). The exception is attention: AttentionTuning's
@@ -205,9 +236,9 @@
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync
 // fail on any validation message; VKLLM_VULKAN_FP16=1,
-// VKLLM_VULKAN_COOPMAT=1 and VKLLM_VULKAN_DISABLE (above) choose
-// variants; VKLLM_VULKAN_TUNING names a tuning file (a sweep's
-// --sweep-out) to use instead of the committed one. They apply where the
+// VKLLM_VULKAN_COOPMAT=1, VKLLM_VULKAN_INT8=1 and VKLLM_VULKAN_DISABLE
+// (above) choose variants; VKLLM_VULKAN_TUNING names a tuning file (a
+// sweep's --sweep-out) to use instead of the committed one. They apply where the
 // backend is opened by name (kernels.Open("vulkan") or "auto", through
 // FromEnv); Open(Config) reads none, so a program that configures the
 // backend itself gets exactly what it passes.

@@ -291,7 +291,9 @@ func (b *Backend) matmulVariant(dt tensor.DType, n, k int) (name string, tiled b
 }
 
 // MatMul implements kernels.Backend, one dispatch per part of the weight:
-// the cooperative-matrix kernel for every call where it is on (coop.go),
+// the int8 kernel for every call where it is on (int8.go; a quantising
+// dispatch first), the cooperative-matrix kernel for every call where it
+// is on (coop.go),
 // else the tiled kernel for a prefill of at least mmMinTokens tokens, else
 // the matrix-vector kernel with the device's tuning of "matvec" (one
 // token) or "matvec_batch" (more) for the weight type.
@@ -303,6 +305,10 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	must(wt.cols == k && d.rows == n && d.cols == m, "%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
 	must(n <= 65535, "%s: %d tokens in one call (at most 65535)", op, n)
 	if n == 0 || m == 0 {
+		return
+	}
+	if name, ok := b.int8Variant(wt.dt); ok {
+		b.int8MatMul(name, d, xs, wt)
 		return
 	}
 	if name, ok := b.coopVariant(wt.dt); ok {
@@ -344,7 +350,8 @@ func (b *Backend) matmulDispatch(name string, spec []uint32, rows, toks int, d, 
 // (false) where MatMul would take the cooperative-matrix or tiled kernel
 // (prefill keeps MatMul, MatMul, SwiGLU there), where the two weights
 // differ in dtype or parts, and where the tuning's rows·toks would give a
-// lane more than maxSums gate and up sums.
+// lane more than maxSums gate and up sums. In the int8 mode it runs the
+// int8 kernel's _swiglu variant for those dtypes at every n (int8GateUp).
 func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 	const op = "GateUpSwiGLU"
 	d, xs, g, u := activation(op, dst), activation(op, x), tensorOf(op, wGate), tensorOf(op, wUp)
@@ -361,6 +368,9 @@ func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 		if q := u.parts[i]; q.rowLo != p.rowLo || q.rows != p.rows {
 			return false
 		}
+	}
+	if name, ok := b.int8Variant(g.dt); ok {
+		return b.int8GateUp(name, d, xs, g, u)
 	}
 	name, tiled := b.matmulVariant(g.dt, n, k)
 	if tiled {

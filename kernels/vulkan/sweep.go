@@ -32,13 +32,15 @@ type SweepOptions struct {
 	// over them of Count × its time.
 	Shapes []SweepShape
 	// Families are the kernel families swept (default: every one Sweep
-	// knows: "matvec", "matvec_batch", "attention").
+	// knows: "matvec", "matvec_batch", "matvec_int8",
+	// "matvec_int8_batch", "attention").
 	Families []string
 	// Attention are the decode attention calls the "attention" family
 	// is timed on (a candidate's score is the sum of their times); none:
 	// attention is not swept (AttentionSweepShapes are a model's).
 	Attention []SweepAttention
-	// Batch is the tokens of the matvec_batch timings (default 8).
+	// Batch is the tokens of the matvec_batch and matvec_int8_batch
+	// timings (default 8).
 	Batch int
 	// Reps is the timed dispatches per candidate and shape (default 20),
 	// after one untimed.
@@ -76,8 +78,13 @@ type SweepResult struct {
 }
 
 // sweepFamilies are the matrix-vector families Sweep times per weight
-// type, in order; then "attention" (sweep_attention.go).
-var sweepFamilies = []string{"matvec", "matvec_batch"}
+// type, in order; then "attention" (sweep_attention.go). The int8 ones
+// (int8.go) run for the weight types with int8 kernels, whether or not
+// the mode is on, so that one run times both arithmetics.
+var sweepFamilies = []string{"matvec", "matvec_batch", "matvec_int8", "matvec_int8_batch"}
+
+// int8Family reports whether fam is one of the int8 mode's families.
+func int8Family(fam string) bool { return strings.HasPrefix(fam, "matvec_int8") }
 
 // sweepLimit is the normalized MSE the default candidate may have against
 // a float64 reference (kerneltest.LimitQuant): it catches a broken
@@ -139,7 +146,7 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 			continue
 		}
 		for _, fam := range o.Families {
-			if fam == "attention" {
+			if _, ok := b.int8Name(dt); fam == "attention" || int8Family(fam) && !ok {
 				continue
 			}
 			rows, err := b.sweepKey(o, fam, dt, shapes)
@@ -209,7 +216,7 @@ func (o SweepOptions) sweepRows(fam, key string, n int) []SweepRow {
 func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes []SweepShape) ([]SweepRow, error) {
 	rows := o.sweepRows(fam, fam+"/"+typeName(dt), len(shapes))
 	n := 1
-	if fam == "matvec_batch" {
+	if strings.HasSuffix(fam, "_batch") {
 		n = o.Batch
 	}
 	r := rand.New(rand.NewPCG(uint64(dt), 7))
@@ -239,10 +246,18 @@ func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes [
 			return nil, err
 		}
 		name, _ := b.matmulVariant(dt, 1, s.K) // the matrix-vector kernel at any n
+		run := b.matvec
+		if int8Family(fam) {
+			name, _ = b.int8Name(dt)
+			run = func(name string, k Knobs, d, x, w *Tensor) {
+				b.q8src = q8Source{} // its quantising dispatch timed with it
+				b.int8Matvec(name, k, d, x, w)
+			}
+		}
 		var want []float32
 		for ci := range rows {
 			row := &rows[ci]
-			got, d, err := b.sweepTime(name, row.Knobs, dt32.(*Tensor), xt.(*Tensor), w.(*Tensor), o.Reps)
+			got, d, err := b.sweepTime(run, name, row.Knobs, dt32.(*Tensor), xt.(*Tensor), w.(*Tensor), o.Reps)
 			if err != nil {
 				row.Wrong = err.Error()
 				continue
@@ -291,9 +306,10 @@ func sameKnobs(a, b Knobs) bool {
 	return true
 }
 
-// sweepTime runs the matrix-vector kernel with knobs k once untimed and
-// reps times timed, and returns its result and one dispatch's mean GPU time.
-func (b *Backend) sweepTime(name string, k Knobs, d, x, w *Tensor, reps int) ([]float32, time.Duration, error) {
+// sweepTime runs a matrix-vector kernel (run: matvec or int8Matvec) with
+// knobs k once untimed and reps times timed, and returns its result and
+// one call's mean GPU time.
+func (b *Backend) sweepTime(run func(string, Knobs, *Tensor, *Tensor, *Tensor), name string, k Knobs, d, x, w *Tensor, reps int) ([]float32, time.Duration, error) {
 	if err := b.Sync(); err != nil {
 		return nil, 0, err
 	}
@@ -301,10 +317,10 @@ func (b *Backend) sweepTime(name string, k Knobs, d, x, w *Tensor, reps int) ([]
 		return nil, 0, err
 	}
 	b.ProfileOp("warm")
-	b.matvec(name, k, d, x, w)
+	run(name, k, d, x, w)
 	b.ProfileOp("timed")
 	for range reps {
-		b.matvec(name, k, d, x, w)
+		run(name, k, d, x, w)
 	}
 	p, err := b.StopProfile()
 	if err != nil {

@@ -41,6 +41,10 @@ type Family struct {
 //     workgroup (slots of 64 lanes); rows: weight rows a slot; toks: tokens
 //     a workgroup; bpi: quant groups (or elements) a lane issues per step.
 //   - matvec_batch: the same kernel for 2 to mmMinTokens-1 tokens.
+//   - matvec_int8, matvec_int8_batch: the int8 mode's matrix-vector
+//     kernel (matmul.comp's INT8 variants, int8.go) for one token and for
+//     more (prefill included), the same knobs; keyed by the Int8Types
+//     weight types.
 //   - attention: decode attention (attention.comp), key "attention"; its
 //     knobs are AttentionTuning's Segments ("segs"), HeadsPerGroup
 //     ("heads"), Workgroups ("wgs") and TileFloats ("tile", shared with
@@ -53,6 +57,9 @@ type Family struct {
 var Families = map[string]Family{
 	"matvec":       matvecFamily(1, []int{1}),
 	"matvec_batch": matvecFamily(8, []int{2, 4, 8, 16}),
+	// The int8 mode's kernel (int8.go), the same knobs.
+	"matvec_int8":       matvecFamily(1, []int{1}),
+	"matvec_int8_batch": matvecFamily(8, []int{2, 4, 8, 16}),
 	"attention": {
 		Spec:    []string{"segs", "heads", "wgs", "tile"},
 		Default: Knobs{"segs": 32, "heads": 8, "wgs": 128, "tile": 4096},
