@@ -33,33 +33,42 @@ func moreTilesBitwise(t *testing.T) {
 			be := New(threads)
 			for _, k := range ks {
 				m := 11
-				w, data := upload(t, be, dt, m, k)
-				for _, n := range []int{1, 4, 9, 13, 70} {
-					r := rand.New(rand.NewPCG(uint64(k), uint64(n)))
-					xs := make([]float32, n*k)
-					for i := range xs {
-						xs[i] = float32(r.NormFloat64())
+				for _, random := range []bool{false, true} {
+					w, data := upload(t, be, dt, m, k)
+					if random { // random bytes, random f16 scales (upload's quantiser makes some powers of two)
+						data = randomBlocks(rand.New(rand.NewPCG(uint64(k), 9)), dt, m*k/dt.BlockSize())
+						var err error
+						if w, err = be.Upload(tensor.Tensor{Name: "w", DType: dt, Shape: []int64{int64(m), int64(k)}, Data: data}); err != nil {
+							t.Fatal(err)
+						}
 					}
-					x, _ := be.NewTensor(tensor.F32, n, k)
-					d, _ := be.NewTensor(tensor.F32, n, m)
-					if err := be.SetF32(x, xs); err != nil {
-						t.Fatal(err)
-					}
-					be.MatMul(d, x, w)
-					got := make([]float32, n*m)
-					if err := be.GetF32(d, got); err != nil {
-						t.Fatal(err)
-					}
-					nb, rb := k/32, len(data)/m
-					qx, dx, sx := make([]int8, k), make([]float32, nb), make([]float32, nb)
-					bad := 0
-					for i := range n {
-						quantizeQ8(xs[i*k:(i+1)*k], qx, dx, sx)
-						for j := range m {
-							want := kind.one(data[j*rb:(j+1)*rb], qx, dx, sx)
-							if math.Float32bits(got[i*m+j]) != math.Float32bits(want) && bad < 3 {
-								bad++
-								t.Errorf("%v threads=%d k=%d n=%d: [%d, %d] = %v, one-row %v", dt, threads, k, n, i, j, got[i*m+j], want)
+					for _, n := range []int{1, 4, 9, 13, 70} {
+						r := rand.New(rand.NewPCG(uint64(k), uint64(n)))
+						xs := make([]float32, n*k)
+						for i := range xs {
+							xs[i] = float32(r.NormFloat64())
+						}
+						x, _ := be.NewTensor(tensor.F32, n, k)
+						d, _ := be.NewTensor(tensor.F32, n, m)
+						if err := be.SetF32(x, xs); err != nil {
+							t.Fatal(err)
+						}
+						be.MatMul(d, x, w)
+						got := make([]float32, n*m)
+						if err := be.GetF32(d, got); err != nil {
+							t.Fatal(err)
+						}
+						nb, rb := k/32, len(data)/m
+						qx, dx, sx := make([]int8, k), make([]float32, nb), make([]float32, nb)
+						bad := 0
+						for i := range n {
+							quantizeQ8(xs[i*k:(i+1)*k], qx, dx, sx)
+							for j := range m {
+								want := kind.one(data[j*rb:(j+1)*rb], qx, dx, sx)
+								if math.Float32bits(got[i*m+j]) != math.Float32bits(want) && bad < 3 {
+									bad++
+									t.Errorf("%v threads=%d k=%d n=%d random=%v: [%d, %d] = %v, one-row %v", dt, threads, k, n, random, i, j, got[i*m+j], want)
+								}
 							}
 						}
 					}
@@ -112,4 +121,26 @@ func TestMoreUnpack(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomBlocks is blocks random blocks of dt with small random f16
+// scales (moreCases' offsets; Q6_K's d at 208).
+func randomBlocks(r *rand.Rand, dt tensor.DType, blocks int) []byte {
+	halves := map[tensor.DType][]int{tensor.Q6_K: {208}}[dt]
+	for _, c := range moreCases {
+		if c.dt == dt {
+			halves = c.halves
+		}
+	}
+	bb := dt.BlockBytes()
+	w := make([]byte, blocks*bb)
+	for i := range w {
+		w[i] = byte(r.Uint32())
+	}
+	for b := range blocks {
+		for _, o := range halves {
+			w[b*bb+o], w[b*bb+o+1] = byte(r.Uint32()), 0x14|byte(r.Uint32()&3)
+		}
+	}
+	return w
 }
