@@ -26,6 +26,11 @@
 //     and scaled by d_w·d_x in float32. llama.cpp quantises its activations
 //     the same way but rounds the scales to fp16 (and takes blocks of 256
 //     for the K-quants), so results are close to llama.cpp's, not bitwise.
+//     In prefill (four activation rows or more; "avx2+fma" and up) the
+//     weight rows of dotmore.go's types and Q6_K are unpacked once per
+//     MatMul into the thread's scratch (dotmoretile.go: 4.5 bytes per
+//     value, 16 rows a thread) and dotted with four activation rows at a
+//     time, each value bitwise the one-row kernel's.
 //   - other dtypes (Q8_1, Q8_K, F64): each weight row dequantised, then the
 //     F32 dot.
 //

@@ -26,12 +26,43 @@ func dotQ3_KAVX2(w *byte, qx *int8, dx *float32, nsb int) float32
 //go:noescape
 func dotQ2_KAVX2(w *byte, qx *int8, dx *float32, nsb int) float32
 
+// Implemented in dotmoretile_amd64.s.
+
+//go:noescape
+func q8Tile4AVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
+
+//go:noescape
+func q8Tile4UAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
+
+//go:noescape
+func q8Tile4MAVX2(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx4 *float32)
+
+//go:noescape
+func q8Tile4SVNNI(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)
+
+//go:noescape
+func q8Tile4MVNNI(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx4 *float32)
+
+//go:noescape
+func minsK8x4AVX2(m, dmin, sx *float32, nsb, ds int, out *[4]float32)
+
 func init() {
 	if hasAVX2 {
 		dotIQ4_NL, dotIQ4_XS = dotIQ4_NLAsm, dotIQ4_XSAsm
 		dotQ5_0, dotQ5_1, dotQ5_K = dotQ5_0Asm, dotQ5_1Asm, dotQ5_KAsm
 		dotQ3_K, dotQ2_K = superAsm(110, dotQ3_KAVX2), superAsm(84, dotQ2_KAVX2)
+		moreTilesAVX2()
+		if hasVNNI {
+			q8Tile4Ones, q8Tile4M = q8Tile4Asm(q8Tile4SVNNI), q8Tile4MAsm(q8Tile4MVNNI)
+		}
 	}
+}
+
+// moreTilesAVX2 sets dotmoretile.go's kernels to the AVX2 ones (no
+// VNNI).
+func moreTilesAVX2() {
+	q8Tile4, q8Tile4U, q8Tile4M = q8Tile4Asm(q8Tile4AVX2), q8Tile4Asm(q8Tile4UAVX2), q8Tile4MAsm(q8Tile4MAVX2)
+	q8Tile4Ones, minsK8x4 = q8Tile4, minsK8x4Asm
 }
 
 // blocks32 is the number of 32-value blocks of w (bb bytes each) the
@@ -100,4 +131,41 @@ func superAsm(bb int, kernel func(w *byte, qx *int8, dx *float32, nsb int) float
 		_, _ = qx[nsb*256-1], dx[nsb*8-1]
 		return kernel(&w[0], &qx[0], &dx[0], nsb)
 	}
+}
+
+// q8Tile4Asm wraps a tile kernel with a check that the four activation
+// rows (xs values, ds scales apart) hold the unpacked row's blocks.
+func q8Tile4Asm(kernel func(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32)) func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32) {
+	return func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32) {
+		nb := len(ud)
+		if nb == 0 {
+			*out = [4]float32{}
+			return
+		}
+		_, _, _ = u[64*nb-1], qx[3*xs+32*nb-1], dx[3*ds+nb-1]
+		kernel(&u[0], &ud[0], nb, &qx[0], xs, &dx[0], ds, out)
+	}
+}
+
+// q8Tile4MAsm wraps a kernel of q8Tile4M's as q8Tile4Asm does.
+func q8Tile4MAsm(kernel func(u *byte, ud *float32, nb int, qx *int8, xs int, dx *float32, ds int, out *[4]float32, m, sx4 *float32)) func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32, m, sx4 []float32) {
+	return func(u []byte, ud []float32, qx []int8, xs int, dx []float32, ds int, out *[4]float32, m, sx4 []float32) {
+		nb := len(ud)
+		if nb == 0 {
+			*out = [4]float32{}
+			return
+		}
+		_, _, _, _, _ = u[64*nb-1], qx[3*xs+32*nb-1], dx[3*ds+nb-1], m[nb-1], sx4[4*nb-1]
+		kernel(&u[0], &ud[0], nb, &qx[0], xs, &dx[0], ds, out, &m[0], &sx4[0])
+	}
+}
+
+func minsK8x4Asm(m, dmin, sx []float32, ds int, out *[4]float32) {
+	nsb := len(dmin)
+	if nsb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	_, _ = m[8*nsb-1], sx[3*ds+8*nsb-1]
+	minsK8x4AVX2(&m[0], &dmin[0], &sx[0], nsb, ds, out)
 }

@@ -63,6 +63,50 @@ GLOBL q5bits<>(SB), RODATA|NOPTR, $32
 	VMULSS       dx, X5, X5  \
 	VBROADCASTSS X5, Y5
 
+// HALFB(off, x, y): the f16 at off(SI) as float32, broadcast to y (x
+// its low half; AX scratch).
+#define HALFB(off, x, y) \
+	MOVWLZX      off(SI), AX \
+	VMOVD        AX, x       \
+	VCVTPH2PS    x, x        \
+	VBROADCASTSS x, y
+
+// DDX(off): 0…28(SP) = the f16 at off(SI) times the eight sub-block
+// scales d_x at (DX) (Y8 scratch).
+#define DDX(off) \
+	HALFB(off, X8, Y8)    \
+	VMULPS  (DX), Y8, Y8  \
+	VMOVUPS Y8, 0(SP)
+
+// SCALE6(a, as, b, bs, off): four 6-bit scales (K-quant packing) to the
+// bytes at off(SP): (a >> as) & 0x0f… | ((b >> bs) & 0x03…) << 4.
+#define SCALE6(a, as, b, bs, off) \
+	MOVL a, AX                 \
+	SHRL $as, AX               \
+	ANDL $0x0f0f0f0f, AX       \
+	MOVL b, BX                 \
+	SHRL $bs, BX               \
+	ANDL $0x03030303, BX       \
+	SHLL $4, BX                \
+	ORL  BX, AX                \
+	MOVL AX, off(SP)
+
+// NEXTSB(bb, loop): on to the next super-block (bb bytes; 256
+// activations, eight scales), back to loop while CX counts down.
+#define NEXTSB(bb, loop) \
+	ADDQ $bb, SI  \
+	ADDQ $256, DI \
+	ADDQ $32, DX  \
+	DECQ CX       \
+	JNZ  loop
+
+// RETSUM(ret): return the sum of Y0's lanes (HSUM).
+#define RETSUM(ret) \
+	HSUM(Y0, X0, X8) \
+	VZEROUPPER       \
+	MOVSS X0, ret    \
+	RET
+
 // func dotIQ4_NLAVX2(w *byte, qx *int8, dx *float32, nb int) float32
 TEXT ·dotIQ4_NLAVX2(SB), NOSPLIT, $0-36
 	MOVQ    w+0(FP), SI
@@ -88,10 +132,7 @@ iq4nlloop:
 	ADDQ        $4, DX
 	DECQ        CX
 	JNZ         iq4nlloop
-	HSUM(Y0, X0, X8)
-	VZEROUPPER
-	MOVSS       X0, ret+32(FP)
-	RET
+	RETSUM(ret+32(FP))
 
 // IQ4XSSUB(j, qoff, loff, lshift, xoff, soff): sub-block j of an IQ4_XS
 // block (nibbles at qoff, low scale bits nibble lshift/4 of the byte at
@@ -129,12 +170,7 @@ TEXT ·dotIQ4_XSAVX2(SB), NOSPLIT, $32-36
 
 iq4xsloop:
 	PREFETCHT0   2048(SI)
-	MOVWLZX      (SI), AX
-	VMOVD        AX, X8
-	VCVTPH2PS    X8, X8
-	VBROADCASTSS X8, Y8
-	VMULPS       (DX), Y8, Y8 // d·d_x,j for j = 0…7
-	VMOVUPS      Y8, 0(SP)
+	DDX(0)                    // d·d_x,j for j = 0…7
 	MOVWLZX      2(SI), R8    // scales_h
 	IQ4XSSUB(0, 8, 4, 0, 0, 0)
 	IQ4XSSUB(1, 24, 4, 4, 32, 4)
@@ -144,15 +180,8 @@ iq4xsloop:
 	IQ4XSSUB(5, 88, 6, 4, 160, 20)
 	IQ4XSSUB(6, 104, 7, 0, 192, 24)
 	IQ4XSSUB(7, 120, 7, 4, 224, 28)
-	ADDQ         $136, SI
-	ADDQ         $256, DI
-	ADDQ         $32, DX
-	DECQ         CX
-	JNZ          iq4xsloop
-	HSUM(Y0, X0, X8)
-	VZEROUPPER
-	MOVSS        X0, ret+32(FP)
-	RET
+	NEXTSB(136, iq4xsloop)
+	RETSUM(ret+32(FP))
 
 // QH5(off): Y6 = 16 in byte j where bit j of the u32 at off(SI) is set,
 // else 0 (Y11 = q5shuf, Y10 = q5bits, Y12 = 0x10 bytes).
@@ -194,10 +223,7 @@ q50loop:
 	ADDQ        $4, DX
 	DECQ        CX
 	JNZ         q50loop
-	HSUM(Y0, X0, X8)
-	VZEROUPPER
-	MOVSS       X0, ret+32(FP)
-	RET
+	RETSUM(ret+32(FP))
 
 // func dotQ5_1AVX2(w *byte, qx *int8, dx, sx *float32, nb int) float32
 //
@@ -294,58 +320,31 @@ TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $48-44
 
 q5kloop:
 	PREFETCHT0   2048(SI)
-	MOVWLZX      (SI), AX
-	VMOVD        AX, X8
-	VCVTPH2PS    X8, X8
-	VBROADCASTSS X8, Y8
-	VMULPS       (DX), Y8, Y8 // d·d_x,s for s = 0…7
-	VMOVUPS      Y8, 0(SP)
+	DDX(0)                        // d·d_x,s for s = 0…7
 	// scales: u0, u1, u2 = the three dwords at 4(SI)
 	MOVL         4(SI), R10
 	MOVL         8(SI), R11
 	MOVL         12(SI), R12
-	MOVL         R12, AX        // m_4…7 = (u2 >> 4) & 0x0f… | ((u1 >> 6) & 0x03…) << 4
-	SHRL         $4, AX
-	ANDL         $0x0f0f0f0f, AX
-	MOVL         R11, BX
-	SHRL         $6, BX
-	ANDL         $0x03030303, BX
-	SHLL         $4, BX
-	ORL          BX, AX
-	MOVL         AX, 44(SP)
-	MOVL         R11, AX        // m_0…3 = u1 & 0x3f…
+	SCALE6(R12, 4, R11, 6, 44)    // m_4…7
+	MOVL         R11, AX          // m_0…3 = u1 & 0x3f…
 	ANDL         $0x3f3f3f3f, AX
 	MOVL         AX, 40(SP)
-	MOVL         R12, AX        // sc_4…7 = u2 & 0x0f… | ((u0 >> 6) & 0x03…) << 4
-	ANDL         $0x0f0f0f0f, AX
-	MOVL         R10, BX
-	SHRL         $6, BX
-	ANDL         $0x03030303, BX
-	SHLL         $4, BX
-	ORL          BX, AX
-	MOVL         AX, 36(SP)
+	SCALE6(R12, 0, R10, 6, 36)    // sc_4…7
 	ANDL         $0x3f3f3f3f, R10 // sc_0…3 = u0 & 0x3f…
 	MOVL         R10, 32(SP)
 	// minima: Y10 += (m_s·s_x,s)·dmin
 	VPMOVZXBD    40(SP), Y6
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       (R9), Y6, Y6
-	MOVWLZX      2(SI), AX
-	VMOVD        AX, X7
-	VCVTPH2PS    X7, X7
-	VBROADCASTSS X7, Y7
+	HALFB(2, X7, Y7)
 	VFMADD231PS  Y7, Y6, Y10
 	VMOVDQU      16(SI), Y7   // qh
 	Q5KPAIR(48, 0, 1, 0, 32, 32, 33, 0, 4)
 	Q5KPAIR(80, 2, 3, 64, 96, 34, 35, 8, 12)
 	Q5KPAIR(112, 4, 5, 128, 160, 36, 37, 16, 20)
 	Q5KPAIR(144, 6, 7, 192, 224, 38, 39, 24, 28)
-	ADDQ         $176, SI
-	ADDQ         $256, DI
-	ADDQ         $32, DX
 	ADDQ         $32, R9
-	DECQ         CX
-	JNZ          q5kloop
+	NEXTSB(176, q5kloop)
 	HSUM(Y0, X0, X8)
 	HSUM(Y10, X10, X8)
 	VSUBSS       X10, X0, X0
@@ -406,48 +405,14 @@ TEXT ·dotQ3_KAVX2(SB), NOSPLIT, $48-36
 
 q3kloop:
 	PREFETCHT0   2048(SI)
-	MOVWLZX      108(SI), AX
-	VMOVD        AX, X8
-	VCVTPH2PS    X8, X8
-	VBROADCASTSS X8, Y8
-	VMULPS       (DX), Y8, Y8 // d·d_x,g for g = 0…7
-	VMOVUPS      Y8, 0(SP)
+	DDX(108)                  // d·d_x,g for g = 0…7
 	MOVL         96(SI), R10  // a0
 	MOVL         100(SI), R11 // a1
 	MOVL         104(SI), R12 // a2
-	MOVL         R10, AX      // s0 = a0 & 0x0f… | (a2 & 0x03…) << 4
-	ANDL         $0x0f0f0f0f, AX
-	MOVL         R12, BX
-	ANDL         $0x03030303, BX
-	SHLL         $4, BX
-	ORL          BX, AX
-	MOVL         AX, 32(SP)
-	MOVL         R11, AX      // s1 = a1 & 0x0f… | ((a2 >> 2) & 0x03…) << 4
-	ANDL         $0x0f0f0f0f, AX
-	MOVL         R12, BX
-	SHRL         $2, BX
-	ANDL         $0x03030303, BX
-	SHLL         $4, BX
-	ORL          BX, AX
-	MOVL         AX, 36(SP)
-	MOVL         R10, AX      // s2 = (a0 >> 4) & 0x0f… | ((a2 >> 4) & 0x03…) << 4
-	SHRL         $4, AX
-	ANDL         $0x0f0f0f0f, AX
-	MOVL         R12, BX
-	SHRL         $4, BX
-	ANDL         $0x03030303, BX
-	SHLL         $4, BX
-	ORL          BX, AX
-	MOVL         AX, 40(SP)
-	MOVL         R11, AX      // s3 = (a1 >> 4) & 0x0f… | ((a2 >> 6) & 0x03…) << 4
-	SHRL         $4, AX
-	ANDL         $0x0f0f0f0f, AX
-	MOVL         R12, BX
-	SHRL         $6, BX
-	ANDL         $0x03030303, BX
-	SHLL         $4, BX
-	ORL          BX, AX
-	MOVL         AX, 44(SP)
+	SCALE6(R10, 0, R12, 0, 32) // s0…3
+	SCALE6(R11, 0, R12, 2, 36) // s4…7
+	SCALE6(R10, 4, R12, 4, 40) // s8…11
+	SCALE6(R11, 4, R12, 6, 44) // s12…15
 	VMOVDQU      32(SP), X11
 	VPSUBB       X10, X11, X11 // the 16 scales, −32…31
 	VMOVDQU      0(SI), Y7     // hmask
@@ -461,15 +426,8 @@ q3kloop:
 	Q3KGRP(5, 2, 160, 80, 20)
 	Q3KGRP(6, 4, 192, 96, 24)
 	Q3KGRP(7, 6, 224, 112, 28)
-	ADDQ         $110, SI
-	ADDQ         $256, DI
-	ADDQ         $32, DX
-	DECQ         CX
-	JNZ          q3kloop
-	HSUM(Y0, X0, X8)
-	VZEROUPPER
-	MOVSS        X0, ret+32(FP)
-	RET
+	NEXTSB(110, q3kloop)
+	RETSUM(ret+32(FP))
 
 // Q2KGRP(shift, xoff, moff, soff, noff): group g (moff = 16g) of a Q2_K
 // super-block, q = (Y8 >> shift) & 3 (unsigned): Y0 +=
@@ -509,18 +467,9 @@ TEXT ·dotQ2_KAVX2(SB), NOSPLIT, $64-36
 
 q2kloop:
 	PREFETCHT0   2048(SI)
-	VMOVUPS      (DX), Y5
-	MOVWLZX      80(SI), AX
-	VMOVD        AX, X8
-	VCVTPH2PS    X8, X8
-	VBROADCASTSS X8, Y8
-	VMULPS       Y5, Y8, Y8    // d·d_x,g
-	VMOVUPS      Y8, 0(SP)
-	MOVWLZX      82(SI), AX
-	VMOVD        AX, X8
-	VCVTPH2PS    X8, X8
-	VBROADCASTSS X8, Y8
-	VMULPS       Y5, Y8, Y8    // dmin·d_x,g
+	DDX(80)                    // d·d_x,g
+	HALFB(82, X8, Y8)
+	VMULPS       (DX), Y8, Y8  // dmin·d_x,g
 	VMOVUPS      Y8, 32(SP)
 	VMOVDQU      0(SI), X11
 	VPSRLW       $4, X11, X9
@@ -536,11 +485,7 @@ q2kloop:
 	Q2KGRP(2, 160, 80, 20, 52)
 	Q2KGRP(4, 192, 96, 24, 56)
 	Q2KGRP(6, 224, 112, 28, 60)
-	ADDQ         $84, SI
-	ADDQ         $256, DI
-	ADDQ         $32, DX
-	DECQ         CX
-	JNZ          q2kloop
+	NEXTSB(84, q2kloop)
 	HSUM(Y0, X0, X8)
 	HSUM(Y10, X10, X8)
 	VSUBSS       X10, X0, X0

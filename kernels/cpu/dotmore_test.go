@@ -27,36 +27,54 @@ func TestUploadTakesMoreDTypes(t *testing.T) {
 	}
 }
 
-// BenchmarkMatMulMore compares, for dotmore.go's dtypes, the fast path
-// ("fast": activations quantised, q8Dot's kernel) with the path it
-// replaces ("generic": each weight row dequantised, then the F32 dot),
-// on a (1024, 1024) weight, n = 1 (decode) and n = 64 (a prefill tile).
-// The two alternate within one run:
+// BenchmarkMatMulMore compares, for dotmore.go's dtypes and Q6_K, the fast path
+// ("tile": activations quantised, q8Dot's kernel, and in prefill
+// moreTile's tiles), the one-row kernels alone ("rows": the fast path
+// before the tiles) and the path they replace ("generic": each weight
+// row dequantised, then the F32 dot), on Qwen2.5-0.5B's FFN up (4864,
+// 896) and down (896, 4864) projections (K-quants: up (4864, 1024),
+// whole super-blocks), for n = 1 (decode), 64 and 512 activation rows.
+// The paths alternate within one run:
 //
-//	go test -run '^$' -bench MatMulMore -count 3 ./kernels/cpu/
+//	go test -run '^$' -bench 'MatMulMore/Q5_K/down/n=64' -count 3 ./kernels/cpu/
 func BenchmarkMatMulMore(b *testing.B) {
-	const m, k = 1024, 1024
-	for _, dt := range moreTypes {
-		for _, n := range []int{1, 64} {
-			for _, path := range []string{"fast", "generic"} {
-				b.Run(fmt.Sprintf("%v/n=%d/%s", dt, n, path), func(b *testing.B) {
-					be := New(0)
-					defer be.Close()
-					w, data := upload(b, be, dt, m, k)
-					x, _ := be.NewTensor(tensor.F32, n, k)
-					d, _ := be.NewTensor(tensor.F32, n, m)
-					xt, dt2, wt := x.(*Tensor), d.(*Tensor), w.(*Tensor)
-					for b.Loop() {
-						if path == "fast" {
-							be.matMulFast(dt2, xt, wt)
-						} else {
-							be.matMulDequant(dt2, xt, wt)
-						}
+	for _, dt := range append(moreTypes[:len(moreTypes):len(moreTypes)], tensor.Q6_K) {
+		for _, shape := range []struct {
+			name string
+			m, k int
+		}{{"up", 4864, 896}, {"down", 896, 4864}} {
+			m, k := shape.m, shape.k
+			if dt.BlockSize() == 256 && k%256 != 0 {
+				k = 1024
+			}
+			for _, n := range []int{1, 64, 512} {
+				for _, path := range []string{"tile", "rows", "generic"} {
+					if n == 1 && path == "rows" {
+						continue // decode has no tile
 					}
-					sec := b.Elapsed().Seconds() / float64(b.N)
-					b.ReportMetric(2*float64(n*m*k)/sec/1e9, "GFLOP/s")
-					b.ReportMetric(float64(len(data))/sec/1e9, "GB/s")
-				})
+					b.Run(fmt.Sprintf("%v/%s/n=%d/%s", dt, shape.name, n, path), func(b *testing.B) {
+						be := New(0)
+						defer be.Close()
+						w, data := upload(b, be, dt, m, k)
+						x, _ := be.NewTensor(tensor.F32, n, k)
+						d, _ := be.NewTensor(tensor.F32, n, m)
+						xt, dt2, wt := x.(*Tensor), d.(*Tensor), w.(*Tensor)
+						if path == "rows" {
+							defer func(t func([]byte, []float32, []int8, int, []float32, int, *[4]float32)) { q8Tile4 = t }(q8Tile4)
+							q8Tile4 = nil
+						}
+						for b.Loop() {
+							if path == "generic" {
+								be.matMulDequant(dt2, xt, wt)
+							} else {
+								be.matMulFast(dt2, xt, wt)
+							}
+						}
+						sec := b.Elapsed().Seconds() / float64(b.N)
+						b.ReportMetric(2*float64(n*m*k)/sec/1e9, "GFLOP/s")
+						b.ReportMetric(float64(len(data))/sec/1e9, "GB/s")
+					})
+				}
 			}
 		}
 	}

@@ -14,6 +14,7 @@ type fastScratch struct {
 	neg    []int32   // (n·k/32) −off·Σqx per block, for packed Q8_0 and Q4_0
 	xb     []uint16  // (n·k) activations rounded to bfloat16, for BF16 weights
 	work   [][]float32
+	rows   []unpackedRow // per worker: dotmoretile.go's unpacked weight row
 	// MatMuls' and matMulPacked's operands for matMulPackedMulti, and
 	// its weights' first groups
 	mds, mws []*Tensor
@@ -90,9 +91,11 @@ const (
 //	Q8_0, Q4_0, Q4_1, Q4_K     matMulPacked (packed.go), where packed
 //	Q8_0, Q4_0, Q4_1,          x quantised by quantizeQ8 once per call,
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
-//	                           dotQ4_K / dotQ6_K
+//	                           dotQ4_K / dotQ6_K (Q6_K: in prefill
+//	                           by moreTile's tiles, as the next row)
 //	IQ4_NL, IQ4_XS, Q5_0,      the same, then q8Dot's kernel
-//	Q5_1, Q5_K, Q3_K, Q2_K     (dotmore.go)
+//	Q5_1, Q5_K, Q3_K, Q2_K     (dotmore.go); for n ≥ 4 by moreTile's
+//	                           tiles (dotmoretile.go) where SIMD has them
 //	F32, F16, BF16 weights     dotF32 / dotF16 / dotBF16 on x, in place
 //	                           (F16, BF16: by tiles where SIMD has
 //	                           them, tileF16 / tileBF16)
@@ -114,6 +117,7 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	x := xs.F32
 	var rowDot func(w, j, i int) float32 // dst[i, j] on worker w
 	var th halfTile                      // F16 or BF16 weights: their tile, if any
+	var mt moreTileKind                  // dotmore.go's types in prefill: their tile, if any
 	var hw []uint16                      // and the weight, (m, k)
 	switch {
 	case !wt.Weight && wt.DT == tensor.F32:
@@ -165,6 +169,10 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 	default:
 		b.matMulDequant(d, xs, wt)
 		return
+	}
+	if tk, ok := moreTile(wt.DT); ok && wt.Weight && n >= 4 {
+		mt = tk
+		b.scratch.carveRows(b.Threads, k)
 	}
 	// Tiles of four weight rows (Q8_0, Q4_0, Q4_1, Q4_K where they are
 	// not packed, i.e. without AVX2, made of the one-row kernels):
@@ -228,6 +236,12 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		}
 	}
 	b.Pool.RunRanges(m, per, func(w, j0, j1 int) {
+		if mt.unpack != nil { // each weight row unpacked once (dotmoretile.go)
+			s := &b.scratch
+			mt.tileRows(d.F32, m, wt.Raw, wt.RowBytes, k, s.qx[:n*k], s.dx[:n*k/32], s.sx[:n*k/32],
+				j0, j1, n, s.rows[w*rowsPerTask:(w+1)*rowsPerTask])
+			return
+		}
 		var out *[16]float32
 		if t4 != nil || th.fn != nil {
 			out = (*[16]float32)(b.scratch.work[w][:16])
