@@ -192,6 +192,7 @@ type Backend struct {
 	maxShared   int      // shared memory bytes a workgroup may use
 	allocs      uint64   // tensor allocations and staging buffers made
 	prof        profiler // the profile started, if any (StartProfile)
+	dry         dryRun   // benchmarks: how much of a dispatch to skip (record.go)
 	err         error    // the first failure while recording
 	closed      bool
 

@@ -59,7 +59,9 @@ func (b *Backend) dispatchSpec(name string, spec []uint32, binds []part, pc any,
 		}
 	}
 	barrier := b.hazard(binds, writes[:nw])
-	if r := C.vkl_dispatch(b.ctx, p.p, set, boolInt(barrier), unsafe.Pointer(&b.push[0]),
+	if b.dry != 0 {
+		b.dryDispatch(p, set, barrier, gx, gy, gz)
+	} else if r := C.vkl_dispatch(b.ctx, p.p, set, boolInt(barrier), unsafe.Pointer(&b.push[0]),
 		C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz)); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "dispatch " + name, Result: int32(r)})
 	}

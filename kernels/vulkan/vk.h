@@ -102,6 +102,9 @@ void vkl_sets_reset(vkl_ctx *c);
 // the same call).
 int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const void *push,
 	uint32_t gx, uint32_t gy, uint32_t gz);
+// vkl_dispatch's arguments, nothing done (benchmarks: the cost of the call).
+int vkl_dispatch_nop(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const void *push,
+	uint32_t gx, uint32_t gy, uint32_t gz);
 int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t dstoff, uint64_t size);
 int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size);
 int vkl_barrier(vkl_ctx *c);
@@ -117,6 +120,9 @@ int vkl_submit(vkl_ctx *c);
 // profiling.
 int vkl_piece(vkl_ctx *c);
 uint64_t vkl_pieces(vkl_ctx *c);
+// Drop what was recorded since the last submit or piece, unexecuted
+// (benchmarks of recording alone; nothing may be pending before it).
+int vkl_discard(vkl_ctx *c);
 // How many submits happened (for tests).
 uint64_t vkl_submits(vkl_ctx *c);
 

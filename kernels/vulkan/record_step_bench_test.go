@@ -1,0 +1,167 @@
+//go:build cgo
+
+package vulkan
+
+import (
+	"math"
+	"testing"
+
+	"github.com/vkllm/vkllm/internal/synth"
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/tensor"
+)
+
+// BenchmarkRecordStep: the host cost of recording one decode step (one
+// token) of a real model's shape with Q4_0 weights, the ops in the order
+// of models/decoder.go's forward: ns/op is per step, "ns/dispatch" per
+// dispatch, "dispatches" per step. The step is not submitted in pieces
+// and its command buffer is discarded unexecuted, off the clock, so it
+// measures this package's and the driver's recording alone (the weights
+// hold zeros, and every layer binds the same ones: recording costs the
+// same whatever the bytes):
+//
+//	go test ./kernels/vulkan/ -run '^$' -bench RecordStep -benchtime 200x
+func BenchmarkRecordStep(bm *testing.B) {
+	for _, name := range []string{"qwen2.5-0.5b", "llama-3.1-8b"} {
+		bm.Run(name, func(bm *testing.B) {
+			s, err := synth.Lookup(name)
+			if err != nil {
+				bm.Fatal(err)
+			}
+			b, err := Open(Config{})
+			if err != nil {
+				bm.Skip(err)
+			}
+			defer b.Close()
+			b.pieceFirst = 0
+			st := newStepShape(bm, b, s, 1024)
+			if err := b.Sync(); err != nil { // the uploads
+				bm.Fatal(err)
+			}
+			st.record(b) // pipelines and descriptor sets
+			per := b.recorded
+			b.discard()
+			// Sub-benchmarks split a dispatch's cost: "go" stops before
+			// the cgo call, "cgo" calls a C function that does nothing;
+			// "record" is the whole recording.
+			for _, m := range []struct {
+				name string
+				dry  dryRun
+			}{{"record", 0}, {"go", dryGo}, {"cgo", dryCgo}} {
+				bm.Run(m.name, func(bm *testing.B) {
+					b.dry = m.dry
+					defer func() { b.dry = 0 }()
+					bm.ReportAllocs()
+					for bm.Loop() {
+						st.record(b)
+						bm.StopTimer()
+						b.discard()
+						bm.StartTimer()
+					}
+					bm.ReportMetric(float64(per), "dispatches")
+					bm.ReportMetric(float64(bm.Elapsed().Nanoseconds())/float64(bm.N)/float64(per), "ns/dispatch")
+				})
+			}
+			if err := b.Sync(); err != nil {
+				bm.Fatal(err)
+			}
+		})
+	}
+}
+
+// stepShape is one decode step's tensors for a synth.Shape: the layers
+// share one set of Q4_0 weights but have their own caches.
+type stepShape struct {
+	s                            synth.Shape
+	ids, pos, cells, vis         kernels.Tensor
+	x, h, q, k, v, attn, o, down kernels.Tensor
+	gate, up, xs, logits, sel    kernels.Tensor
+	wq, wk, wv, wo, wg, wu, wd   kernels.Tensor
+	qb, kb, vb, norm             kernels.Tensor
+	embed, head                  kernels.Tensor
+	kc, vc                       []kernels.Tensor
+	rope                         kernels.RoPE
+	width                        int
+	hostVis                      []int32
+}
+
+func newStepShape(tb testing.TB, b *Backend, s synth.Shape, width int) *stepShape {
+	tb.Helper()
+	st := &stepShape{s: s, width: width}
+	qd, kvd := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	nt := func(dt tensor.DType, shape ...int) kernels.Tensor {
+		t, err := b.NewTensor(dt, shape...)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return t
+	}
+	w := func(rows, cols int) kernels.Tensor {
+		n, _ := tensor.Q4_0.Bytes(int64(rows) * int64(cols))
+		t, err := b.Upload(tensor.Tensor{Name: "w", DType: tensor.Q4_0, Shape: []int64{int64(rows), int64(cols)}, Data: make([]byte, n)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return t
+	}
+	st.ids, st.pos, st.cells, st.sel = nt(tensor.I32, 1), nt(tensor.I32, 1), nt(tensor.I32, 1), nt(tensor.I32, 1)
+	st.vis = nt(tensor.I32, 1, width)
+	st.x, st.h, st.o, st.down, st.xs = nt(tensor.F32, 1, s.Hidden), nt(tensor.F32, 1, s.Hidden), nt(tensor.F32, 1, s.Hidden), nt(tensor.F32, 1, s.Hidden), nt(tensor.F32, 1, s.Hidden)
+	st.q, st.attn, st.k, st.v = nt(tensor.F32, 1, qd), nt(tensor.F32, 1, qd), nt(tensor.F32, 1, kvd), nt(tensor.F32, 1, kvd)
+	st.gate, st.up = nt(tensor.F32, 1, s.Intermediate), nt(tensor.F32, 1, s.Intermediate)
+	st.logits = nt(tensor.F32, 1, s.Vocab)
+	st.wq, st.wk, st.wv, st.wo = w(qd, s.Hidden), w(kvd, s.Hidden), w(kvd, s.Hidden), w(s.Hidden, qd)
+	st.wg, st.wu, st.wd = w(s.Intermediate, s.Hidden), w(s.Intermediate, s.Hidden), w(s.Hidden, s.Intermediate)
+	st.qb, st.kb, st.vb, st.norm = nt(tensor.F32, qd), nt(tensor.F32, kvd), nt(tensor.F32, kvd), nt(tensor.F32, s.Hidden)
+	st.embed = w(s.Vocab, s.Hidden)
+	st.head = st.embed
+	if !s.Tied {
+		st.head = w(s.Vocab, s.Hidden)
+	}
+	for range s.Layers {
+		st.kc = append(st.kc, nt(tensor.F16, width, kvd))
+		st.vc = append(st.vc, nt(tensor.F16, width, kvd))
+	}
+	st.rope = kernels.RoPE{Style: kernels.RoPENeox, HeadDim: s.HeadDim, Theta: s.RoPETheta}
+	st.hostVis = make([]int32, width)
+	for i := range st.hostVis {
+		st.hostVis[i] = int32(i)
+	}
+	return st
+}
+
+// record records one decode step as models/decoder.go's forward does,
+// up to the logits (which it does not read back).
+func (st *stepShape) record(b *Backend) {
+	s := st.s
+	one := []int32{int32(st.width - 1)}
+	for _, err := range []error{b.SetI32(st.ids, []int32{7}), b.SetI32(st.pos, one), b.SetI32(st.cells, one), b.SetI32(st.vis, st.hostVis)} {
+		if err != nil {
+			b.fail(err)
+		}
+	}
+	eps := float32(s.RMSNormEps)
+	scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
+	b.GetRows(st.x, st.embed, st.ids)
+	b.RMSNorm(st.h, st.x, st.norm, eps)
+	for l := range s.Layers {
+		kernels.MatMuls(b, []kernels.Tensor{st.q, st.k, st.v}, st.h, []kernels.Tensor{st.wq, st.wk, st.wv})
+		if s.QKVBias {
+			b.Add(st.q, st.q, st.qb)
+			b.Add(st.k, st.k, st.kb)
+			b.Add(st.v, st.v, st.vb)
+		}
+		b.RoPEKVWrite(st.q, st.k, st.v, st.pos, st.kc[l], st.vc[l], st.cells, st.rope)
+		b.Attention(st.attn, st.q, st.kc[l], st.vc[l], st.vis, s.Heads, s.KVHeads, scale)
+		b.MatMul(st.o, st.attn, st.wo)
+		b.AddRMSNorm(st.x, st.h, st.x, st.o, st.norm, eps)
+		kernels.GateUpSwiGLU(b, st.gate, st.up, st.h, st.wg, st.wu)
+		b.MatMul(st.down, st.gate, st.wd)
+		b.AddRMSNorm(st.x, st.h, st.x, st.down, st.norm, eps)
+	}
+	if err := b.SetI32(st.sel, []int32{0}); err != nil {
+		b.fail(err)
+	}
+	b.GetRows(st.xs, st.x, st.sel)
+	b.MatMul(st.logits, st.xs, st.head)
+}
