@@ -193,6 +193,7 @@ type Backend struct {
 	allocs      uint64   // tensor allocations and staging buffers made
 	prof        profiler // the profile started, if any (StartProfile)
 	dry         dryRun   // benchmarks: how much of a dispatch to skip (record.go)
+	names       names    // variant names and tunings by dtype (record.go)
 	err         error    // the first failure while recording
 	closed      bool
 

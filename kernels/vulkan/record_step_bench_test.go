@@ -82,7 +82,8 @@ type stepShape struct {
 	kc, vc                       []kernels.Tensor
 	rope                         kernels.RoPE
 	width                        int
-	hostVis                      []int32
+	hostVis, tok, one, zero      []int32
+	qkv, wqkv                    []kernels.Tensor
 }
 
 func newStepShape(tb testing.TB, b *Backend, s synth.Shape, width int) *stepShape {
@@ -123,6 +124,8 @@ func newStepShape(tb testing.TB, b *Backend, s synth.Shape, width int) *stepShap
 		st.vc = append(st.vc, nt(tensor.F16, width, kvd))
 	}
 	st.rope = kernels.RoPE{Style: kernels.RoPENeox, HeadDim: s.HeadDim, Theta: s.RoPETheta}
+	st.qkv, st.wqkv = []kernels.Tensor{st.q, st.k, st.v}, []kernels.Tensor{st.wq, st.wk, st.wv}
+	st.tok, st.one, st.zero = []int32{7}, []int32{int32(width - 1)}, []int32{0}
 	st.hostVis = make([]int32, width)
 	for i := range st.hostVis {
 		st.hostVis[i] = int32(i)
@@ -134,8 +137,7 @@ func newStepShape(tb testing.TB, b *Backend, s synth.Shape, width int) *stepShap
 // up to the logits (which it does not read back).
 func (st *stepShape) record(b *Backend) {
 	s := st.s
-	one := []int32{int32(st.width - 1)}
-	for _, err := range []error{b.SetI32(st.ids, []int32{7}), b.SetI32(st.pos, one), b.SetI32(st.cells, one), b.SetI32(st.vis, st.hostVis)} {
+	for _, err := range []error{b.SetI32(st.ids, st.tok), b.SetI32(st.pos, st.one), b.SetI32(st.cells, st.one), b.SetI32(st.vis, st.hostVis)} {
 		if err != nil {
 			b.fail(err)
 		}
@@ -145,7 +147,7 @@ func (st *stepShape) record(b *Backend) {
 	b.GetRows(st.x, st.embed, st.ids)
 	b.RMSNorm(st.h, st.x, st.norm, eps)
 	for l := range s.Layers {
-		kernels.MatMuls(b, []kernels.Tensor{st.q, st.k, st.v}, st.h, []kernels.Tensor{st.wq, st.wk, st.wv})
+		kernels.MatMuls(b, st.qkv, st.h, st.wqkv)
 		if s.QKVBias {
 			b.Add(st.q, st.q, st.qb)
 			b.Add(st.k, st.k, st.kb)
@@ -159,9 +161,40 @@ func (st *stepShape) record(b *Backend) {
 		b.MatMul(st.down, st.gate, st.wd)
 		b.AddRMSNorm(st.x, st.h, st.x, st.down, st.norm, eps)
 	}
-	if err := b.SetI32(st.sel, []int32{0}); err != nil {
+	if err := b.SetI32(st.sel, st.zero); err != nil {
 		b.fail(err)
 	}
 	b.GetRows(st.xs, st.x, st.sel)
 	b.MatMul(st.logits, st.xs, st.head)
+}
+
+// TestStepAllocs: once its pipelines and descriptor sets exist,
+// recording a decode step of a model's shape (every op of the decoder,
+// MatMul, GateUpSwiGLU and Attention's split included) allocates nothing
+// on the Go heap.
+func TestStepAllocs(t *testing.T) {
+	b := openTest(t, Config{})
+	s, err := synth.Lookup("qwen2.5-0.5b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = s.Tiny()
+	b.pieceFirst = 0
+	st := newStepShape(t, b, s, 256) // 256 cells: attention splits
+	st.record(b)
+	b.discard()
+	if n := testing.AllocsPerRun(5, func() { st.record(b); b.discard() }); n != 0 {
+		t.Errorf("recording a step: %v allocations, want 0", n)
+	}
+	// q, k and v's MatMuls and their biases' Adds run one pipeline
+	// each: bound once per layer.
+	skip := b.bindsSkipped()
+	st.record(b)
+	b.discard()
+	if got, want := b.bindsSkipped()-skip, uint64(4*s.Layers); got < want {
+		t.Errorf("recording a step skipped %d binds, want at least %d", got, want)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
 }

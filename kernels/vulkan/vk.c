@@ -55,6 +55,12 @@ struct vkl_ctx {
 	VkDescriptorPool *pools;
 	int npools, cur;
 	int recording;
+	// The pipeline and descriptor set bound last in the command buffer
+	// being recorded (vkl_dispatch binds only what changed; begin clears
+	// them).
+	vkl_pipe *bound_pipe;
+	uint64_t bound_set;
+	uint64_t binds_skipped;
 	uint64_t submits;
 	int budget_ext;
 	VkPhysicalDeviceMemoryProperties memprops;
@@ -728,6 +734,8 @@ static int begin(vkl_ctx *c) {
 	bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
 	VkResult r = c->BeginCommandBuffer(c->cb, &bi);
 	if (r == VK_SUCCESS) c->recording = 1;
+	c->bound_pipe = NULL;
+	c->bound_set = 0;
 	if (r == VK_SUCCESS && c->prof) c->CmdResetQueryPool(c->cb, c->qpool, 0, POOL_QUERIES);
 	return r;
 }
@@ -912,6 +920,8 @@ int vkl_discard(vkl_ctx *c) {
 
 uint64_t vkl_pieces(vkl_ctx *c) { return c->pieces; }
 
+uint64_t vkl_binds_skipped(vkl_ctx *c) { return c->binds_skipped; }
+
 uint64_t vkl_submits(vkl_ctx *c) { return c->submits; }
 
 static VkResult new_pool(vkl_ctx *c) {
@@ -974,9 +984,18 @@ int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const 
 	if ((r = prof_before(c)) != VK_SUCCESS) return r;
 	if ((r = begin(c)) != VK_SUCCESS) return r;
 	if (with_barrier) barrier(c);
-	VkDescriptorSet ds = (VkDescriptorSet)(uintptr_t)set;
-	c->CmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
-	c->CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &ds, 0, NULL);
+	// A command buffer keeps its bindings across dispatches and
+	// barriers: bind only what changed (a set belongs to one pipeline,
+	// so the same set was bound with this layout).
+	if (p != c->bound_pipe) {
+		c->CmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
+		c->bound_pipe = p;
+	} else c->binds_skipped++;
+	if (set != c->bound_set) {
+		VkDescriptorSet ds = (VkDescriptorSet)(uintptr_t)set;
+		c->CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &ds, 0, NULL);
+		c->bound_set = set;
+	} else c->binds_skipped++;
 	if (p->pcsize > 0) c->CmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)p->pcsize, push);
 	c->CmdDispatch(c->cb, gx, gy, gz);
 	return VK_SUCCESS;

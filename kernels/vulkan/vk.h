@@ -123,6 +123,9 @@ uint64_t vkl_pieces(vkl_ctx *c);
 // Drop what was recorded since the last submit or piece, unexecuted
 // (benchmarks of recording alone; nothing may be pending before it).
 int vkl_discard(vkl_ctx *c);
+// Pipeline and descriptor set binds vkl_dispatch left out so far (the
+// same as the last one in the command buffer; for tests).
+uint64_t vkl_binds_skipped(vkl_ctx *c);
 // How many submits happened (for tests).
 uint64_t vkl_submits(vkl_ctx *c);
 

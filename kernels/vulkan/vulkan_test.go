@@ -471,10 +471,11 @@ func TestGateUpSwiGLU(t *testing.T) {
 					continue
 				}
 				t.Run(fam+"/"+k.String(), func(t *testing.T) {
-					b.tune = Tuning{}
+					tune := Tuning{}
 					for _, dt := range WeightDTypes() {
-						b.tune[fam+"/"+typeName(dt)] = k
+						tune[fam+"/"+typeName(dt)] = k
 					}
+					b.setTuning(tune)
 					kerneltest.GateUpSwiGLU(t, b)
 				})
 			}
