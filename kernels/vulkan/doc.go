@@ -21,12 +21,55 @@
 // what each device has free when none has.
 //
 // Host cost of a dispatch: one cgo call and no Go allocation once its
-// pipeline and descriptor set exist. Descriptor sets are cached by
+// pipeline and descriptor set exist, and a whole decode step records
+// without one (variant names and matrix-vector tunings are worked out
+// once per dtype: TestStepAllocs). Descriptor sets are cached by
 // pipeline and bound (buffer, offset, range), across submits: a
 // Context's tensors are allocated once and a view binds its whole tensor,
 // so every step reuses the same sets whatever its batch size or width
 // (the cache starts over past 16384 sets, and when a block of memory is
-// freed).
+// freed). vkl_dispatch binds only the pipeline or set that differs from
+// the last one bound in its command buffer (a layer's q, k and v
+// MatMuls, and their bias Adds, bind one pipeline each).
+//
+// What that costs: BenchmarkRecordStep records a decode step of a 0.5B
+// (Qwen2.5, 340 dispatches) and an 8B (Llama 3.1, 360) shape without
+// executing it, and splits a dispatch into the Go side (op checks,
+// variant, pipeline and set lookups, hazards, push constants), the cgo
+// call, and the driver. On lavapipe the three are of one order (the Go
+// side about a third, the cgo call under a tenth, the rest lavapipe,
+// which copies each command into a list of its own; benchmarks/README.md
+// has the numbers): about 450 ns a dispatch, 150-170 µs a step. A GPU
+// driver's recording is cheaper than lavapipe's, but the Go side alone,
+// about 50 µs a step, is most of the 75 µs that 5 % of a 1.5 ms 0.5B
+// step allows (0.25 µs a dispatch): recording each dispatch every step
+// cannot get there, and pieces hide it only while the device has work
+// queued. What remains of the Go side is mostly hashing the pipeline and
+// set cache keys (a third) and hazard tracking (a tenth); batching
+// dispatches per cgo call would save at most the cgo call's share.
+//
+// Record once, replay (not done): a decode step, or a batched decode of
+// one batch size, has the same dispatches every step but for what
+// changes with the cache: the token ids, positions and cells (already
+// in device buffers, copied from staging by commands in the step), the
+// visible lists and their width (the vis view's shape: its row stride,
+// Attention's Width push constant, the segment count that sizes split
+// attention's grid and scratch layout and the combine's Segs), and the
+// logits' rows. To replay, the lists would be laid out at a fixed stride
+// (the Context's ContextLen) with a length per row in a buffer; the
+// kernels would read the length from the buffer, the split grid would
+// take AttentionTuning.Segments workgroups with those past the list's
+// segments exiting at once, and the combine would read the count, so
+// that the cut into chunks still depends on the list's length alone
+// (same bits). The backend would keep the step's command buffers
+// (without ONE_TIME_SUBMIT, not reset at settle), keyed by the step's
+// op sequence (or a Capture/Replay pair the decoder calls around a
+// step with its batch size), with the staging copies at fixed offsets
+// rewritten before each resubmit and the descriptor cache pinned while
+// a recording lives. llama.cpp's Vulkan prototype of graph reuse
+// (ggml-org/llama.cpp#24720) found little gain where submits in pieces
+// already overlap; vLLM captures CUDA graphs per padded batch size over
+// static input buffers, which is the shape above.
 //
 // The loader (libvulkan.so.1) is opened at run time, so a binary without a
 // Vulkan driver starts and kernels.Open("vulkan") returns a *NoDriverError;
@@ -42,6 +85,8 @@
 // recording, submit), compiled against include/; backend.go opens a
 // device and caches pipelines; memory.go holds blocks, tensors and the
 // staging arena; hazard.go places barriers; ops.go records the ops;
+// record.go memoises what they work out per dtype and holds the
+// recording benchmarks' hooks;
 // push.go mirrors the push constants; profile.go reads GPU timestamps;
 // tuning.go holds the kernels' tuning and sweep.go the sweep that makes it;
 // coop.go picks the cooperative-matrix shape and tiles.
