@@ -97,6 +97,9 @@ type Config struct {
 	// size even where the device has only one (tests use it to run that
 	// path); it has no effect without subgroup size control.
 	PinSubgroups bool
+	// NoReplay records every step's ops, never submitting a kept
+	// recording again (kernels.Replayer; also VKLLM_VULKAN_DISABLE=replay).
+	NoReplay bool
 	// Tuning overrides kernels' tuning constants (specialization
 	// constants: workgroup size, rows per workgroup, …) by key and knob,
 	// over the committed file of the device (tuning.go). A knob changes
@@ -139,6 +142,9 @@ type DeviceInfo struct {
 	CoopMat      bool
 	CoopShape    string
 	MemoryBudget bool // VK_EXT_memory_budget
+	// Replay reports that recordings of steps are kept and submitted
+	// again (kernels.Replayer): Config.NoReplay is not set.
+	Replay bool
 	Validation   bool // the validation layer is on
 }
 
@@ -194,6 +200,8 @@ type Backend struct {
 	prof        profiler // the profile started, if any (StartProfile)
 	dry         dryRun   // benchmarks: how much of a dispatch to skip (record.go)
 	names       names    // variant names and tunings by dtype (record.go)
+	rp          graphs   // kept recordings (replay.go)
+	replays     uint64   // steps replayed
 	err         error    // the first failure while recording
 	closed      bool
 
@@ -295,7 +303,7 @@ func Open(cfg Config) (*Backend, error) {
 		MaxBufferRange: int64(p.max_storage_range), SubgroupSize: int(p.subgroup_size),
 		Subgroups: !cfg.NoSubgroups && p.subgroup_ops&0x5 == 0x5 && p.subgroup_size >= 4 && p.subgroup_size <= wg,
 		Storage16: p.storage16 != 0, Float16: p.float16 != 0, Int8: p.int8 != 0,
-		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0,
+		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0, Replay: !cfg.NoReplay,
 	}
 	b.info.FP16 = b.info.Float16 && cfg.FP16
 	if err := cfg.Tuning.Check(); err != nil {
@@ -352,7 +360,8 @@ func Open(cfg Config) (*Backend, error) {
 }
 
 // disable applies VKLLM_VULKAN_DISABLE, a comma-separated list of the
-// features whose fallbacks to force: fp16, subgroup, tiled, coopmat.
+// features whose fallbacks to force: fp16, subgroup, tiled, coopmat,
+// replay.
 func disable(cfg *Config, list string) error {
 	for f := range strings.SplitSeq(list, ",") {
 		switch strings.TrimSpace(f) {
@@ -365,8 +374,10 @@ func disable(cfg *Config, list string) error {
 			cfg.NoTiled = true
 		case "coopmat":
 			cfg.NoCoopMat = true
+		case "replay":
+			cfg.NoReplay = true
 		default:
-			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat)", list, f)
+			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat, replay)", list, f)
 		}
 	}
 	return nil
@@ -459,6 +470,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	err := b.Sync()
+	b.dropGraphs()
 	b.closed = true
 	b.prof = profiler{} // a profile started ends unread
 	for _, p := range b.pipes {

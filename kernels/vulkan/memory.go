@@ -126,6 +126,7 @@ func (b *Backend) alloc(size int64) (part, error) {
 
 // release returns a part to its block, and an empty block to the device.
 func (b *Backend) release(p part) {
+	b.dropGraphs() // they may bind p
 	blk := p.blk
 	s := span{p.off, roundUp(p.size, b.align)}
 	i, _ := slices.BinarySearchFunc(blk.free, s.off, func(x span, off int64) int { return int(x.off - off) })
@@ -447,6 +448,7 @@ func (b *Backend) ReserveStaging(bytes int64) error {
 
 // write records a copy of data into part p at offset 0.
 func (b *Backend) write(p part, data []byte) {
+	b.interrupt() // a copy from the host is not replayed
 	h, off, err := b.staging.take(b, int64(len(data)))
 	if err != nil {
 		b.fail(err)
@@ -462,6 +464,7 @@ func (b *Backend) write(p part, data []byte) {
 // read submits the recorded work with a copy of part p (n bytes) and
 // returns the bytes.
 func (b *Backend) read(p part, n int64) ([]byte, error) {
+	b.interrupt()
 	h, off, err := b.staging.take(b, n)
 	if err != nil {
 		return nil, err

@@ -129,6 +129,7 @@ func (b *Backend) set(p *pipeline, binds []part) C.uint64_t {
 // the work recorded so far (which may use its sets) first. Freeing a
 // buffer drops the cache, whose sets may name it.
 func (b *Backend) dropSets() {
+	b.dropGraphs() // recordings bind the sets
 	if len(b.sets) == 0 {
 		return
 	}

@@ -126,6 +126,21 @@ int vkl_discard(vkl_ctx *c);
 // Pipeline and descriptor set binds vkl_dispatch left out so far (the
 // same as the last one in the command buffer; for tests).
 uint64_t vkl_binds_skipped(vkl_ctx *c);
+
+// Kept recordings (record once, replay). vkl_capture_begin submits what
+// was recorded so far as a piece and records what follows into a
+// command buffer of its own, after a barrier, until vkl_capture_end,
+// which submits it without waiting; no piece, submit or copy may come
+// in between. vkl_replay submits what was recorded since, then the
+// graph again (waiting for its previous run first). vkl_submit waits
+// for the last graph submitted too. vkl_graph_free waits for a graph and
+// frees it; the caller frees every graph before the descriptor sets or
+// buffers it binds go, and before vkl_close.
+typedef struct vkl_graph vkl_graph;
+int vkl_capture_begin(vkl_ctx *c, vkl_graph **out);
+int vkl_capture_end(vkl_ctx *c);
+int vkl_replay(vkl_ctx *c, vkl_graph *g);
+void vkl_graph_free(vkl_ctx *c, vkl_graph *g);
 // How many submits happened (for tests).
 uint64_t vkl_submits(vkl_ctx *c);
 
