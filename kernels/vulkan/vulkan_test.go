@@ -124,16 +124,16 @@ func TestMatMulVariants(t *testing.T) {
 // FromEnv; Open alone reads no variable.
 func TestDisableEnv(t *testing.T) {
 	t.Setenv("VKLLM_VULKAN_FP16", "1")
-	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16, subgroup,tiled")
+	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16, subgroup,tiled,replay")
 	cfg, err := FromEnv(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := openTest(t, cfg)
-	if d := b.Device(); d.FP16 || d.Subgroups || d.Tiled {
+	if d := b.Device(); d.FP16 || d.Subgroups || d.Tiled || d.Replay || b.Replays() {
 		t.Errorf("device %+v with every feature disabled", d)
 	}
-	if d := openTest(t, Config{}).Device(); !d.Tiled {
+	if d := openTest(t, Config{}).Device(); !d.Tiled || !d.Replay {
 		t.Errorf("Open(Config{}) took VKLLM_VULKAN_DISABLE from the environment: %+v", d)
 	}
 	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16,warp")
