@@ -144,8 +144,8 @@ type DeviceInfo struct {
 	MemoryBudget bool // VK_EXT_memory_budget
 	// Replay reports that recordings of steps are kept and submitted
 	// again (kernels.Replayer): Config.NoReplay is not set.
-	Replay bool
-	Validation   bool // the validation layer is on
+	Replay     bool
+	Validation bool // the validation layer is on
 }
 
 var typeNames = map[int32]string{0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}

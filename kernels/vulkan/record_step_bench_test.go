@@ -69,6 +69,48 @@ func BenchmarkRecordStep(bm *testing.B) {
 	}
 }
 
+// BenchmarkReplayStep: the host cost of a replayed decode step of the
+// 0.5B shape (BenchmarkRecordStep's): writing its inputs and submitting
+// its recording (kernels.Replayer). The device's work runs at the Sync,
+// off the clock.
+//
+//	go test ./kernels/vulkan/ -run '^$' -bench ReplayStep -benchtime 20x
+func BenchmarkReplayStep(bm *testing.B) {
+	s, err := synth.Lookup("qwen2.5-0.5b")
+	if err != nil {
+		bm.Fatal(err)
+	}
+	b, err := Open(Config{})
+	if err != nil {
+		bm.Skip(err)
+	}
+	defer b.Close()
+	st := newStepShape(bm, b, s, 1024)
+	st.record(b) // pipelines, descriptor sets, the RoPE table
+	if err := b.Sync(); err != nil {
+		bm.Fatal(err)
+	}
+	st.inputs(b)
+	b.BeginCapture()
+	st.ops(b)
+	id := b.EndCapture()
+	if err := b.Sync(); err != nil || id == 0 {
+		bm.Fatal(err, id)
+	}
+	bm.ReportAllocs()
+	for bm.Loop() {
+		st.inputs(b)
+		if !b.Replay(id) {
+			bm.Fatal("recording gone")
+		}
+		bm.StopTimer()
+		if err := b.Sync(); err != nil {
+			bm.Fatal(err)
+		}
+		bm.StartTimer()
+	}
+}
+
 // stepShape is one decode step's tensors for a synth.Shape: the layers
 // share one set of Q4_0 weights but have their own caches.
 type stepShape struct {
@@ -136,12 +178,22 @@ func newStepShape(tb testing.TB, b *Backend, s synth.Shape, width int) *stepShap
 // record records one decode step as models/decoder.go's forward does,
 // up to the logits (which it does not read back).
 func (st *stepShape) record(b *Backend) {
-	s := st.s
-	for _, err := range []error{b.SetI32(st.ids, st.tok), b.SetI32(st.pos, st.one), b.SetI32(st.cells, st.one), b.SetI32(st.vis, st.hostVis)} {
+	st.inputs(b)
+	st.ops(b)
+}
+
+// inputs writes the step's inputs.
+func (st *stepShape) inputs(b *Backend) {
+	for _, err := range []error{b.SetI32(st.ids, st.tok), b.SetI32(st.pos, st.one), b.SetI32(st.cells, st.one), b.SetI32(st.vis, st.hostVis), b.SetI32(st.sel, st.zero)} {
 		if err != nil {
 			b.fail(err)
 		}
 	}
+}
+
+// ops records the step's ops.
+func (st *stepShape) ops(b *Backend) {
+	s := st.s
 	eps := float32(s.RMSNormEps)
 	scale := float32(1 / math.Sqrt(float64(s.HeadDim)))
 	b.GetRows(st.x, st.embed, st.ids)
@@ -160,9 +212,6 @@ func (st *stepShape) record(b *Backend) {
 		kernels.GateUpSwiGLU(b, st.gate, st.up, st.h, st.wg, st.wu)
 		b.MatMul(st.down, st.gate, st.wd)
 		b.AddRMSNorm(st.x, st.h, st.x, st.down, st.norm, eps)
-	}
-	if err := b.SetI32(st.sel, st.zero); err != nil {
-		b.fail(err)
 	}
 	b.GetRows(st.xs, st.x, st.sel)
 	b.MatMul(st.logits, st.xs, st.head)
