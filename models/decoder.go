@@ -59,16 +59,17 @@ type replayKey struct{ n, width, widthSWA, outputs int }
 // steps, so its ops do. The kernels read each list's length from its
 // -1s and cut it into chunks of 64 by that length, and the most
 // segments a list of the padded width is cut into is the same, so the
-// results are the same bits at either width.
-func padLists(rows []int32, n, width, limit int, dst []int32) ([]int32, int) {
+// results are the same bits at either width. *dst must not share
+// memory with rows; it grows as needed.
+func padLists(rows []int32, n, width, limit int, dst *[]int32) ([]int32, int) {
 	w := min((width+63)/64*64, max(limit, width))
 	if w == width {
 		return rows, width
 	}
-	if cap(dst) < n*w {
-		dst = make([]int32, n*w)
+	if cap(*dst) < n*w {
+		*dst = make([]int32, n*w)
 	}
-	out := dst[:n*w]
+	out := (*dst)[:n*w]
 	for i := range n {
 		row := out[i*w : (i+1)*w]
 		copy(row, rows[i*width:(i+1)*width])
@@ -185,8 +186,7 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	rp, _ := b.(kernels.Replayer)
 	replays := rp != nil && rp.Replays()
 	if replays {
-		visList, width = padLists(visList, n, width, ctx.p.ContextLen, s.padVis)
-		s.padVis = visList[:cap(visList)]
+		visList, width = padLists(visList, n, width, ctx.p.ContextLen, &s.padVis)
 	}
 	// The pass's tensors: views of the first n rows of the scratch.
 	rows := func(t kernels.Tensor) kernels.Tensor { return b.View(t, n, t.Shape()[1]) }
@@ -215,8 +215,7 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		}
 		s.hostSWA = list
 		if replays {
-			list, w = padLists(list, n, w, ctx.p.ContextLen, s.padSWA)
-			s.padSWA = list[:cap(list)]
+			list, w = padLists(list, n, w, ctx.p.ContextLen, &s.padSWA)
 		}
 		widthSWA = w
 		visSWA = b.View(s.visSWA, n, w) // (n, w)

@@ -14,8 +14,9 @@ import (
 // TestVulkanReplay: greedy generation with the Vulkan backend replaying
 // decode steps (kernels.Replayer) gives every logit bitwise as without
 // replay, for 1, 3 and 8 sequences of different lengths whose lists
-// grow past 64 and 128 cells (the chunk, and the segment count going
-// from 1 to 3), and most steps are replayed. A replay that ran on stale
+// grow past 64, 128 and 192 cells (the chunk, and the segment count
+// going from 1 to 4; a width of exactly 64 after prompts that left
+// larger lists on the host), and most steps are replayed. A replay that ran on stale
 // inputs (positions, cells, lists or token ids of the step it was
 // recorded in) gives other logits.
 func TestVulkanReplay(t *testing.T) {
@@ -29,7 +30,7 @@ func TestVulkanReplay(t *testing.T) {
 	vocab := int32(mOn.Config.VocabSize)
 	for _, seqs := range []int{1, 3, 8} {
 		t.Run(fmt.Sprintf("%d sequences", seqs), func(t *testing.T) {
-			p := ContextParams{ContextLen: seqs * 160, MaxSeqs: seqs, BatchSize: 128}
+			p := ContextParams{ContextLen: seqs * 200, MaxSeqs: seqs, BatchSize: 128}
 			cOn, cOff := newCtx(t, mOn, p), newCtx(t, mOff, p)
 			var tok, pos []int32
 			step := func(what string, bt Batch) {
@@ -55,16 +56,16 @@ func TestVulkanReplay(t *testing.T) {
 					tok[s], pos[s] = argmax(want), bt.Pos[i]+1
 				}
 			}
-			// Prompts of 5 + s tokens, one batch.
-			var bt Batch
+			// Prompts of 50 + s tokens, a batch each.
 			for s := range seqs {
-				n := 5 + s
+				var bt Batch
+				n := 50 + s
 				for i := range n {
 					bt.Add(int32(s*31+i*7)%vocab, int32(i), i == n-1, SeqID(s))
 				}
 				tok, pos = append(tok, 0), append(pos, 0)
+				step(fmt.Sprintf("prompt %d", s), bt)
 			}
-			step("prompts", bt)
 			r0 := on.Replayed()
 			const steps = 140
 			for k := range steps {
