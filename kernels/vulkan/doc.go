@@ -66,7 +66,10 @@
 // started); any Free and the descriptor set cache starting over drop
 // every recording. Steps with LoRA adapters or embeddings asked for are
 // recorded as usual. Off with Config.NoReplay or
-// VKLLM_VULKAN_DISABLE=replay (DeviceInfo.Replay), and while profiling.
+// VKLLM_VULKAN_DISABLE=replay (DeviceInfo.Replay), and while profiling
+// (so the profile's "not GPU time" is that of recorded steps). A
+// replayed step costs the host its inputs' copies and two submits
+// (BenchmarkReplayStep: about a tenth of recording it, on lavapipe).
 // llama.cpp's Vulkan prototype of graph reuse (ggml-org/llama.cpp#24720)
 // found little gain where submits in pieces already overlap; vLLM
 // captures CUDA graphs per padded batch size over static input buffers,
