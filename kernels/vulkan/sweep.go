@@ -32,13 +32,15 @@ type SweepOptions struct {
 	// over them of Count × its time.
 	Shapes []SweepShape
 	// Families are the kernel families swept (default: every one Sweep
-	// knows: "matvec", "matvec_batch", "attention").
+	// knows: "matvec", "matvec_batch", "matvec_int8",
+	// "matvec_int8_batch", "layout", "attention").
 	Families []string
 	// Attention are the decode attention calls the "attention" family
 	// is timed on (a candidate's score is the sum of their times); none:
 	// attention is not swept (AttentionSweepShapes are a model's).
 	Attention []SweepAttention
-	// Batch is the tokens of the matvec_batch timings (default 8).
+	// Batch is the tokens of the matvec_batch and matvec_int8_batch
+	// timings (default 8).
 	Batch int
 	// Reps is the timed dispatches per candidate and shape (default 20),
 	// after one untimed.
@@ -76,8 +78,13 @@ type SweepResult struct {
 }
 
 // sweepFamilies are the matrix-vector families Sweep times per weight
-// type, in order; then "attention" (sweep_attention.go).
-var sweepFamilies = []string{"matvec", "matvec_batch"}
+// type, in order; then "attention" (sweep_attention.go). The int8 ones
+// (int8.go) run for the weight types with int8 kernels, whether or not
+// the mode is on, so that one run times both arithmetics.
+var sweepFamilies = []string{"matvec", "matvec_batch", "matvec_int8", "matvec_int8_batch"}
+
+// int8Family reports whether fam is one of the int8 mode's families.
+func int8Family(fam string) bool { return strings.HasPrefix(fam, "matvec_int8") }
 
 // sweepLimit is the normalized MSE the default candidate may have against
 // a float64 reference (kerneltest.LimitQuant): it catches a broken
@@ -99,7 +106,7 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 		o.DTypes = WeightDTypes()
 	}
 	if len(o.Families) == 0 {
-		o.Families = append(slices.Clone(sweepFamilies), "attention")
+		o.Families = append(slices.Clone(sweepFamilies), "layout", "attention")
 	}
 	if o.Batch <= 0 {
 		o.Batch = 8
@@ -114,8 +121,8 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 		return nil, fmt.Errorf("vulkan: sweep: no shapes")
 	}
 	for _, f := range o.Families {
-		if !slices.Contains(sweepFamilies, f) && f != "attention" {
-			return nil, fmt.Errorf("vulkan: sweep: no family %q (have %v and attention)", f, sweepFamilies)
+		if !slices.Contains(sweepFamilies, f) && f != "layout" && f != "attention" {
+			return nil, fmt.Errorf("vulkan: sweep: no family %q (have %v, layout and attention)", f, sweepFamilies)
 		}
 	}
 	for _, s := range o.Shapes {
@@ -139,7 +146,7 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 			continue
 		}
 		for _, fam := range o.Families {
-			if fam == "attention" {
+			if _, ok := b.int8Name(dt); fam == "attention" || fam == "layout" || int8Family(fam) && !ok {
 				continue
 			}
 			rows, err := b.sweepKey(o, fam, dt, shapes)
@@ -147,6 +154,15 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 				return nil, err
 			}
 			res.choose(o, rows)
+		}
+		if slices.Contains(o.Families, "layout") && repackable(dt, repackRun*dt.BlockSize()) {
+			rows, err := b.sweepLayout(o, dt, shapes, res.Tuning.Kernels["matvec/"+typeName(dt)])
+			if err != nil {
+				return nil, err
+			}
+			if len(rows) > 0 {
+				res.choose(o, rows)
+			}
 		}
 	}
 	if slices.Contains(o.Families, "attention") && len(o.Attention) > 0 {
@@ -209,13 +225,13 @@ func (o SweepOptions) sweepRows(fam, key string, n int) []SweepRow {
 func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes []SweepShape) ([]SweepRow, error) {
 	rows := o.sweepRows(fam, fam+"/"+typeName(dt), len(shapes))
 	n := 1
-	if fam == "matvec_batch" {
+	if strings.HasSuffix(fam, "_batch") {
 		n = o.Batch
 	}
 	r := rand.New(rand.NewPCG(uint64(dt), 7))
 	var bytesPerToken float64
 	for si, s := range shapes {
-		w, data, err := b.sweepWeight(r, dt, s.Rows, s.K)
+		w, data, err := b.sweepWeight(r, dt, s.Rows, s.K, !int8Family(fam)) // int8.glsl reads the file layout
 		if err != nil {
 			return nil, err
 		}
@@ -239,10 +255,18 @@ func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes [
 			return nil, err
 		}
 		name, _ := b.matmulVariant(dt, 1, s.K) // the matrix-vector kernel at any n
+		run := b.matvec
+		if int8Family(fam) {
+			name, _ = b.int8Name(dt)
+			run = func(name string, k Knobs, d, x, w *Tensor) {
+				b.q8src = q8Source{} // its quantising dispatch timed with it
+				b.int8Matvec(name, k, d, x, w)
+			}
+		}
 		var want []float32
 		for ci := range rows {
 			row := &rows[ci]
-			got, d, err := b.sweepTime(name, row.Knobs, dt32.(*Tensor), xt.(*Tensor), w.(*Tensor), o.Reps)
+			got, d, err := b.sweepTime(run, name, row.Knobs, dt32.(*Tensor), xt.(*Tensor), w.(*Tensor), o.Reps)
 			if err != nil {
 				row.Wrong = err.Error()
 				continue
@@ -291,9 +315,16 @@ func sameKnobs(a, b Knobs) bool {
 	return true
 }
 
-// sweepTime runs the matrix-vector kernel with knobs k once untimed and
-// reps times timed, and returns its result and one dispatch's mean GPU time.
-func (b *Backend) sweepTime(name string, k Knobs, d, x, w *Tensor, reps int) ([]float32, time.Duration, error) {
+// sweepTime runs a matrix-vector kernel (run: matvec or int8Matvec) with
+// knobs k once untimed and reps times timed, and returns its result and
+// one call's mean GPU time.
+func (b *Backend) sweepTime(run func(string, Knobs, *Tensor, *Tensor, *Tensor), name string, k Knobs, d, x, w *Tensor, reps int) ([]float32, time.Duration, error) {
+	return b.sweepRun(d, reps, func() { run(name, k, d, x, w) })
+}
+
+// sweepRun records run once untimed and reps times timed, and returns d
+// after and one run's mean GPU time.
+func (b *Backend) sweepRun(d *Tensor, reps int, run func()) ([]float32, time.Duration, error) {
 	if err := b.Sync(); err != nil {
 		return nil, 0, err
 	}
@@ -301,10 +332,10 @@ func (b *Backend) sweepTime(name string, k Knobs, d, x, w *Tensor, reps int) ([]
 		return nil, 0, err
 	}
 	b.ProfileOp("warm")
-	b.matvec(name, k, d, x, w)
+	run()
 	b.ProfileOp("timed")
 	for range reps {
-		b.matvec(name, k, d, x, w)
+		run()
 	}
 	p, err := b.StopProfile()
 	if err != nil {
@@ -359,13 +390,25 @@ func sweepRef(dt tensor.DType, data []byte, x, got []float32, n, k, m int) float
 	return num / den
 }
 
-// sweepWeight uploads a random (rows, k) weight of dt: random bits with
-// every float and every scale of a block made finite and of moderate
-// size, so no dot overflows.
-func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kernels.Tensor, []byte, error) {
-	size, err := dt.Bytes(int64(rows) * int64(k))
+// sweepWeight uploads a random (rows, k) weight of dt (sweepData) in
+// the layout Upload chooses, or the file's unless mayPack.
+func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int, mayPack bool) (kernels.Tensor, []byte, error) {
+	data, err := sweepData(r, dt, rows, k)
 	if err != nil {
 		return nil, nil, err
+	}
+	w, err := b.upload(tensor.Tensor{Name: "sweep", DType: dt, Shape: []int64{int64(rows), int64(k)}, Data: data},
+		mayPack && slices.Contains(b.info.Repacked, dt.String()))
+	return w, data, err
+}
+
+// sweepData is a random (rows, k) weight of dt: random bits with every
+// float and every scale of a block made finite and of moderate size, so
+// no dot overflows.
+func sweepData(r *rand.Rand, dt tensor.DType, rows, k int) ([]byte, error) {
+	size, err := dt.Bytes(int64(rows) * int64(k))
+	if err != nil {
+		return nil, err
 	}
 	data := make([]byte, size)
 	for i := 0; i+8 <= len(data); i += 8 {
@@ -400,7 +443,7 @@ func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kerne
 			tensor.Q2_K: {80, 82}, tensor.Q3_K: {108}, tensor.Q4_K: {0, 2}, tensor.Q5_K: {0, 2}, tensor.Q6_K: {208},
 		}[dt]
 		if offs == nil {
-			return nil, nil, fmt.Errorf("vulkan: sweep: no synthetic %v weights", dt)
+			return nil, fmt.Errorf("vulkan: sweep: no synthetic %v weights", dt)
 		}
 		bb := dt.BlockBytes()
 		for blk := 0; blk < len(data); blk += bb {
@@ -409,8 +452,7 @@ func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kerne
 			}
 		}
 	}
-	w, err := b.Upload(tensor.Tensor{Name: "sweep", DType: dt, Shape: []int64{int64(rows), int64(k)}, Data: data})
-	return w, data, err
+	return data, nil
 }
 
 // Table writes the sweep's table: per key, each candidate's time a token

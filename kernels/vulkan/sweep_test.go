@@ -29,7 +29,8 @@ var sweepShapes = []SweepShape{
 
 // TestSweepCandidates is kerneltest over every variant: each candidate of
 // each tuned family (every combination of its specialization constants),
-// for every weight type, gives bitwise the default's results (batch
+// for every weight type (the int8 families: every Int8Types one), gives
+// bitwise the family default's results (batch
 // invariance: the knobs never change a sum's order), and the default's
 // are within kerneltest's LimitQuant of float64 sums; the batch family
 // runs 5 tokens, so every toks leaves a partial tile. It runs Sweep end
@@ -41,7 +42,20 @@ var sweepShapes = []SweepShape{
 // rows and groups a step); VKLLM_SWEEP_FULL=1 runs every combination, and
 // VKLLM_SWEEP_TYPES (e.g. Q4_0,F16) limits the weight types.
 func TestSweepCandidates(t *testing.T) {
-	b := openTest(t, Config{})
+	sweepCandidates(t, openTest(t, Config{}), WeightDTypes())
+}
+
+// TestSweepCandidatesRepacked is TestSweepCandidates for the dtypes with a
+// repacked layout, repacked (the "long" shape's rows are).
+func TestSweepCandidatesRepacked(t *testing.T) {
+	b := openTest(t, Config{Tuning: repackAll()})
+	if len(b.Device().Repacked) == 0 {
+		t.Fatal("nothing repacked")
+	}
+	sweepCandidates(t, b, RepackDTypes())
+}
+
+func sweepCandidates(t *testing.T, b *Backend, types []tensor.DType) {
 	o := SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1}
 	full := os.Getenv("VKLLM_SWEEP_FULL") == "1"
 	o.Only = func(k Knobs) bool { return full || coveringSet(k) }
@@ -59,7 +73,6 @@ func TestSweepCandidates(t *testing.T) {
 			}
 		}
 	}
-	types := WeightDTypes()
 	if s := os.Getenv("VKLLM_SWEEP_TYPES"); s != "" {
 		types = nil
 		for _, name := range strings.Split(s, ",") {
@@ -93,6 +106,12 @@ func TestSweepCandidates(t *testing.T) {
 	for _, dt := range types {
 		for _, fam := range sweepFamilies {
 			key := fam + "/" + typeName(dt)
+			if _, ok := b.int8Name(dt); int8Family(fam) && !ok {
+				if keys[key] != 0 {
+					t.Errorf("%s: %d candidates run for a type without int8 kernels", key, keys[key])
+				}
+				continue
+			}
 			want := 0
 			for _, k := range Families[fam].Candidates() {
 				if o.Only(k) || sameKnobs(k, Families[fam].Default) {
@@ -231,6 +250,40 @@ func TestSweepAttention(t *testing.T) {
 	}
 	if _, err := b.Sweep(SweepOptions{Families: []string{"attention"}, Attention: []SweepAttention{{Name: "bad", Heads: 3, KVHeads: 2, HD: 8, N: 1, Width: 64}}}); err == nil {
 		t.Error("3 query heads over 2 KV heads: no error")
+	}
+	checkClean(t, b)
+}
+
+// TestSweepLayout runs the "layout" family of Sweep: per dtype with a
+// repacked layout, both layouts timed on the repackable shapes, the
+// repacked one bitwise the file layout's, one chosen, the tuning loads.
+func TestSweepLayout(t *testing.T) {
+	b := openTest(t, Config{})
+	shapes := append(slices.Clone(sweepShapes), SweepShape{Name: "wide", K: 2048, Rows: 19, Count: 1}) // Q6_K's runs
+	res, err := b.Sweep(SweepOptions{Families: []string{"layout"}, Shapes: shapes, Reps: 1, DTypes: WeightDTypes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range res.Rows {
+		if !slices.Contains(keys, r.Key) {
+			keys = append(keys, r.Key)
+		}
+		if r.Wrong != "" || r.Score <= 0 || len(r.Times) == 0 || slices.Contains(r.Times, 0) {
+			t.Errorf("%s %v: score %v over %d shapes, %s", r.Key, r.Knobs, r.Score, len(r.Times), r.Wrong)
+		}
+	}
+	if want := []string{"layout/q8_0", "layout/q4_0", "layout/q4_1", "layout/q6_k"}; !slices.Equal(keys, want) || len(res.Rows) != 2*len(want) {
+		t.Errorf("%d rows of keys %v, want 2 of each of %v", len(res.Rows), keys, want)
+	}
+	for _, k := range keys {
+		if _, ok := res.Tuning.Kernels[k]; !ok {
+			t.Errorf("%s: nothing chosen", k)
+		}
+	}
+	js, _ := json.Marshal(res.Tuning)
+	if _, err := ParseDeviceTuning(js); err != nil {
+		t.Errorf("the sweep's tuning does not load: %v\n%s", err, js)
 	}
 	checkClean(t, b)
 }
