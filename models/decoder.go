@@ -40,6 +40,44 @@ type scratch struct {
 	hostVis []int32          // the lists on the host, kv.Cache.Visible's memory
 	hostSWA []int32          // the windowed lists on the host (visSWA)
 	rows    []int32          // the batch indices of the rows asked for
+	// padVis and padSWA hold the lists re-laid at padded widths for a
+	// backend that replays steps (padLists); replays maps a step's
+	// shape to its recording (kernels.Replayer).
+	padVis, padSWA []int32
+	replays        map[replayKey]int
+}
+
+// replayKey is what makes two steps' ops the same on one Context: every
+// shape and scalar of the ops follows from the tokens, the lists' widths
+// and the rows of logits asked for (the tensors are the Context's).
+type replayKey struct{ n, width, widthSWA, outputs int }
+
+// padLists returns rows, n lists of width entries (cells, then -1), laid
+// out at a width rounded up to a multiple of 64 entries (at most limit),
+// in dst's memory, and that width. For a backend that replays steps
+// (kernels.Replayer): a decode step's width then stays the same for 64
+// steps, so its ops do. The kernels read each list's length from its
+// -1s and cut it into chunks of 64 by that length, and the most
+// segments a list of the padded width is cut into is the same, so the
+// results are the same bits at either width. *dst must not share
+// memory with rows; it grows as needed.
+func padLists(rows []int32, n, width, limit int, dst *[]int32) ([]int32, int) {
+	w := min((width+63)/64*64, max(limit, width))
+	if w == width {
+		return rows, width
+	}
+	if cap(*dst) < n*w {
+		*dst = make([]int32, n*w)
+	}
+	out := (*dst)[:n*w]
+	for i := range n {
+		row := out[i*w : (i+1)*w]
+		copy(row, rows[i*width:(i+1)*width])
+		for j := width; j < w; j++ {
+			row[j] = -1
+		}
+	}
+	return out, w
 }
 
 func (s *scratch) free(b kernels.Backend) {
@@ -145,6 +183,11 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		return err
 	}
 	s.hostVis = visList
+	rp, _ := b.(kernels.Replayer)
+	replays := rp != nil && rp.Replays()
+	if replays {
+		visList, width = padLists(visList, n, width, ctx.p.ContextLen, &s.padVis)
+	}
 	// The pass's tensors: views of the first n rows of the scratch.
 	rows := func(t kernels.Tensor) kernels.Tensor { return b.View(t, n, t.Shape()[1]) }
 	ids, pos, cl := b.View(s.ids, n), b.View(s.pos, n), b.View(s.cells, n)
@@ -164,13 +207,17 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	if err := b.SetI32(vis, visList); err != nil {
 		return err
 	}
-	visSWA := vis
+	visSWA, widthSWA := vis, 0
 	if s.visSWA != nil {
 		list, w, err := ctx.cache.VisibleWindow(kb, c.SlidingWindow, s.hostSWA)
 		if err != nil {
 			return err
 		}
 		s.hostSWA = list
+		if replays {
+			list, w = padLists(list, n, w, ctx.p.ContextLen, &s.padSWA)
+		}
+		widthSWA = w
 		visSWA = b.View(s.visSWA, n, w) // (n, w)
 		if err := b.SetI32(visSWA, list); err != nil {
 			return err
@@ -182,6 +229,49 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 		return err
 	}
 
+	// Logits only for the rows asked for, in batch order: their indices
+	// are written before the ops, like every input.
+	ctx.outputIDs = ctx.outputIDs[:0]
+	ctx.outRow = ctx.outRow[:0]
+	s.rows = s.rows[:0]
+	for i, want := range bt.Logits {
+		if want {
+			ctx.outRow = append(ctx.outRow, len(s.rows))
+			ctx.outputIDs = append(ctx.outputIDs, i)
+			s.rows = append(s.rows, int32(i))
+		} else {
+			ctx.outRow = append(ctx.outRow, -1)
+		}
+	}
+	nr := len(s.rows)
+	if nr > s.outRows {
+		if err := ctx.allocOutputs(ctx.p.BatchSize); err != nil {
+			return err
+		}
+	}
+	var sel, xs, lt kernels.Tensor
+	if nr > 0 {
+		sel, xs, lt = b.View(s.sel, nr), b.View(s.xs, nr, c.HiddenSize), b.View(s.logits, nr, c.VocabSize)
+		if err := b.SetI32(sel, s.rows); err != nil {
+			return err
+		}
+	}
+
+	// A step whose ops repeat an earlier one's runs its recording (a
+	// backend's kernels.Replayer), else records it: without adapters
+	// (their ops follow the batch) or embeddings (read mid-step).
+	key := replayKey{n, width, widthSWA, nr}
+	replays = replays && lora == nil && !slices.Contains(bt.Embed, true)
+	if replays {
+		if s.replays == nil {
+			s.replays = map[replayKey]int{}
+		}
+		if id, ok := s.replays[key]; ok && rp.Replay(id) {
+			return ctx.readLogits(nr, lt)
+		}
+		delete(s.replays, key)
+		rp.BeginCapture()
+	}
 	eps := float32(c.RMSNormEps)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	w := m.w
@@ -245,36 +335,26 @@ func (ctx *Context) forward(bt Batch, kb kv.Batch, cells []int32) error {
 	if err := ctx.readHidden(bt, x); err != nil {
 		return err
 	}
-
-	// Logits only for the rows asked for, in batch order.
-	ctx.outputIDs = ctx.outputIDs[:0]
-	ctx.outRow = ctx.outRow[:0]
-	s.rows = s.rows[:0]
-	for i, want := range bt.Logits {
-		if want {
-			ctx.outRow = append(ctx.outRow, len(s.rows))
-			ctx.outputIDs = append(ctx.outputIDs, i)
-			s.rows = append(s.rows, int32(i))
-		} else {
-			ctx.outRow = append(ctx.outRow, -1)
+	if nr > 0 {
+		b.GetRows(xs, x, sel)
+		b.MatMul(lt, xs, w.lmHead)
+	}
+	if replays {
+		if id := rp.EndCapture(); id != 0 {
+			s.replays[key] = id
 		}
 	}
-	nr := len(s.rows)
+	return ctx.readLogits(nr, lt)
+}
+
+// readLogits reads the step's nr rows of logits from lt (waiting for
+// the step).
+func (ctx *Context) readLogits(nr int, lt kernels.Tensor) error {
+	b, c := ctx.m.backend, ctx.m.Config
 	if nr == 0 {
 		ctx.logits = ctx.logits[:0]
 		return b.Sync()
 	}
-	if nr > s.outRows {
-		if err := ctx.allocOutputs(ctx.p.BatchSize); err != nil {
-			return err
-		}
-	}
-	sel, xs, lt := b.View(s.sel, nr), b.View(s.xs, nr, c.HiddenSize), b.View(s.logits, nr, c.VocabSize)
-	if err := b.SetI32(sel, s.rows); err != nil {
-		return err
-	}
-	b.GetRows(xs, x, sel)
-	b.MatMul(lt, xs, w.lmHead)
 	if need := nr * c.VocabSize; cap(ctx.logits) < need {
 		ctx.logits = make([]float32, need)
 	} else {

@@ -110,6 +110,9 @@ type Config struct {
 	// size even where the device has only one (tests use it to run that
 	// path); it has no effect without subgroup size control.
 	PinSubgroups bool
+	// NoReplay records every step's ops, never submitting a kept
+	// recording again (kernels.Replayer; also VKLLM_VULKAN_DISABLE=replay).
+	NoReplay bool
 	// NoRepack keeps every uploaded weight in its file's layout where
 	// the device's tuning repacks it (layout.go; also
 	// VKLLM_VULKAN_DISABLE=repack).
@@ -157,6 +160,9 @@ type DeviceInfo struct {
 	CoopShape    string
 	MemoryBudget bool // VK_EXT_memory_budget
 	Validation   bool // the validation layer is on
+	// Replay reports that recordings of steps are kept and submitted
+	// again (kernels.Replayer): Config.NoReplay is not set.
+	Replay bool
 	// IntegerDot reports shaderIntegerDotProduct (Vulkan 1.3, enabled):
 	// the int8 MatMul takes its products from dotPacked4x8 there.
 	IntegerDot bool
@@ -220,6 +226,10 @@ type Backend struct {
 	maxShared   int      // shared memory bytes a workgroup may use
 	allocs      uint64   // tensor allocations and staging buffers made
 	prof        profiler // the profile started, if any (StartProfile)
+	dry         dryRun   // benchmarks: how much of a dispatch to skip (record.go)
+	names       names    // variant names and tunings by dtype (record.go)
+	rp          graphs   // kept recordings (replay.go)
+	replays     uint64   // steps replayed
 	err         error    // the first failure while recording
 	closed      bool
 
@@ -331,7 +341,7 @@ func Open(cfg Config) (*Backend, error) {
 		MaxBufferRange: int64(p.max_storage_range), SubgroupSize: int(p.subgroup_size),
 		Subgroups: !cfg.NoSubgroups && p.subgroup_ops&0x5 == 0x5 && p.subgroup_size >= 4 && p.subgroup_size <= wg,
 		Storage16: p.storage16 != 0, Float16: p.float16 != 0, Int8: p.int8 != 0,
-		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0,
+		MemoryBudget: p.memory_budget_ext != 0, Validation: p.validation != 0, Replay: !cfg.NoReplay,
 	}
 	b.info.FP16 = b.info.Float16 && cfg.FP16
 	if err := cfg.Tuning.Check(); err != nil {
@@ -391,7 +401,7 @@ func Open(cfg Config) (*Backend, error) {
 
 // disable applies VKLLM_VULKAN_DISABLE, a comma-separated list of the
 // features whose fallbacks to force: fp16, subgroup, tiled, coopmat, int8,
-// repack.
+// repack, replay.
 func disable(cfg *Config, list string) error {
 	for f := range strings.SplitSeq(list, ",") {
 		switch strings.TrimSpace(f) {
@@ -408,8 +418,10 @@ func disable(cfg *Config, list string) error {
 			cfg.NoInt8 = true
 		case "repack":
 			cfg.NoRepack = true
+		case "replay":
+			cfg.NoReplay = true
 		default:
-			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat, int8, repack)", list, f)
+			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat, int8, repack, replay)", list, f)
 		}
 	}
 	return nil
@@ -502,6 +514,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	err := b.Sync()
+	b.dropGraphs()
 	b.closed = true
 	b.prof = profiler{} // a profile started ends unread
 	for _, p := range b.pipes {

@@ -24,12 +24,59 @@
 // what each device has free when none has.
 //
 // Host cost of a dispatch: one cgo call and no Go allocation once its
-// pipeline and descriptor set exist. Descriptor sets are cached by
+// pipeline and descriptor set exist, and a whole decode step records
+// without one (variant names and matrix-vector tunings are worked out
+// once per dtype: TestStepAllocs). Descriptor sets are cached by
 // pipeline and bound (buffer, offset, range), across submits: a
 // Context's tensors are allocated once and a view binds its whole tensor,
 // so every step reuses the same sets whatever its batch size or width
 // (the cache starts over past 16384 sets, and when a block of memory is
-// freed).
+// freed). vkl_dispatch binds only the pipeline or set that differs from
+// the last one bound in its command buffer (a layer's q, k and v
+// MatMuls, and their bias Adds, bind one pipeline each).
+//
+// What that costs: BenchmarkRecordStep records a decode step of a 0.5B
+// (Qwen2.5, 340 dispatches) and an 8B (Llama 3.1, 360) shape without
+// executing it, and splits a dispatch into the Go side (op checks,
+// variant, pipeline and set lookups, hazards, push constants), the cgo
+// call, and the driver. On lavapipe the Go side is about a third, the
+// cgo call under a tenth and lavapipe (which copies each command into a
+// list of its own) the rest: about 450 ns a dispatch, 150-170 µs a step
+// (benchmarks/README.md has the numbers). A GPU driver records faster
+// than lavapipe, but the Go side alone, about 50 µs a step, is most of
+// the 75 µs that 5 % of a 1.5 ms 0.5B step allows (0.25 µs a
+// dispatch): recording every dispatch every step cannot get there, and
+// pieces hide it only while the device has work queued. Hence replay.
+//
+// Record once, replay (kernels.Replayer, replay.go): the decoder writes
+// a step's inputs (token ids, positions, cells, visible lists, the rows
+// of logits) into its tensors, then either replays the recording of an
+// earlier step with the same key (tokens, list widths, rows of logits:
+// everything the ops' shapes, push constants and grids follow from) or
+// records the ops between BeginCapture and EndCapture into a command
+// buffer of their own, kept (at most 32; the oldest goes). A replay is
+// one submit of that buffer after the piece holding the inputs' copies;
+// it starts with a barrier, and the next command recorded after it gets
+// one. Only what is in tensors changes between replays, so the decoder
+// lays the lists out at a width rounded up to 64 entries (at most the
+// Context's length): the kernels find each list's length from its -1s
+// and cut it into chunks and segments by that length alone, and the
+// segment count of the padded width is the same, so a list's results
+// are the same bits at either width, while a decode step's key repeats
+// for 64 steps (models.TestVulkanReplay checks every logit with replay
+// on and off). A capture ends unkept (its ops still run) at anything but
+// a dispatch or fill (a copy to or from the host, a submit, a profile
+// started); any Free and the descriptor set cache starting over drop
+// every recording. Steps with LoRA adapters or embeddings asked for are
+// recorded as usual. Off with Config.NoReplay or
+// VKLLM_VULKAN_DISABLE=replay (DeviceInfo.Replay), and while profiling
+// (so the profile's "not GPU time" is that of recorded steps). A
+// replayed step costs the host its inputs' copies and two submits
+// (BenchmarkReplayStep: about a tenth of recording it, on lavapipe).
+// llama.cpp's Vulkan prototype of graph reuse (ggml-org/llama.cpp#24720)
+// found little gain where submits in pieces already overlap; vLLM
+// captures CUDA graphs per padded batch size over static input buffers,
+// the same shape.
 //
 // The loader (libvulkan.so.1) is opened at run time, so a binary without a
 // Vulkan driver starts and kernels.Open("vulkan") returns a *NoDriverError;
@@ -45,6 +92,8 @@
 // recording, submit), compiled against include/; backend.go opens a
 // device and caches pipelines; memory.go holds blocks, tensors and the
 // staging arena; hazard.go places barriers; ops.go records the ops;
+// record.go memoises what they work out per dtype and holds the
+// recording benchmarks' hooks; replay.go keeps and replays recordings;
 // push.go mirrors the push constants; profile.go reads GPU timestamps;
 // tuning.go holds the kernels' tuning and sweep.go the sweep that makes it;
 // coop.go picks the cooperative-matrix shape and tiles; int8.go records
@@ -259,8 +308,9 @@
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync
 // fail on any validation message; VKLLM_VULKAN_FP16=1,
 // VKLLM_VULKAN_COOPMAT=1, VKLLM_VULKAN_INT8=1 and VKLLM_VULKAN_DISABLE
-// (above) choose variants; VKLLM_VULKAN_TUNING names a tuning file (a
-// sweep's --sweep-out) to use instead of the committed one. They apply where the
+// (above; also "replay") choose variants; VKLLM_VULKAN_TUNING names a
+// tuning file (a sweep's --sweep-out) to use instead of the committed
+// one. They apply where the
 // backend is opened by name (kernels.Open("vulkan") or "auto", through
 // FromEnv); Open(Config) reads none, so a program that configures the
 // backend itself gets exactly what it passes.

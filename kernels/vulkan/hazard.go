@@ -15,6 +15,9 @@ import "C"
 type hazards struct {
 	read, written []bufRange
 	barriers      int // recorded so far (for tests)
+	// after: work the tracker has not seen was submitted (a captured or
+	// replayed step): the next command gets a barrier.
+	after bool
 }
 
 type bufRange struct {
@@ -51,7 +54,8 @@ func (b *Backend) order(reads, writes []part) {
 // needs a barrier before it (the caller records it) and notes its ranges.
 func (b *Backend) hazard(reads, writes []part) bool {
 	h := &b.hz
-	need := false
+	need := h.after
+	h.after = false
 	for _, p := range reads {
 		need = need || touches(h.written, spanOf(p))
 	}
@@ -75,6 +79,7 @@ func (b *Backend) hazard(reads, writes []part) bool {
 
 // submit submits the recorded work and waits; nothing is pending after.
 func (b *Backend) submit() C.int {
+	b.interrupt()
 	b.hz.read, b.hz.written = b.hz.read[:0], b.hz.written[:0]
 	b.recorded = 0
 	return C.vkl_submit(b.ctx)

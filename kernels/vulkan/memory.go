@@ -127,6 +127,7 @@ func (b *Backend) alloc(size int64) (part, error) {
 
 // release returns a part to its block, and an empty block to the device.
 func (b *Backend) release(p part) {
+	b.dropGraphs() // they may bind p
 	blk := p.blk
 	s := span{p.off, roundUp(p.size, b.align)}
 	i, _ := slices.BinarySearchFunc(blk.free, s.off, func(x span, off int64) int { return int(x.off - off) })
@@ -468,6 +469,7 @@ func (b *Backend) write(p part, data []byte) {
 // writeWith records a copy of n bytes into part p at offset 0, which fill
 // writes into the staging memory.
 func (b *Backend) writeWith(p part, n int, fill func(dst []byte)) {
+	b.interrupt() // a copy from the host is not replayed
 	h, off, err := b.staging.take(b, int64(n))
 	if err != nil {
 		b.fail(err)
@@ -483,6 +485,7 @@ func (b *Backend) writeWith(p part, n int, fill func(dst []byte)) {
 // read submits the recorded work with a copy of part p (n bytes) and
 // returns the bytes.
 func (b *Backend) read(p part, n int64) ([]byte, error) {
+	b.interrupt()
 	h, off, err := b.staging.take(b, n)
 	if err != nil {
 		return nil, err

@@ -59,7 +59,9 @@ func (b *Backend) dispatchSpec(name string, spec []uint32, binds []part, pc any,
 		}
 	}
 	barrier := b.hazard(binds, writes[:nw])
-	if r := C.vkl_dispatch(b.ctx, p.p, set, boolInt(barrier), unsafe.Pointer(&b.push[0]),
+	if b.dry != 0 {
+		b.dryDispatch(p, set, barrier, gx, gy, gz)
+	} else if r := C.vkl_dispatch(b.ctx, p.p, set, boolInt(barrier), unsafe.Pointer(&b.push[0]),
 		C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz)); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "dispatch " + name, Result: int32(r)})
 	}
@@ -127,6 +129,7 @@ func (b *Backend) set(p *pipeline, binds []part) C.uint64_t {
 // the work recorded so far (which may use its sets) first. Freeing a
 // buffer drops the cache, whose sets may name it.
 func (b *Backend) dropSets() {
+	b.dropGraphs() // recordings bind the sets
 	if len(b.sets) == 0 {
 		return
 	}
@@ -249,7 +252,7 @@ func (b *Backend) GetRows(dst, table, ids kernels.Tensor) {
 	if n == 0 || cols == 0 {
 		return
 	}
-	name := "get_rows_" + typeName(tb.dt) + "_f32"
+	name := b.rowsName(tb.dt)
 	gy, gz := grid(n)
 	for _, p := range tb.parts {
 		pc := pcRows{Cols: uint32(cols), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(tb.rowBytes)}
@@ -280,6 +283,10 @@ const (
 func (b *Backend) matmulVariant(dt tensor.DType, n, k int) (name string, tiled bool) {
 	t := dt.String()
 	tiled = n >= mmMinTokens && k >= mmMinK && b.info.Tiled && slices.Contains(shaders.TiledTypes, t)
+	key := matmulKey{dt, tiled}
+	if name, ok := b.names.matmul[key]; ok {
+		return name, tiled
+	}
 	name = "matmul_" + typeName(dt) + "_f32"
 	if tiled {
 		name = "matmul_mm_" + typeName(dt) + "_f32"
@@ -287,7 +294,12 @@ func (b *Backend) matmulVariant(dt tensor.DType, n, k int) (name string, tiled b
 	if b.info.FP16 && slices.Contains(shaders.FP16Types, t) {
 		name += "_fp16"
 	}
-	return b.reduceVariant(name), tiled
+	name = b.reduceVariant(name)
+	if b.names.matmul == nil {
+		b.names.matmul = map[matmulKey]string{}
+	}
+	b.names.matmul[key] = name
+	return name, tiled
 }
 
 // MatMul implements kernels.Backend, one dispatch per part of the weight:
@@ -320,11 +332,8 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 		b.matmulDispatch(name, []uint32{mmWG}, mmRows, mmToks, d, xs, wt)
 		return
 	}
-	key := "matvec/" + typeName(wt.dt)
-	if n > 1 {
-		key = "matvec_batch/" + typeName(wt.dt)
-	}
-	b.matvec(name, b.tune.knobs(key), d, xs, wt)
+	p := b.matvecPlan(wt.dt, n > 1)
+	b.matmulDispatch(name, p.spec, p.rows, p.toks, d, xs, wt)
 }
 
 // matvec records the matrix-vector kernel with knobs k (Families'
@@ -381,20 +390,17 @@ func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 	if n == 0 || m == 0 {
 		return true
 	}
-	key := "matvec/" + typeName(g.dt)
-	if n > 1 {
-		key = "matvec_batch/" + typeName(g.dt)
-	}
-	kn := b.tune.knobs(key)
-	if 2*kn["rows"]*kn["toks"] > maxSums {
+	plan := b.matvecPlan(g.dt, n > 1)
+	if 2*plan.knobs["rows"]*plan.knobs["toks"] > maxSums {
 		return false
 	}
-	rows, toks := kn["wg"]/wg*kn["rows"], kn["toks"]
-	spec := g.layoutSpec(Families["matvec"].spec(kn))
+	rows, toks := plan.rows, plan.toks
+	name = b.swigluName(name)
+	spec := g.layoutSpec(plan.spec)
 	for i, p := range g.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(g.rowBytes)}
 		gx, gy := grid((p.rows + rows - 1) / rows)
-		b.dispatchSpec(name+"_swiglu", spec, []part{p, xs.parts[0], d.parts[0], u.parts[i]}, pc, gx, gy, uint32((n+toks-1)/toks))
+		b.dispatchSpec(name, spec, []part{p, xs.parts[0], d.parts[0], u.parts[i]}, pc, gx, gy, uint32((n+toks-1)/toks))
 	}
 	return true
 }
@@ -654,10 +660,7 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 	gsz := min(g, t.HeadsPerGroup) // query heads per workgroup
 	groups := (g + gsz - 1) / gsz
 	binds := []part{qs.parts[0], ks.parts[0], vs.parts[0], ls.parts[0], d.parts[0]}
-	cache := typeName(ks.dt)
-	if hd%4 == 0 {
-		cache += "_v4" // 4-element loads of the cache
-	}
+	names := b.attentionNames(ks.dt, hd%4 == 0) // _v4: 4-element loads of the cache
 	rows := max(gsz, min(t.QueryRows, 32*t.PrefillWG/hd))
 	if n >= t.PrefillMin && b.prefillFits(width, rows, hd) {
 		tq := rows / gsz
@@ -665,7 +668,7 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 			Scale: scale, Segs: uint32(t.Segments), TQ: uint32(tq)}
 		gx, gy := grid((n + tq - 1) / tq * kvHeads * groups)
 		spec := []uint32{uint32(t.PrefillWG), uint32(tq * gsz), uint32(t.TileFloats), uint32(gsz)}
-		b.dispatchSpec("attention_prefill_"+cache, spec, binds, pc, gx, gy, 1)
+		b.dispatchSpec(names.prefill, spec, binds, pc, gx, gy, 1)
 		return
 	}
 	zs := attnSegs(width, t.Segments)
@@ -681,7 +684,7 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 		Scale: scale, Segs: uint32(t.Segments)}
 	if zs <= 1 { // one segment: the decode kernel writes the result
 		gx, gy := grid(n * kvHeads * groups)
-		b.dispatchSpec(b.reduceVariant("attention_"+cache), spec, binds, pc, gx, gy, 1)
+		b.dispatchSpec(names.single, spec, binds, pc, gx, gy, 1)
 		return
 	}
 	// The scratch holds the segments of m tokens at a time: a batch
@@ -695,7 +698,7 @@ func (b *Backend) Attention(dst, q, k, v, vis kernels.Tensor, heads, kvHeads int
 	m := min(n, numel(b.scr)/per)
 	pc.Zs = uint32(zs)
 	sp := b.scr.parts[0]
-	split := b.reduceVariant("attention_split_" + cache)
+	split := names.split
 	for lo := 0; lo < n; lo += m {
 		c := min(m, n-lo)
 		pc.N, pc.Row0 = uint32(c), uint32(lo)

@@ -43,6 +43,7 @@ func (b *Backend) StartProfile() error {
 	case b.props.timestamp_bits == 0:
 		return ErrNoTimestamps
 	}
+	b.interrupt() // a capture's command buffer gets no timestamps
 	if r := C.vkl_prof_start(b.ctx); r != C.VK_SUCCESS {
 		return &Error{Op: "vkCreateQueryPool", Result: int32(r)}
 	}

@@ -22,6 +22,15 @@ struct vkl_pipe {
 	int nbind, pcsize;
 };
 
+// A kept recording (vkl_capture_begin): its own command buffer, submitted
+// again by vkl_replay; pending until its fence is waited on.
+struct vkl_graph {
+	VkCommandPool pool;
+	VkCommandBuffer cb;
+	VkFence fence;
+	int pending;
+};
+
 struct vkl_ctx {
 	void *lib;
 	PFN_vkGetInstanceProcAddr gipa;
@@ -55,6 +64,15 @@ struct vkl_ctx {
 	VkDescriptorPool *pools;
 	int npools, cur;
 	int recording;
+	// The pipeline and descriptor set bound last in the command buffer
+	// being recorded (vkl_dispatch binds only what changed; begin clears
+	// them).
+	vkl_pipe *bound_pipe;
+	uint64_t bound_set;
+	uint64_t binds_skipped;
+	// The recording being captured (its command buffer is cb meanwhile),
+	// and the last one submitted (vkl_submit waits for it).
+	vkl_graph *capturing, *inflight;
 	uint64_t submits;
 	int budget_ext;
 	VkPhysicalDeviceMemoryProperties memprops;
@@ -730,6 +748,8 @@ static int begin(vkl_ctx *c) {
 	bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
 	VkResult r = c->BeginCommandBuffer(c->cb, &bi);
 	if (r == VK_SUCCESS) c->recording = 1;
+	c->bound_pipe = NULL;
+	c->bound_set = 0;
 	if (r == VK_SUCCESS && c->prof) c->CmdResetQueryPool(c->cb, c->qpool, 0, POOL_QUERIES);
 	return r;
 }
@@ -869,7 +889,7 @@ static void use_slot(vkl_ctx *c, int k) {
 }
 
 int vkl_piece(vkl_ctx *c) {
-	if (!c->recording || c->prof) return VK_SUCCESS; // profiling keeps one command buffer in flight
+	if (!c->recording || c->prof || c->capturing) return VK_SUCCESS; // profiling keeps one command buffer in flight
 	VkResult r = end_submit(c);
 	c->pieces++;
 	int next = (c->slot + 1) % NSLOT;
@@ -878,20 +898,35 @@ int vkl_piece(vkl_ctx *c) {
 	return r != VK_SUCCESS ? r : w;
 }
 
+static VkResult graph_settle(vkl_ctx *c, vkl_graph *g) {
+	if (!g->pending) return VK_SUCCESS;
+	VkResult r = c->WaitForFences(c->dev, 1, &g->fence, VK_TRUE, UINT64_MAX);
+	c->ResetFences(c->dev, 1, &g->fence);
+	g->pending = 0;
+	if (c->inflight == g) c->inflight = NULL;
+	return r;
+}
+
 int vkl_submit(vkl_ctx *c) {
 	VkResult r = VK_SUCCESS;
+	if (c->capturing) return VK_ERROR_UNKNOWN; // the caller ends the capture first
 	if (c->recording) {
 		if (c->nq > 0) stamp(c, VKL_TS_END); // the end of the last call
 		r = end_submit(c);
 		c->submits++;
 	} else {
-		int any = 0;
+		int any = c->inflight != NULL;
 		for (int k = 0; k < NSLOT; k++) any |= c->busy[k];
 		if (!any) return VK_SUCCESS;
 	}
-	// Wait for every slot, the pieces submitted before first.
+	// Wait for every slot, the pieces submitted before first, and the
+	// last graph.
 	for (int i = 1; i <= NSLOT; i++) {
 		VkResult w = settle(c, (c->slot + i) % NSLOT);
+		if (r == VK_SUCCESS) r = w;
+	}
+	if (c->inflight) {
+		VkResult w = graph_settle(c, c->inflight);
 		if (r == VK_SUCCESS) r = w;
 	}
 	if (r == VK_SUCCESS) r = prof_collect(c);
@@ -900,7 +935,105 @@ int vkl_submit(vkl_ctx *c) {
 	return r;
 }
 
+int vkl_discard(vkl_ctx *c) {
+	VkResult r = VK_SUCCESS;
+	if (c->recording) {
+		c->recording = 0;
+		r = c->EndCommandBuffer(c->cb);
+		VkResult w = c->ResetCommandPool(c->dev, c->cpool, 0);
+		if (r == VK_SUCCESS) r = w;
+	}
+	c->nq = 0;
+	return r;
+}
+
 uint64_t vkl_pieces(vkl_ctx *c) { return c->pieces; }
+
+// flush_piece submits what was recorded so far as a piece (vkl_piece
+// without the profiling check).
+static VkResult flush_piece(vkl_ctx *c) {
+	if (!c->recording) return VK_SUCCESS;
+	VkResult r = end_submit(c);
+	c->pieces++;
+	int next = (c->slot + 1) % NSLOT;
+	VkResult w = settle(c, next);
+	use_slot(c, next);
+	return r != VK_SUCCESS ? r : w;
+}
+
+static VkResult graph_submit(vkl_ctx *c, vkl_graph *g) {
+	VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
+	si.commandBufferCount = 1;
+	si.pCommandBuffers = &g->cb;
+	VkResult r = c->QueueSubmit(c->queue, 1, &si, g->fence);
+	if (r == VK_SUCCESS) {
+		g->pending = 1;
+		c->inflight = g;
+	}
+	return r;
+}
+
+int vkl_capture_begin(vkl_ctx *c, vkl_graph **out) {
+	*out = NULL;
+	if (c->capturing || c->prof) return VK_ERROR_UNKNOWN;
+	VkResult r = flush_piece(c); // what was recorded before runs first
+	if (r != VK_SUCCESS) return r;
+	vkl_graph *g = calloc(1, sizeof *g);
+	if (!g) return VK_ERROR_OUT_OF_HOST_MEMORY;
+	VkCommandPoolCreateInfo cpi = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+	cpi.queueFamilyIndex = c->qfam;
+	if ((r = c->CreateCommandPool(c->dev, &cpi, NULL, &g->pool)) != VK_SUCCESS) goto fail;
+	VkCommandBufferAllocateInfo cbi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+	cbi.commandPool = g->pool;
+	cbi.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+	cbi.commandBufferCount = 1;
+	if ((r = c->AllocateCommandBuffers(c->dev, &cbi, &g->cb)) != VK_SUCCESS) goto fail;
+	VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+	if ((r = c->CreateFence(c->dev, &fci, NULL, &g->fence)) != VK_SUCCESS) goto fail;
+	VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO}; // not one-time: submitted again
+	if ((r = c->BeginCommandBuffer(g->cb, &bi)) != VK_SUCCESS) goto fail;
+	c->capturing = g;
+	c->cb = g->cb;
+	c->recording = 1;
+	c->bound_pipe = NULL;
+	c->bound_set = 0;
+	barrier(c); // after everything submitted earlier (the step's inputs)
+	*out = g;
+	return VK_SUCCESS;
+fail:
+	vkl_graph_free(c, g);
+	return r;
+}
+
+int vkl_capture_end(vkl_ctx *c) {
+	vkl_graph *g = c->capturing;
+	if (!g) return VK_ERROR_UNKNOWN;
+	c->capturing = NULL;
+	c->recording = 0;
+	use_slot(c, c->slot);
+	VkResult r = c->EndCommandBuffer(g->cb);
+	if (r == VK_SUCCESS) r = graph_submit(c, g);
+	return r;
+}
+
+int vkl_replay(vkl_ctx *c, vkl_graph *g) {
+	if (c->capturing) return VK_ERROR_UNKNOWN;
+	VkResult r = flush_piece(c); // the step's inputs go first
+	if (r == VK_SUCCESS) r = graph_settle(c, g);
+	if (r == VK_SUCCESS) r = graph_submit(c, g);
+	return r;
+}
+
+void vkl_graph_free(vkl_ctx *c, vkl_graph *g) {
+	if (!g) return;
+	if (g->pending) graph_settle(c, g);
+	if (c->inflight == g) c->inflight = NULL;
+	if (g->fence) c->DestroyFence(c->dev, g->fence, NULL);
+	if (g->pool) c->DestroyCommandPool(c->dev, g->pool, NULL);
+	free(g);
+}
+
+uint64_t vkl_binds_skipped(vkl_ctx *c) { return c->binds_skipped; }
 
 uint64_t vkl_submits(vkl_ctx *c) { return c->submits; }
 
@@ -964,11 +1097,26 @@ int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const 
 	if ((r = prof_before(c)) != VK_SUCCESS) return r;
 	if ((r = begin(c)) != VK_SUCCESS) return r;
 	if (with_barrier) barrier(c);
-	VkDescriptorSet ds = (VkDescriptorSet)(uintptr_t)set;
-	c->CmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
-	c->CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &ds, 0, NULL);
+	// A command buffer keeps its bindings across dispatches and
+	// barriers: bind only what changed (a set belongs to one pipeline,
+	// so the same set was bound with this layout).
+	if (p != c->bound_pipe) {
+		c->CmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
+		c->bound_pipe = p;
+	} else c->binds_skipped++;
+	if (set != c->bound_set) {
+		VkDescriptorSet ds = (VkDescriptorSet)(uintptr_t)set;
+		c->CmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &ds, 0, NULL);
+		c->bound_set = set;
+	} else c->binds_skipped++;
 	if (p->pcsize > 0) c->CmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)p->pcsize, push);
 	c->CmdDispatch(c->cb, gx, gy, gz);
+	return VK_SUCCESS;
+}
+
+int vkl_dispatch_nop(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const void *push,
+	uint32_t gx, uint32_t gy, uint32_t gz) {
+	(void)c; (void)p; (void)set; (void)with_barrier; (void)push; (void)gx; (void)gy; (void)gz;
 	return VK_SUCCESS;
 }
 

@@ -103,6 +103,9 @@ void vkl_sets_reset(vkl_ctx *c);
 // the same call).
 int vkl_dispatch(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const void *push,
 	uint32_t gx, uint32_t gy, uint32_t gz);
+// vkl_dispatch's arguments, nothing done (benchmarks: the cost of the call).
+int vkl_dispatch_nop(vkl_ctx *c, vkl_pipe *p, uint64_t set, int with_barrier, const void *push,
+	uint32_t gx, uint32_t gy, uint32_t gz);
 int vkl_copy(vkl_ctx *c, uint64_t src, uint64_t srcoff, uint64_t dst, uint64_t dstoff, uint64_t size);
 int vkl_fill(vkl_ctx *c, uint64_t dst, uint64_t off, uint64_t size);
 int vkl_barrier(vkl_ctx *c);
@@ -118,6 +121,27 @@ int vkl_submit(vkl_ctx *c);
 // profiling.
 int vkl_piece(vkl_ctx *c);
 uint64_t vkl_pieces(vkl_ctx *c);
+// Drop what was recorded since the last submit or piece, unexecuted
+// (benchmarks of recording alone; nothing may be pending before it).
+int vkl_discard(vkl_ctx *c);
+// Pipeline and descriptor set binds vkl_dispatch left out so far (the
+// same as the last one in the command buffer; for tests).
+uint64_t vkl_binds_skipped(vkl_ctx *c);
+
+// Kept recordings (record once, replay). vkl_capture_begin submits what
+// was recorded so far as a piece and records what follows into a
+// command buffer of its own, after a barrier, until vkl_capture_end,
+// which submits it without waiting; no piece, submit or copy may come
+// in between. vkl_replay submits what was recorded since, then the
+// graph again (waiting for its previous run first). vkl_submit waits
+// for the last graph submitted too. vkl_graph_free waits for a graph and
+// frees it; the caller frees every graph before the descriptor sets or
+// buffers it binds go, and before vkl_close.
+typedef struct vkl_graph vkl_graph;
+int vkl_capture_begin(vkl_ctx *c, vkl_graph **out);
+int vkl_capture_end(vkl_ctx *c);
+int vkl_replay(vkl_ctx *c, vkl_graph *g);
+void vkl_graph_free(vkl_ctx *c, vkl_graph *g);
 // How many submits happened (for tests).
 uint64_t vkl_submits(vkl_ctx *c);
 

@@ -124,16 +124,16 @@ func TestMatMulVariants(t *testing.T) {
 // FromEnv; Open alone reads no variable.
 func TestDisableEnv(t *testing.T) {
 	t.Setenv("VKLLM_VULKAN_FP16", "1")
-	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16, subgroup,tiled,repack")
+	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16, subgroup,tiled,repack,replay")
 	cfg, err := FromEnv(Config{Tuning: repackAll()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := openTest(t, cfg)
-	if d := b.Device(); d.FP16 || d.Subgroups || d.Tiled || len(d.Repacked) > 0 {
+	if d := b.Device(); d.FP16 || d.Subgroups || d.Tiled || len(d.Repacked) > 0 || d.Replay || b.Replays() {
 		t.Errorf("device %+v with every feature disabled", d)
 	}
-	if d := openTest(t, Config{}).Device(); !d.Tiled {
+	if d := openTest(t, Config{}).Device(); !d.Tiled || !d.Replay {
 		t.Errorf("Open(Config{}) took VKLLM_VULKAN_DISABLE from the environment: %+v", d)
 	}
 	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16,warp")
@@ -471,10 +471,11 @@ func TestGateUpSwiGLU(t *testing.T) {
 					continue
 				}
 				t.Run(fam+"/"+k.String(), func(t *testing.T) {
-					b.tune = Tuning{}
+					tune := Tuning{}
 					for _, dt := range WeightDTypes() {
-						b.tune[fam+"/"+typeName(dt)] = k
+						tune[fam+"/"+typeName(dt)] = k
 					}
+					b.setTuning(tune)
 					kerneltest.GateUpSwiGLU(t, b)
 				})
 			}
