@@ -316,7 +316,10 @@ func Open(cfg Config) (*Backend, error) {
 	default:
 		b.info.Subgroups = false
 	}
-	b.coopDetect(cfg)
+	if err := b.coopDetect(cfg); err != nil {
+		C.vkl_close(ctx)
+		return nil, err
+	}
 	b.maxRange = int64(p.max_storage_range) &^ 255
 	if a := int64(p.max_alloc); a > 0 && a < b.maxRange {
 		b.maxRange = a &^ 255

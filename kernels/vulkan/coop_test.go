@@ -76,7 +76,7 @@ func TestCoopDetect(t *testing.T) {
 }
 
 // coopShapes are the MatMul shapes of the coop tests: n spans decode (1),
-// the small tile (coopTile1), both sides of coopMinTokens and several
+// the small tile, both sides of the crossover (32) and several
 // large tiles with a ragged edge; m leaves ragged weight tiles; k is
 // ragged for the float types (7, 263) and several steps of bk.
 var coopShapes = struct{ ns, ms []int }{ns: []int{1, 5, 31, 32, 100}, ms: []int{19, 64, 70}}
@@ -162,6 +162,11 @@ func TestCoopMatMul(t *testing.T) {
 	checkClean(t, b)
 }
 
+// tileKnobs are tile t as a coop family's knobs.
+func tileKnobs(t coopTile) Knobs {
+	return Knobs{"tm": t.tm, "tn": t.tn, "wm": t.wm, "wn": t.wn, "bk": t.bk}
+}
+
 func half(v float32) float32 { return float16.Fromfloat32(v).Float32() }
 
 // coopRun returns x (n, k) · wᵀ (m rows) from b.
@@ -201,7 +206,6 @@ func coopRun(t *testing.T, b *Backend, w kernels.Tensor, x []float32, n, k, m in
 // the models' parity bounds decide (coop.go).
 func TestCoopInvariance(t *testing.T) {
 	b := openCoop(t, Config{})
-	defaultTile1, defaultTileN := coopTile1, coopTileN
 	const n, m = 100, 70
 	chunks := [][2]int{{0, 7}, {7, 40}, {40, 100}, {3, 4}, {64, 65}, {99, 100}}
 	for _, tn := range shaders.CoopTypes {
@@ -222,19 +226,22 @@ func TestCoopInvariance(t *testing.T) {
 					parts = append(parts, [2]int{i, i + 1})
 				}
 			}
-			// Other tiles (sweep candidates) give the same bits.
-			defer func(t1, tn coopTile) { coopTile1, coopTileN = t1, tn }(coopTile1, coopTileN)
+			// Other tiles (sweep candidates) give the same bits: each as
+			// the large tile, and the small tile for the whole batch.
+			saved := b.tune
+			defer func() { b.tune = saved }()
 			tiles := []coopTile{{32, 32, 16, 16, 16}, {64, 32, 32, 16, 64}, {32, 128, 32, 64, 32}}
 			if dt != tensor.F16 && dt != tensor.Q4_K {
 				tiles = nil // each tile's pipelines take seconds to build on lavapipe
 			}
+			key := typeName(dt)
 			for _, tile := range tiles {
-				if err := tile.valid(b.coopShape); err != nil || tile.shared(b.coopSG) > int(b.props.max_shared) || tile.subgroups()*b.coopSG > int(b.props.max_wg_size) {
+				if err := b.coopFits(tile); err != nil {
 					t.Fatalf("tile %+v: %v", tile, err)
 				}
-				coopTileN = tile
+				b.tune = Tuning{"coopmat/" + key: tileKnobs(tile)}
 				got := coopRun(t, b, w, x, n, k, m)
-				coopTileN = coopTile1
+				b.tune = Tuning{"coopmat_small/" + key: {"min": 1 << 30}}
 				got1 := coopRun(t, b, w, x, n, k, m)
 				for i := range got {
 					if math.Float32bits(got[i]) != math.Float32bits(all[i]) || math.Float32bits(got1[i]) != math.Float32bits(all[i]) {
@@ -242,7 +249,7 @@ func TestCoopInvariance(t *testing.T) {
 					}
 				}
 			}
-			coopTile1, coopTileN = defaultTile1, defaultTileN
+			b.tune = saved
 			for _, p := range parts {
 				got := coopRun(t, b, w, x[p[0]*k:p[1]*k], p[1]-p[0], k, m)
 				for i, v := range got {

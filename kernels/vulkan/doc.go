@@ -199,7 +199,15 @@
 // "attention" candidates on decode calls (SweepOptions.Attention: one
 // token and 4, lists of 256 and 4096 cells, a model's GQA shape), checks
 // each against float64 sums (kerneltest.LimitF32Dot) and those with the
-// default's segs bitwise against the default, and chooses by time.
+// default's segs bitwise against the default, and chooses by time; the
+// "attention_prefill" ones likewise on prompts of 16, 48 and 512 tokens,
+// each bitwise against the default. The cooperative-matrix MatMul's
+// tiles are the families "coopmat" (calls of at least coopmat_small's
+// "min" tokens, timed on 512-token calls of the model's matrices) and
+// "coopmat_small" (fewer tokens, and "min" itself, timed on calls of 1,
+// 16 and 48 tokens), per weight type, every candidate bitwise against
+// the default and left out where its tile does not fit the device; on a
+// device whose MatMul does not run that kernel Sweep skips them.
 //
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
