@@ -31,17 +31,19 @@ func TestSweep(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("%v:\n%s", err, stdout.String())
 	}
-	// two weight types × two families × three candidates, and attention's
-	// three over its 4 calls
-	if len(res.Rows) != 15 || len(res.Shapes) != 6 || len(res.Attention) != 4 {
-		t.Errorf("%d rows over %d shapes and %d attention calls, want 15 over 6 and 4", len(res.Rows), len(res.Shapes), len(res.Attention))
+	// two weight types × two families × three candidates, attention's
+	// three over its 4 decode calls and attention_prefill's three over
+	// its 3 prompts (on a device without the cooperative-matrix kernel:
+	// no coop families)
+	if len(res.Rows) != 18 || len(res.Shapes) != 6 || len(res.Attention) != 7 {
+		t.Errorf("%d rows over %d shapes and %d attention calls, want 18 over 6 and 7", len(res.Rows), len(res.Shapes), len(res.Attention))
 	}
 	for _, r := range res.Rows {
 		if r.Wrong != "" || r.Score <= 0 {
 			t.Errorf("%s %v: score %v, %s", r.Key, r.Knobs, r.Score, r.Wrong)
 		}
 	}
-	for _, key := range []string{"matvec/q4_0", "matvec_batch/q4_0", "matvec/f16", "matvec_batch/f16", "attention"} {
+	for _, key := range []string{"matvec/q4_0", "matvec_batch/q4_0", "matvec/f16", "matvec_batch/f16", "attention", "attention_prefill"} {
 		if _, ok := res.Tuning.Kernels[key]; !ok {
 			t.Errorf("no tuning chosen for %s: %v", key, res.Tuning.Kernels)
 		}
@@ -55,7 +57,7 @@ func TestSweep(t *testing.T) {
 	}
 	t.Setenv("VKLLM_VULKAN_TUNING", out)
 	cfg, err := vulkan.FromEnv(vulkan.Config{})
-	if err != nil || len(cfg.Tuning) != 5 {
+	if err != nil || len(cfg.Tuning) != 6 {
 		t.Errorf("VKLLM_VULKAN_TUNING: %v, tuning %v", err, cfg.Tuning)
 	}
 	stdout.Reset()
