@@ -341,13 +341,18 @@ func (b *Backend) sweepTime(name string, k Knobs, d, x, w *Tensor, reps int) ([]
 }
 
 // sweepTimed records run once untimed and reps times timed, and returns
-// d's contents after and one run's mean GPU time.
+// d's contents after and one run's mean GPU time. d is zeroed first, so
+// that a candidate that leaves an element unwritten cannot pass with an
+// earlier candidate's value.
 func (b *Backend) sweepTimed(d *Tensor, reps int, run func()) ([]float32, time.Duration, error) {
 	if err := b.Sync(); err != nil {
 		return nil, 0, err
 	}
 	if err := b.StartProfile(); err != nil {
 		return nil, 0, err
+	}
+	for _, p := range d.parts {
+		b.zero(p)
 	}
 	b.ProfileOp("warm")
 	run()
