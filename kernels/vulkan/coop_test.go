@@ -3,6 +3,7 @@
 package vulkan
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -17,15 +18,14 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// openCoop opens the backend with the cooperative-matrix kernel asked
-// for. On a device without VK_KHR_cooperative_matrix the test is skipped
+// openCoop opens the backend in its default configuration, where MatMul
+// runs the cooperative-matrix kernel if the device has it. On a device without VK_KHR_cooperative_matrix the test is skipped
 // with what it needs, or fails where VKLLM_REQUIRE_COOPMAT=1 (make test
 // sets it when it runs these tests on tools/lavapipe-coopmat.sh's
 // lavapipe), so that a skip is never counted as a pass there.
 func openCoop(t *testing.T, cfg Config) *Backend {
 	t.Helper()
-	cfg.CoopMat = true
-	b := openTest(t, cfg)
+	b := openDevice(t, cfg)
 	if d := b.Device(); !d.CoopMat {
 		msg := "device without the cooperative-matrix kernel (needs VK_KHR_cooperative_matrix with 16x16x16 f16 products: " +
 			"go test -exec \"$VKLLM_COOP_EXEC\" after eval \"$(tools/lavapipe-coopmat.sh | tail -n1)\")"
@@ -37,10 +37,10 @@ func openCoop(t *testing.T, cfg Config) *Backend {
 	return b
 }
 
-// TestCoopDetect: the device's shapes are reported; the kernel runs only
-// when asked for (Config.CoopMat or VKLLM_VULKAN_COOPMAT=1) and not
-// disabled (VKLLM_VULKAN_DISABLE=coopmat); with it on, every MatMul of a
-// CoopTypes weight takes it, a decode step included.
+// TestCoopDetect: the device's shapes are reported; the kernel runs by
+// default unless disabled (Config.NoCoopMat, VKLLM_VULKAN_DISABLE=coopmat);
+// with it on, every MatMul of a CoopTypes weight takes it, a decode step
+// included, and F32 weights keep the exact kernels.
 func TestCoopDetect(t *testing.T) {
 	b := openCoop(t, Config{})
 	d := b.Device()
@@ -54,23 +54,30 @@ func TestCoopDetect(t *testing.T) {
 			t.Errorf("%v: coop variant %q %v, want %v", dt, name, ok, want)
 		}
 	}
-	if d := openTest(t, Config{}).Device(); d.CoopMat || !d.CoopMatDevice {
-		t.Errorf("Config{}: CoopMat %v (want off by default), CoopMatDevice %v (want on)", d.CoopMat, d.CoopMatDevice)
+	if _, ok := b.coopVariant(tensor.F32); ok {
+		t.Error("F32 weights on the cooperative-matrix kernel")
 	}
-	t.Setenv("VKLLM_VULKAN_COOPMAT", "1")
+	if d := openDevice(t, Config{NoCoopMat: true}).Device(); d.CoopMat || !d.CoopMatDevice {
+		t.Errorf("Config{NoCoopMat: true}: CoopMat %v (want off), CoopMatDevice %v (want on)", d.CoopMat, d.CoopMatDevice)
+	}
 	cfg, err := FromEnv(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := openTest(t, cfg).Device(); !d.CoopMat {
-		t.Errorf("VKLLM_VULKAN_COOPMAT=1: CoopMat off")
+	if d := openDevice(t, cfg).Device(); !d.CoopMat {
+		t.Errorf("FromEnv(Config{}): CoopMat off")
 	}
 	t.Setenv("VKLLM_VULKAN_DISABLE", "coopmat")
 	if cfg, err = FromEnv(Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if d := openTest(t, cfg).Device(); d.CoopMat {
+	if d := openDevice(t, cfg).Device(); d.CoopMat {
 		t.Errorf("VKLLM_VULKAN_DISABLE=coopmat: CoopMat on")
+	}
+	// A tuning's tile that does not fit the device fails Open.
+	_, err = Open(Config{Tuning: Tuning{"coopmat/q4_0": {"tm": 128, "tn": 128, "wm": 32, "wn": 32, "bk": 64}}})
+	if !errors.Is(err, ErrTuning) {
+		t.Errorf("a 128×128 tile with bk 64 (96 KiB of shared memory): %v, want ErrTuning", err)
 	}
 	checkClean(t, b)
 }
@@ -265,13 +272,13 @@ func TestCoopInvariance(t *testing.T) {
 }
 
 // TestCoopFallback: where the cooperative-matrix kernel cannot run (a
-// device without the extension, or VKLLM_VULKAN_DISABLE=coopmat),
-// Config.CoopMat leaves MatMul on the default kernels, which keep their
-// strict limits and bitwise invariance.
+// device without the extension) or is disabled (Config.NoCoopMat,
+// VKLLM_VULKAN_DISABLE=coopmat), MatMul runs the exact kernels, which
+// keep their strict limits and bitwise invariance.
 func TestCoopFallback(t *testing.T) {
-	b := openTest(t, Config{CoopMat: true})
+	b := openDevice(t, Config{})
 	if b.Device().CoopMat {
-		b = openTest(t, Config{CoopMat: true, NoCoopMat: true})
+		b = openDevice(t, Config{NoCoopMat: true})
 	}
 	if d := b.Device(); d.CoopMat {
 		t.Fatalf("CoopMat on with NoCoopMat: %+v", d)

@@ -189,7 +189,7 @@ func testSweepCoop(t *testing.T) {
 	for _, f := range fams {
 		checkCovering(t, f, coopCovering)
 	}
-	b := openTest(t, Config{CoopMat: true})
+	b := openDevice(t, Config{})
 	types := sweepTypes(t, []tensor.DType{tensor.F16, tensor.Q4_0, tensor.Q4_K})
 	var progress bytes.Buffer
 	o := SweepOptions{Shapes: sweepShapes, Prefill: 37, Reps: 1, Families: fams, DTypes: types, Only: coopCovering, Progress: &progress}
