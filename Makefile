@@ -41,10 +41,11 @@ test: deps $(GGUF)
 # lavapipe (Mesa 22.3) and glslc cannot: on a private Mesa 26.1 lavapipe
 # and Debian 13's glslc (tools/lavapipe-coopmat.sh downloads them once into
 # ~/.cache/vkllm), where a device without VK_KHR_cooperative_matrix fails
-# the tests (VKLLM_REQUIRE_COOPMAT=1) instead of skipping them.
+# the tests (VKLLM_REQUIRE_COOPMAT=1) instead of skipping them. The same
+# glslc checks the int8 MatMul's _int8dot SPIR-V (GL_EXT_integer_dot_product).
 test-coopmat:
 	env=$$(bash tools/lavapipe-coopmat.sh) && eval "$$(tail -n1 <<<"$$env")" && \
-	$(GOTEST) ./kernels/vulkan/shaders/ -run 'TestSPIRVFresh/matmul_coop' && \
+	$(GOTEST) ./kernels/vulkan/shaders/ -run 'TestSPIRVFresh/(matmul_coop|.*_int8dot)' && \
 	VKLLM_REQUIRE_COOPMAT=1 $(GOTEST) -exec "$$VKLLM_COOP_EXEC" ./kernels/vulkan/ ./models/ -run 'TestCoop|TestVulkanCoopMat|TestSweepCandidates/coop'
 
 # deps installs the system packages the tests need when they are missing.

@@ -442,6 +442,40 @@ func TestChart(t *testing.T) {
 	}
 }
 
+// TestChartAllowedHosts: a keyless server answers only its own names
+// (DNS rebinding): by default the Service's DNS names, plus the names
+// listed in server.allowedHosts (a list, or a comma-separated string), never
+// every Host unless "*" is asked for; with an API key no list is given.
+func TestChartAllowedHosts(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  map[string]any
+		want []string // --allowed-hosts, nil: no flag
+	}{
+		{"default", nil, []string{"vkllm", "vkllm.default", "vkllm.default.svc", "vkllm.default.svc.cluster.local"}},
+		{"a gateway's names", map[string]any{"server": map[string]any{"allowedHosts": []any{"api.example.com", ".models.example.com"}, "clusterDomain": "k8s.internal"}},
+			[]string{"vkllm", "vkllm.default", "vkllm.default.svc", "vkllm.default.svc.k8s.internal", "api.example.com", ".models.example.com"}},
+		{"a string", map[string]any{"server": map[string]any{"allowedHosts": "a.example.com,b.example.com"}},
+			[]string{"vkllm", "vkllm.default", "vkllm.default.svc", "vkllm.default.svc.cluster.local", "a.example.com", "b.example.com"}},
+		{"with a key", map[string]any{"apiKey": map[string]any{"enabled": true, "value": "k"}}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := decode(t, render(t, c.set))
+			args := serveArgs(t, r.deploy.Spec.Template.Spec.Containers[0])
+			got, ok := args["allowed-hosts"]
+			switch {
+			case c.want == nil && ok:
+				t.Errorf("--allowed-hosts=%s with an API key", got)
+			case c.want != nil && !slices.Equal(strings.Split(got, ","), c.want):
+				t.Errorf("--allowed-hosts=%s, want %s", got, strings.Join(c.want, ","))
+			}
+			if c.want != nil && c.want[0] != r.service.Name {
+				t.Errorf("the Service is %s", r.service.Name)
+			}
+		})
+	}
+}
+
 // equalLabels reports whether every label of sel is on the pod.
 func equalLabels(sel, pod map[string]string) bool {
 	if len(sel) == 0 {

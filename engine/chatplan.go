@@ -101,9 +101,33 @@ func (e *ContentError) Error() string {
 
 func (e *ContentError) Unwrap() error { return ErrContentType }
 
+// ErrDuplicateTool is wrapped by every *ToolNameError.
+var ErrDuplicateTool = errcode.New(errcode.BadParams, "engine: tool name given twice")
+
+// ToolNameError is a tool whose name an earlier one of the request's
+// Tools has: a call names its function, so the names must differ.
+type ToolNameError struct {
+	Index int // in the tools: the second of the name
+	Name  string
+}
+
+func (e *ToolNameError) Error() string {
+	return fmt.Sprintf("engine: tools[%d]: the tool name %q is given twice", e.Index, e.Name)
+}
+
+func (e *ToolNameError) Unwrap() error { return ErrDuplicateTool }
+
 // offered is the tools a request offers the model: none with ToolNone,
-// only the named one with a named function.
+// only the named one with a named function. Tools' names must differ,
+// offered or not.
 func offered(req ChatRequest) ([]chat.Tool, error) {
+	names := make(map[string]bool, len(req.Tools))
+	for i, t := range req.Tools {
+		if names[t.Function.Name] {
+			return nil, &ToolNameError{Index: i, Name: t.Function.Name}
+		}
+		names[t.Function.Name] = true
+	}
 	switch req.ToolChoice {
 	case "", ToolAuto:
 		return req.Tools, nil

@@ -22,8 +22,9 @@
 // *ToolSchemaError, ErrResponseFormat, ErrNoToolCall) say what was wrong.
 //
 // The facade (LLM, Session, the loop that owns the Engine and the
-// callers' mailboxes, the inference cache, the planner) sits on the core,
-// which knows nothing of chat and can be driven directly:
+// callers' mailboxes, the inference cache, the planner, and what it opens
+// from Options and the model's files: the draft model, the pooling) sits
+// on the core, which knows nothing of chat and can be driven directly:
 //
 //	e, err := engine.New(m, mctx, tok, engine.Config{})  // m *models.Model, mctx a Context of m; tok may be nil
 //	err = e.Add(engine.Request{ID: "a", Prompt: ids, Params: p})
@@ -36,7 +37,8 @@
 // running queues, a token budget per step, preemption), block manager
 // (sequence ids, shared and retained blocks), runner (the only place a
 // schedule becomes a models.Batch), choices, speculative decoding and
-// embeddings; internal/layering keeps its files free of tokenizer/chat.
+// embeddings; internal/layering keeps its files free of tokenizer/chat and
+// sampler/grammar, and under 2.5k lines.
 //
 // Sequences. A request's tokens are its prompt followed by its output;
 // token i sits at position i of its own sequence id. numCached counts the

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -196,9 +197,12 @@ func List(cache string) ([]Cached, error) {
 // Remove deletes a model from the cache dir: with a quantisation or a
 // file in r, those files of the snapshot; else the whole snapshot of r's
 // revision and the refs pointing at it. Blobs no snapshot links to any
-// more are deleted, and the repository's folder when nothing is left. It
-// returns the bytes freed.
-func Remove(cache string, r Ref) (int64, error) {
+// more are deleted, each under the lock a pull (ours or
+// huggingface_hub's) holds while it writes that blob and links it, so a
+// pull of the same model at the same time keeps what it fetched; Remove
+// waits for those locks until ctx is done. The repository's folder goes
+// when nothing is left in it. It returns the bytes freed.
+func Remove(ctx context.Context, cache string, r Ref) (int64, error) {
 	dir := repoDir(cache, r)
 	commit, err := snapshotCommit(cache, r)
 	if err != nil {
@@ -232,16 +236,14 @@ func Remove(cache string, r Ref) (int64, error) {
 			return nil
 		})
 	}
-	return collect(dir)
+	return collect(ctx, cache, r)
 }
 
-// collect deletes the blobs of a repository folder no snapshot links to
-// (partial downloads are kept: another process may be writing one), and
-// the folder when no snapshot is left.
-func collect(dir string) (int64, error) {
+// linked is the set of blobs the snapshots of a repository folder link
+// to.
+func linked(dir string) map[string]bool {
 	used := map[string]bool{}
-	snaps := filepath.Join(dir, "snapshots")
-	filepath.WalkDir(snaps, func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(filepath.Join(dir, "snapshots"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type()&fs.ModeSymlink != 0 {
 			if t, err := os.Readlink(p); err == nil {
 				used[filepath.Base(t)] = true
@@ -249,17 +251,26 @@ func collect(dir string) (int64, error) {
 		}
 		return nil
 	})
+	return used
+}
+
+// collect deletes the blobs of r's repository folder no snapshot links
+// to (partial downloads are kept: another process may be writing one),
+// and the folder when no snapshot and no blob is left.
+func collect(ctx context.Context, cache string, r Ref) (int64, error) {
+	dir := repoDir(cache, r)
+	snaps := filepath.Join(dir, "snapshots")
+	used := linked(dir)
 	var freed int64
 	blobs, _ := os.ReadDir(filepath.Join(dir, "blobs"))
 	for _, b := range blobs {
 		if used[b.Name()] || strings.HasSuffix(b.Name(), ".incomplete") {
 			continue
 		}
-		if info, err := b.Info(); err == nil {
-			freed += info.Size()
-		}
-		if err := os.Remove(filepath.Join(dir, "blobs", b.Name())); err != nil {
-			return freed, fmt.Errorf("hub: %w", err)
+		n, err := removeBlob(ctx, cache, r, b.Name())
+		freed += n
+		if err != nil {
+			return freed, err
 		}
 	}
 	// empty snapshot folders go, and the repository when none is left
@@ -274,14 +285,37 @@ func collect(dir string) (int64, error) {
 		left++
 	}
 	if left == 0 {
-		partial := false
-		blobs, _ := os.ReadDir(filepath.Join(dir, "blobs"))
-		for _, b := range blobs {
-			partial = partial || strings.HasSuffix(b.Name(), ".incomplete")
-		}
-		if !partial {
+		if blobs, _ := os.ReadDir(filepath.Join(dir, "blobs")); len(blobs) == 0 { // none partial, none a pull just wrote
 			return freed, os.RemoveAll(dir)
 		}
 	}
 	return freed, nil
+}
+
+// removeBlob deletes blob of r's repository under its lock, unless a
+// snapshot links to it by then (a pull that held the lock linked it), and
+// returns its size.
+func removeBlob(ctx context.Context, cache string, r Ref, blob string) (int64, error) {
+	dir := repoDir(cache, r)
+	lp := lockPath(cache, r, blob)
+	if err := os.MkdirAll(filepath.Dir(lp), 0o755); err != nil {
+		return 0, fmt.Errorf("hub: %w", err)
+	}
+	unlock, err := lockFile(ctx, lp)
+	if err != nil {
+		return 0, fmt.Errorf("hub: locking %s: %w", lp, err)
+	}
+	defer unlock()
+	if linked(dir)[blob] {
+		return 0, nil
+	}
+	p := filepath.Join(dir, "blobs", blob)
+	info, err := os.Stat(p)
+	if err != nil {
+		return 0, nil // gone already
+	}
+	if err := os.Remove(p); err != nil {
+		return 0, fmt.Errorf("hub: %w", err)
+	}
+	return info.Size(), nil
 }

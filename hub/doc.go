@@ -31,9 +31,12 @@
 //   - neither: a repository with config.json and safetensors weights at
 //     its root gives that folder (config, generation config, tokenizer
 //     files, the *.safetensors.index.json and the shards it names, or the
-//     one .safetensors file); otherwise its GGUF model of DefaultQuants
+//     one .safetensors file); otherwise a PEFT LoRA adapter at its root
+//     (no GGUF files; adapter_config.json and adapter_model.safetensors)
+//     gives that folder; otherwise its GGUF model of DefaultQuants
 //     (Q4_K_M, else Q4_0), else its smallest Q4 model, else its only
-//     model, else ErrAmbiguous listing the choices.
+//     model (a GGUF LoRA adapter's repository too), else ErrAmbiguous
+//     listing the choices.
 //
 // # The Hub's interface
 //
@@ -63,12 +66,15 @@
 //	models--OWNER--REPO/refs/REVISION         the commit the revision was at
 //	.locks/models--OWNER--REPO/DIGEST.lock    one writer per blob
 //
-// A blob is written as DIGEST.incomplete under its lock (a flock, the
-// lock huggingface_hub takes too), resumed with a Range request after a
-// cut, checked against the Hub's digest (SHA-256 for LFS files, the git
-// blob id otherwise: a mismatch is a *ChecksumError and the partial file
-// is deleted), then renamed into place; a blob already there is used as
-// it is. The disk's free space is checked against what is missing before
-// any download (*SpaceError). Files download Client.Parallel at a time,
-// reporting to one Progress callback.
+// A blob is written as DIGEST.incomplete, resumed with a Range request
+// after a cut, checked against the Hub's digest (SHA-256 for LFS files,
+// the git blob id otherwise: a mismatch is a *ChecksumError and the
+// partial file is deleted), renamed into place and linked into the
+// snapshot, all under its lock (a flock, the lock huggingface_hub takes
+// too); a blob already there is used as it is, linked under the same
+// lock. Remove takes that lock before it deletes a blob no snapshot links
+// to, so `vkllm rm` beside a pull of the same model never deletes a blob
+// between its download and its link. The disk's free space is checked
+// against what is missing before any download (*SpaceError). Files
+// download Client.Parallel at a time, reporting to one Progress callback.
 package hub

@@ -62,6 +62,7 @@ func (c *Client) fetchAll(ctx context.Context, r Ref, info *Info, names []string
 		bp := filepath.Join(blobs, f.blob())
 		if _, err := os.Stat(bp); err == nil {
 			p.done.Add(f.Size)
+			counted[f.Name] = f.Size
 			continue
 		}
 		have := int64(0)
@@ -91,11 +92,7 @@ func (c *Client) fetchAll(ctx context.Context, r Ref, info *Info, names []string
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			err := c.fetch(ctx, r, info.Commit, f, p, counted[f.Name])
-			if err == nil {
-				err = link(snap, f.Name, filepath.Join(blobs, f.blob()))
-			}
-			if err != nil {
+			if err := c.fetch(ctx, r, info.Commit, snap, f, p, counted[f.Name]); err != nil {
 				once.Do(func() { first = err; cancel() })
 			}
 		}()
@@ -104,15 +101,15 @@ func (c *Client) fetchAll(ctx context.Context, r Ref, info *Info, names []string
 	return first // the first failure; the others are its cancellation
 }
 
-// fetch brings one file's blob into the cache: under its lock, resuming
-// blobs/BLOB.incomplete with a Range request, checking the digest, then
-// renaming it into place. A blob already there is kept.
+// fetch brings one file's blob into the cache and links it into the
+// snapshot folder snap, all under the blob's lock (as huggingface_hub
+// does; Remove takes the same lock before it deletes a blob no snapshot
+// links to, so it never deletes one between its download and its link):
+// resuming blobs/BLOB.incomplete with a Range request, checking the
+// digest, then renaming it into place. A blob already there is kept.
 // counted is the bytes of it p already counts as done.
-func (c *Client) fetch(ctx context.Context, r Ref, commit string, f File, p *progress, counted int64) error {
+func (c *Client) fetch(ctx context.Context, r Ref, commit, snap string, f File, p *progress, counted int64) error {
 	bp := filepath.Join(repoDir(c.CacheDir, r), "blobs", f.blob())
-	if _, err := os.Stat(bp); err == nil {
-		return nil
-	}
 	lp := lockPath(c.CacheDir, r, f.blob())
 	if err := os.MkdirAll(filepath.Dir(lp), 0o755); err != nil {
 		return fmt.Errorf("hub: %w", err)
@@ -122,9 +119,9 @@ func (c *Client) fetch(ctx context.Context, r Ref, commit string, f File, p *pro
 		return fmt.Errorf("hub: locking %s: %w", lp, err)
 	}
 	defer unlock()
-	if _, err := os.Stat(bp); err == nil { // another process finished it while we waited
+	if _, err := os.Stat(bp); err == nil { // there already, or another process finished it while we waited
 		p.add(f.Size - counted)
-		return nil
+		return link(snap, f.Name, bp)
 	}
 	part := bp + ".incomplete"
 	out, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
@@ -172,7 +169,7 @@ func (c *Client) fetch(ctx context.Context, r Ref, commit string, f File, p *pro
 	if err := os.Rename(part, bp); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
-	return nil
+	return link(snap, f.Name, bp)
 }
 
 // digest is the hash a file is checked with, its name and the value the

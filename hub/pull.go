@@ -16,7 +16,8 @@ type Model struct {
 	Commit string
 	Kind   Kind
 	// Path is what models.Open and engine.Open take: the (first) GGUF
-	// file, or the snapshot folder of a safetensors model.
+	// file, or the snapshot folder of a safetensors model or PEFT adapter
+	// (what engine.Options.Adapters takes).
 	Path  string
 	Files []string // the files pulled, paths in the repository
 }

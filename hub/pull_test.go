@@ -463,21 +463,21 @@ func TestListRemove(t *testing.T) {
 	if l.Repo != "org/Model-GGUF" || l.Size != 8000 || len(l.Snapshots) != 1 || len(l.Snapshots[0].Files) != 2 || !slices.Equal(l.Snapshots[0].Refs, []string{"main"}) {
 		t.Errorf("List: %+v", l)
 	}
-	freed, err := Remove(cache, Ref{Owner: "org", Repo: "Model-GGUF", Quant: "q2_k"})
+	freed, err := Remove(t.Context(), cache, Ref{Owner: "org", Repo: "Model-GGUF", Quant: "q2_k"})
 	if err != nil || freed != int64(len(files["model-q2_k.gguf"])) {
 		t.Fatalf("Remove Q2_K: freed %d, %v", freed, err)
 	}
 	if list, _ := List(cache); list[0].Size != 5000 || len(list[0].Snapshots[0].Files) != 1 {
 		t.Errorf("after removing Q2_K: %+v", list[0])
 	}
-	freed, err = Remove(cache, Ref{Owner: "org", Repo: "Model-GGUF"})
+	freed, err = Remove(t.Context(), cache, Ref{Owner: "org", Repo: "Model-GGUF"})
 	if err != nil || freed != 5000 {
 		t.Fatalf("Remove: freed %d, %v", freed, err)
 	}
 	if _, err := os.Stat(filepath.Join(cache, "models--org--Model-GGUF")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the repository folder is left: %v", err)
 	}
-	if _, err := Remove(cache, Ref{Owner: "org", Repo: "Model-GGUF"}); !errors.Is(err, ErrOffline) {
+	if _, err := Remove(t.Context(), cache, Ref{Owner: "org", Repo: "Model-GGUF"}); !errors.Is(err, ErrOffline) {
 		t.Errorf("removing what is not there: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ type Kind int
 const (
 	GGUF        Kind = iota + 1 // one GGUF model (one file, or the shards of a split one)
 	Safetensors                 // a transformers folder: config, tokenizer, weights
+	PEFT                        // a PEFT LoRA adapter folder: adapter_config.json, adapter_model.safetensors
 )
 
 // choice is the files a name picks out of a repository.
@@ -155,8 +156,13 @@ func choose(r Ref, files []File) (choice, error) {
 	if c, ok := chooseSafetensors(files, byName); ok {
 		return c, nil
 	}
+	if _, ok := byName["adapter_config.json"]; ok && len(models) == 0 {
+		if _, ok := byName["adapter_model.safetensors"]; ok {
+			return choice{kind: PEFT, files: []string{"adapter_config.json", "adapter_model.safetensors"}}, nil
+		}
+	}
 	if len(models) == 0 {
-		return choice{}, fmt.Errorf("%w: %s has neither GGUF files nor config.json with safetensors weights", ErrNoMatch, r.RepoID())
+		return choice{}, fmt.Errorf("%w: %s has neither GGUF files, nor config.json with safetensors weights, nor a PEFT adapter (adapter_config.json, adapter_model.safetensors)", ErrNoMatch, r.RepoID())
 	}
 	if len(models) == 1 {
 		return choice{kind: GGUF, files: models[0].shards}, nil

@@ -40,6 +40,9 @@ func TestChoose(t *testing.T) {
 		{"safetensors with an index", Ref{}, gguf("config.json", "tokenizer.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors"), []string{"config.json", "tokenizer.json", "model.safetensors.index.json"}, nil},
 		{"several safetensors, no index", Ref{}, gguf("config.json", "a.safetensors", "b.safetensors"), nil, ErrNoMatch},
 		{"a quant in a repo with both picks the GGUF", Ref{Quant: "Q4_K_M"}, gguf("config.json", "model.safetensors", "m-Q4_K_M.gguf"), []string{"m-Q4_K_M.gguf"}, nil},
+		{"a PEFT adapter", Ref{}, gguf("README.md", "adapter_config.json", "adapter_model.safetensors", "tokenizer.json"), []string{"adapter_config.json", "adapter_model.safetensors"}, nil},
+		{"a PEFT config without safetensors weights", Ref{}, gguf("adapter_config.json", "adapter_model.bin"), nil, ErrNoMatch},
+		{"a GGUF adapter is the only model", Ref{}, gguf("adapter_config.json", "adapter_model.safetensors", "lora-F16.gguf"), []string{"lora-F16.gguf"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.ref.Owner, c.ref.Repo = "o", "r"

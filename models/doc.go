@@ -67,9 +67,10 @@
 // have llama.cpp's semantics.
 //
 // LoRA. Model.LoadAdapter reads a PEFT adapter folder or a llama.cpp GGUF
-// LoRA file (lora.go) and keeps A (rank, in) and scale·B (out, rank) in
-// F32 on the backend, unmerged, whatever the base weights' dtype. A
-// Batch names an adapter per token; the forward groups the tokens by
+// LoRA file (lorafile.go reads it, lora.go applies it) and keeps A (rank,
+// in) and scale·B (out, rank) in F32 on the backend, unmerged, whatever
+// the base weights' dtype. A Batch names an adapter per token; the
+// forward groups the tokens by
 // adapter and adds each group's B(A x) to the output of each adapted
 // weight (gathering the group's rows, and writing them back, when it is
 // not the whole batch), with row-wise ops only, so tokens of different

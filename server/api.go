@@ -383,14 +383,10 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // toolChoice checks tools and tool_choice and maps tool_choice to
 // engine.ChatRequest.ToolChoice: "auto", "none", "required" or the
-// name of a function (the library checks it is one of the tools).
+// name of a function (the library checks it is one of the tools, and
+// that the tools' names differ).
 func (r *chatRequest) toolChoice() (string, *apiError) {
-	names := make(map[string]bool, len(r.Tools))
 	for i, t := range r.Tools {
-		if names[t.Function.Name] {
-			return "", badParam(fmt.Sprintf("tools[%d].function.name", i), "the tool name %q is given twice", t.Function.Name)
-		}
-		names[t.Function.Name] = true
 		if t.Type != "function" {
 			return "", badParam(fmt.Sprintf("tools[%d].type", i), "tool type must be \"function\", got %q", t.Type)
 		}

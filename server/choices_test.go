@@ -162,3 +162,41 @@ func TestChoicesBadIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamN: streamed choices carry their index, each ends with a
+// finish_reason, and the usage chunk (completions too) sums them.
+func TestStreamN(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	ts.waitLoaded()
+	c := ts.client()
+	st := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
+		Model: "tiny", Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Hi")},
+		MaxTokens: openai.Int(5), N: openai.Int(3), Seed: openai.Int(1),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}, option.WithJSONSet("ignore_eos", true))
+	finished := map[int64]string{}
+	var usage int64
+	for st.Next() {
+		ch := st.Current()
+		if len(ch.Choices) == 0 {
+			usage = ch.Usage.CompletionTokens
+			continue
+		}
+		for _, x := range ch.Choices {
+			if x.Index < 0 || x.Index > 2 {
+				t.Fatalf("index %d", x.Index)
+			}
+			if x.FinishReason != "" {
+				finished[x.Index] = string(x.FinishReason)
+			}
+		}
+	}
+	if st.Err() != nil {
+		t.Fatal(st.Err())
+	}
+	st.Close()
+	if len(finished) != 3 || finished[0] != "length" || usage != 15 {
+		t.Fatalf("finished %v, usage %d", finished, usage)
+	}
+	ts.settle()
+}

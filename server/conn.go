@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -23,9 +24,19 @@ type ConnLimits struct {
 	// is served /health and /ready only; any other request on it is
 	// answered 503 (code server_busy) and the connection closed.
 	Reserve int
-	// IdleTimeout is how long a keep-alive connection may stay idle
-	// while more than 3/4 of Max are open (default 1 s); otherwise the
-	// http.Server's IdleTimeout applies.
+	// IdleTimeout is how long a connection may stay idle (a keep-alive
+	// one between requests, or a new one that has not sent its first)
+	// while more than 3/4 of Max are open (default 1 s): then every new
+	// one idle that long is closed, and keep-alive ones until 3/4 are
+	// open, of the client holding the most first; otherwise the
+	// http.Server's IdleTimeout applies. And when a connection arrives
+	// that would fall into the reserve, connections of other clients
+	// that have sent no request for IdleTimeout/4 since they opened are
+	// closed to make room for it, those of the client holding the most
+	// first: clients that hold connections without using them cannot
+	// shut others out. A keep-alive connection is left to the idle
+	// timeout: closing it early would race with its client's next
+	// request, which a client does not retry when it is a POST.
 	IdleTimeout time.Duration
 	// SendBuffer is each connection's socket send buffer in bytes
 	// (default 64 KiB; negative: the system's, which grows to MiBs). A
@@ -59,7 +70,7 @@ func (s *Server) Listen(hs *http.Server, ln net.Listener, lim ConnLimits) net.Li
 		lim.SendBuffer = 64 << 10
 	}
 	l := &limitListener{Listener: ln, lim: lim, slots: make(chan struct{}, lim.Max), done: make(chan struct{}),
-		perClient: map[string]int{}, idle: map[*limitedConn]time.Time{}}
+		perClient: map[string]int{}, idle: map[*limitedConn]time.Time{}, grace: lim.IdleTimeout / 4}
 	prevCtx, prevState := hs.ConnContext, hs.ConnState
 	hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if prevCtx != nil {
@@ -112,7 +123,8 @@ type limitListener struct {
 	mu        sync.Mutex
 	open      int
 	perClient map[string]int
-	idle      map[*limitedConn]time.Time // keep-alive connections waiting, since when
+	idle      map[*limitedConn]time.Time // connections waiting for a request, since when
+	grace     time.Duration              // idle at least this long before a newcomer may displace one
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -141,6 +153,15 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if tc, ok := c.(*net.TCPConn); ok && l.lim.SendBuffer > 0 {
 			tc.SetWriteBuffer(l.lim.SendBuffer)
 		}
+		for l.open+1 > l.lim.Max-l.lim.Reserve { // down to below the reserve, if it can be
+			v := l.victim(client, time.Now())
+			if v == nil {
+				break
+			}
+			l.mu.Unlock()
+			v.Close() // frees its count and its slot
+			l.mu.Lock()
+		}
 		l.perClient[client]++
 		l.open++
 		reserved := l.open > l.lim.Max-l.lim.Reserve
@@ -159,15 +180,44 @@ func (l *limitListener) Close() error {
 func (l *limitListener) state(c *limitedConn, st http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if st == http.StateIdle {
+	switch st {
+	case http.StateNew, http.StateIdle:
 		l.idle[c] = time.Now()
-	} else {
+	default:
+		c.used = true
 		delete(l.idle, c)
 	}
 }
 
-// sweep closes the connections idle longer than lim.IdleTimeout while
-// more than 3/4 of Max are open, until the listener closes.
+// victim is the connection a newcomer from client displaces when only
+// the reserve is left (nil when none may be): one of another client
+// that has sent no request for at least l.grace since it opened; of the
+// client holding the most first, then the longest open. l.mu is held;
+// the victim is not closed yet.
+func (l *limitListener) victim(client string, now time.Time) *limitedConn {
+	var best *limitedConn
+	var bestSince time.Time
+	for c, since := range l.idle {
+		if c.used || c.client == client || now.Sub(since) < l.grace {
+			continue
+		}
+		if best == nil || l.perClient[c.client] > l.perClient[best.client] ||
+			l.perClient[c.client] == l.perClient[best.client] && since.Before(bestSince) {
+			best, bestSince = c, since
+		}
+	}
+	if best != nil {
+		delete(l.idle, best) // not chosen twice, nor swept
+	}
+	return best
+}
+
+// sweep, while more than 3/4 of Max are open, closes the connections
+// idle longer than lim.IdleTimeout: every one that never sent a request,
+// then keep-alive ones until 3/4 are open, of the client holding the
+// most first, then the longest idle (closing one races with its
+// client's next request, so no more are closed than the pressure asks).
+// It runs until the listener closes.
 func (l *limitListener) sweep() {
 	t := time.NewTicker(l.lim.IdleTimeout / 4)
 	defer t.Stop()
@@ -176,16 +226,8 @@ func (l *limitListener) sweep() {
 		case <-l.done:
 			return
 		case now := <-t.C:
-			var stale []*limitedConn
 			l.mu.Lock()
-			if l.open > l.lim.Max*3/4 {
-				for c, since := range l.idle {
-					if now.Sub(since) >= l.lim.IdleTimeout {
-						stale = append(stale, c)
-						delete(l.idle, c)
-					}
-				}
-			}
+			stale := l.stale(now)
 			l.mu.Unlock()
 			for _, c := range stale {
 				c.Close()
@@ -194,12 +236,43 @@ func (l *limitListener) sweep() {
 	}
 }
 
+// stale is what sweep closes at now, taken out of l.idle (l.mu held).
+func (l *limitListener) stale(now time.Time) []*limitedConn {
+	limit := l.lim.Max * 3 / 4
+	if l.open <= limit {
+		return nil
+	}
+	var unused, kept []*limitedConn
+	for c, since := range l.idle {
+		switch {
+		case now.Sub(since) < l.lim.IdleTimeout:
+		case c.used:
+			kept = append(kept, c)
+		default:
+			unused = append(unused, c)
+		}
+	}
+	slices.SortFunc(kept, func(a, b *limitedConn) int {
+		if d := l.perClient[b.client] - l.perClient[a.client]; d != 0 {
+			return d
+		}
+		return l.idle[a].Compare(l.idle[b])
+	})
+	kept = kept[:min(len(kept), max(0, l.open-len(unused)-limit))]
+	out := append(unused, kept...)
+	for _, c := range out {
+		delete(l.idle, c)
+	}
+	return out
+}
+
 // limitedConn is a connection counted by its listener until it closes.
 type limitedConn struct {
 	net.Conn
 	l        *limitListener
 	client   string
 	reserved bool // accepted into the reserve: probes only
+	used     bool // has sent a request (l.mu)
 	once     sync.Once
 }
 

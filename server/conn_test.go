@@ -10,10 +10,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vkllm/vkllm/engine"
+	"github.com/vkllm/vkllm/kernels"
+	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer"
 )
@@ -103,10 +106,13 @@ func TestConnectionsFair(t *testing.T) {
 				c.Close()
 			}
 		}()
-		for i := range 14 { // every slot but the reserve, busy (not idle: no request yet)
-			conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.1.%d", i+1), addr))
+		body := `{"model":"fake","messages":[{"role":"user","content":"a"}]}`
+		for i := range 14 { // every slot but the reserve, busy: a request's body under way
+			c := dialFrom(t, fmt.Sprintf("127.0.1.%d", i+1), addr)
+			fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
+			conns = append(conns, c)
 		}
-		time.Sleep(100 * time.Millisecond) // accepted
+		time.Sleep(100 * time.Millisecond) // accepted and read
 		probe := dialFrom(t, "127.0.2.1", addr)
 		conns = append(conns, probe)
 		if got := get(probe, "/health"); got != 200 {
@@ -117,12 +123,18 @@ func TestConnectionsFair(t *testing.T) {
 		if got := get(work, "/v1/models"); got != 503 {
 			t.Errorf("/v1/models on a reserve connection: %d, want 503", got)
 		}
-		// The 14 make a request each and go idle: under pressure, they
-		// are closed after the short idle timeout.
+		// The 14 end their requests and go idle: under pressure, the
+		// oldest idle ones are closed after the short idle timeout, until
+		// 3/4 of Max are open (the probe's connection, then two of them).
 		for i, c := range conns[:14] {
-			if got := get(c, "/v1/models"); got != 200 {
-				t.Fatalf("connection %d: %d", i, got)
+			c.SetDeadline(time.Now().Add(2 * time.Second))
+			fmt.Fprint(c, body[10:])
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("connection %d: %v %v", i, resp, err)
 			}
+			resp.Body.Close()
+			c.SetDeadline(time.Time{})
 		}
 		time.Sleep(time.Second)
 		closed := 0
@@ -132,13 +144,101 @@ func TestConnectionsFair(t *testing.T) {
 				closed++
 			}
 		}
-		if closed < 10 {
-			t.Errorf("%d of 14 idle connections closed under pressure, want most", closed)
+		if closed < 2 || closed > 3 {
+			t.Errorf("%d of 14 idle connections closed under pressure, want those over 3/4 of Max (2 or 3)", closed)
 		}
 		fresh := dialFrom(t, "127.0.3.1", addr)
 		conns = append(conns, fresh)
 		if got := get(fresh, "/v1/models"); got != 200 {
 			t.Errorf("a new connection after the idle ones closed: %d, want 200", got)
+		}
+	})
+
+	// Clients holding connections they do not use (each at its
+	// per-client bound) leave only the reserve: a burst of new clients
+	// displaces them, none refused, while keep-alive connections are not
+	// displaced (closing one would race with its client's next request).
+	t.Run("hogs displaced", func(t *testing.T) {
+		addr := connServer(t, ts, ConnLimits{Max: 32, PerClient: 8, Reserve: 2, IdleTimeout: 4 * time.Second})
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for i := range 30 { // 8, 8, 8 and 6 from four hogs
+			conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.6.%d", i/8+1), addr))
+		}
+		time.Sleep(100 * time.Millisecond)
+		// One more, in the reserve (no other is idle long enough yet).
+		conns = append(conns, dialFrom(t, "127.0.6.4", addr))
+		time.Sleep(1200 * time.Millisecond) // idle past IdleTimeout/4, not yet swept
+		// A burst of new clients; the first displaces two.
+		for i := range 8 {
+			c := dialFrom(t, fmt.Sprintf("127.0.7.%d", i+1), addr)
+			conns = append(conns, c)
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Errorf("new client %d while hogs hold every slot but the reserve: %d, want 200", i, got)
+			}
+		}
+		// The hogs let go; 22 more clients keep a connection alive each,
+		// and a hog tries again: it displaces none of the keep-alive
+		// connections and falls into the reserve.
+		for _, c := range conns[:31] {
+			c.Close()
+		}
+		for i := range 22 {
+			c := dialFrom(t, fmt.Sprintf("127.0.8.%d", i+1), addr)
+			conns = append(conns, c)
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Fatalf("client %d: %d", i, got)
+			}
+		}
+		time.Sleep(1200 * time.Millisecond) // idle past IdleTimeout/4
+		c := dialFrom(t, "127.0.6.1", addr)
+		conns = append(conns, c)
+		if got := get(c, "/v1/models"); got != 503 {
+			t.Errorf("a hog's connection among keep-alive ones: %d, want 503", got)
+		}
+		for i, c := range conns[31:61] {
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Errorf("client %d's keep-alive connection after the hog's try: %d, want 200", i, got)
+			}
+		}
+	})
+
+	// Under pressure the sweep closes the connections that sent nothing
+	// first, and keep-alive ones only while more than 3/4 of Max are
+	// open still.
+	t.Run("sweep spares keep-alive", func(t *testing.T) {
+		addr := connServer(t, ts, ConnLimits{Max: 16, PerClient: 16, Reserve: 2, IdleTimeout: 300 * time.Millisecond})
+		var kept, unused []net.Conn
+		defer func() {
+			for _, c := range append(kept, unused...) {
+				c.Close()
+			}
+		}()
+		for i := range 6 {
+			c := dialFrom(t, fmt.Sprintf("127.0.9.%d", i+1), addr)
+			kept = append(kept, c)
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Fatalf("client %d: %d", i, got)
+			}
+		}
+		for range 8 { // 14 open, over 3/4 of 16
+			unused = append(unused, dialFrom(t, "127.0.10.1", addr))
+		}
+		time.Sleep(time.Second)
+		for i, c := range unused {
+			c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); err == nil || strings.Contains(err.Error(), "timeout") {
+				t.Errorf("connection %d that sent nothing is still open under pressure", i)
+			}
+		}
+		for i, c := range kept {
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Errorf("keep-alive connection %d once the unused ones closed: %d, want 200", i, got)
+			}
 		}
 	})
 
@@ -219,4 +319,75 @@ func TestSlowReaderDetected(t *testing.T) {
 	if sent > 1<<20 {
 		t.Errorf("%d KiB generated for a client that read nothing; want at most 1 MiB", sent>>10)
 	}
+}
+
+// TestSlowReaderFreesCells: with the real engine, a stream whose client
+// stops reading is ended by the per-event write deadline
+// (Config.WriteTimeout) once the socket buffers are full: the request is
+// aborted and its KV cells freed within the deadline and a little more,
+// long before the answer could have ended by itself.
+func TestSlowReaderFreesCells(t *testing.T) {
+	const writeTimeout = 500 * time.Millisecond
+	cpu, err := kernels.Open("cpu", kernels.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cpu.Close() }) // after the server's
+	// Each forward pass takes 20 ms or more: the answer (up to the tiny
+	// model's 256 positions) would take 5 s.
+	opts := tinyOptions()
+	opts.Model = []models.Option{models.WithBackend(slowBackend{cpu, 20 * time.Millisecond})}
+	ts := newTestServer(t, Config{Models: []Spec{{Name: "tiny", Path: tinyDir}}, WriteTimeout: writeTimeout,
+		Open: func(sp Spec) (*Model, error) { return OpenModel(context.Background(), sp.Path, opts) }})
+	ts.waitLoaded()
+	addr := connServer(t, ts, ConnLimits{SendBuffer: 8 << 10}) // the buffers hold a few dozen events
+	before := ts.gen().Stats().Finished["abort"]
+	// A client with a small receive buffer (set before the handshake)
+	// that reads nothing of the answer.
+	d := net.Dialer{Timeout: 2 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return err
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Big events (20 top logprobs each: 1.4 KiB).
+	body := `{"model":"tiny","stream":true,"max_tokens":900,"ignore_eos":true,"logprobs":true,"top_logprobs":20,"messages":[{"role":"user","content":"a"}]}`
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	start := time.Now()
+	for ts.gen().Stats().KVUsed == 0 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the request did not start in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for {
+		st := ts.gen().Stats()
+		if st.Running == 0 && st.Waiting == 0 {
+			if st.Finished["abort"] != before+1 {
+				t.Fatalf("the request ended other than by abort: %v (the buffers never filled?)", st.Finished)
+			}
+			break
+		}
+		if time.Since(start) > writeTimeout+2*time.Second {
+			t.Fatalf("a stream whose client reads nothing still runs after %s (write timeout %s): %+v", time.Since(start), writeTimeout, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("ended after %s", time.Since(start).Round(time.Millisecond))
+	ts.settle() // and its cells are free
+}
+
+// slowBackend sleeps before each forward pass's embedding lookup.
+type slowBackend struct {
+	kernels.Backend
+	delay time.Duration
+}
+
+func (b slowBackend) GetRows(dst, table, ids kernels.Tensor) {
+	time.Sleep(b.delay)
+	b.Backend.GetRows(dst, table, ids)
 }

@@ -75,6 +75,7 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 	var re *engine.RoleError
 	var tse *engine.ToolSchemaError
 	var ce *engine.ContentError
+	var tne *engine.ToolNameError
 	switch {
 	case errors.As(err, &ae):
 		return ae
@@ -82,6 +83,8 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 		return badParam(fmt.Sprintf("messages[%d].role", re.Index), "%v", err)
 	case errors.As(err, &ce):
 		return badParam(fmt.Sprintf("messages[%d].content[%d].type", ce.Index, ce.Part), "%v", err)
+	case errors.As(err, &tne):
+		return toolNameError(tne, "tools[%d].function.name")
 	case errors.As(err, &tse):
 		return badParam(fmt.Sprintf("tools[%d].function.parameters", tse.Index), "%v", err)
 	case errors.Is(err, engine.ErrToolChoice):
@@ -115,6 +118,12 @@ func engineError(err error, promptParam string, logf func(string, ...any)) *apiE
 	}
 	logInternal(logf, err)
 	return newError(http.StatusInternalServerError, "server_error", "internal_error", "%v", err)
+}
+
+// toolNameError answers a tool name given twice; field is the tool's
+// name field, a format of its index.
+func toolNameError(e *engine.ToolNameError, field string) *apiError {
+	return badParam(fmt.Sprintf(field, e.Index), "the tool name %q is given twice", e.Name)
 }
 
 // logInternal logs err, and the stack of a panic it carries: in the

@@ -51,3 +51,34 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, code, map[string]string{"status": status})
 }
+
+// handleHealth is 200 when every model is loaded, 503 while one is
+// loading or failed. It names each model and its state only ("loading",
+// "ready", "failed"): file paths and load errors go to the log.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, newError(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use GET"))
+		return
+	}
+	status := map[string]string{}
+	code := http.StatusOK
+	for _, e := range s.entries {
+		key := s.label(e)
+		switch {
+		case !isReady(e):
+			status[key] = "loading"
+			code = http.StatusServiceUnavailable
+		case e.err != nil:
+			status[key] = "failed"
+			code = http.StatusServiceUnavailable
+		default:
+			status[key] = "ready"
+		}
+	}
+	overall := "ok"
+	if code != http.StatusOK {
+		overall = "unavailable"
+	}
+	writeJSON(w, code, map[string]any{"status": overall, "models": status})
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+
+	"github.com/vkllm/vkllm/tokenizer"
 )
 
 // TestTokenizeRoundTrip: /tokenize gives the tokens the model runs (the
@@ -102,5 +104,28 @@ func TestModelByID(t *testing.T) {
 	status, _, b = ts.do("GET", "/v1/models/nope", "", "")
 	if status != http.StatusNotFound || errorBody(t, b)["code"] != "model_not_found" {
 		t.Errorf("unknown model: %d %s", status, b)
+	}
+}
+
+// TestTokenBytes: every token's bytes, joined, are the bytes the tokens
+// decode to together, partial UTF-8 characters included.
+func TestTokenBytes(t *testing.T) {
+	tok, err := tokenizer.FromFile(tinyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"héllo wörld", "日本語のテキスト", "emoji 🙂🚀 done", "plain ascii"} {
+		ids, err := tok.Encode(text, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var joined []byte
+		for _, id := range ids {
+			_, b := tokenText(tok, id)
+			joined = append(joined, b...)
+		}
+		if string(joined) != text {
+			t.Errorf("%q: token bytes join to %q", text, joined)
+		}
 	}
 }

@@ -28,9 +28,9 @@
 //
 // and Decode the decoders in decoder.go (ByteLevel, ByteFallback, Fuse,
 // Strip, Replace, Metaspace, Sequence); stream.go is the incremental
-// decoder. load.go reads tokenizer.json, config.go tokenizer_config.json,
-// gguf_file.go (FromGGUF) a GGUF file's tokenizer.ggml.* metadata, which
-// gguf.go turns into the same pipeline (llama.cpp's pre-tokenizer for each
+// decoder. load.go reads tokenizer.json (loadpipeline.go its components),
+// config.go tokenizer_config.json, gguf_file.go (FromGGUF) a GGUF file's
+// tokenizer.ggml.* metadata, which gguf.go turns into the same pipeline (llama.cpp's pre-tokenizer for each
 // tokenizer.ggml.pre; SentencePiece merges recovered from scores as
 // transformers does).
 // Components not listed are an *UnsupportedError naming the type;

@@ -21,8 +21,13 @@ tools/build-llama-bench.sh, which builds the peer, llama.cpp's llama-bench):
 `vkllm bench --synthetic SPEC --write-gguf`; a file already there is kept)
 and benches only them; --real-layouts adds the files shaped like the
 downloads people run: the Qwen2.5-0.5B, Llama-3.2-1B and Qwen3-0.6B shapes
-in the per-tensor mix llama-quantize writes for Q4_K_M and Q5_K_M
-(tools/check_layouts_gguf.py checks those files with llama.cpp's reader):
+in the per-tensor mix llama-quantize writes for Q4_K_M, Q5_K_M and IQ4_XS
+(tools/check_layouts_gguf.py checks those files with llama.cpp's reader);
+--goal adds issue 41's goal list, every common file type (Q4_0, Q4_K_M,
+Q5_K_M, Q6_K, Q8_0, F16, BF16, IQ4_XS) on the Qwen2.5-0.5B and
+Llama-3.2-1B shapes (Q6_K, Q8_0, F16 and BF16 are one type throughout, as
+llama-quantize writes them; Q4_0 is one type throughout too, where
+llama-quantize makes the output matrix Q6_K):
 
   python3 tools/bench_table.py --bench /tmp/vkllm --dir /tmp/layouts \\
       --real-layouts --runs 5 --threads 2 --kv f16 --out /tmp/table
@@ -39,7 +44,8 @@ import sys
 
 
 # The bench files shaped like the GGUFs people download (issue 41).
-REAL_LAYOUTS = [s + ":" + l for s in ["qwen2.5-0.5b", "llama-3.2-1b", "qwen3-0.6b"] for l in ["Q4_K_M", "Q5_K_M"]]
+REAL_LAYOUTS = [s + ":" + l for s in ["qwen2.5-0.5b", "llama-3.2-1b", "qwen3-0.6b"] for l in ["Q4_K_M", "Q5_K_M", "IQ4_XS"]]
+GOAL = [s + ":" + t for s in ["qwen2.5-0.5b", "llama-3.2-1b"] for t in ["Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16", "BF16", "IQ4_XS"]]
 
 
 def main():
@@ -56,9 +62,11 @@ def main():
     ap.add_argument("--synthetic", nargs="*", default=[], metavar="SHAPE:TYPE",
                     help="write these random models into --dir first and bench only them")
     ap.add_argument("--real-layouts", action="store_true", help="add " + " ".join(REAL_LAYOUTS) + " to --synthetic")
+    ap.add_argument("--goal", action="store_true", help="add " + " ".join(GOAL) + " to --synthetic")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     specs = a.synthetic + (REAL_LAYOUTS if a.real_layouts else [])
+    specs += [g for g in (GOAL if a.goal else []) if g not in specs]
     if specs:
         os.makedirs(a.dir, exist_ok=True)
         files = []

@@ -21,3 +21,6 @@ go mod download
 # huggingface_hub: hub's interop test runs the real Python client against
 # the stand-in Hub (both read each other's cache).
 python3 -c 'import huggingface_hub' 2>/dev/null || python3 -m pip install -q 'huggingface_hub==2.4.0'
+# gguf (llama.cpp's own GGUF reader): internal/synth's TestGGUFPy checks the
+# bench files' tensor types and blocks with it.
+python3 -c 'import gguf' 2>/dev/null || python3 -m pip install -q 'gguf==0.19.0'

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -12,15 +13,56 @@ import (
 	"github.com/vkllm/vkllm/hub"
 )
 
-// resolveModel is the local path of a --model value: a Hub name
-// (hf://OWNER/REPO[@REV][:QUANT|/FILE]) is pulled into the Hugging Face
-// cache first, with a bar on stderr when that is a terminal; anything
-// else is returned as it is.
+// resolveModel is the local path of a model or adapter argument: a Hub
+// name (hf://OWNER/REPO[@REV][:QUANT|/FILE]) is pulled into the Hugging
+// Face cache first, with a bar on stderr when that is a terminal;
+// anything else is returned as it is. It is the one resolver every
+// command uses for every path it takes (--model, --lora, --draft,
+// --peer-model, inspect's PATH), through resolvePaths or, for bench,
+// resolveFlags.
 func resolveModel(ctx context.Context, stderr io.Writer, name string) (string, error) {
 	if !hub.IsName(name) {
 		return name, nil
 	}
 	return pullHub(ctx, name, "", stderr, false)
+}
+
+// flagPath is a flag's value that may be a Hub name: flag names it in an
+// error ("--lora a").
+type flagPath struct {
+	flag string
+	path *string
+}
+
+// resolvePaths resolves each path in place (resolveModel), in order,
+// stopping at the first error, which names its flag.
+func resolvePaths(ctx context.Context, stderr io.Writer, paths ...flagPath) error {
+	for _, p := range paths {
+		local, err := resolveModel(ctx, stderr, *p.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.flag, err)
+		}
+		*p.path = local
+	}
+	return nil
+}
+
+// resolveMap resolves every value of m (NAME=PATH flags) in place, in
+// the order of the names.
+func resolveMap(ctx context.Context, stderr io.Writer, flag string, m map[string]string) error {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := m[n]
+		if err := resolvePaths(ctx, stderr, flagPath{flag + " " + n, &p}); err != nil {
+			return err
+		}
+		m[n] = p
+	}
+	return nil
 }
 
 // pullHub pulls a Hub name into the cache (dir, else huggingface_hub's)
@@ -84,6 +126,10 @@ func resolveFlags(ctx context.Context, stderr io.Writer, args []string, names ..
 	}
 	return out, nil
 }
+
+// benchPathFlags are bench's flags that take a model path (its --draft
+// also takes "ngram" and "miss", which are not Hub names).
+var benchPathFlags = []string{"model", "peer-model", "draft"}
 
 // list is `vkllm list`: the models in the Hugging Face cache, with their
 // sizes on disk and the files of each snapshot.
@@ -152,7 +198,9 @@ func rm(ctx context.Context, e env, args []string) int {
 		if cache == "" {
 			cache = hub.FromEnv().CacheDir
 		}
-		freed, err := hub.Remove(cache, r)
+		ctx, cancel := e.interruptible(ctx) // it waits for a pull's lock on a blob
+		defer cancel()
+		freed, err := hub.Remove(ctx, cache, r)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vkllm/vkllm/internal/hubtest"
 	"github.com/vkllm/vkllm/internal/testmodel"
@@ -19,8 +20,9 @@ import (
 // huggingface_hub's environment (HF_ENDPOINT, HF_HUB_CACHE) at it and a
 // fresh cache: test/tiny-GGUF holds two quantisations of qwen2-tiny,
 // test/llama-tiny the sharded safetensors folder of llama-tiny,
-// test/tiny-split-GGUF the Q8_0 one split in two (gguf-split), and
-// test/gated is gated.
+// test/tiny-split-GGUF the Q8_0 one split in two (gguf-split),
+// test/tiny-lora a PEFT adapter of qwen2-tiny and test/tiny-lora-GGUF the
+// same adapter as a GGUF file, and test/gated is gated.
 func standInHub(t *testing.T) (*hubtest.Hub, string) {
 	h := hubtest.New(t)
 	h.Token = "hf_good"
@@ -48,6 +50,12 @@ func standInHub(t *testing.T) (*hubtest.Hub, string) {
 	}
 	h.Add("test/tiny-split-GGUF", false, split)
 	h.Add("test/gated", true, map[string][]byte{"m-Q4_1.gguf": read("../../testdata/models/qwen2-tiny-Q4_1.gguf")})
+	h.Add("test/tiny-lora", false, map[string][]byte{
+		"README.md":                 read(tinyLoRA + "/README.md"),
+		"adapter_config.json":       read(tinyLoRA + "/adapter_config.json"),
+		"adapter_model.safetensors": read(tinyLoRA + "/adapter_model.safetensors"),
+	})
+	h.Add("test/tiny-lora-GGUF", false, map[string][]byte{"qwen2-tiny-lora-a-F32.gguf": read(tinyLoRA + "-F32.gguf")})
 	cache := t.TempDir()
 	t.Setenv("HF_ENDPOINT", h.API.URL)
 	t.Setenv("HF_HUB_CACHE", cache)
@@ -173,13 +181,13 @@ func TestServeHub(t *testing.T) {
 
 func TestResolveFlags(t *testing.T) {
 	_, cache := standInHub(t)
-	args := []string{"--pp", "4", "--model", "hf://test/tiny-GGUF:Q4_1", "-peer-model=hf://test/tiny-GGUF:Q8_0", "--tg", "2", "--", "--model", "hf://x/y"}
-	got, err := resolveFlags(context.Background(), &bytes.Buffer{}, args, "model", "peer-model")
+	args := []string{"--pp", "4", "--model", "hf://test/tiny-GGUF:Q4_1", "-peer-model=hf://test/tiny-GGUF:Q8_0", "--tg", "2", "--draft", "hf://test/tiny-GGUF:Q8_0", "--draft-max", "3", "--", "--model", "hf://x/y"}
+	got, err := resolveFlags(context.Background(), &bytes.Buffer{}, args, benchPathFlags...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	snap := filepath.Join(cache, "models--test--tiny-GGUF", "snapshots")
-	if !strings.HasPrefix(got[3], snap) || !strings.HasPrefix(got[4], "-peer-model="+snap) || got[9] != "hf://x/y" || got[2] != "--model" {
+	if !strings.HasPrefix(got[3], snap) || !strings.HasPrefix(got[4], "-peer-model="+snap) || !strings.HasPrefix(got[8], snap) || got[13] != "hf://x/y" || got[2] != "--model" {
 		t.Errorf("resolved %q", got)
 	}
 	if code, out, errs := run(t, "bench", "--model", "hf://test/tiny-GGUF:Q4_1", "--backend", "cpu", "--pp", "4", "--tg", "2", "--no-bandwidth", "--json"); code != 0 || !strings.Contains(out, "qwen2-tiny-Q4_1.gguf") {
@@ -201,5 +209,70 @@ func TestDraftHub(t *testing.T) {
 	code, _, errs := run(t, "run", "--model", tinyDir, "--backend", "cpu", "--prompt", "one two one two", "--max-tokens", "8", "--draft", "hf://test/tiny-GGUF:Q4_1", "--draft-max", "3")
 	if code != 0 || !strings.Contains(errs, "drafts: ") {
 		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
+
+// TestTokenizeHub: tokenize's --model takes a Hub name as run's does (a
+// GGUF file, a safetensors folder): the ids are the local model's.
+func TestTokenizeHub(t *testing.T) {
+	standInHub(t)
+	ids := func(model string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := vkllm(context.Background(), testEnv(strings.NewReader("Hello world, hello Hub"), &out, &errb), []string{"tokenize", "--model", model}); code != 0 {
+			t.Fatalf("%s: exit %d: %s", model, code, errb.String())
+		}
+		return out.String()
+	}
+	for _, c := range []struct{ name, local string }{
+		{"hf://test/tiny-GGUF:Q4_1", "../../testdata/models/qwen2-tiny-Q4_1.gguf"},
+		{"hf://test/llama-tiny", "../../testdata/models/llama-tiny-sharded"},
+	} {
+		if got, want := ids(c.name), ids(c.local); got != want || want == "" {
+			t.Errorf("%s: ids %q, the local model's %q", c.name, got, want)
+		}
+	}
+	if code, _, errs := run(t, "tokenize", "--model", "hf://test/tiny-GGUF:Q2_K"); code != 1 || !strings.Contains(errs, "--model: ") || !strings.Contains(errs, "has no Q2_K GGUF") {
+		t.Errorf("a name with no file: exit %d, %q", code, errs)
+	}
+}
+
+// TestLoRAHub: run's and serve's --lora take a Hub name as --model does:
+// a PEFT adapter's repository (pulled as its folder) and a GGUF adapter's
+// give the tokens of the local adapter.
+func TestLoRAHub(t *testing.T) {
+	standInHub(t)
+	gen := func(lora string) []int32 {
+		t.Helper()
+		code, out, errs := run(t, "run", "--model", tinyDir, "--backend", "cpu", "--prompt", "Hello world", "--max-tokens", "8", "--ignore-eos", "--json", "--lora", lora)
+		if code != 0 {
+			t.Fatalf("--lora %s: exit %d: %s", lora, code, errs)
+		}
+		var r Result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Tokens
+	}
+	want := gen(tinyLoRA)
+	for _, name := range []string{"hf://test/tiny-lora", "hf://test/tiny-lora-GGUF"} {
+		if got := gen(name); !slices.Equal(got, want) {
+			t.Errorf("--lora %s: tokens %v, the local adapter's %v", name, got, want)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url, log, done := serveUntil(ctx, t, "--lora", "a=hf://test/tiny-lora")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if status, b := send(t, http.DefaultClient, "GET", url+"/v1/models", ""); status == 200 && strings.Contains(string(b), `"id":"tiny:a"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve --lora a=hf://…: no model tiny:a\n%s", log.String())
+		}
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("serve: exit %d\n%s", code, log.String())
 	}
 }

@@ -3,7 +3,6 @@
 //
 //	vkllm serve --model NAME=PATH …   the OpenAI-compatible HTTP server
 //	vkllm run --model PATH --prompt TEXT   generate a completion of TEXT
-//	                                  (PATH may be a Hub name, hf://OWNER/REPO[:QUANT])
 //	vkllm run --model PATH            chat with the model (interactive)
 //	vkllm pull [--dir DIR] NAME       fetch a model: hf://OWNER/REPO[:QUANT] or a known one
 //	vkllm list                        the models in the Hugging Face cache
@@ -13,7 +12,10 @@
 //	vkllm tokenize --model PATH       the token ids of stdin's text
 //	vkllm help [COMMAND]              this list, or a command's flags
 //
-// `vkllm COMMAND -h` prints a command's flags. Every command prints an
+// Every PATH of a model or adapter (--model, --lora, --draft,
+// --peer-model, inspect's PATH) may also be a Hub name,
+// hf://OWNER/REPO[@REVISION][:QUANT|/FILE], pulled into the Hugging Face
+// cache first. `vkllm COMMAND -h` prints a command's flags. Every command prints an
 // error as one line, "error: …", on stderr and exits 1 (2 for bad flags
 // or usage). While a model loads, serve and run draw a progress bar on
 // stderr when stderr is a terminal.
@@ -80,7 +82,7 @@ func init() {
 		{"rm", "[--dir DIR] hf://OWNER/REPO[@REVISION][:QUANT|/FILE]", "remove a model from the Hugging Face cache", rm},
 		{"bench", "--model PATH [flags]", "measure prefill and decode speed", func(ctx context.Context, e env, args []string) int {
 			ctx, cancel := e.interruptible(ctx)
-			args, err := resolveFlags(ctx, e.stderr, args, "model", "peer-model")
+			args, err := resolveFlags(ctx, e.stderr, args, benchPathFlags...)
 			cancel()
 			if err != nil {
 				fmt.Fprintf(e.stderr, "error: %v [%s]\n", err, errcode.Of(err))

@@ -17,7 +17,6 @@ import (
 	"github.com/vkllm/vkllm/cmd/internal/runinfo"
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
-	"github.com/vkllm/vkllm/hub"
 	"github.com/vkllm/vkllm/sampler"
 	"github.com/vkllm/vkllm/tokenizer/chat"
 )
@@ -90,7 +89,7 @@ func runModel(ctx context.Context, e env, args []string) int {
 	p := &c.params
 	fs := newFlags(e, "run")
 	fs.StringVar(&c.model, "model", "", "model folder or .gguf file, or a Hub name hf://OWNER/REPO[:QUANT] (pulled first)")
-	fs.StringVar(&c.lora, "lora", "", "run with this LoRA adapter: a PEFT folder (adapter_config.json, adapter_model.safetensors) or a llama.cpp GGUF LoRA file")
+	fs.StringVar(&c.lora, "lora", "", "run with this LoRA adapter: a PEFT folder (adapter_config.json, adapter_model.safetensors) or a llama.cpp GGUF LoRA file, or a Hub name hf://OWNER/REPO[:QUANT|/FILE] (pulled first)")
 	fs.StringVar(&c.prompt, "prompt", "", "prompt text to complete")
 	fs.StringVar(&c.tokens, "tokens", "", "prompt as comma-separated token ids")
 	fs.BoolVar(&c.chat, "chat", false, "chat interactively (the default without --prompt and --tokens)")
@@ -123,15 +122,12 @@ func runModel(ctx context.Context, e env, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if hub.IsName(c.draft) { // a draft model from the Hub is pulled first
-		rctx, cancel := e.interruptible(ctx)
-		p, err := resolveModel(rctx, e.stderr, c.draft)
-		cancel()
-		if err != nil {
-			fmt.Fprintf(e.stderr, "error: --draft: %v [%s]\n", err, errcode.Of(err))
-			return 1
-		}
-		c.draft = p
+	rctx, cancel := e.interruptible(ctx)
+	err := resolvePaths(rctx, e.stderr, flagPath{"--draft", &c.draft}) // checkParams opens the draft; the model and adapter are pulled by open
+	cancel()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "error: %v [%s]\n", err, errcode.Of(err))
+		return 1
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -152,7 +148,6 @@ func runModel(ctx context.Context, e env, args []string) int {
 			fs.Set(name, strconv.FormatFloat(v, 'g', -1, 64))
 		}
 	}
-	var err error
 	if c.chat {
 		err = chatREPL(ctx, e, c)
 	} else {
@@ -170,15 +165,15 @@ func runModel(ctx context.Context, e env, args []string) int {
 // open loads the model of c, drawing its progress on stderr when that is
 // a terminal, then prints what was loaded.
 func open(ctx context.Context, c config, stderr io.Writer) (*engine.LLM, error) {
-	path, err := resolveModel(ctx, stderr, c.model)
-	if err != nil {
+	path, lora := c.model, c.lora
+	if err := resolvePaths(ctx, stderr, flagPath{"--model", &path}, flagPath{"--lora", &lora}); err != nil {
 		return nil, err
 	}
 	b := newBar(stderr, "loading "+c.model, false)
 	start := time.Now()
 	opts := engine.Options{MaxSeqs: 1, ContextLen: c.ctxLen, Backend: *c.backend, Progress: b.Update, Draft: c.draft, DraftMax: c.draftMax}
-	if c.lora != "" {
-		opts.Adapters = map[string]string{cliAdapter: c.lora}
+	if lora != "" {
+		opts.Adapters = map[string]string{cliAdapter: lora}
 	}
 	l, err := engine.Open(ctx, path, opts)
 	b.Done(true)

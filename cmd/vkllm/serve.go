@@ -17,7 +17,6 @@ import (
 	"github.com/vkllm/vkllm/cmd/internal/runinfo"
 	"github.com/vkllm/vkllm/engine"
 	"github.com/vkllm/vkllm/errcode"
-	"github.com/vkllm/vkllm/hub"
 	"github.com/vkllm/vkllm/server"
 )
 
@@ -99,7 +98,7 @@ func serve(ctx context.Context, e env, args []string) int {
 	)
 	fs := newFlags(e, "serve")
 	fs.Var(&specs, "model", "NAME=PATH of a model folder or .gguf file, or NAME=hf://OWNER/REPO[:QUANT] (pulled first) (repeatable; several files under one NAME are told apart as NAME:QUANT)")
-	fs.Var(&loras, "lora", "NAME=PATH of a LoRA adapter (a PEFT folder or a llama.cpp GGUF LoRA file) for every model; request it as model \"MODEL:NAME\" (repeatable)")
+	fs.Var(&loras, "lora", "NAME=PATH of a LoRA adapter (a PEFT folder or a llama.cpp GGUF LoRA file, or a Hub name hf://OWNER/REPO[:QUANT|/FILE], pulled first) for every model; request it as model \"MODEL:NAME\" (repeatable)")
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
 	fs.StringVar(&apiKeyFile, "api-key-file", "", "require Authorization: Bearer KEY on /v1/, KEY being one of this file's keys, one a line: \"KEY_ID KEY [concurrency=N] [tpm=N]\" or a lone KEY; SIGHUP reloads it (else $VKLLM_API_KEY, when set)")
 	backendName := runinfo.BackendFlag(fs)
@@ -118,7 +117,7 @@ func serve(ctx context.Context, e env, args []string) int {
 	fs.BoolVar(&logJSON, "log-json", false, "log in JSON, one object a line")
 	fs.BoolVar(&logPrompts, "log-prompts", false, "add each request's prompt to its log record (off: the log holds no user text)")
 	fs.Int64Var(&cacheBytes, "cache-bytes", 0, "bytes of the inference cache that answers repeated greedy or seeded requests (0: 5% of memory, -1: off)")
-	fs.StringVar(&draft, "draft", "", "speculative decoding for every --model: \"ngram\" (prompt lookup) or a draft model (a folder or .gguf file), opened once per model on its backend; a model whose vocabulary is not the draft's fails to load")
+	fs.StringVar(&draft, "draft", "", "speculative decoding for every --model: \"ngram\" (prompt lookup) or a draft model (a folder or .gguf file, or a Hub name), opened once per model on its backend; a model whose vocabulary is not the draft's fails to load")
 	fs.IntVar(&draftMax, "draft-max", 0, "the most draft tokens per request and step, [1, 64] (default 8; with --draft)")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -137,26 +136,22 @@ func serve(ctx context.Context, e env, args []string) int {
 	if err := runinfo.CheckBackend(*backendName); err != nil {
 		return fail(err)
 	}
-	if hub.IsName(draft) {
-		pctx, pcancel := e.interruptible(ctx)
-		p, err := resolveModel(pctx, e.stderr, draft)
-		pcancel()
-		if err != nil {
-			return fail(fmt.Errorf("--draft: %w", err))
-		}
-		draft = p
+	// Hub names are pulled before serving.
+	paths := []flagPath{{"--draft", &draft}}
+	for i, sp := range specs {
+		paths = append(paths, flagPath{"--model " + sp.Name, &specs[i].Path})
+	}
+	pctx, pcancel := e.interruptible(ctx)
+	err := resolvePaths(pctx, e.stderr, paths...)
+	if err == nil {
+		err = resolveMap(pctx, e.stderr, "--lora", loras)
+	}
+	pcancel()
+	if err != nil {
+		return fail(err)
 	}
 	if err := checkDraft(draft, draftMax); err != nil {
 		return fail(err)
-	}
-	for i, sp := range specs { // Hub names are pulled before serving
-		pctx, pcancel := e.interruptible(ctx)
-		p, err := resolveModel(pctx, e.stderr, sp.Path)
-		pcancel()
-		if err != nil {
-			return fail(fmt.Errorf("--model %s: %w", sp.Name, err))
-		}
-		specs[i].Path = p
 	}
 	keyList, err := readKeys(apiKeyFile)
 	if err != nil {

@@ -18,7 +18,8 @@ import (
 // tokenize is `vkllm tokenize`: the token ids of the text on stdin.
 //
 // --model is a folder holding tokenizer.json (and maybe
-// tokenizer_config.json), a tokenizer.json file, or a .gguf file. The ids
+// tokenizer_config.json), a tokenizer.json file, or a .gguf file, or a
+// Hub name (pulled first, as run's --model). The ids
 // are printed space-separated on one line, or as {"ids":[…]} with --json.
 // --add-special adds the special tokens the tokenizer's post-processor
 // adds (e.g. Llama's BOS).
@@ -27,10 +28,10 @@ import (
 // "tools": […], "chat_template_kwargs": {…}}) or a bare messages list; the
 // model's chat template (ChatML if it has none) renders it and the prompt
 // is printed exactly, nothing added.
-func tokenize(_ context.Context, e env, args []string) int {
+func tokenize(ctx context.Context, e env, args []string) int {
 	stdin, stdout, stderr := e.stdin, e.stdout, e.stderr
 	fs := newFlags(e, "tokenize")
-	model := fs.String("model", "", "folder with tokenizer.json, a tokenizer.json, or a .gguf file")
+	model := fs.String("model", "", "folder with tokenizer.json, a tokenizer.json, or a .gguf file, or a Hub name hf://OWNER/REPO[:QUANT|/FILE] (pulled first)")
 	addSpecial := fs.Bool("add-special", false, "add the post-processor's special tokens (BOS…)")
 	asJSON := fs.Bool("json", false, `print {"ids":[…]}`)
 	chatFile := fs.String("chat", "", "render this chat request (JSON) with the model's template and print the prompt")
@@ -40,6 +41,13 @@ func tokenize(_ context.Context, e env, args []string) int {
 	if *model == "" {
 		fmt.Fprintln(stderr, "error: --model PATH is required")
 		return 2
+	}
+	pctx, cancel := e.interruptible(ctx)
+	err := resolvePaths(pctx, stderr, flagPath{"--model", model})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
 	}
 	if *chatFile != "" {
 		prompt, err := renderChat(*model, *chatFile)

@@ -2,7 +2,6 @@ package synth
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"strings"
 
@@ -16,7 +15,7 @@ type Quant struct {
 	// DType is every matrix's dtype, or the layout's base dtype (Q4_K for
 	// Q4_K_M): the one the matrices without a rule of their own get.
 	DType  tensor.DType
-	Layout string // "" (one dtype), "Q4_K_M" or "Q5_K_M"
+	Layout string // "" (one dtype), "Q4_K_M", "Q5_K_M" or "IQ4_XS"
 }
 
 // Uniform is the Quant of matrices all of dtype dt.
@@ -37,6 +36,7 @@ var layouts = map[string]struct {
 }{
 	"Q4_K_M": {tensor.Q4_K, 15},
 	"Q5_K_M": {tensor.Q5_K, 17},
+	"IQ4_XS": {tensor.IQ4_XS, 30},
 }
 
 // Layouts lists the layout names ParseSpec accepts after SHAPE:, sorted.
@@ -74,30 +74,35 @@ type matrix struct {
 }
 
 // matrixType is the dtype of matrix m of shape s under q. For one dtype,
-// that dtype (Q4_0 for Q4_K where its 256-blocks do not divide the rows,
-// as before layouts). For a layout, llama.cpp's rules for dense models
+// that dtype, or its fallback (below) where its blocks do not divide the
+// rows, as llama-quantize --pure; Q4_K falls back to Q4_0 instead (as
+// before layouts). For a layout, llama.cpp's rules for dense models
 // (llama_tensor_get_type in src/llama-quant.cpp, no imatrix, no
 // overrides):
 //
 //   - the output matrix, and the token embedding when it is tied to it
 //     (there is no output.weight), is Q6_K, or Q8_0 where the base type's
 //     blocks do not divide its rows;
-//   - attn_v is Q6_K in the layers useMoreBits picks (Q4_K_M and Q5_K_M);
-//   - ffn_down is Q6_K in those layers too (Q4_K_M and Q5_K_M);
+//   - attn_v is Q6_K in the layers useMoreBits picks (Q4_K_M and Q5_K_M),
+//     and Q5_K in every layer when there are at least 4 query heads a KV
+//     head (IQ4_XS: Llama-3.2-1B's 32/8, Qwen2.5-0.5B's 14/2, not
+//     Qwen3-0.6B's 16/8);
+//   - ffn_down is Q6_K in the layers useMoreBits picks (Q4_K_M and
+//     Q5_K_M), and Q5_K in the first eighth of the layers (IQ4_XS; with an
+//     imatrix llama.cpp keeps those IQ4_XS);
 //   - every other matrix (attn_q, attn_k, attn_output, ffn_gate, ffn_up,
 //     an untied token embedding) is the base type;
 //
-// and then a K-quant whose 256-blocks do not divide the rows falls back as
-// llama.cpp's tensor_type_fallback does: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K
-// to Q8_0 (the Qwen2.5-0.5B shape's 896-wide rows).
+// and then each falls back where its blocks do not divide the rows.
 func (q Quant) matrixType(s Shape, m matrix) tensor.DType {
 	if q.Layout == "" {
 		if q.DType == tensor.Q4_K && m.cols%q.DType.BlockSize() != 0 {
 			return tensor.Q4_0
 		}
-		return q.DType
+		return fallback(q.DType, m.cols)
 	}
 	t := q.DType
+	kQuantM := q.Layout == "Q4_K_M" || q.Layout == "Q5_K_M"
 	switch {
 	case m.role == "output" || (m.role == "token_embd" && s.Tied):
 		if m.cols%q.DType.BlockSize() != 0 {
@@ -105,20 +110,38 @@ func (q Quant) matrixType(s Shape, m matrix) tensor.DType {
 		} else {
 			t = tensor.Q6_K
 		}
-	case m.role == "attn_v" || m.role == "ffn_down":
-		if useMoreBits(m.layer, s.Layers) {
-			t = tensor.Q6_K
-		}
+	case m.role == "attn_v" && kQuantM && useMoreBits(m.layer, s.Layers):
+		t = tensor.Q6_K
+	case m.role == "attn_v" && q.Layout == "IQ4_XS" && s.Heads >= 4*s.KVHeads:
+		t = tensor.Q5_K
+	case m.role == "ffn_down" && kQuantM && useMoreBits(m.layer, s.Layers):
+		t = tensor.Q6_K
+	case m.role == "ffn_down" && q.Layout == "IQ4_XS" && m.layer < s.Layers/8:
+		t = tensor.Q5_K
 	}
-	if m.cols%t.BlockSize() != 0 {
-		switch t {
-		case tensor.Q4_K:
-			t = tensor.Q5_0
-		case tensor.Q5_K:
-			t = tensor.Q5_1
-		case tensor.Q6_K:
-			t = tensor.Q8_0
-		}
+	return fallback(t, m.cols)
+}
+
+// fallback is t, or where t's blocks do not divide rows of cols values the
+// type llama.cpp's tensor_type_fallback gives instead: IQ4_XS to IQ4_NL,
+// Q2_K and Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0 (the
+// Qwen2.5-0.5B shape's 896-wide rows). A type without one is kept (Plan
+// then refuses the shape).
+func fallback(t tensor.DType, cols int) tensor.DType {
+	if cols%t.BlockSize() == 0 {
+		return t
+	}
+	switch t {
+	case tensor.IQ4_XS:
+		return tensor.IQ4_NL
+	case tensor.Q2_K, tensor.Q3_K:
+		return tensor.Q4_0
+	case tensor.Q4_K:
+		return tensor.Q5_0
+	case tensor.Q5_K:
+		return tensor.Q5_1
+	case tensor.Q6_K:
+		return tensor.Q8_0
 	}
 	return t
 }
@@ -151,50 +174,4 @@ func checkQuant(q Quant) error {
 	}
 	_, err := parseDType(q.DType.String())
 	return err
-}
-
-// randomQ5K fills whole Q5_K blocks (d f16 | dmin f16 | scales [12]u8 |
-// qh [32]u8 | qs [128]u8) with random scales, mins and 5-bit values under
-// d = 0.01/256 and dmin = 0.01/256: values of order 0.02.
-func randomQ5K(r *rand.Rand, dst []byte) {
-	d, dmin := f16(0.01/256), f16(0.01/256)
-	const size = 176
-	for b := 0; b+size <= len(dst); b += size {
-		blk := dst[b : b+size]
-		randomBytes(r, blk[4:])
-		copy(blk[0:2], d[:])
-		copy(blk[2:4], dmin[:])
-	}
-}
-
-// randomQ6K fills whole Q6_K blocks (ql [128]u8 | qh [64]u8 | scales
-// [16]i8 | d f16) with random 6-bit values and scales in [-16, 15] under
-// d = 0.02/256: values of order 0.02.
-func randomQ6K(r *rand.Rand, dst []byte) {
-	d := f16(0.02 / 256)
-	const size = 210
-	for b := 0; b+size <= len(dst); b += size {
-		blk := dst[b : b+size]
-		randomBytes(r, blk[:208])
-		for i := 192; i < 208; i++ {
-			blk[i] = byte(int8(blk[i]&31) - 16)
-		}
-		copy(blk[208:210], d[:])
-	}
-}
-
-func randomBytes(r *rand.Rand, dst []byte) {
-	for i := 0; i < len(dst); i += 8 {
-		u := r.Uint64()
-		for k := range min(8, len(dst)-i) {
-			dst[i+k] = byte(u >> (8 * k))
-		}
-	}
-}
-
-// f16 is x as IEEE half-precision bytes.
-func f16(x float32) [2]byte {
-	var b [2]byte
-	_ = tensor.Quantize(tensor.F16, []float32{x}, b[:])
-	return b
 }

@@ -38,6 +38,7 @@ var (
 
 const (
 	q4k, q5k, q6k, q50, q51, q80, none = tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.Q5_0, tensor.Q5_1, tensor.Q8_0, tensor.Invalid
+	iq4xs, iq4nl                       = tensor.IQ4_XS, tensor.IQ4_NL
 )
 
 var layoutWants = []layoutWant{
@@ -57,6 +58,17 @@ var layoutWants = []layoutWant{
 	{"llama-3.2-1b-tiny:Q5_K_M", q6k, none, q5k, q5k, q6k, q5k, q6k, []int{1}, 17, 21},
 	{"qwen3-0.6b-tiny:Q4_K_M", q6k, none, q4k, q4k, q6k, q4k, q6k, []int{1}, 15, 24},
 	{"qwen3-0.6b-tiny:Q5_K_M", q6k, none, q5k, q5k, q6k, q5k, q6k, []int{1}, 17, 24},
+	// IQ4_XS: attn_v is Q5_K in every layer with 4 or more query heads a
+	// KV head (14/2, 32/8; not 16/8, nor the tiny shapes' 2), ffn_down Q5_K
+	// in the first eighth of the layers ("more" below). The 0.5B's 896-wide
+	// rows fall back: IQ4_XS to IQ4_NL, Q5_K to Q5_1, Q6_K to Q8_0.
+	{"qwen2.5-0.5b:IQ4_XS", q80, none, iq4nl, q51, q51, iq4xs, q5k, []int{0, 1, 2}, 30, 290},
+	{"llama-3.2-1b:IQ4_XS", q6k, none, iq4xs, q5k, q5k, iq4xs, q5k, []int{0, 1}, 30, 147},
+	{"qwen3-0.6b:IQ4_XS", q6k, none, iq4xs, iq4xs, iq4xs, iq4xs, q5k, []int{0, 1, 2}, 30, 310},
+	{"llama-3.1-8b:IQ4_XS", iq4xs, q6k, iq4xs, q5k, q5k, iq4xs, q5k, []int{0, 1, 2, 3}, 30, 292},
+	{"qwen2.5-0.5b-tiny:IQ4_XS", q6k, none, iq4xs, iq4xs, iq4xs, iq4xs, iq4xs, nil, 30, 26},
+	{"llama-3.2-1b-tiny:IQ4_XS", q6k, none, iq4xs, iq4xs, iq4xs, iq4xs, iq4xs, nil, 30, 21},
+	{"qwen3-0.6b-tiny:IQ4_XS", q6k, none, iq4xs, iq4xs, iq4xs, iq4xs, iq4xs, nil, 30, 24},
 }
 
 // check compares tensors ts (names, dtypes) with w.
@@ -133,7 +145,7 @@ func TestLayoutRules(t *testing.T) {
 // TestLayoutFiles writes each layout at the tiny scale, and the 0.5B's
 // fallbacks in one layer of its real width, to a file, reads it back (the
 // dtypes as the table says, general.file_type llama.cpp's
-// LLAMA_FTYPE_MOSTLY_Q4_K_M or _Q5_K_M), opens it on the fast CPU backend
+// LLAMA_FTYPE_MOSTLY_Q4_K_M, _Q5_K_M or _IQ4_XS), opens it on the fast CPU backend
 // and on the reference one and decodes: finite logits, not all equal, and
 // the two backends' close.
 func TestLayoutFiles(t *testing.T) {
@@ -152,12 +164,14 @@ func TestLayoutFiles(t *testing.T) {
 			files = append(files, file{s, q, w})
 		}
 	}
-	// One layer (it gets more bits) of the 0.5B, rows of 896 and 4864.
-	narrow, _ := Lookup("qwen2.5-0.5b")
-	narrow.Layers, narrow.Vocab = 1, 256
+	narrow, gqa4 := narrowShape(), gqa4Shape()
 	files = append(files,
 		file{narrow, Quant{tensor.Q4_K, "Q4_K_M"}, layoutWant{"qwen2.5-0.5b-1layer:Q4_K_M", q80, none, q50, q50, q80, q4k, q6k, []int{0}, 15, 14}},
-		file{narrow, Quant{tensor.Q5_K, "Q5_K_M"}, layoutWant{"qwen2.5-0.5b-1layer:Q5_K_M", q80, none, q51, q51, q80, q5k, q6k, []int{0}, 17, 14}})
+		file{narrow, Quant{tensor.Q5_K, "Q5_K_M"}, layoutWant{"qwen2.5-0.5b-1layer:Q5_K_M", q80, none, q51, q51, q80, q5k, q6k, []int{0}, 17, 14}},
+		// 1/8 of one layer is none: ffn_down stays IQ4_XS; attn_v (GQA 7) Q5_K, falling back to Q5_1.
+		file{narrow, Quant{tensor.IQ4_XS, "IQ4_XS"}, layoutWant{"qwen2.5-0.5b-1layer:IQ4_XS", q80, none, iq4nl, q51, q51, iq4xs, iq4xs, nil, 30, 14}})
+	// IQ4_XS's attn_v and layer 0's ffn_down are Q5_K.
+	files = append(files, file{gqa4, Quant{tensor.IQ4_XS, "IQ4_XS"}, layoutWant{"llama-3.2-1b-tiny-8layers-gqa4:IQ4_XS", q6k, none, iq4xs, q5k, q5k, iq4xs, q5k, []int{0}, 30, 75}})
 	for _, f := range files {
 		s, q, w := f.s, f.q, f.w
 		t.Run(w.spec, func(t *testing.T) {
@@ -178,9 +192,9 @@ func TestLayoutFiles(t *testing.T) {
 				t.Errorf("general.file_type %d (%s), want %d (%s)", ft, g.FileType(), w.fileType, q.Layout)
 			}
 			g.Close()
-			// Random K-quant blocks dequantise to weights of order 0.02.
+			// Random blocks dequantise to weights of order 0.02.
 			for _, tn := range m.Tensors {
-				if tn.DType != tensor.Q5_K && tn.DType != tensor.Q6_K {
+				if randomBlocks[tn.DType] == nil {
 					continue
 				}
 				x := make([]float32, tn.NumElements())
@@ -212,6 +226,27 @@ func TestLayoutFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// narrowShape is one layer of the 0.5B at its real width (rows of 896
+// and 4864: llama.cpp's fallbacks) with a 256-token vocabulary; that one
+// layer gets more bits in Q4_K_M and Q5_K_M, but is not in IQ4_XS's first
+// eighth.
+func narrowShape() Shape {
+	s, _ := Lookup("qwen2.5-0.5b")
+	s.Name += "-1layer"
+	s.Layers, s.Vocab = 1, 256
+	return s
+}
+
+// gqa4Shape is eight tiny Llama layers with 4 query heads a KV head: in
+// IQ4_XS, attn_v is Q5_K and so is layer 0's ffn_down.
+func gqa4Shape() Shape {
+	s, _ := Lookup("llama-3.2-1b-tiny")
+	s.Name += "-8layers-gqa4"
+	s.Layers, s.Heads = 8, 4*s.KVHeads
+	s.Hidden = s.Heads * s.HeadDim
+	return s
 }
 
 // decodeFile opens the model at path on backend and decodes 8 tokens: the

@@ -12,13 +12,18 @@
 // the usual N(0, 0.02²) initialisation), quantised with tensor.Quantize;
 // norm weights are 1 plus such noise, biases such noise, both F32.
 //
-// The K-quants Q4_K, Q5_K and Q6_K have no Go quantiser, so their
-// matrices get random blocks (random scales and values under fixed small
-// super-block scales, values of order 0.02). With one dtype for every
-// matrix, a Q4_K matrix whose rows are not whole 256-value blocks is Q4_0
-// instead. A layout (SHAPE:Q4_K_M, SHAPE:Q5_K_M) mixes dtypes per tensor
-// as llama.cpp's llama-quantize does for that file type (layout.go has the
-// rules).
+// The K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and the IQ4 types (IQ4_NL,
+// IQ4_XS) have no Go quantiser, so their matrices get random blocks
+// (random sub-block scales and values under a fixed small block scale,
+// weights of order 0.02; random.go). With one dtype for every matrix (as
+// llama-quantize --pure), a matrix whose rows are not whole blocks of it
+// takes llama.cpp's fallback type (IQ4_XS to IQ4_NL, Q2_K and Q3_K to
+// Q4_0, Q5_K to Q5_1, Q6_K to Q8_0), except that Q4_K falls back to Q4_0
+// (as it did before layouts, so older benchmarks keep their types). A
+// layout (SHAPE:Q4_K_M, SHAPE:Q5_K_M, SHAPE:IQ4_XS) mixes dtypes per
+// tensor as llama.cpp's llama-quantize does for that file type (layout.go
+// has the rules); IQ4_XS names the layout, the file people download, not
+// the pure model.
 //
 // The vocabulary is llama.cpp's "no_vocab" tokenizer with <arch>.vocab_size
 // set: llama-bench draws random token ids, and so does vkllm's bench.
@@ -125,7 +130,8 @@ func Lookup(name string) (Shape, error) {
 }
 
 // DTypes are the matrix dtypes Build makes.
-var DTypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q4_K}
+var DTypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1,
+	tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS}
 
 // ParseSpec reads "SHAPE:DTYPE" or "SHAPE:LAYOUT", e.g.
 // "qwen2.5-0.5b:Q4_0" or "qwen2.5-0.5b:Q4_K_M".
@@ -400,15 +406,8 @@ func fillChunk(t *tensor.Tensor, f fill, c int, seed, index uint64, scratch []fl
 	b0, _ := t.DType.Bytes(lo)
 	b1, _ := t.DType.Bytes(hi)
 	dst := t.Data[b0:b1]
-	switch t.DType {
-	case tensor.Q4_K:
-		randomQ4K(r, dst)
-		return
-	case tensor.Q5_K:
-		randomQ5K(r, dst)
-		return
-	case tensor.Q6_K:
-		randomQ6K(r, dst)
+	if random := randomBlocks[t.DType]; random != nil {
+		random(r, dst)
 		return
 	}
 	x := scratch[:hi-lo]
@@ -429,30 +428,6 @@ func fillChunk(t *tensor.Tensor, f fill, c int, seed, index uint64, scratch []fl
 	}
 	if err := tensor.Quantize(t.DType, x, dst); err != nil {
 		panic(fmt.Sprintf("synth: %s: %v", t.Name, err)) // sizes are whole blocks by construction
-	}
-}
-
-// randomQ4K fills whole Q4_K blocks (d f16 | dmin f16 | scales [12]u8 |
-// qs [128]u8) with random scales, mins and values under d = 0.02/256 and
-// dmin = 0.01/256: values of order 0.02.
-func randomQ4K(r *rand.Rand, dst []byte) {
-	var d, dmin [2]byte
-	q := make([]float32, 2)
-	dd := make([]byte, 4)
-	q[0], q[1] = 0.02/256, 0.01/256
-	_ = tensor.Quantize(tensor.F16, q, dd)
-	copy(d[:], dd[:2])
-	copy(dmin[:], dd[2:])
-	for b := 0; b+144 <= len(dst); b += 144 {
-		blk := dst[b : b+144]
-		for i := 4; i < 144; i += 8 {
-			u := r.Uint64()
-			for k := range min(8, 144-i) {
-				blk[i+k] = byte(u >> (8 * k))
-			}
-		}
-		copy(blk[0:2], d[:])
-		copy(blk[2:4], dmin[:])
 	}
 }
 
@@ -483,10 +458,12 @@ func ropeFreqs(headDim int, theta float64, r *Llama3RoPE) tensor.Tensor {
 }
 
 // fileTypes are llama.cpp's general.file_type for a model whose matrices
-// are mostly dt (llama_ftype).
+// are mostly dt (llama_ftype; a pure K-quant is its _S file type: Q3_K_S,
+// Q5_K_S).
 var fileTypes = map[tensor.DType]uint32{
 	tensor.F32: 0, tensor.F16: 1, tensor.Q4_0: 2, tensor.Q4_1: 3, tensor.Q8_0: 7,
-	tensor.Q5_0: 8, tensor.Q5_1: 9, tensor.Q4_K: 15, tensor.BF16: 32,
+	tensor.Q5_0: 8, tensor.Q5_1: 9, tensor.Q2_K: 10, tensor.Q3_K: 11, tensor.Q4_K: 15, tensor.Q5_K: 16,
+	tensor.Q6_K: 18, tensor.IQ4_NL: 25, tensor.IQ4_XS: 30, tensor.BF16: 32,
 }
 
 // metadata is the GGUF metadata llama.cpp's loader reads for s.

@@ -125,6 +125,11 @@ type tileHalfFunc func(w []uint16, ws int, x []float32, xs, k int, out *[16]floa
 
 var tileF16, tileBF16 halfTile
 
+// tileF16x8 (nil where SIMD has none) is tileF16 against eight
+// activation rows: out[4r+c] for rows c < 4, out[16+4r+c] for row 4+c,
+// each bitwise dotF16; the weight rows are read once for the eight.
+var tileF16x8 func(w []uint16, ws int, x []float32, xs, k int, out *[32]float32)
+
 // tileF16x1 (nil where SIMD has none) sets out[r] for weight rows
 // w + r·ws (r < 4) against one activation row x (k values), each bitwise
 // dotF16: F16 decode's four weight streams.

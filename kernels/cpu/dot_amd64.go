@@ -44,6 +44,7 @@ func init() {
 		// four accumulators per pair (dotF16AVX2's order)
 		tileF16 = tileHalfAsm(4, dotF16t4x4Z, dotF16Go)
 		tileF16x1 = tile4x1Asm(dotF16t4x1AVX512, dotF16Go)
+		tileF16x8 = tileF16x8Asm
 		tileBF16 = tileHalfAsm(4, dotBF16t4x4AVX512, dotBF16Go)
 	} else if hasAVX2 {
 		// one accumulator per pair (tilehalf_avx2_amd64.s)
@@ -77,7 +78,33 @@ func dotBF16t4x4AVX512(w *uint16, ws int, x *float32, xs int, n int, out *float3
 func dotF16t4x4Z(w *uint16, ws int, x *float32, xs int, n int, out *float32)
 
 //go:noescape
+func dotF16t4x8Z(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+
+//go:noescape
 func dotF16t4x1AVX512(w *uint16, ws int, x *float32, n int, out *float32)
+
+// tileF16x8Asm wraps dotF16t4x8Z as tileHalfAsm does dotF16t4x4Z.
+func tileF16x8Asm(w []uint16, ws int, x []float32, xs, k int, out *[32]float32) {
+	*out = [32]float32{}
+	if k == 0 {
+		return
+	}
+	if ws < k || xs < k {
+		panic("cpu: tile rows overlap")
+	}
+	_, _ = w[3*ws+k-1], x[7*xs+k-1]
+	n := k &^ 7
+	if n > 0 {
+		dotF16t4x8Z(&w[0], 2*ws, &x[0], 4*xs, n, &out[0])
+	}
+	if n < k {
+		for r := range 4 {
+			for c := range 8 {
+				out[16*(c/4)+4*r+c%4] += dotF16Go(w[r*ws+n:r*ws+k], x[c*xs+n:c*xs+k])
+			}
+		}
+	}
+}
 
 // tile4x1Asm wraps a four-row decode kernel (weight rows w + r·ws,
 // r < 4, against one activation row) as tileHalfAsm does a 4x4 one.

@@ -207,10 +207,21 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 		per = max(4, (part+chunks-1)/chunks+3) &^ 3
 	}
 	padded := th.fn != nil && n >= 4 && k%256 == 0
+	// F16 prefill: eight activation rows a tile where there is one
+	// (tileF16x8), each weight row read from L2 once for the eight: a
+	// MatMul of n = 64 ran 7–15 % faster than by tiles of four (CPU time,
+	// one thread, 4864x896, 896x4864, 896x896; loaded 2-core machine).
+	var t8 func(w []uint16, ws int, x []float32, xs, k int, out *[32]float32)
+	if th.fn != nil && wt.DT == tensor.F16 && n >= 8 && th.rows == 4 {
+		t8 = tileF16x8
+	}
 	if t4 != nil || th.fn != nil {
 		size := 16
 		if padded {
 			size += 4 * (k + 16) // four activation rows, padded
+		}
+		if t8 != nil {
+			size = 32 + 8*(k+16) // the 4x8 tile's out, eight rows padded
 		}
 		for w := range b.Threads { // the tiles' outputs (the kernels are called through func values, so a local array would escape)
 			b.scratch.buf(b.Threads, w, size)
@@ -271,6 +282,21 @@ func (b *Backend) matMulFast(d, xs, wt *Tensor) {
 				tr := th.rows
 				jEnd := j + (j1-j)/tr*tr
 				i := i0
+				for ; t8 != nil && i+8 <= i1; i += 8 {
+					out8 := (*[32]float32)(b.scratch.work[w][:32])
+					xq, xs := x[i*k:], k
+					if padded {
+						xq, xs = b.scratch.work[w][32:32+8*(k+16)], k+16
+						for c := range 8 {
+							copy(xq[c*xs:c*xs+k], x[(i+c)*k:(i+c+1)*k])
+						}
+					}
+					for jj := j; jj < jEnd; jj += 4 {
+						t8(hw[jj*k:], k, xq, xs, k, out8)
+						putTile(d.F32, m, i, jj, (*[16]float32)(out8[:16]))
+						putTile(d.F32, m, i+4, jj, (*[16]float32)(out8[16:]))
+					}
+				}
 				for ; i+4 <= i1; i += 4 {
 					xq, xs := x[i*k:], k // the activation rows i…i+3, their stride
 					if padded {

@@ -19,6 +19,15 @@ func dotQ4_0p8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *fl
 func dotQ4_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
 
 //go:noescape
+func dotQ4_0p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ4_0p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ4_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
 func dotQ4_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 
 //go:noescape
@@ -63,8 +72,10 @@ func packedVNNI() packedSet {
 	s := packedSet{name: "avx512vnni", q8_0Off: 128}
 	s.q8_0x1, s.q8_0x4 = packedNeg(groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI), 272)
 	s.q4_0x1, s.q4_0x4 = packedNeg(groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI), 144)
+	s.q4_0x16 = pairsNeg(dotQ4_0p16x8VNNI, dotQ4_0p16x4VNNI, 144)
 	s.q4_1x1, s.q4_1x4 = packedSX(groupsOf(dotQ4_1p8x1VNNI, 160), quadsOf(dotQ4_1p8x4VNNI), 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256)
+	s.q4_Kx16 = pairsSX(dotQ4_Kp16x4VNNI, 1184, 256)
 	return s
 }
 
@@ -159,6 +170,54 @@ func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32,
 		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &sx[i*nd], nb, &out[0], 4*os, n/4)
 	}
 	return x1, x4
+}
+
+// pairsNeg wraps two-group kernels that take neg (Q4_0: blocks of 32
+// values in size bytes): k8 once per eight activation rows, then k4 for
+// the last four, if any.
+func pairsNeg(k8, k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int), size int) packedPairs {
+	return func(w []byte, gb, nb int, qx []int8, dx, _ []float32, neg []int32, i, n int, out []float32, os int) {
+		if !pairArgs(w, gb, nb, size, 32, qx, dx, nil, neg, i, n, out, os) {
+			return
+		}
+		k, nd := nb*32, nb
+		for q := 0; q < n; {
+			kq, step := k4, 4
+			if n-q >= 8 {
+				kq, step = k8, 8
+			}
+			kq(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &neg[(i+q)*nd], nb, &out[q*os], gb, 4*os)
+			q += step
+		}
+	}
+}
+
+// pairsSX wraps a two-group kernel that takes s_x (Q4_K: blocks of 256
+// values in 1184 bytes).
+func pairsSX(k16 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int), size, vals int) packedPairs {
+	return func(w []byte, gb, nb int, qx []int8, dx, sx []float32, _ []int32, i, n int, out []float32, os int) {
+		if !pairArgs(w, gb, nb, size, vals, qx, dx, sx, nil, i, n, out, os) {
+			return
+		}
+		k, nd := nb*vals, nb*vals/32
+		for q := 0; q < n; q += 4 {
+			k16(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &sx[(i+q)*nd], nb, &out[q*os], gb, 4*os)
+		}
+	}
+}
+
+// pairArgs bounds-checks a two-group kernel's arguments as packedArgs
+// does for each group (gb bytes apart, each of nb blocks of size bytes,
+// its outputs at out and out[8:]).
+func pairArgs(w []byte, gb, nb, size, vals int, qx []int8, dx, sx []float32, neg []int32, i, n int, out []float32, os int) bool {
+	if os < 16 || gb < nb*size {
+		panic("cpu: two-group packed kernel's groups or output rows overlap")
+	}
+	if n > 0 {
+		checkQuads(n)
+	}
+	ok := packedArgs(w, nb, size, vals, qx, dx, sx, neg, i, n, out, os)
+	return packedArgs(w[gb:], nb, size, vals, qx, dx, sx, neg, i, n, out[8:], os) && ok
 }
 
 // checkQuads panics unless n, a four-row kernel's row count, is a

@@ -358,3 +358,311 @@ q4kp84:
 	VSUBPS Y30, Y26, Y12
 	VSUBPS Y31, Y27, Y13
 	PK_STORE4(Y10, Y11, Y12, Y13)
+
+// Sixteen weight rows at a time on 512-bit vectors (prefill): two
+// packed groups side by side, group g in the low 256 bits of each vector
+// and group g+1 (gb bytes on) in the high ones, every lane doing the 8x4
+// kernel's steps on its row, so each value is bitwise the 8x1 and 8x4
+// kernels'. On a CPU with full-width AVX-512 (AMD Zen 5) a 512-bit
+// vpdpbusd costs what a 256-bit one does, so the integer dots of a block
+// take half the instructions and issue slots.
+
+// UNPACK16(q): Z1…Z8 = UNPACK8(q)'s vectors of both groups (R11 = gb).
+#define UNPACK16(q) \
+	VMOVDQU      q(SI), Y1 \
+	VINSERTI64X4 $1, q(SI)(R11*1), Z1, Z1 \
+	VMOVDQU      q+32(SI), Y3 \
+	VINSERTI64X4 $1, q+32(SI)(R11*1), Z3, Z3 \
+	VMOVDQU      q+64(SI), Y5 \
+	VINSERTI64X4 $1, q+64(SI)(R11*1), Z5, Z5 \
+	VMOVDQU      q+96(SI), Y7 \
+	VINSERTI64X4 $1, q+96(SI)(R11*1), Z7, Z7 \
+	VPSRLW       $4, Z1, Z2 \
+	VPSRLW       $4, Z3, Z4 \
+	VPSRLW       $4, Z5, Z6 \
+	VPSRLW       $4, Z7, Z8 \
+	VPANDD       Z0, Z1, Z1 \
+	VPANDD       Z0, Z2, Z2 \
+	VPANDD       Z0, Z3, Z3 \
+	VPANDD       Z0, Z4, Z4 \
+	VPANDD       Z0, Z5, Z5 \
+	VPANDD       Z0, Z6, Z6 \
+	VPANDD       Z0, Z7, Z7 \
+	VPANDD       Z0, Z8, Z8
+
+// DOT16(x, a, b): DOT8 on Z1…Z8.
+#define DOT16(x, a, b) \
+	VPDPBUSD.BCST 0 x, Z1, a \
+	VPDPBUSD.BCST 16 x, Z2, b \
+	VPDPBUSD.BCST 4 x, Z3, a \
+	VPDPBUSD.BCST 20 x, Z4, b \
+	VPDPBUSD.BCST 8 x, Z5, a \
+	VPDPBUSD.BCST 24 x, Z6, b \
+	VPDPBUSD.BCST 12 x, Z7, a \
+	VPDPBUSD.BCST 28 x, Z8, b \
+	VPADDD        b, a, a
+
+// FMA16Z(a, d, s, acc): FMA8 on Z9 and 512-bit a, s, acc.
+#define FMA16Z(a, d, s, acc) \
+	VCVTDQ2PS   a, a \
+	VMULPS.BCST d, Z9, s \
+	VFMADD231PS s, a, acc
+
+// DW16: Z9 = the sixteen rows' d_w (the eight f16 at (SI), then the
+// eight at gb(SI)) as float32.
+#define DW16 \
+	VMOVDQU     (SI), X9 \
+	VINSERTI128 $1, (SI)(R11*1), Y9, Y9 \
+	VCVTPH2PS   Y9, Z9
+
+// STORE16X4(a, b, c, d): out (R12), out+os, +2os, +3os (R15 = os) = a,
+// b, c, d.
+#define STORE16X4(a, b, c, d) \
+	VMOVUPS a, (R12) \
+	VMOVUPS b, (R12)(R15*1) \
+	VMOVUPS c, (R12)(R15*2) \
+	LEAQ    (R12)(R15*2), R12 \
+	VMOVUPS d, (R12)(R15*1) \
+	VZEROUPPER \
+	RET
+
+// func dotQ4_0p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+//
+// dotQ4_0p8x4VNNI for the groups at w and w+gb: out[c·os/4 + r] for
+// weight row r < 16 (os in bytes).
+TEXT ·dotQ4_0p16x4VNNI(SB), NOSPLIT, $0-80
+	PK_ARGS4
+	MOVQ gb+64(FP), R11
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+
+q40p164:
+	UNPACK16(16)
+	DW16
+	VPBROADCASTD (R8), Z16
+	VPXORD       Z17, Z17, Z17
+	VPBROADCASTD (R8)(R10*1), Z18
+	VPXORD       Z19, Z19, Z19
+	VPBROADCASTD (R8)(R10*2), Z20
+	VPXORD       Z21, Z21, Z21
+	VPBROADCASTD (R8)(R14*1), Z22
+	VPXORD       Z23, Z23, Z23
+	DOT16((DI), Z16, Z17)
+	DOT16((DI)(R9*1), Z18, Z19)
+	DOT16((DI)(R9*2), Z20, Z21)
+	DOT16((DI)(R13*1), Z22, Z23)
+	FMA16Z(Z16, (DX), Z24, Z10)
+	FMA16Z(Z18, (DX)(R10*1), Z25, Z11)
+	FMA16Z(Z20, (DX)(R10*2), Z26, Z12)
+	FMA16Z(Z22, (DX)(R14*1), Z27, Z13)
+	PK_NEXT(144, q40p164)
+	MOVQ out+56(FP), R12
+	MOVQ os+72(FP), R15
+	STORE16X4(Z10, Z11, Z12, Z13)
+
+// Q4_K, sixteen rows (two groups, as dotQ4_0p16x4VNNI) against four
+// activation rows: dotQ4_Kp8x4VNNI's steps in every lane.
+
+// K4V16(k, off): Z(k+1) = vector k at off(SI), both groups (R11 = gb).
+#define K4V16(z, y, off) \
+	VMOVDQU      off(SI), y \
+	VINSERTI64X4 $1, off(SI)(R11*1), z, z
+
+#define K4LOAD16(off) \
+	K4V16(Z1, Y1, off) \
+	K4V16(Z2, Y2, off+32) \
+	K4V16(Z3, Y3, off+64) \
+	K4V16(Z4, Y4, off+96) \
+	K4V16(Z5, Y5, off+128) \
+	K4V16(Z6, Y6, off+160) \
+	K4V16(Z7, Y7, off+192) \
+	K4V16(Z8, Y8, off+224)
+
+#define K4MASK16 \
+	VPANDD Z0, Z1, Z1 \
+	VPANDD Z0, Z2, Z2 \
+	VPANDD Z0, Z3, Z3 \
+	VPANDD Z0, Z4, Z4 \
+	VPANDD Z0, Z5, Z5 \
+	VPANDD Z0, Z6, Z6 \
+	VPANDD Z0, Z7, Z7 \
+	VPANDD Z0, Z8, Z8
+
+#define K4SHIFT16 \
+	VPSRLW $4, Z1, Z1 \
+	VPSRLW $4, Z2, Z2 \
+	VPSRLW $4, Z3, Z3 \
+	VPSRLW $4, Z4, Z4 \
+	VPSRLW $4, Z5, Z5 \
+	VPSRLW $4, Z6, Z6 \
+	VPSRLW $4, Z7, Z7 \
+	VPSRLW $4, Z8, Z8
+
+// K4LO16(off), K4HI16(off): K4LO, K4HI on both groups.
+#define K4LO16(off) \
+	K4LOAD16(off) \
+	K4MASK16
+
+#define K4HI16(off) \
+	K4LOAD16(off) \
+	K4SHIFT16     \
+	K4MASK16
+
+// K4BYTES16(off, x, z): z = the eight bytes at off(SI) and the eight at
+// off(SI)(gb), zero-extended to dwords (x its 128-bit register).
+#define K4BYTES16(off, x, z) \
+	VMOVQ     off(SI), x \
+	VPINSRQ   $1, off(SI)(R11*1), x, x \
+	VPMOVZXBD x, z
+
+// K4SCALE16(s): Z11 = d·sc_s, Z12 = dmin·m_s (sixteen rows).
+#define K4SCALE16(s) \
+	K4BYTES16(32+8*s, X11, Z11) \
+	K4BYTES16(96+8*s, X12, Z12) \
+	VCVTDQ2PS Z11, Z11 \
+	VCVTDQ2PS Z12, Z12 \
+	VMULPS    Z9, Z11, Z11 \
+	VMULPS    Z10, Z12, Z12
+
+// DOTQ8Z(xo, x, a, b): DOTQ8 on Z1…Z8.
+#define DOTQ8Z(xo, x, a, b) \
+	VPDPBUSD.BCST xo+0 x, Z1, a \
+	VPDPBUSD.BCST xo+4 x, Z2, b \
+	VPDPBUSD.BCST xo+8 x, Z3, a \
+	VPDPBUSD.BCST xo+12 x, Z4, b \
+	VPDPBUSD.BCST xo+16 x, Z5, a \
+	VPDPBUSD.BCST xo+20 x, Z6, b \
+	VPDPBUSD.BCST xo+24 x, Z7, a \
+	VPDPBUSD.BCST xo+28 x, Z8, b \
+	VPADDD        b, a, a
+
+// K4PAIR16: K4PAIR on 512-bit vectors.
+#define K4PAIR16(xo, xi, do, di, a, b, acc, accm) \
+	VPXORD           a, a, a \
+	VPXORD           b, b, b \
+	DOTQ8Z(xo, (DI)xi, a, b) \
+	VCVTDQ2PS        a, a \
+	VMULPS.BCST      do(DX)di, Z11, Z13 \
+	VFMADD231PS      Z13, a, acc \
+	VFMADD231PS.BCST do(R8)di, Z12, accm
+
+#define K4SUB16(s, unpack, qoff) \
+	unpack(qoff) \
+	K4SCALE16(s) \
+	K4PAIR16(32*s, (BX*1), 4*s, (BX*1), Z16, Z17, Z24, Z28) \
+	K4PAIR16(32*s, (R9*1), 4*s, (R10*1), Z18, Z19, Z25, Z29) \
+	K4PAIR16(32*s, (R9*2), 4*s, (R10*2), Z20, Z21, Z26, Z30) \
+	K4PAIR16(32*s, (R13*1), 4*s, (R14*1), Z22, Z23, Z27, Z31)
+
+// K4HALF16(off, x, z): z = the sixteen rows' f16 at off(SI) and
+// off(SI)(gb) as float32.
+#define K4HALF16(off, x, y, z) \
+	VMOVDQU     off(SI), x \
+	VINSERTI128 $1, off(SI)(R11*1), y, y \
+	VCVTPH2PS   y, z
+
+// func dotQ4_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+TEXT ·dotQ4_Kp16x4VNNI(SB), NOSPLIT, $0-80
+	PK_ARGS4
+	MOVQ         gb+64(FP), R11
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	XORQ         BX, BX
+	VPXORD       Z24, Z24, Z24
+	VPXORD       Z25, Z25, Z25
+	VPXORD       Z26, Z26, Z26
+	VPXORD       Z27, Z27, Z27
+	VPXORD       Z28, Z28, Z28
+	VPXORD       Z29, Z29, Z29
+	VPXORD       Z30, Z30, Z30
+	VPXORD       Z31, Z31, Z31
+
+q4kp164:
+	K4HALF16(0, X9, Y9, Z9)
+	K4HALF16(16, X10, Y10, Z10)
+	K4EACH(K4SUB16, K4LO16, K4HI16)
+	PK_KNEXT(q4kp164)
+	VSUBPS Z28, Z24, Z10
+	VSUBPS Z29, Z25, Z11
+	VSUBPS Z30, Z26, Z12
+	VSUBPS Z31, Z27, Z13
+	MOVQ   out+56(FP), R12
+	MOVQ   os+72(FP), R15
+	STORE16X4(Z10, Z11, Z12, Z13)
+
+// Q4_0, sixteen rows against eight activation rows: each activation
+// row's block sum in one register (from −8·Σx, the eight vpdpbusd in
+// turn: integer sums, exact in any order, so the same as the 8x4
+// kernel's two halves added), then the 8x4 kernel's float steps. The
+// unpacked nibbles serve twice as many vpdpbusd as in dotQ4_0p16x4VNNI.
+//
+// Activation rows 0…3 at DI, DX, R8 (+ c·xs, c·ds as there), rows 4…7
+// at AX, BX, R12 (the same + 4·xs, 4·ds).
+
+// DOT16S(x, a): a += the block's products of the activation block at x
+// against Z1…Z8.
+#define DOT16S(x, a) \
+	VPDPBUSD.BCST 0 x, Z1, a \
+	VPDPBUSD.BCST 16 x, Z2, a \
+	VPDPBUSD.BCST 4 x, Z3, a \
+	VPDPBUSD.BCST 20 x, Z4, a \
+	VPDPBUSD.BCST 8 x, Z5, a \
+	VPDPBUSD.BCST 24 x, Z6, a \
+	VPDPBUSD.BCST 12 x, Z7, a \
+	VPDPBUSD.BCST 28 x, Z8, a
+
+// ROW8(x, d, n, a, acc): one activation row's block (qx at x, d_x at d,
+// neg at n) into its accumulator acc, a its integer sum.
+#define ROW8(x, d, n, a, acc) \
+	VPBROADCASTD n, a \
+	DOT16S(x, a) \
+	FMA16Z(a, d, Z28, acc)
+
+// func dotQ4_0p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+//
+// dotQ4_0p16x4VNNI for eight activation rows: out[c·os/4 + r], c < 8.
+TEXT ·dotQ4_0p16x8VNNI(SB), NOSPLIT, $0-80
+	PK_ARGS4
+	MOVQ gb+64(FP), R11
+	LEAQ (DI)(R9*4), AX
+	LEAQ (DX)(R10*4), BX
+	LEAQ (R8)(R10*4), R12
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	MOVL         $0x0f0f0f0f, R15
+	VPBROADCASTD R15, Z0
+
+q40p168:
+	UNPACK16(16)
+	DW16
+	ROW8((DI), (DX), (R8), Z16, Z10)
+	ROW8((DI)(R9*1), (DX)(R10*1), (R8)(R10*1), Z17, Z11)
+	ROW8((DI)(R9*2), (DX)(R10*2), (R8)(R10*2), Z18, Z12)
+	ROW8((DI)(R13*1), (DX)(R14*1), (R8)(R14*1), Z19, Z13)
+	ROW8((AX), (BX), (R12), Z20, Z24)
+	ROW8((AX)(R9*1), (BX)(R10*1), (R12)(R10*1), Z21, Z25)
+	ROW8((AX)(R9*2), (BX)(R10*2), (R12)(R10*2), Z22, Z26)
+	ROW8((AX)(R13*1), (BX)(R14*1), (R12)(R14*1), Z23, Z27)
+	ADDQ $32, AX
+	ADDQ $4, BX
+	ADDQ $4, R12
+	PK_NEXT(144, q40p168)
+	MOVQ    out+56(FP), R12
+	MOVQ    os+72(FP), R15
+	VMOVUPS Z10, (R12)
+	VMOVUPS Z11, (R12)(R15*1)
+	VMOVUPS Z12, (R12)(R15*2)
+	LEAQ    (R12)(R15*2), R12
+	VMOVUPS Z13, (R12)(R15*1)
+	LEAQ    (R12)(R15*2), R12
+	STORE16X4(Z24, Z25, Z26, Z27)

@@ -41,7 +41,7 @@ func testPackedSet(t *testing.T, set packedSet) {
 		}
 		for _, nb := range nbs {
 			for _, rows := range []int{1, 8, 13, 29, 77} {
-				k, nx := nb*packValues(dt), 11
+				k, nx := nb*packValues(dt), 13
 				nd := k / 32 // activation blocks
 				x := make([]float32, nx*k)
 				for i := range x {
@@ -118,6 +118,24 @@ func testPackedSet(t *testing.T, set packedSet) {
 									}
 								} else if math.Float32bits(v) != math.Float32bits(want[lane]) {
 									t.Errorf("%v nb=%d rows=%d group %d lane %d, activation row %d: x4 (rows %d+%d, stride %d) %v, x1 %v", dt, nb, rows, g, lane, tc.i+c, tc.i, tc.n, tc.os, v, want[lane])
+								}
+							}
+						}
+					}
+				}
+				// x16 (two groups at once) against x4 on each, by one and
+				// two quads, at the least stride and a wider one
+				if x16 := set.pairs(dt); x16 != nil {
+					for g := 0; g+2 <= groups; g++ {
+						for _, tc := range []struct{ i, n, os int }{{0, 4, 16}, {3, 4, 16}, {0, 8, 16}, {3, 8, 19}, {1, 12, 17}} {
+							got := nanSlice(tc.n * tc.os)
+							x16(pk[g*gb:(g+2)*gb], gb, nb, qx, dx, sx, neg, tc.i, tc.n, got, tc.os)
+							want := nanSlice(tc.n * tc.os)
+							x4(pk[g*gb:(g+1)*gb], nb, qx, dx, sx, neg, tc.i, tc.n, want, tc.os)
+							x4(pk[(g+1)*gb:(g+2)*gb], nb, qx, dx, sx, neg, tc.i, tc.n, want[8:], tc.os)
+							for e := range got {
+								if math.Float32bits(got[e]) != math.Float32bits(want[e]) {
+									t.Errorf("%v nb=%d rows=%d groups %d, %d: x16 (rows %d+%d, stride %d) [%d] = %v, x4 %v", dt, nb, rows, g, g+1, tc.i, tc.n, tc.os, e, got[e], want[e])
 								}
 							}
 						}
@@ -252,6 +270,56 @@ func TestNegSums(t *testing.T) {
 			if got[j] != want[j] {
 				t.Fatalf("off %d block %d: %d, want %d", off, j, got[j], want[j])
 			}
+		}
+	}
+}
+
+// Prefill against decode: each row of a MatMul over n activation rows
+// (the two-group and 4x8 tiles, then the four-row and one-row kernels for
+// the rows left) bitwise the same row multiplied alone (decode's
+// kernels), for weights of an odd number of full groups and a short one,
+// at one thread and two.
+func TestPrefillMatchesDecode(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16} {
+		for _, threads := range []int{1, 2} {
+			be := New(threads)
+			k, m := 512, 43 // five full groups of eight and three rows
+			w, _ := upload(t, be, dt, m, k)
+			r := rand.New(rand.NewPCG(uint64(dt), uint64(threads)))
+			for _, n := range []int{8, 21} {
+				xs := make([]float32, n*k)
+				for i := range xs {
+					xs[i] = float32(r.NormFloat64())
+				}
+				x, _ := be.NewTensor(tensor.F32, n, k)
+				d, _ := be.NewTensor(tensor.F32, n, m)
+				if err := be.SetF32(x, xs); err != nil {
+					t.Fatal(err)
+				}
+				be.MatMul(d, x, w)
+				got := make([]float32, n*m)
+				if err := be.GetF32(d, got); err != nil {
+					t.Fatal(err)
+				}
+				x1, _ := be.NewTensor(tensor.F32, 1, k)
+				d1, _ := be.NewTensor(tensor.F32, 1, m)
+				alone := make([]float32, m)
+				for i := range n {
+					if err := be.SetF32(x1, xs[i*k:(i+1)*k]); err != nil {
+						t.Fatal(err)
+					}
+					be.MatMul(d1, x1, w)
+					if err := be.GetF32(d1, alone); err != nil {
+						t.Fatal(err)
+					}
+					for j := range m {
+						if math.Float32bits(got[i*m+j]) != math.Float32bits(alone[j]) {
+							t.Errorf("%v threads=%d n=%d: [%d, %d] = %v, alone %v", dt, threads, n, i, j, got[i*m+j], alone[j])
+						}
+					}
+				}
+			}
+			be.Close()
 		}
 	}
 }

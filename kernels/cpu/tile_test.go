@@ -323,6 +323,23 @@ func TestHalfTilesBitwise(t *testing.T) {
 				for i := range x {
 					x[i] = float32(r.NormFloat64())
 				}
+				if c.name == "F16" && tileF16x8 != nil {
+					// the eight-activation-row tile
+					x8 := make([]float32, 7*xs+k)
+					for i := range x8 {
+						x8[i] = float32(r.NormFloat64())
+					}
+					var out8 [32]float32
+					tileF16x8(w, ws, x8, xs, k, &out8)
+					for row := range 4 {
+						for col := range 8 {
+							want := c.one(w[row*ws:row*ws+k], x8[col*xs:col*xs+k])
+							if got := out8[16*(col/4)+4*row+col%4]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Errorf("F16 4x8 k=%d pad=%d: weight row %d, activation row %d: tile %v, one-row %v", k, pad, row, col, got, want)
+							}
+						}
+					}
+				}
 				var out [16]float32
 				c.tile.fn(w, ws, x, xs, k, &out)
 				for row := range c.tile.rows {

@@ -37,6 +37,29 @@
 
 #define KBLOCK 2048
 
+// XROWS_ADD, LOADY16H, STOREY16H, SUMZH: dotF16t4x8Z's (below; here,
+// before any TEXT, as go vet reads a macro as part of the function above
+// it).
+#define XROWS_ADD(op) \
+	op 4096(SP), DI  \
+	op 4096(SP), R13 \
+	op 4096(SP), R14 \
+	op 4096(SP), BX
+
+#define LOADY16H(off) LOADY16(off+2048)
+#define STOREY16H(off) STOREY16(off+2048)
+
+// SUMZH(p): out[16+p] = SUMZ(p) of rows 4…7 (accumulators 2048 on).
+#define SUMZH(p) \
+	VMOVUPS 2048+64*p(SP), Y0 \
+	VADDPS  2048+64*p+32(SP), Y0, Y0 \
+	VMOVUPS 3072+64*p(SP), Y2 \
+	VADDPS  3072+64*p+32(SP), Y2, Y2 \
+	VADDPS  Y2, Y0, Y0 \
+	HSUM_Y0_X0 \
+	VMOVSS  X0, 64+4*p(DX)
+
+
 // EACH16Y(m, off, step): m(mem, Y(i)) for i = 0…15, mem = off+step·i(SP);
 // EACH16Z the same over Z0…Z15. With m one of MEM_LOAD (Y(i) = mem),
 // MEM_STORE (mem = Y(i)) and MEM_ADD (Y(i) = Y(i) + mem, Y(i) the first
@@ -400,5 +423,66 @@ f16t41done:
 	F16OUT(Y20, Y21, Y22, Y23, 4)
 	F16OUT(Y24, Y25, Y26, Y27, 8)
 	F16OUT(Y28, Y29, Y30, Y31, 12)
+	VZEROUPPER
+	RET
+
+// F16 4x8 tile on 512-bit vectors: dotF16t4x4Z for activation rows
+// 0…3 and then 4…7 (4·xs bytes on, kept at 4096(SP)) over each KBLOCK
+// block of the four weight rows, which stay in L1 for both, so a weight
+// row is read from L2 once per eight activation rows instead of four.
+// Rows 4…7 keep their accumulators at 2048 and 3072(SP) as rows 0…3 do
+// at 0 and 1024; each pair's steps are dotF16t4x4Z's (so dotF16AVX2's).
+
+// func dotF16t4x8Z(w *uint16, ws int, x *float32, xs int, n int, out *float32)
+// ws and xs in bytes, n a multiple of 8; out[4r+c] for activation rows
+// c < 4, out[16+4r+c] for rows 4+c.
+TEXT ·dotF16t4x8Z(SB), 0, $4104-48
+	MOVQ xs+24(FP), AX
+	SHLQ $2, AX
+	MOVQ AX, 4096(SP)
+	TILE_ARGS
+	VPXORD Z0, Z0, Z0
+	VMOVUPS Z0, Z1
+	VMOVUPS Z0, Z2
+	VMOVUPS Z0, Z3
+	VMOVUPS Z0, Z4
+	VMOVUPS Z0, Z5
+	VMOVUPS Z0, Z6
+	VMOVUPS Z0, Z7
+	VMOVUPS Z0, Z8
+	VMOVUPS Z0, Z9
+	VMOVUPS Z0, Z10
+	VMOVUPS Z0, Z11
+	VMOVUPS Z0, Z12
+	VMOVUPS Z0, Z13
+	VMOVUPS Z0, Z14
+	VMOVUPS Z0, Z15
+	STOREZ16(0)
+	STOREZ16(1024)
+	STOREZ16(2048)
+	STOREZ16(3072)
+	XORQ CX, CX
+
+f16z8block:
+	TILE_BLOCK(f16z8tail)
+	TILE_PASS(LOADZ16, STOREZ16, 1024, WZ_F16, FMAZ16, 32, 64, f16z8b)
+	TILE_PASS(LOADZ16, STOREZ16, 0, WZ_F16, FMAZ16, 0, 0, f16z8a)
+	XROWS_ADD(ADDQ)
+	TILE_PASS(LOADZ16, STOREZ16, 3072, WZ_F16, FMAZ16, 32, 64, f16z8d)
+	TILE_PASS(LOADZ16, STOREZ16, 2048, WZ_F16, FMAZ16, 0, 0, f16z8c)
+	XROWS_ADD(SUBQ)
+	MOVQ R15, CX
+	JMP  f16z8block
+
+f16z8tail:
+	TILE_TAIL(LOADY16, STOREY16, W_F16, f16z8tail2, f16z8t0)
+
+f16z8tail2:
+	XROWS_ADD(ADDQ)
+	TILE_TAIL(LOADY16H, STOREY16H, W_F16, f16z8sum, f16z8t1)
+
+f16z8sum:
+	EACH16P(SUMZ)
+	EACH16P(SUMZH)
 	VZEROUPPER
 	RET

@@ -26,8 +26,13 @@ import (
 //
 //	d = max|x| / 127 in float32, id = 1/d (0 when d = 0),
 //	q = round(x·id) with halves away from zero (x·id rounded to float32 first).
-func MatMulQ8(t *testing.T, b kernels.Backend) {
-	for _, dt := range q8Types {
+func MatMulQ8(t *testing.T, b kernels.Backend) { MatMulQ8Types(t, b, q8Types) }
+
+// MatMulQ8Types is MatMulQ8 for the weight dtypes types only, for a
+// backend that quantises activations against those (and computes in
+// float32 against the rest: MatMulNotQ8's complement does not apply).
+func MatMulQ8Types(t *testing.T, b kernels.Backend, types []tensor.DType) {
+	for _, dt := range types {
 		t.Run(dt.String(), func(t *testing.T) {
 			r := rng(70 + uint64(dt))
 			ks := []int{32, 96, 288, 1056}

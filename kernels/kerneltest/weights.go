@@ -136,7 +136,7 @@ func RandomWeight(t testing.TB, b kernels.Backend, dt tensor.DType, rows, cols i
 			data[i] = byte(r.Uint32())
 		}
 		for blk := 0; blk < len(data); blk += dt.BlockBytes() {
-			for _, o := range map[tensor.DType][]int{tensor.Q4_K: {0, 2}, tensor.Q6_K: {208}}[dt] {
+			for _, o := range map[tensor.DType][]int{tensor.Q4_K: {0, 2}, tensor.Q5_K: {0, 2}, tensor.Q6_K: {208}}[dt] {
 				data[blk+o], data[blk+o+1] = 0x00, 0x14
 			}
 		}

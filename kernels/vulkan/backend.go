@@ -90,10 +90,28 @@ type Config struct {
 	// cores (matmul_coop.comp: halves in, float32 sums, llama.cpp's
 	// arithmetic; coop.go). Also VKLLM_VULKAN_DISABLE=coopmat.
 	NoCoopMat bool
+	// Int8 runs every MatMul of a Q8_0, Q4_0, Q4_1, Q4_K, Q5_K or Q6_K
+	// weight as integer dot products against activations quantised to 8
+	// bits in blocks of 32 (int8.go; also VKLLM_VULKAN_INT8=1), decode
+	// and prefill alike (for those dtypes it wins over the
+	// cooperative-matrix kernel). Off by default until a GPU measurement
+	// decides.
+	Int8 bool
+	// NoInt8 forces the float kernels where Int8 asks for the int8 ones
+	// (also VKLLM_VULKAN_DISABLE=int8).
+	NoInt8 bool
+	// NoIntegerDot makes the int8 kernels multiply with plain int
+	// arithmetic even where the device has integer dot products (the
+	// same bits; tests use it to run that path).
+	NoIntegerDot bool
 	// PinSubgroups creates the subgroup variants with a required subgroup
 	// size even where the device has only one (tests use it to run that
 	// path); it has no effect without subgroup size control.
 	PinSubgroups bool
+	// NoRepack keeps every uploaded weight in its file's layout where
+	// the device's tuning repacks it (layout.go; also
+	// VKLLM_VULKAN_DISABLE=repack).
+	NoRepack bool
 	// Tuning overrides kernels' tuning constants (specialization
 	// constants: workgroup size, rows per workgroup, …) by key and knob,
 	// over the committed file of the device (tuning.go). A knob changes
@@ -137,6 +155,17 @@ type DeviceInfo struct {
 	CoopShape    string
 	MemoryBudget bool // VK_EXT_memory_budget
 	Validation   bool // the validation layer is on
+	// IntegerDot reports shaderIntegerDotProduct (Vulkan 1.3, enabled):
+	// the int8 MatMul takes its products from dotPacked4x8 there.
+	IntegerDot bool
+	// Int8MatMul reports that MatMul runs the int8 kernels (Config.Int8).
+	Int8MatMul bool
+	// Repacked lists the dtypes whose weights Upload repacks for aligned
+	// 16-byte loads (layout.go: the tuning's "layout" keys, unless
+	// Config.NoRepack, and none of the int8 kernels' dtypes in the int8
+	// mode, whose readers take the file layout), e.g. ["Q4_0"]; a weight
+	// whose rows are not whole runs of 8 blocks keeps its file layout.
+	Repacked []string
 }
 
 var typeNames = map[int32]string{0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
@@ -197,6 +226,12 @@ type Backend struct {
 	// coopShape: the shape it multiplies in.
 	coopSG, coopPin int
 	coopShape       coopShape
+
+	// q8: the int8 MatMul's quantised activations; q8src: what it holds
+	// (int8.go); q8runs: quantising dispatches recorded (for tests).
+	q8     *Tensor
+	q8src  q8Source
+	q8runs int
 }
 
 // pipeKey names a pipeline: its variant and specialization constants.
@@ -213,8 +248,8 @@ type pipeline struct {
 
 // FromEnv returns cfg with the environment's settings: VKLLM_DEVICE and
 // VKLLM_VULKAN_LIB where Device and Library are empty,
-// VKLLM_VULKAN_VALIDATION=1 and VKLLM_VULKAN_FP16=1 turning Validation
-// and FP16 on,
+// VKLLM_VULKAN_VALIDATION=1, VKLLM_VULKAN_FP16=1 and
+// VKLLM_VULKAN_INT8=1 turning Validation, FP16 and Int8 on,
 // VKLLM_VULKAN_DISABLE's features off (an unknown one is an error), and
 // VKLLM_VULKAN_TUNING's file (a sweep's tuning) as Tuning where Tuning
 // is nil.
@@ -230,6 +265,9 @@ func FromEnv(cfg Config) (Config, error) {
 	}
 	if os.Getenv("VKLLM_VULKAN_FP16") == "1" {
 		cfg.FP16 = true
+	}
+	if os.Getenv("VKLLM_VULKAN_INT8") == "1" {
+		cfg.Int8 = true
 	}
 	if err := disable(&cfg, os.Getenv("VKLLM_VULKAN_DISABLE")); err != nil {
 		return cfg, err
@@ -314,6 +352,8 @@ func Open(cfg Config) (*Backend, error) {
 		C.vkl_close(ctx)
 		return nil, err
 	}
+	b.int8Detect(cfg)
+	b.info.Repacked = b.repackDetect(cfg)
 	b.maxRange = int64(p.max_storage_range) &^ 255
 	if a := int64(p.max_alloc); a > 0 && a < b.maxRange {
 		b.maxRange = a &^ 255
@@ -347,7 +387,8 @@ func Open(cfg Config) (*Backend, error) {
 }
 
 // disable applies VKLLM_VULKAN_DISABLE, a comma-separated list of the
-// features whose fallbacks to force: fp16, subgroup, tiled, coopmat.
+// features whose fallbacks to force: fp16, subgroup, tiled, coopmat, int8,
+// repack.
 func disable(cfg *Config, list string) error {
 	for f := range strings.SplitSeq(list, ",") {
 		switch strings.TrimSpace(f) {
@@ -360,8 +401,12 @@ func disable(cfg *Config, list string) error {
 			cfg.NoTiled = true
 		case "coopmat":
 			cfg.NoCoopMat = true
+		case "int8":
+			cfg.NoInt8 = true
+		case "repack":
+			cfg.NoRepack = true
 		default:
-			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat)", list, f)
+			return fmt.Errorf("vulkan: VKLLM_VULKAN_DISABLE=%q: unknown feature %q (want fp16, subgroup, tiled, coopmat, int8, repack)", list, f)
 		}
 	}
 	return nil

@@ -169,7 +169,7 @@ func (b *Backend) coopMatMul(name string, d, xs, wt *Tensor) {
 func (b *Backend) coopDispatch(name string, t coopTile, d, xs, wt *Tensor) {
 	n, k, m := xs.rows, xs.cols, wt.rows
 	s := b.coopShape
-	spec := []uint32{uint32(t.subgroups() * b.coopSG), uint32(t.tm), uint32(t.tn), uint32(t.wm), uint32(t.wn), uint32(t.bk), uint32(s.m), uint32(s.n), uint32(s.k)}
+	spec := wt.layoutSpec([]uint32{uint32(t.subgroups() * b.coopSG), uint32(t.tm), uint32(t.tn), uint32(t.wm), uint32(t.wn), uint32(t.bk), uint32(s.m), uint32(s.n), uint32(s.k)})
 	for _, p := range wt.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(wt.rowBytes)}
 		gx, gy := grid((p.rows + t.tn - 1) / t.tn)

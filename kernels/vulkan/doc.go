@@ -4,8 +4,11 @@
 // Layout: every tensor is row-major in device-local memory, sub-allocated
 // from large blocks; an F32 or I32 tensor holds 4-byte elements, an F16 one
 // (a KV cache) 2-byte IEEE halves, and an uploaded weight keeps the bytes
-// of its file (ggml's block layouts for quantised types), split by rows
-// into several parts when it exceeds maxStorageBufferRange. Ops are
+// of its file (ggml's block layouts for quantised types), or for Q8_0,
+// Q4_0, Q4_1 and Q6_K where the device's tuning repacks them (below) the
+// same bytes moved within each run of 8 blocks of a row, the 8 quant
+// arrays (16-byte aligned) before the 8 d's (layout.go); either is split by
+// rows into several parts when it exceeds maxStorageBufferRange. Ops are
 // recorded into command buffers with a barrier only before a command that
 // depends on an earlier one (hazard.go). A step is submitted in pieces
 // without waiting (after 32 dispatches, then every 128) so that the
@@ -44,7 +47,8 @@
 // staging arena; hazard.go places barriers; ops.go records the ops;
 // push.go mirrors the push constants; profile.go reads GPU timestamps;
 // tuning.go holds the kernels' tuning and sweep.go the sweep that makes it;
-// coop.go picks the cooperative-matrix shape and tiles.
+// coop.go picks the cooperative-matrix shape and tiles; int8.go records
+// the int8 mode's MatMul; layout.go repacks weights.
 // Adding an op touches four places: its .comp in shaders/, an entry in
 // shaders.Variants, its method in ops.go (with a push struct in push.go),
 // and a kerneltest case.
@@ -174,24 +178,73 @@
 //     (tools/lavapipe-coopmat.sh); its SPIR-V needs Debian 13's glslc
 //     (shaders.Glslc).
 //
+//   - MatMul _int8 (int8.go, matmul.comp's INT8, common/int8.glsl) for
+//     Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K weights, only when asked for
+//     (Config.Int8 or VKLLM_VULKAN_INT8=1; VKLLM_VULKAN_DISABLE=int8
+//     overrides): each MatMul's input is quantised by quantize_q8.comp
+//     (blocks of 32, d = max|x|/127, halves away from zero, and the
+//     block's Σq: kerneltest.QuantizeQ8's rule, the CPU fast path's) into
+//     a scratch of the backend's, and the weights' 4/5/6/8-bit values
+//     are multiplied with it by integer dots (dotPacked4x8AccSatEXT in the
+//     _int8dot variants where the device has shaderIntegerDotProduct,
+//     plain int arithmetic in _int8: the same integers), each group's
+//     integer sum made float by one expression and added to its lane's
+//     sum in lane.glsl's order. Like the cooperative-matrix kernel it is a
+//     mode: it runs every MatMul of those dtypes, decode and prefill
+//     alike (prefill on the same matrix-vector kernel, tuning
+//     "matvec_int8_batch": there is no tiled int8 kernel yet), so batch
+//     and chunk invariance hold bitwise within it (TestInt8Invariance,
+//     models.TestVulkanInt8); GateUpSwiGLU declines those dtypes (MatMul,
+//     MatMul, SwiGLU run). It holds kerneltest.MatMulQ8's quantised
+//     arithmetic at LimitF32Dot (TestInt8MatMul) but not the models'
+//     parity (2.4e-2 to 3.4e-2 of the largest logit on the tiny quantised
+//     models, the CPU fast path's distance to three digits, llama.cpp's
+//     magnitude on the same files), and is off by default until a GPU
+//     measurement (the sweep's matvec_int8 families) decides.
+//
+//   - Repacked weights (layout.go, shaders/common/weights.glsl's REPACK,
+//     specialization constant 15 of every kernel that reads weights:
+//     MatMul's three kernels, GateUpSwiGLU, GetRows) for Q8_0, Q4_0,
+//     Q4_1 and Q6_K weights whose rows are whole runs (a multiple of 256
+//     elements, 2048 for Q6_K), where the device's tuning says so (key
+//     "layout/<dtype>", knob "repack"; 0, the file layout, until a
+//     device's sweep measures both): a lane loads a group's quants with
+//     16-byte loads (one a Q4 group, two a Q8_0 one, one of ql and one
+//     of qh a Q6_K group of 16) and its scales with one aligned word
+//     instead of 2-byte aligned words and shifts. Results are bitwise
+//     the file layout's (TestRepack, models.TestVulkanRepack); GetF32 of
+//     a weight unpacks it. The int8 mode keeps the file layout for its
+//     dtypes (int8.glsl reads it). Off with Config.NoRepack or
+//     VKLLM_VULKAN_DISABLE=repack; DeviceInfo.Repacked lists the dtypes
+//     repacked.
+//
 // On lavapipe the default is the float32, subgroup and tiled variants
 // (Debian 12's Mesa has no cooperative matrices); DeviceInfo says which
-// are in use (Subgroups, Tiled, FP16, CoopMat). There are no
-// int8 (shaderInt8) variants yet: shaderInt8 is enabled but unused.
+// are in use (Subgroups, Tiled, FP16, CoopMat,
+// Int8MatMul, and IntegerDot for the device's integer dot products).
+// shaderInt8 is enabled but unused: the int8 kernels pack bytes in
+// 32-bit words.
 //
 // # Tuning
 //
 // A kernel's speed knobs are specialization constants, never a rebuild:
 // tuning.go lists each tuned family (Families: "matvec" for one token,
-// "matvec_batch" for more) with its knobs' defaults and the values a
-// sweep tries. A tuning key is a family and a weight type
-// ("matvec/q4_0"). The knobs in use are the family's defaults, overridden
+// "matvec_batch" for more, "matvec_int8" and "matvec_int8_batch" the
+// same for the int8 mode's kernel, "layout" for the weights' layout)
+// with its knobs' defaults and the values a sweep tries. A tuning key is
+// a family and a weight type ("matvec/q4_0"). The knobs in use are the
+// family's defaults, overridden
 // by the committed file of the device (kernels/vulkan/tuning/*.json,
 // embedded, matched by PCI vendor ID and device name), overridden by
 // Config.Tuning (FromEnv: the file VKLLM_VULKAN_TUNING names). Backend.Sweep
 // (`vkllm bench --sweep`) times every candidate with GPU timestamps on a
-// model's matrices, refuses any whose results are not bitwise the
-// default's, and writes the device file. Another kernel gets tuned by
+// model's matrices, refuses any whose results are not bitwise its
+// family's default's, and writes the device file; the int8 families are
+// timed (their quantising dispatch included) for the Int8Types whether or
+// not the mode is on, so one run on a GPU prints both arithmetics side by
+// side and records the best of each, and each repackable dtype's matvec
+// and tiled prefill are timed in both layouts ("layout", the repacked
+// results bitwise the file layout's). Another kernel gets tuned by
 // adding its family to Families and reading b.tune.knobs(key) where it
 // dispatches; no knob may change a result (TestSweepCandidates checks
 // every candidate bitwise). The exception is attention: AttentionTuning's
@@ -216,9 +269,10 @@
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync
-// fail on any validation message; VKLLM_VULKAN_FP16=1 and
-// VKLLM_VULKAN_DISABLE (above) choose variants; VKLLM_VULKAN_TUNING names a tuning file (a sweep's
-// --sweep-out) to use instead of the committed one. They apply where the
+// fail on any validation message; VKLLM_VULKAN_FP16=1,
+// VKLLM_VULKAN_INT8=1 and VKLLM_VULKAN_DISABLE (above) choose variants;
+// VKLLM_VULKAN_TUNING names a tuning file (a sweep's --sweep-out) to use
+// instead of the committed one. They apply where the
 // backend is opened by name (kernels.Open("vulkan") or "auto", through
 // FromEnv); Open(Config) reads none, so a program that configures the
 // backend itself gets exactly what it passes.

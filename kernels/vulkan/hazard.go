@@ -58,6 +58,7 @@ func (b *Backend) hazard(reads, writes []part) bool {
 	for _, p := range writes {
 		s := spanOf(p)
 		need = need || touches(h.written, s) || touches(h.read, s)
+		b.q8Written(s)
 	}
 	if need {
 		h.read, h.written = h.read[:0], h.written[:0]

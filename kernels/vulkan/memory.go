@@ -64,6 +64,7 @@ type Tensor struct {
 	parts    []part
 	freed    bool
 	parent   *Tensor // the tensor a view (View) shares memory with, else nil
+	repacked bool    // a weight in the repacked layout (layout.go)
 }
 
 // DType implements kernels.Tensor.
@@ -245,8 +246,16 @@ var weightDTypes = []tensor.DType{
 func WeightDTypes() []tensor.DType { return slices.Clone(weightDTypes) }
 
 // Upload implements kernels.Backend: the weight's bytes are copied to
-// device-local memory through a staging buffer, one submit per part.
+// device-local memory through a staging buffer, one submit per part,
+// repacked on the way where DeviceInfo.Repacked lists the dtype
+// (layout.go).
 func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
+	return b.upload(w, slices.Contains(b.info.Repacked, w.DType.String()))
+}
+
+// upload is Upload with the layout chosen: repacked where pack is set
+// and the rows allow it.
+func (b *Backend) upload(w tensor.Tensor, pack bool) (kernels.Tensor, error) {
 	if !slices.Contains(weightDTypes, w.DType) {
 		return nil, fmt.Errorf("vulkan: upload %q: %w", w.Name, &tensor.UnsupportedDTypeError{Format: "vulkan", DType: w.DType.String(), Tensor: w.Name})
 	}
@@ -268,13 +277,19 @@ func (b *Backend) Upload(w tensor.Tensor) (kernels.Tensor, error) {
 	if int64(len(w.Data)) != rb*int64(rows) {
 		return nil, fmt.Errorf("vulkan: upload %q: %d bytes for %v %v", w.Name, len(w.Data), w.DType, w.Shape)
 	}
-	t := &Tensor{b: b, dt: w.DType, shape: shape, rows: rows, cols: cols, weight: true, rowBytes: int(rb), bytes: int64(len(w.Data))}
+	t := &Tensor{b: b, dt: w.DType, shape: shape, rows: rows, cols: cols, weight: true, rowBytes: int(rb), bytes: int64(len(w.Data)),
+		repacked: pack && repackable(w.DType, cols)}
 	if err := b.newTensor(t); err != nil {
 		return nil, fmt.Errorf("vulkan: upload %q: %w", w.Name, err)
 	}
 	for _, p := range t.parts {
 		lo := int64(p.rowLo) * rb
-		b.write(p, w.Data[lo:lo+int64(p.rows)*rb])
+		src := w.Data[lo : lo+int64(p.rows)*rb]
+		if t.repacked {
+			b.writeWith(p, len(src), func(dst []byte) { repack(t.dt, dst, src) })
+		} else {
+			b.write(p, src)
+		}
 		if err := b.Sync(); err != nil {
 			b.Free(t)
 			return nil, fmt.Errorf("vulkan: upload %q: %w", w.Name, err)
@@ -451,14 +466,20 @@ func (b *Backend) ReserveStaging(bytes int64) error {
 
 // write records a copy of data into part p at offset 0.
 func (b *Backend) write(p part, data []byte) {
-	h, off, err := b.staging.take(b, int64(len(data)))
+	b.writeWith(p, len(data), func(dst []byte) { copy(dst, data) })
+}
+
+// writeWith records a copy of n bytes into part p at offset 0, which fill
+// writes into the staging memory.
+func (b *Backend) writeWith(p part, n int, fill func(dst []byte)) {
+	h, off, err := b.staging.take(b, int64(n))
 	if err != nil {
 		b.fail(err)
 		return
 	}
-	copy(unsafe.Slice((*byte)(unsafe.Add(h.ptr, off)), len(data)), data)
+	fill(unsafe.Slice((*byte)(unsafe.Add(h.ptr, off)), n))
 	b.order(nil, []part{p})
-	if r := C.vkl_copy(b.ctx, h.buf, C.uint64_t(off), p.blk.buf, C.uint64_t(p.off), C.uint64_t(len(data))); r != C.VK_SUCCESS {
+	if r := C.vkl_copy(b.ctx, h.buf, C.uint64_t(off), p.blk.buf, C.uint64_t(p.off), C.uint64_t(n)); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "vkCmdCopyBuffer", Result: int32(r)})
 	}
 }
@@ -553,6 +574,11 @@ func (b *Backend) GetF32(src kernels.Tensor, dst []float32) error {
 			return err
 		}
 		raw = append(raw, data...)
+	}
+	if t.repacked {
+		file := make([]byte, len(raw))
+		unpack(t.dt, file, raw)
+		raw = file
 	}
 	switch {
 	case t.dt == tensor.F32:

@@ -253,7 +253,7 @@ func (b *Backend) GetRows(dst, table, ids kernels.Tensor) {
 	gy, gz := grid(n)
 	for _, p := range tb.parts {
 		pc := pcRows{Cols: uint32(cols), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(tb.rowBytes)}
-		b.dispatch(name, []part{p, id.parts[0], d.parts[0]}, pc, uint32((cols+wg-1)/wg), gy, gz)
+		b.dispatchSpec(name, tb.layoutSpec([]uint32{wg}), []part{p, id.parts[0], d.parts[0]}, pc, uint32((cols+wg-1)/wg), gy, gz)
 	}
 }
 
@@ -291,7 +291,9 @@ func (b *Backend) matmulVariant(dt tensor.DType, n, k int) (name string, tiled b
 }
 
 // MatMul implements kernels.Backend, one dispatch per part of the weight:
-// the cooperative-matrix kernel for every call where it is on (coop.go),
+// the int8 kernel for every call where it is on (int8.go; a quantising
+// dispatch first), the cooperative-matrix kernel for every call where it
+// is on (coop.go),
 // else the tiled kernel for a prefill of at least mmMinTokens tokens, else
 // the matrix-vector kernel with the device's tuning of "matvec" (one
 // token) or "matvec_batch" (more) for the weight type.
@@ -303,6 +305,10 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 	must(wt.cols == k && d.rows == n && d.cols == m, "%s: dst %v, x %v, w %v: want dst (n, m), x (n, k), w (m, k)", op, d, xs, wt)
 	must(n <= 65535, "%s: %d tokens in one call (at most 65535)", op, n)
 	if n == 0 || m == 0 {
+		return
+	}
+	if name, ok := b.int8Variant(wt.dt); ok {
+		b.int8MatMul(name, d, xs, wt)
 		return
 	}
 	if name, ok := b.coopVariant(wt.dt); ok {
@@ -331,6 +337,7 @@ func (b *Backend) matvec(name string, k Knobs, d, xs, wt *Tensor) {
 // workgroup taking rows weight rows and toks tokens.
 func (b *Backend) matmulDispatch(name string, spec []uint32, rows, toks int, d, xs, wt *Tensor) {
 	n, k, m := xs.rows, xs.cols, wt.rows
+	spec = wt.layoutSpec(spec)
 	for _, p := range wt.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(wt.rowBytes)}
 		gx, gy := grid((p.rows + rows - 1) / rows)
@@ -343,8 +350,10 @@ func (b *Backend) matmulDispatch(name string, spec []uint32, rows, toks int, d, 
 // the gate's dtype: one dispatch per part of the weights. It declines
 // (false) where MatMul would take the cooperative-matrix or tiled kernel
 // (prefill keeps MatMul, MatMul, SwiGLU there), where the two weights
-// differ in dtype or parts, and where the tuning's rows·toks would give a
-// lane more than maxSums gate and up sums.
+// differ in dtype, layout or parts, and where the tuning's rows·toks
+// would give a lane more than maxSums gate and up sums. In the int8 mode
+// it runs the int8 kernel's _swiglu variant for those dtypes at every n
+// (int8GateUp).
 func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 	const op = "GateUpSwiGLU"
 	d, xs, g, u := activation(op, dst), activation(op, x), tensorOf(op, wGate), tensorOf(op, wUp)
@@ -354,13 +363,16 @@ func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 		must(w.rows == m && w.cols == k && d.rows == n && d.cols == m, "%s: dst %v, x %v, gate %v, up %v: want dst (n, m), x (n, k), gate and up (m, k)", op, d, xs, g, u)
 	}
 	must(n <= 65535, "%s: %d tokens in one call (at most 65535)", op, n)
-	if _, coop := b.coopVariant(g.dt); coop || u.dt != g.dt || u.rowBytes != g.rowBytes || len(u.parts) != len(g.parts) {
+	if _, coop := b.coopVariant(g.dt); coop || u.dt != g.dt || u.rowBytes != g.rowBytes || u.repacked != g.repacked || len(u.parts) != len(g.parts) {
 		return false
 	}
 	for i, p := range g.parts {
 		if q := u.parts[i]; q.rowLo != p.rowLo || q.rows != p.rows {
 			return false
 		}
+	}
+	if name, ok := b.int8Variant(g.dt); ok {
+		return b.int8GateUp(name, d, xs, g, u)
 	}
 	name, tiled := b.matmulVariant(g.dt, n, k)
 	if tiled {
@@ -378,10 +390,11 @@ func (b *Backend) GateUpSwiGLU(dst, x, wGate, wUp kernels.Tensor) bool {
 		return false
 	}
 	rows, toks := kn["wg"]/wg*kn["rows"], kn["toks"]
+	spec := g.layoutSpec(Families["matvec"].spec(kn))
 	for i, p := range g.parts {
 		pc := pcMatMul{K: uint32(k), M: uint32(m), N: uint32(n), RowLo: uint32(p.rowLo), Rows: uint32(p.rows), RowBytes: uint32(g.rowBytes)}
 		gx, gy := grid((p.rows + rows - 1) / rows)
-		b.dispatchSpec(name+"_swiglu", Families["matvec"].spec(kn), []part{p, xs.parts[0], d.parts[0], u.parts[i]}, pc, gx, gy, uint32((n+toks-1)/toks))
+		b.dispatchSpec(name+"_swiglu", spec, []part{p, xs.parts[0], d.parts[0], u.parts[i]}, pc, gx, gy, uint32((n+toks-1)/toks))
 	}
 	return true
 }

@@ -55,3 +55,7 @@ type pcCombine struct { // attention_combine.comp
 	N, Heads, HD, Segs uint32
 	Row0               uint32 // the dst row of the scratch's first token
 }
+
+type pcQ8 struct { // quantize_q8.comp
+	Blocks uint32
+}

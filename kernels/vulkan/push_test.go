@@ -16,6 +16,7 @@ func TestPushSizes(t *testing.T) {
 		"get_rows_": pcRows{}, "matmul_": pcMatMul{}, "add_": pcBinary{}, "swiglu_": pcBinary{},
 		"rms_norm_": pcNorm{}, "rope_": pcRoPE{}, "kv_shift_": pcRoPE{}, "kv_write_": pcKVWrite{},
 		"attention_": pcAttention{}, "attention_combine_": pcCombine{}, "attention_prefill_": pcPrefill{},
+		"quantize_q8_": pcQ8{},
 	}
 	for _, v := range shaders.Variants {
 		var pc any

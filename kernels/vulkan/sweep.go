@@ -32,7 +32,8 @@ type SweepOptions struct {
 	// over them of Count × its time.
 	Shapes []SweepShape
 	// Families are the kernel families swept (default: every one Sweep
-	// knows: "matvec", "matvec_batch", "coopmat", "coopmat_small",
+	// knows: "matvec", "matvec_batch", "matvec_int8",
+	// "matvec_int8_batch", "layout", "coopmat", "coopmat_small",
 	// "attention", "attention_prefill"). The coop families are skipped
 	// on a device whose MatMul does not run the cooperative-matrix
 	// kernel (DeviceInfo.CoopMat).
@@ -42,7 +43,8 @@ type SweepOptions struct {
 	// with) are timed on (a candidate's score is the sum of their times);
 	// none: attention is not swept (AttentionSweepShapes are a model's).
 	Attention []SweepAttention
-	// Batch is the tokens of the matvec_batch timings (default 8).
+	// Batch is the tokens of the matvec_batch and matvec_int8_batch
+	// timings (default 8).
 	Batch int
 	// Prefill is the tokens of the "coopmat" timings (default 512);
 	// "coopmat_small" is timed on 1, 16 and 48 tokens (both sides of
@@ -85,12 +87,18 @@ type SweepResult struct {
 }
 
 // sweepFamilies are the matrix-vector families Sweep times per weight
-// type, in order; then the coop families (sweep_prefill.go), then
-// "attention" (sweep_attention.go) and "attention_prefill".
-var sweepFamilies = []string{"matvec", "matvec_batch"}
+// type, in order; then "layout" (sweep_layout.go), the coop families
+// (sweep_prefill.go), then "attention" (sweep_attention.go) and
+// "attention_prefill". The int8 ones (int8.go) run for the weight types
+// with int8 kernels, whether or not the mode is on, so that one run
+// times both arithmetics.
+var sweepFamilies = []string{"matvec", "matvec_batch", "matvec_int8", "matvec_int8_batch"}
+
+// int8Family reports whether fam is one of the int8 mode's families.
+func int8Family(fam string) bool { return strings.HasPrefix(fam, "matvec_int8") }
 
 // allSweepFamilies are every family Sweep knows, in order.
-var allSweepFamilies = append(slices.Clone(sweepFamilies), "coopmat", "coopmat_small", "attention", "attention_prefill")
+var allSweepFamilies = append(slices.Clone(sweepFamilies), "layout", "coopmat", "coopmat_small", "attention", "attention_prefill")
 
 // sweepLimit is the normalized MSE the default candidate may have against
 // a float64 reference (kerneltest.LimitQuant): it catches a broken
@@ -160,10 +168,11 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 		for _, fam := range o.Families {
 			var rows []SweepRow
 			var err error
-			switch fam {
-			case "attention", "attention_prefill":
+			_, int8ok := b.int8Name(dt)
+			switch {
+			case fam == "attention" || fam == "attention_prefill" || fam == "layout" || int8Family(fam) && !int8ok:
 				continue
-			case "coopmat", "coopmat_small":
+			case fam == "coopmat" || fam == "coopmat_small":
 				if _, ok := b.coopVariant(dt); !ok {
 					continue
 				}
@@ -175,6 +184,15 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 				return nil, err
 			}
 			res.choose(o, rows)
+		}
+		if slices.Contains(o.Families, "layout") && repackable(dt, repackRun*dt.BlockSize()) {
+			rows, err := b.sweepLayout(o, dt, shapes, res.Tuning.Kernels["matvec/"+typeName(dt)])
+			if err != nil {
+				return nil, err
+			}
+			if len(rows) > 0 {
+				res.choose(o, rows)
+			}
 		}
 	}
 	var decode, prefill []SweepAttention
@@ -252,13 +270,13 @@ func (o SweepOptions) sweepRows(fam, key string, n int) []SweepRow {
 func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes []SweepShape) ([]SweepRow, error) {
 	rows := o.sweepRows(fam, fam+"/"+typeName(dt), len(shapes))
 	n := 1
-	if fam == "matvec_batch" {
+	if strings.HasSuffix(fam, "_batch") {
 		n = o.Batch
 	}
 	r := rand.New(rand.NewPCG(uint64(dt), 7))
 	var bytesPerToken float64
 	for si, s := range shapes {
-		w, data, err := b.sweepWeight(r, dt, s.Rows, s.K)
+		w, data, err := b.sweepWeight(r, dt, s.Rows, s.K, !int8Family(fam)) // int8.glsl reads the file layout
 		if err != nil {
 			return nil, err
 		}
@@ -282,10 +300,18 @@ func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes [
 			return nil, err
 		}
 		name, _ := b.matmulVariant(dt, 1, s.K) // the matrix-vector kernel at any n
+		run := b.matvec
+		if int8Family(fam) {
+			name, _ = b.int8Name(dt)
+			run = func(name string, k Knobs, d, x, w *Tensor) {
+				b.q8src = q8Source{} // its quantising dispatch timed with it
+				b.int8Matvec(name, k, d, x, w)
+			}
+		}
 		var want []float32
 		for ci := range rows {
 			row := &rows[ci]
-			got, d, err := b.sweepTime(name, row.Knobs, dt32.(*Tensor), xt.(*Tensor), w.(*Tensor), o.Reps)
+			got, d, err := b.sweepTime(run, name, row.Knobs, dt32.(*Tensor), xt.(*Tensor), w.(*Tensor), o.Reps)
 			if err != nil {
 				row.Wrong = err.Error()
 				continue
@@ -334,17 +360,18 @@ func sameKnobs(a, b Knobs) bool {
 	return true
 }
 
-// sweepTime runs the matrix-vector kernel with knobs k once untimed and
-// reps times timed, and returns its result and one dispatch's mean GPU time.
-func (b *Backend) sweepTime(name string, k Knobs, d, x, w *Tensor, reps int) ([]float32, time.Duration, error) {
-	return b.sweepTimed(d, reps, func() { b.matvec(name, k, d, x, w) })
+// sweepTime runs a matrix-vector kernel (run: matvec or int8Matvec) with
+// knobs k once untimed and reps times timed, and returns its result and
+// one call's mean GPU time.
+func (b *Backend) sweepTime(run func(string, Knobs, *Tensor, *Tensor, *Tensor), name string, k Knobs, d, x, w *Tensor, reps int) ([]float32, time.Duration, error) {
+	return b.sweepRun(d, reps, func() { run(name, k, d, x, w) })
 }
 
-// sweepTimed records run once untimed and reps times timed, and returns
-// d's contents after and one run's mean GPU time. d is zeroed first, so
-// that a candidate that leaves an element unwritten cannot pass with an
-// earlier candidate's value.
-func (b *Backend) sweepTimed(d *Tensor, reps int, run func()) ([]float32, time.Duration, error) {
+// sweepRun records run once untimed and reps times timed, and returns d
+// after and one run's mean GPU time. d is zeroed first, so that a
+// candidate that leaves an element unwritten cannot pass with an earlier
+// candidate's value.
+func (b *Backend) sweepRun(d *Tensor, reps int, run func()) ([]float32, time.Duration, error) {
 	if err := b.Sync(); err != nil {
 		return nil, 0, err
 	}
@@ -413,13 +440,25 @@ func sweepRef(dt tensor.DType, data []byte, x, got []float32, n, k, m int) float
 	return num / den
 }
 
-// sweepWeight uploads a random (rows, k) weight of dt: random bits with
-// every float and every scale of a block made finite and of moderate
-// size, so no dot overflows.
-func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kernels.Tensor, []byte, error) {
-	size, err := dt.Bytes(int64(rows) * int64(k))
+// sweepWeight uploads a random (rows, k) weight of dt (sweepData) in
+// the layout Upload chooses, or the file's unless mayPack.
+func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int, mayPack bool) (kernels.Tensor, []byte, error) {
+	data, err := sweepData(r, dt, rows, k)
 	if err != nil {
 		return nil, nil, err
+	}
+	w, err := b.upload(tensor.Tensor{Name: "sweep", DType: dt, Shape: []int64{int64(rows), int64(k)}, Data: data},
+		mayPack && slices.Contains(b.info.Repacked, dt.String()))
+	return w, data, err
+}
+
+// sweepData is a random (rows, k) weight of dt: random bits with every
+// float and every scale of a block made finite and of moderate size, so
+// no dot overflows.
+func sweepData(r *rand.Rand, dt tensor.DType, rows, k int) ([]byte, error) {
+	size, err := dt.Bytes(int64(rows) * int64(k))
+	if err != nil {
+		return nil, err
 	}
 	data := make([]byte, size)
 	for i := 0; i+8 <= len(data); i += 8 {
@@ -454,7 +493,7 @@ func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kerne
 			tensor.Q2_K: {80, 82}, tensor.Q3_K: {108}, tensor.Q4_K: {0, 2}, tensor.Q5_K: {0, 2}, tensor.Q6_K: {208},
 		}[dt]
 		if offs == nil {
-			return nil, nil, fmt.Errorf("vulkan: sweep: no synthetic %v weights", dt)
+			return nil, fmt.Errorf("vulkan: sweep: no synthetic %v weights", dt)
 		}
 		bb := dt.BlockBytes()
 		for blk := 0; blk < len(data); blk += bb {
@@ -463,8 +502,7 @@ func (b *Backend) sweepWeight(r *rand.Rand, dt tensor.DType, rows, k int) (kerne
 			}
 		}
 	}
-	w, err := b.Upload(tensor.Tensor{Name: "sweep", DType: dt, Shape: []int64{int64(rows), int64(k)}, Data: data})
-	return w, data, err
+	return data, nil
 }
 
 // Table writes the sweep's table: per key, each candidate's time a token

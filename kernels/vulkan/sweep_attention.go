@@ -233,7 +233,7 @@ func (b *Backend) sweepAttnData(r *rand.Rand, dt tensor.DType, s SweepAttention)
 // timed, and returns its result and one call's mean GPU time.
 func (b *Backend) sweepAttnTime(at sweepAttnTensors, s SweepAttention, reps int) ([]float32, time.Duration, error) {
 	scale := float32(1 / math.Sqrt(float64(s.HD)))
-	return b.sweepTimed(at.d, reps, func() { b.Attention(at.d, at.q, at.k, at.v, at.vis, s.Heads, s.KVHeads, scale) })
+	return b.sweepRun(at.d, reps, func() { b.Attention(at.d, at.q, at.k, at.v, at.vis, s.Heads, s.KVHeads, scale) })
 }
 
 // nmse64 is Σ(got−want)² / Σwant² (0 for an all-zero want that got

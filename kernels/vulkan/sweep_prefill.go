@@ -40,7 +40,7 @@ func (b *Backend) sweepCoop(o SweepOptions, fam string, dt tensor.DType, shapes 
 	r := rand.New(rand.NewPCG(uint64(dt), 13))
 	var flops float64 // multiply-adds ×2 of one pass over the shapes
 	for si, s := range shapes {
-		w, data, err := b.sweepWeight(r, dt, s.Rows, s.K)
+		w, data, err := b.sweepWeight(r, dt, s.Rows, s.K, true)
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +62,7 @@ func (b *Backend) sweepCoop(o SweepOptions, fam string, dt tensor.DType, shapes 
 				if fam == "coopmat_small" && n >= row.Knobs["min"] {
 					t = big
 				}
-				got, dur, err := b.sweepTimed(d, o.Reps, func() { b.coopDispatch(name, t, d, xt, w.(*Tensor)) })
+				got, dur, err := b.sweepRun(d, o.Reps, func() { b.coopDispatch(name, t, d, xt, w.(*Tensor)) })
 				if err != nil {
 					row.Wrong = err.Error()
 					continue

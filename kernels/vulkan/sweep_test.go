@@ -34,7 +34,8 @@ var sweepShapes = []SweepShape{
 // are within kerneltest's LimitQuant of float64 sums. It runs Sweep end
 // to end, as `vkllm bench --sweep` does, so its tuning must load.
 //
-//   - matvec: the matrix-vector families; the batch family runs 5
+//   - matvec: the matrix-vector families (the int8 ones: every Int8Types
+//     weight type) and "layout"; the batch families run 5
 //     tokens, so every toks leaves a partial tile. Every combination for
 //     every weight type is 1638 candidates, minutes on lavapipe: by
 //     default each weight type runs a covering set (every value of every
@@ -50,7 +51,7 @@ var sweepShapes = []SweepShape{
 //   - attention_prefill: a covering set on causal prompts of 12 and 40
 //     tokens after 20 cells of context (both sides of every "min").
 func TestSweepCandidates(t *testing.T) {
-	t.Run("matvec", testSweepMatvec)
+	t.Run("matvec", func(t *testing.T) { sweepCandidates(t, openTest(t, Config{}), WeightDTypes()) })
 	t.Run("coop", testSweepCoop)
 	t.Run("attention_prefill", testSweepAttnPrefill)
 }
@@ -90,15 +91,44 @@ func checkCovering(t *testing.T, name string, only func(Knobs) bool) {
 	}
 }
 
-func testSweepMatvec(t *testing.T) {
-	b := openTest(t, Config{})
-	o := SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1, Families: sweepFamilies}
+// TestSweepCandidatesRepacked is TestSweepCandidates for the dtypes with a
+// repacked layout, repacked (the "long" shape's rows are).
+func TestSweepCandidatesRepacked(t *testing.T) {
+	b := openTest(t, Config{Tuning: repackAll()})
+	if len(b.Device().Repacked) == 0 {
+		t.Fatal("nothing repacked")
+	}
+	sweepCandidates(t, b, RepackDTypes())
+}
+
+func sweepCandidates(t *testing.T, b *Backend, types []tensor.DType) {
+	o := SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1}
 	full := os.Getenv("VKLLM_SWEEP_FULL") == "1"
 	o.Only = func(k Knobs) bool { return full || coveringSet(k) }
 	for _, name := range sweepFamilies {
-		checkCovering(t, name, coveringSet)
+		f := Families[name]
+		for knob, vals := range f.Space {
+			for _, v := range vals {
+				covered := f.Default[knob] == v
+				for _, c := range f.Candidates() {
+					covered = covered || coveringSet(c) && c[knob] == v
+				}
+				if !covered {
+					t.Errorf("%s: the covering set never takes %s=%d", name, knob, v)
+				}
+			}
+		}
 	}
-	types := sweepTypes(t, WeightDTypes())
+	if s := os.Getenv("VKLLM_SWEEP_TYPES"); s != "" {
+		types = nil
+		for _, name := range strings.Split(s, ",") {
+			dt, ok := tensor.ParseDType(name)
+			if !ok {
+				t.Fatalf("VKLLM_SWEEP_TYPES: %q", name)
+			}
+			types = append(types, dt)
+		}
+	}
 	t0 := time.Now()
 	res := &SweepResult{Tuning: DeviceTuning{Kernels: Tuning{}}}
 	for _, dt := range types {
@@ -112,7 +142,52 @@ func testSweepMatvec(t *testing.T) {
 		res.Tuning.Vendor, res.Tuning.Device = r.Tuning.Vendor, r.Tuning.Device
 	}
 	t.Logf("%d rows in %v, %d pipelines", len(res.Rows), time.Since(t0), b.Pipelines())
-	checkSweep(t, b, res, types, sweepFamilies, o.Only)
+	keys := map[string]int{}
+	for _, r := range res.Rows {
+		keys[r.Key]++
+		if r.Wrong != "" {
+			t.Errorf("%s %v: %s", r.Key, r.Knobs, r.Wrong)
+		}
+	}
+	for _, dt := range types {
+		for _, fam := range sweepFamilies {
+			key := fam + "/" + typeName(dt)
+			if _, ok := b.int8Name(dt); int8Family(fam) && !ok {
+				if keys[key] != 0 {
+					t.Errorf("%s: %d candidates run for a type without int8 kernels", key, keys[key])
+				}
+				continue
+			}
+			want := 0
+			for _, k := range Families[fam].Candidates() {
+				if o.Only(k) || sameKnobs(k, Families[fam].Default) {
+					want++
+				}
+			}
+			if keys[key] != want {
+				t.Errorf("%s: %d candidates run, want %d", key, keys[key], want)
+			}
+			if _, ok := res.Tuning.Kernels[key]; !ok && !t.Failed() {
+				t.Errorf("%s: nothing chosen", key)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	res.Table(&buf)
+	if !strings.Contains(buf.String(), "chosen") {
+		t.Errorf("table without a choice:\n%s", buf.String())
+	}
+	js, err := json.Marshal(res.Tuning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ParseDeviceTuning(js)
+	if err != nil {
+		t.Fatalf("the sweep's tuning does not load: %v\n%s", err, js)
+	}
+	if d.Device != b.Device().Name || d.Vendor != b.Device().Vendor {
+		t.Errorf("tuning for %q (%#x), device %q (%#x)", d.Device, d.Vendor, b.Device().Name, b.Device().Vendor)
+	}
 	checkClean(t, b)
 }
 
@@ -351,6 +426,40 @@ func TestSweepAttention(t *testing.T) {
 	}
 	if _, err := b.Sweep(SweepOptions{Families: []string{"attention"}, Attention: []SweepAttention{{Name: "bad", Heads: 3, KVHeads: 2, HD: 8, N: 1, Width: 64}}}); err == nil {
 		t.Error("3 query heads over 2 KV heads: no error")
+	}
+	checkClean(t, b)
+}
+
+// TestSweepLayout runs the "layout" family of Sweep: per dtype with a
+// repacked layout, both layouts timed on the repackable shapes, the
+// repacked one bitwise the file layout's, one chosen, the tuning loads.
+func TestSweepLayout(t *testing.T) {
+	b := openTest(t, Config{})
+	shapes := append(slices.Clone(sweepShapes), SweepShape{Name: "wide", K: 2048, Rows: 19, Count: 1}) // Q6_K's runs
+	res, err := b.Sweep(SweepOptions{Families: []string{"layout"}, Shapes: shapes, Reps: 1, DTypes: WeightDTypes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range res.Rows {
+		if !slices.Contains(keys, r.Key) {
+			keys = append(keys, r.Key)
+		}
+		if r.Wrong != "" || r.Score <= 0 || len(r.Times) == 0 || slices.Contains(r.Times, 0) {
+			t.Errorf("%s %v: score %v over %d shapes, %s", r.Key, r.Knobs, r.Score, len(r.Times), r.Wrong)
+		}
+	}
+	if want := []string{"layout/q8_0", "layout/q4_0", "layout/q4_1", "layout/q6_k"}; !slices.Equal(keys, want) || len(res.Rows) != 2*len(want) {
+		t.Errorf("%d rows of keys %v, want 2 of each of %v", len(res.Rows), keys, want)
+	}
+	for _, k := range keys {
+		if _, ok := res.Tuning.Kernels[k]; !ok {
+			t.Errorf("%s: nothing chosen", k)
+		}
+	}
+	js, _ := json.Marshal(res.Tuning)
+	if _, err := ParseDeviceTuning(js); err != nil {
+		t.Errorf("the sweep's tuning does not load: %v\n%s", err, js)
 	}
 	checkClean(t, b)
 }

@@ -41,6 +41,10 @@ type Family struct {
 //     workgroup (slots of 64 lanes); rows: weight rows a slot; toks: tokens
 //     a workgroup; bpi: quant groups (or elements) a lane issues per step.
 //   - matvec_batch: the same kernel for 2 to mmMinTokens-1 tokens.
+//   - matvec_int8, matvec_int8_batch: the int8 mode's matrix-vector
+//     kernel (matmul.comp's INT8 variants, int8.go) for one token and for
+//     more (prefill included), the same knobs; keyed by the Int8Types
+//     weight types.
 //   - attention: decode attention (attention.comp), key "attention"; its
 //     knobs are AttentionTuning's Segments ("segs"), HeadsPerGroup
 //     ("heads"), Workgroups ("wgs") and TileFloats ("tile", shared with
@@ -53,12 +57,20 @@ type Family struct {
 //     step through shared memory.
 //   - coopmat_small: its tile for fewer tokens (a decode step, short
 //     batches), and "min", the crossover. No coop knob changes a bit.
+//   - layout: how Upload lays out a weight of the sub-key's dtype, key
+//     "layout/q4_0": "repack" 1 repacks it (layout.go; every kernel
+//     reads it, with the same results), 0 keeps the file's bytes. The
+//     default is 0 until a device's sweep measures both layouts.
 //
-// The attention knobs are not spec-constant lists of one kernel (Spec only
-// names them); Config.Attention's non-zero fields win over them.
+// The attention and layout knobs are not spec-constant lists of one
+// kernel (Spec only names them); Config.Attention's non-zero fields win
+// over the attention knobs, Config.NoRepack over "repack".
 var Families = map[string]Family{
 	"matvec":       matvecFamily(1, []int{1}),
 	"matvec_batch": matvecFamily(8, []int{2, 4, 8, 16}),
+	// The int8 mode's kernel (int8.go), the same knobs.
+	"matvec_int8":       matvecFamily(1, []int{1}),
+	"matvec_int8_batch": matvecFamily(8, []int{2, 4, 8, 16}),
 	"attention": {
 		Spec:    []string{"segs", "heads", "wgs", "tile"},
 		Default: Knobs{"segs": 32, "heads": 8, "wgs": 128, "tile": 4096},
@@ -66,6 +78,11 @@ var Families = map[string]Family{
 			"segs": {8, 16, 32, 64, 128}, "heads": {1, 2, 4, 8}, "wgs": {1, 64, 128, 256, 512}, "tile": {2048, 4096, 8192},
 		},
 		Whole: true,
+	},
+	"layout": {
+		Spec:    []string{"repack"},
+		Default: Knobs{"repack": 0},
+		Space:   map[string][]int{"repack": {0, 1}},
 	},
 	"attention_prefill": {
 		Spec:    []string{"rows", "wg", "min"},

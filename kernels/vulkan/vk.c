@@ -356,6 +356,8 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 	if (v13) {
 		e13.subgroupSizeControl = f13.subgroupSizeControl;
 		e13.computeFullSubgroups = f13.computeFullSubgroups;
+		e13.shaderIntegerDotProduct = f13.shaderIntegerDotProduct; // the int8 MatMul's _int8dot variants
+		props->intdot = f13.shaderIntegerDotProduct;
 	}
 	props->storage16 = f11.storageBuffer16BitAccess;
 	props->storage8 = f12.storageBuffer8BitAccess;

@@ -47,6 +47,7 @@ typedef struct vkl_props {
 	uint32_t subgroup_size;
 	uint32_t subgroup_ops;        // VkSubgroupFeatureFlags in compute
 	uint32_t storage16, storage8, float16, int8, float64, int16;
+	uint32_t intdot;              // shaderIntegerDotProduct (Vulkan 1.3), enabled
 	uint32_t size_control;        // subgroupSizeControl feature
 	uint32_t min_subgroup, max_subgroup;
 	uint32_t size_control_compute; // requiredSubgroupSizeStages has compute

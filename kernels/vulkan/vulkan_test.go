@@ -135,13 +135,13 @@ func TestMatMulVariants(t *testing.T) {
 // FromEnv; Open alone reads no variable.
 func TestDisableEnv(t *testing.T) {
 	t.Setenv("VKLLM_VULKAN_FP16", "1")
-	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16, subgroup,tiled")
-	cfg, err := FromEnv(Config{})
+	t.Setenv("VKLLM_VULKAN_DISABLE", "fp16, subgroup,tiled,repack")
+	cfg, err := FromEnv(Config{Tuning: repackAll()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := openTest(t, cfg)
-	if d := b.Device(); d.FP16 || d.Subgroups || d.Tiled {
+	if d := b.Device(); d.FP16 || d.Subgroups || d.Tiled || len(d.Repacked) > 0 {
 		t.Errorf("device %+v with every feature disabled", d)
 	}
 	if d := openTest(t, Config{}).Device(); !d.Tiled {

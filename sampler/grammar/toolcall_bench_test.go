@@ -177,3 +177,68 @@ func BenchmarkCompileSchema(b *testing.B) {
 		}
 	})
 }
+
+// argsDoc is a forced call's arguments with no schema, compact (the
+// language both ways below take: JSONObjectSchema writes compact JSON,
+// with at most 6 fraction digits and no exponent).
+const argsDoc = `{"query":"the weather in Paris tomorrow morning","limit":5,"score":0.75,"filters":{"lang":"fr","safe":true,"sites":["meteo.fr","bbc.co.uk"]},"note":null}`
+
+// BenchmarkToolCallArgs is the cost per token of a forced call whose
+// tool has no schema, over Qwen3's 151k tokens (Allow, with clearing the
+// mask, and Accept over the call's tokens): "hand" is the grammar's own
+// JSON automaton (stepJSON), "schema" the same call with the arguments
+// also walked by JSONObjectSchema's automaton (NewToolCallGrammarArgs),
+// the way a schema-less call would go through the schema machinery.
+// Run with -count to alternate them.
+func BenchmarkToolCallArgs(b *testing.B) {
+	tok := realTokenizer(b, "qwen3")
+	v := vocabOf(tok)
+	pre, mid, suf := chat.FormatQwen.CallSyntax()
+	names := []string{"get_weather", "search"}
+	hand, err := NewToolCallGrammar(pre, mid, suf, names)
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema, err := NewToolCallGrammarArgs(pre, mid, suf, names, []*Schema{JSONObjectSchema, JSONObjectSchema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids, err := tok.Encode(pre+"search"+mid+argsDoc+suf, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	allowed := make([]bool, tok.VocabSize())
+	run := func(g *ToolCallGrammar, budget int) {
+		con := NewToolCallConstraint(g, v, budget)
+		for _, id := range ids {
+			clear(allowed)
+			con.Allow(allowed)
+			if !allowed[id] {
+				b.Fatalf("token %d %q refused", id, v.bytes[id])
+			}
+			con.Accept(id)
+		}
+		if con.st.phase != phEnd {
+			b.Fatal("call not finished")
+		}
+	}
+	for _, g := range []*ToolCallGrammar{hand, schema} {
+		run(g, 0) // builds the tries and the masks
+	}
+	for _, budget := range []int{0, 200} {
+		for _, c := range []struct {
+			name string
+			g    *ToolCallGrammar
+		}{{"hand", hand}, {"schema", schema}} {
+			b.Run(fmt.Sprintf("%s/budget=%d", c.name, budget), func(b *testing.B) {
+				cpu := cpuTime()
+				for b.Loop() {
+					run(c.g, budget)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ids)), "ns/token")
+				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N*len(ids)), "cpu-ns/token")
+				b.ReportMetric(float64(len(ids)), "tokens")
+			})
+		}
+	}
+}

@@ -19,7 +19,7 @@
 // HF tokenizer folder; Config.RenderRequest renders a chat request file.
 //
 // The template engine is github.com/nikolalohinski/gonja/v2 with the
-// environment transformers gives Jinja (env.go): trim_blocks and
+// environment transformers gives Jinja (env.go, pymethods.go): trim_blocks and
 // lstrip_blocks, raise_exception, strftime_now, a tojson that is Python's
 // json.dumps (ensure_ascii=False, ", " and ": " separators, indent,
 // separators, sort_keys), Python's string methods (strip, split, startswith,

@@ -15,7 +15,8 @@
 #      tuned kernel timed with GPU timestamps on the 0.5B and 8B matrices)
 #      into $OUT/sweep.txt (the table) and $OUT/tuning.json (the chosen
 #      tuning, to commit as kernels/vulkan/tuning/VENDOR-NAME.json), which
-#      every later step uses (VKLLM_VULKAN_TUNING); SWEEP=0 skips it,
+#      every later step uses (VKLLM_VULKAN_TUNING); SWEEP=0 skips it (and
+#      uses .gpu/tuning.json, an earlier call's tuning.json, when present),
 #      SWEEP=only runs setup, facts and the sweep alone (a call of its
 #      own: a full sweep takes a few minutes of the budget);
 #   4. writes each synthetic model once as GGUF for the peer, runs steps 5
@@ -31,6 +32,11 @@
 #   6. runs the models' BenchmarkDecodeCells (decode with 64 cells in use
 #      in a context of 512 cells and of 32768, cpu and vulkan, three
 #      times) on the same model into $OUT/cells.txt;
+#   6b. with SWEEP=only after the sweep, or CPU=1: the CPU backend on every
+#      core of the machine (vkllm bench --backend cpu) against llama.cpp's
+#      portable CPU build (.gpu/llama-cpu.tar.xz,
+#      tools/build-llama-cpu-portable.sh), on cpu_specs, into
+#      $WORK/cpu-runs (issue 41's many-core figures);
 #   7. writes $OUT/results.json and $OUT/results.md (tools/gpu/summarize.py)
 #      and keeps the whole log in $OUT/check.log.
 #
@@ -47,7 +53,10 @@
 # PEER=0 leaves llama.cpp out of the bench rounds (a second run, when the
 # first has the peer's figures).
 #
-# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0|only] bash tools/gpu/check.sh [--small]
+# CPU=0 leaves the CPU step out of a SWEEP=only run; CPU=1 adds it to a
+# full run (last, in the time left).
+#
+# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0|only] [CPU=0|1] bash tools/gpu/check.sh [--small]
 # Exit status: 0 when every step ran and passed, 1 otherwise (the results
 # are written either way).
 set -uo pipefail
@@ -69,9 +78,13 @@ exec > >(tee "$out/check.log") 2>&1
 go_bins=(vkllm vulkan.test models.test engine.test)
 # Peer programs in .gpu/llama-vulkan.tar.xz (tools/build-llama-vulkan.sh).
 peer_bins=(llama-bench llama-batched-bench)
+# The CPU peer in .gpu/llama-cpu.tar.xz (tools/build-llama-cpu-portable.sh),
+# unpacked into $WORK/cpu.
+cpubin=$work/cpu/bin
 
 if ((small)); then
-	specs=(qwen2.5-0.5b-tiny:F16 qwen2.5-0.5b-tiny:Q8_0 qwen2.5-0.5b-tiny:Q4_0 llama-3.1-8b-tiny:Q8_0 llama-3.1-8b-tiny:Q4_0)
+	specs=(qwen2.5-0.5b-tiny:F16 qwen2.5-0.5b-tiny:Q8_0 qwen2.5-0.5b-tiny:Q4_0 qwen2.5-0.5b-tiny:Q4_K llama-3.1-8b-tiny:Q8_0 llama-3.1-8b-tiny:Q4_0 llama-3.1-8b-tiny:Q4_K)
+	cpu_specs=(qwen2.5-0.5b-tiny:Q4_0 qwen2.5-0.5b-tiny:F16)
 	ops_specs=(qwen2.5-0.5b-tiny:Q4_0 llama-3.1-8b-tiny:Q4_0)
 	serve_spec=qwen2.5-0.5b-tiny:Q4_0
 	# lavapipe compiles llama.cpp's pipelines at each start (about 30 s
@@ -81,7 +94,10 @@ if ((small)); then
 	sweep_flags=(--sweep-models qwen2.5-0.5b-tiny,llama-3.1-8b-tiny --sweep-dtypes Q4_0,F16 --sweep-reps 2 --sweep-candidates 4)
 	t_sweep=240
 else
-	specs=(qwen2.5-0.5b:F16 qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q8_0 llama-3.1-8b:Q4_0)
+	# In the order they are benched: the goals' types (F16, Q8_0, Q4_0,
+	# Q4_K) on both shapes, the 8B F16 (16 GB to write) last.
+	specs=(qwen2.5-0.5b:F16 qwen2.5-0.5b:Q8_0 qwen2.5-0.5b:Q4_0 qwen2.5-0.5b:Q4_K llama-3.1-8b:Q8_0 llama-3.1-8b:Q4_0 llama-3.1-8b:Q4_K llama-3.1-8b:F16)
+	cpu_specs=(qwen2.5-0.5b:Q4_0 qwen2.5-0.5b:Q4_K_M qwen2.5-0.5b:F16 llama-3.2-1b:Q4_0)
 	ops_specs=(qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q4_0)
 	serve_spec=qwen2.5-0.5b:Q4_0
 	pp=512 tg=128 reps=3 def_rounds=2 def_budget=540
@@ -96,6 +112,7 @@ t_tests=$((small ? 400 : 150)) t_kill=$((small ? 410 : 160))
 rounds=${ROUNDS:-$def_rounds}
 peer=${PEER:-1}
 do_sweep=${SWEEP:-1}
+do_cpu=${CPU:-$([[ $do_sweep == only ]] && echo 1 || echo 0)}
 budget=${BUDGET_S:-$def_budget}
 threads=$(nproc)
 start=$(date +%s)
@@ -154,6 +171,14 @@ setup() {
 		[[ -x $bin/$b ]] || { echo "no $b in .gpu/llama-vulkan.tar.xz"; return 1; }
 	done
 	export VKLLM_LLAMA_BENCH=$bin/llama-bench
+	if ((do_cpu)); then
+		if [[ -f $gpu/llama-cpu.tar.xz ]]; then
+			mkdir -p "$work/cpu"
+			python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$gpu/llama-cpu.tar.xz" "$work/cpu" || return 1
+		else
+			echo "no .gpu/llama-cpu.tar.xz: the CPU step runs without its peer"
+		fi
+	fi
 }
 
 facts() {
@@ -256,7 +281,10 @@ cells() {
 # sweep: vkllm bench --sweep; on success the chosen tuning applies to
 # every later step.
 sweep() {
-	timeout $(($(left) - 15 < t_sweep ? $(left) - 15 : t_sweep)) "$bin/vkllm" bench --sweep --json --sweep-out "$out/tuning.json" \
+	# The sweep stops starting weight types 20 s before its limit and
+	# rewrites tuning.json after each one: a cut keeps what finished.
+	local limit=$(($(left) - 15 < t_sweep ? $(left) - 15 : t_sweep))
+	timeout $limit "$bin/vkllm" bench --sweep --json --sweep-out "$out/tuning.json" --sweep-budget $((limit - 20))s \
 		"${sweep_flags[@]}" >"$work/sweep.json" 2>"$work/sweep.err"
 	local rc=$?
 	cat "$work/sweep.err"
@@ -267,6 +295,33 @@ for row in r["rows"]:
     print("%-22s %-30s %10.1f us/token %8.1f GB/s  %s" % (row["key"], " ".join("%s=%d" % kv for kv in sorted(row["knobs"].items())), row["score_ns"] / 1e3, row["weight_gbs"], mark))' \
 		"$work/sweep.json" >"$out/sweep.txt" 2>&1 || rc=1
 	((rc == 0)) && export VKLLM_VULKAN_TUNING=$out/tuning.json
+	return $rc
+}
+
+# cpu_bench: the CPU backend on all $threads cores against llama.cpp's
+# portable CPU build, one run each of cpu_specs (prefill pp, decode tg,
+# the bandwidth probe), each while time is left.
+cpu_bench() {
+	local s base rc=0 peer_flags
+	mkdir -p "$work/cpu-runs"
+	for s in "${cpu_specs[@]}"; do
+		if (($(left) < 75)); then
+			echo "cpu: $s skipped, $(left) s left"
+			echo "$s" >>"$work/cpu-runs/skipped"
+			rc=1
+			continue
+		fi
+		[[ -f $(gguf "$s") ]] || timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --write-gguf "$(gguf "$s")" || return 1
+		peer_flags=()
+		[[ -x $cpubin/llama-bench ]] && peer_flags=(--peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps")
+		base=$work/cpu-runs/${s/:/-}
+		VKLLM_LLAMA_BENCH=$cpubin/llama-bench timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend cpu \
+			--pp "$pp" --tg "$tg" --kv f16 --threads "$threads" --json "${peer_flags[@]}" >"$base.json" 2>"$base.err" || {
+			tail -n 20 "$base.err"
+			rc=1
+		}
+		rm -f "$(gguf "$s")"
+	done
 	return $rc
 }
 
@@ -286,8 +341,10 @@ if ! step setup setup; then
 fi
 step facts facts
 if [[ $do_sweep == only ]]; then
-	t_sweep=$(($(left) - 30)) # the whole budget
+	# the whole budget, less about 200 s for the CPU step
+	t_sweep=$(($(left) - 30 - (do_cpu ? (small ? 120 : 200) : 0)))
 	step sweep sweep
+	((do_cpu)) && step cpu cpu_bench
 	python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
 	echo "total $(($(date +%s) - start)) s; results in $out"
 	exit $failed
@@ -295,6 +352,11 @@ fi
 step tests tests
 if [[ $do_sweep != 0 ]]; then
 	step sweep sweep
+elif [[ -f $gpu/tuning.json ]]; then
+	# a sweep's tuning from an earlier call (copied to .gpu/tuning.json)
+	export VKLLM_VULKAN_TUNING=$gpu/tuning.json
+	skip sweep "SWEEP=0; the tuning of .gpu/tuning.json"
+	cp "$gpu/tuning.json" "$out/tuning.json"
 else
 	skip sweep "SWEEP=0"
 fi
@@ -324,6 +386,9 @@ if step write-models write_models; then
 	rm -f "$work"/*.gguf
 else
 	skip bench "the models were not written"
+fi
+if ((do_cpu)); then
+	step cpu cpu_bench
 fi
 
 python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1

@@ -10,6 +10,9 @@
 #   .gpu/bin/engine.test.xz  engine's tests, for BenchmarkServe
 #   .gpu/llama-vulkan.tar.xz  llama.cpp's llama-bench and llama-batched-bench
 #                          with GGML_VULKAN=ON (tools/build-llama-vulkan.sh)
+#   .gpu/llama-cpu.tar.xz  llama.cpp's llama-bench for the CPU, portable (one
+#                          library per x86-64 level, chosen at start;
+#                          tools/build-llama-cpu-portable.sh)
 #   .gpu/vkinfo/*.deb      vulkaninfo and the libraries it needs, unpacked
 #                          into a private folder there
 #   .gl/*.deb              the Vulkan loader, the GL dispatch libraries that
@@ -43,6 +46,10 @@ done
 echo "prepare: llama.cpp Vulkan peer (tools/build-llama-vulkan.sh)" >&2
 packed=$(tools/build-llama-vulkan.sh | tail -n1)
 cp "$packed" "$gpu/llama-vulkan.tar.xz"
+
+echo "prepare: llama.cpp portable CPU peer (tools/build-llama-cpu-portable.sh)" >&2
+packed=$(tools/build-llama-cpu-portable.sh | tail -n1)
+cp "$packed" "$gpu/llama-cpu.tar.xz"
 
 echo "prepare: Debian packages" >&2
 o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/vkllm-apt-amd64)

@@ -53,7 +53,7 @@ func TestScriptsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal("no bash:", err)
 	}
-	for _, s := range []string{"check.sh", "prepare.sh", "../build-llama-vulkan.sh", "../lib/llama-sdist.sh"} {
+	for _, s := range []string{"check.sh", "prepare.sh", "../build-llama-vulkan.sh", "../build-llama-cpu-portable.sh", "../lib/llama-sdist.sh"} {
 		if out, err := exec.Command(bash, "-n", s).CombinedOutput(); err != nil {
 			t.Errorf("bash -n %s: %v\n%s", s, err, out)
 		}
@@ -160,7 +160,7 @@ func TestTestFilters(t *testing.T) {
 // plans at full scale, and builds at the tiny scale.
 func TestSpecs(t *testing.T) {
 	check := read(t, "check.sh")
-	specs := append(arrays(check, "specs"), arrays(check, "ops_specs")...)
+	specs := append(append(arrays(check, "specs"), arrays(check, "ops_specs")...), arrays(check, "cpu_specs")...)
 	if len(specs) < 10 {
 		t.Fatalf("check.sh lists %d specs: %q", len(specs), specs)
 	}

@@ -153,9 +153,27 @@ def main():
                     k["chosen"] = {"knobs": row["knobs"], "us_per_token": row["score_ns"] / 1e3, "gbs": row["weight_gbs"]}
             sweep = {"seconds": sj.get("time_ns", 0) / 1e9, "tuning": sj.get("tuning"), "kernels": keys}
 
+    # cpu-runs/SPEC.json: `vkllm bench --backend cpu --json` on every core
+    # with the portable llama-bench as its peer (one run each).
+    cpu = []
+    for f in sorted(glob.glob(os.path.join(a.work, "cpu-runs", "*.json"))):
+        try:
+            r = json.load(open(f))
+        except ValueError:
+            continue
+        p = r.get("peer") or {}
+        cpu.append({"spec": r.get("synthetic") or os.path.basename(f)[:-5], "threads": r.get("threads"), "simd": r.get("simd"),
+                    "vkllm_pp_tps": r.get("pp_tps"), "vkllm_tg_tps": r.get("tg_tps"),
+                    "llama_pp_tps": p.get("pp_tps"), "llama_tg_tps": p.get("tg_tps"), "llama_backends": p.get("backends"),
+                    "bandwidth_gbs": r.get("bandwidth_gbs"), "roofline_frac": r.get("roofline_frac"),
+                    "peer_error": r.get("peer_error")})
+    skipped_path = os.path.join(a.work, "cpu-runs", "skipped")
+    cpu_skipped = open(skipped_path).read().split() if os.path.exists(skipped_path) else []
+
     res = {"small": a.small == "1", "pp": a.pp, "tg": a.tg, "device": names[0] if names else None,
            "driver": drivers[0] if drivers else None, "steps": steps, "tests": tests,
-           "models": list(models.values()), "serve": serve, "cells": cells, "sweep": sweep}
+           "models": list(models.values()), "serve": serve, "cells": cells, "sweep": sweep,
+           "cpu": cpu, "cpu_skipped": cpu_skipped}
     json.dump(res, open(os.path.join(a.out, "results.json"), "w"), indent=1)
 
     def f(x):
@@ -201,6 +219,19 @@ def main():
                 key, k["candidates"], k["wrong"], f(d.get("us_per_token")), f(d.get("gbs")),
                 f(c.get("us_per_token")), f(c.get("gbs")),
                 " ".join("%s=%d" % kv for kv in sorted(c.get("knobs", {}).items())) or "none right"))
+    if cpu or cpu_skipped:
+        lines.append("")
+        lines.append("CPU backend on every core against llama.cpp's portable CPU build (one run each; ratio = vkllm / llama.cpp):")
+        lines.append("")
+        lines.append("| model | threads | pp%d vkllm | llama.cpp | ratio | tg%d vkllm | llama.cpp | ratio | decode / probe bandwidth |" % (a.pp, a.tg))
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+        for r in cpu:
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                r["spec"], r["threads"], f(r["vkllm_pp_tps"]), f(r["llama_pp_tps"]), ratio(r["vkllm_pp_tps"], r["llama_pp_tps"]),
+                f(r["vkllm_tg_tps"]), f(r["llama_tg_tps"]), ratio(r["vkllm_tg_tps"], r["llama_tg_tps"]),
+                f(r["roofline_frac"]) if r["roofline_frac"] else "–"))
+        for spec in cpu_skipped:
+            lines.append("| %s | skipped (time) | | | | | | | |" % spec)
     lines.append("")
     lines.append("Tests: " + ("; ".join("%s %s (%d passed, %d failed, %d skipped)" % (
         t["binary"], t["result"], t["pass"], t["fail"], t["skip"]) for t in tests) if tests else "none ran"))

@@ -11,8 +11,9 @@
 //
 // --synthetic builds a random-weight model of a real model's shape in
 // memory (package internal/synth: qwen2.5-0.5b, llama-3.2-1b, qwen3-0.6b,
-// llama-3.1-8b; F16, Q8_0, Q4_0, Q4_K and more, or the per-tensor mix
-// llama-quantize writes for Q4_K_M and Q5_K_M) and benches it: nothing
+// llama-3.1-8b; F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL and more, or
+// the per-tensor mix llama-quantize writes for Q4_K_M, Q5_K_M and IQ4_XS)
+// and benches it: nothing
 // to download or carry. --write-gguf writes that model (the same bytes
 // for the same shape, dtype and seed) as a GGUF file and exits, for the
 // peer: llama-bench runs on --peer-model, which must be that file.
@@ -93,7 +94,9 @@
 // it): every candidate of each tuned kernel family (kernels/vulkan's
 // Families: workgroup size, rows per workgroup, tokens per workgroup,
 // blocks per invocation of the matrix-vector kernel, for one token and
-// for a batch of --sweep-batch) is timed with GPU timestamps on the
+// for a batch of --sweep-batch, float and, for the weight types that have
+// one, int8 ("matvec_int8", "matvec_int8_batch": the Config.Int8 mode's
+// kernel, timed whether or not the mode is on)) is timed with GPU timestamps on the
 // matrices of the --sweep-models' decode step (synthetic weights of each
 // --sweep-dtypes type), checked bitwise against the default (and the
 // default against float64 sums), and the fastest right one of each kernel
@@ -101,7 +104,12 @@
 // "attention": segments, heads per workgroup, workgroup target, K/V
 // tile) is timed on the models' GQA shapes, one token and 4, lists of 256
 // and 4096 cells, each candidate checked against float64 sums and, where
-// its segments are the default's, bitwise against the default. It prints the table (--json:
+// its segments are the default's, bitwise against the default. The
+// weight layout (Families "layout": Q8_0, Q4_0, Q4_1 and Q6_K repacked
+// for aligned 16-byte loads, or the file's) is timed per type on the
+// matrices whose rows can be repacked, a matrix-vector and a tiled call
+// in each layout, the repacked results checked bitwise against the
+// file layout's. It prints the table (--json:
 // the whole result) and writes the chosen tuning to --sweep-out, the file
 // to commit as kernels/vulkan/tuning/VENDOR-NAME.json for the backend to
 // use on that device. On a GPU it takes a few minutes.
@@ -111,8 +119,6 @@
 package benchcmd
 
 import (
-	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -123,7 +129,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	_ "github.com/vkllm/vkllm/kernels/cpuref" // registers "cpu-ref"
@@ -131,11 +136,7 @@ import (
 
 	"github.com/vkllm/vkllm/cmd/internal/runinfo"
 	"github.com/vkllm/vkllm/errcode"
-	"github.com/vkllm/vkllm/internal/mmap"
 	"github.com/vkllm/vkllm/internal/synth"
-	"github.com/vkllm/vkllm/kernels"
-	"github.com/vkllm/vkllm/kernels/cpu"
-	"github.com/vkllm/vkllm/models"
 	"github.com/vkllm/vkllm/tensor"
 )
 
@@ -224,11 +225,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	reps := fs.Int("reps", 5, "with --draft: runs of each side, alternated")
 	sweep := fs.Bool("sweep", false, "tune the Vulkan kernels for this device (see --sweep-*) instead")
 	sweepModels := fs.String("sweep-models", "qwen2.5-0.5b,llama-3.1-8b", "with --sweep: the model shapes whose matrices are timed")
-	sweepDTypes := fs.String("sweep-dtypes", "F16,BF16,F32,Q8_0,Q4_0,Q4_1,Q4_K,Q5_K,Q6_K", "with --sweep: the weight types")
+	sweepDTypes := fs.String("sweep-dtypes", "Q4_0,Q8_0,F16,Q4_K,Q6_K,Q5_K,Q4_1,BF16,F32", "with --sweep: the weight types, in the order swept (attention after the fourth)")
 	sweepBatch := fs.Int("sweep-batch", 8, "with --sweep: the tokens of the batched-decode timings")
 	sweepReps := fs.Int("sweep-reps", 20, "with --sweep: timed dispatches per candidate and matrix")
 	sweepCands := fs.Int("sweep-candidates", 0, "with --sweep: at most this many candidates per kernel (0: all)")
-	sweepOut := fs.String("sweep-out", "", "with --sweep: write the chosen tuning (JSON) to this file")
+	sweepOut := fs.String("sweep-out", "", "with --sweep: write the chosen tuning (JSON) to this file (after each weight type)")
+	sweepBudget := fs.Duration("sweep-budget", 0, "with --sweep: start no weight type past this time (0: no limit); what is left keeps its defaults")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n       vkllm bench --sweep [flags]\n\n"+
 			"measure prefill and decode speed (with --draft: speculative decoding's speedup; with --peer: llama.cpp's on the same file; with --sweep: tune the Vulkan kernels for this device).\n\nFlags:\n")
@@ -241,7 +243,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *sweep {
-		return runSweepFlags(*sweepModels, *sweepDTypes, *sweepBatch, *sweepReps, *sweepCands, *sweepOut, *asJSON, stdout, stderr)
+		return runSweepFlags(*sweepModels, *sweepDTypes, *sweepBatch, *sweepReps, *sweepCands, *sweepBudget, *sweepOut, *asJSON, stdout, stderr)
 	}
 	kv, kvOK := map[string]tensor.DType{"f32": tensor.F32, "f16": tensor.F16}[*kvName]
 	if !kvOK {
@@ -373,7 +375,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 
 // runSweepFlags checks --sweep's flags and runs it: 0, 1 on a failed
 // sweep, 2 on bad flags.
-func runSweepFlags(models, dtypes string, batch, reps, cands int, out string, asJSON bool, stdout, stderr io.Writer) int {
+func runSweepFlags(models, dtypes string, batch, reps, cands int, budget time.Duration, out string, asJSON bool, stdout, stderr io.Writer) int {
 	var shapes []synth.Shape
 	for _, name := range strings.Split(models, ",") {
 		s, err := synth.Lookup(strings.TrimSpace(name))
@@ -392,11 +394,11 @@ func runSweepFlags(models, dtypes string, batch, reps, cands int, out string, as
 		}
 		dts = append(dts, dt)
 	}
-	if batch < 2 || reps < 1 || cands < 0 {
-		fmt.Fprintln(stderr, "error: --sweep-batch must be ≥ 2, --sweep-reps ≥ 1 and --sweep-candidates ≥ 0")
+	if batch < 2 || reps < 1 || cands < 0 || budget < 0 {
+		fmt.Fprintln(stderr, "error: --sweep-batch must be ≥ 2, --sweep-reps ≥ 1, --sweep-candidates ≥ 0 and --sweep-budget ≥ 0")
 		return 2
 	}
-	if err := runSweep(shapes, dts, batch, reps, cands, out, asJSON, stdout, stderr); err != nil {
+	if err := runSweep(shapes, dts, batch, reps, cands, budget, out, asJSON, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1
 	}
@@ -460,403 +462,4 @@ func printBenchfmt(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "BenchmarkPrefill/pp=%d/model=%s/backend=%s/threads=%d 1 %.0f ns/op %.3f tok/s\n", r.PP, name, p.Name, r.Threads, 1e9/p.PPTPS, p.PPTPS)
 		fmt.Fprintf(w, "BenchmarkDecode/tg=%d/model=%s/backend=%s/threads=%d 1 %.0f ns/op %.3f tok/s\n", r.TG, name, p.Name, r.Threads, 1e9/p.TGTPS, p.TGTPS)
 	}
-}
-
-// source is what the bench runs: a model file, or a synthetic model
-// (shape set) built in memory.
-type source struct {
-	name     string // the path, or the --synthetic spec
-	peerPath string // the file the peer runs
-	shape    *synth.Shape
-	dtype    synth.Quant
-	seed     uint64
-}
-
-// open opens the model on the backend opt gives; for a synthetic model,
-// it builds it first and reports the time that took.
-func (s source) open(opt models.Option, progress io.Writer) (m *models.Model, build time.Duration, err error) {
-	if s.shape == nil {
-		m, err = models.Open(context.Background(), s.name, opt)
-		return m, 0, err
-	}
-	t0 := time.Now()
-	sm, err := synth.Build(*s.shape, s.dtype, s.seed, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	g, err := sm.Parse()
-	if err != nil {
-		return nil, 0, err
-	}
-	build = time.Since(t0)
-	fmt.Fprintf(progress, "built %s (seed %d, %.0f MB) in %.2f s\n", s.name, s.seed, float64(sm.Bytes())/1e6, build.Seconds())
-	sm = nil // the parsed file holds its own copy
-	m, err = models.OpenGGUF(context.Background(), "synthetic:"+s.name, g, opt)
-	return m, build, err
-}
-
-// writeSynthetic builds the synthetic model s and writes it to path as
-// GGUF (through a temporary file beside it, renamed when complete).
-func writeSynthetic(path string, s source, progress io.Writer) error {
-	t0 := time.Now()
-	sm, err := synth.Build(*s.shape, s.dtype, s.seed, 0)
-	if err != nil {
-		return err
-	}
-	if err := sm.WriteFile(path); err != nil {
-		return err
-	}
-	fmt.Fprintf(progress, "wrote %s (seed %d, %.0f MB of tensors) to %s in %.2f s\n", s.name, s.seed, float64(sm.Bytes())/1e6, path, time.Since(t0).Seconds())
-	return nil
-}
-
-func bench(src source, backend string, pp, tg, threads int, kv tensor.DType, batches []int, ops, withProbe bool, progress io.Writer) (*Result, error) {
-	start := time.Now()
-	opt := models.WithBackendName(backend, kernels.Options{Threads: threads})
-	var timer *opTimer // --ops
-	if ops {
-		b, err := kernels.Open(backend, kernels.Options{Threads: threads})
-		if err != nil {
-			return nil, err
-		}
-		defer b.Close()
-		timer = newOpTimer(b)
-		opt = models.WithBackend(timer)
-	}
-	m, build, err := src.open(opt, progress)
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
-	res := &Result{Model: src.name, Backend: m.Backend().Name(), Threads: threads, PP: pp, TG: tg, KV: strings.ToLower(kv.String()),
-		LoadS: (time.Since(start) - build).Seconds()}
-	if res.Backend == kernels.CPU {
-		res.SIMD = cpu.SIMD() // the kernels the fast path runs
-	}
-	if src.shape != nil {
-		res.Synthetic, res.Seed, res.BuildS = src.name, src.seed, build.Seconds()
-		res.ModelBytes = m.Files.Size // the tensors' bytes: the file's, to within its metadata
-	} else if st, err := os.Stat(src.name); err == nil && !st.IsDir() {
-		res.ModelBytes = st.Size()
-	}
-	params := models.ContextParams{ContextLen: pp + tg, BatchSize: pp, KVType: kv}
-	vocab := uint32(m.Config.VocabSize)
-	tok := func(i int) int32 { return int32((uint32(i)*2654435761 + 12345) % vocab) }
-	var b models.Batch
-	for i := range pp {
-		b.Add(tok(i), int32(i), i == pp-1, 0)
-	}
-	fmt.Fprintf(progress, "loaded on %s in %.2f s; warm-up…\n", m.DescribeBackend(), res.LoadS)
-	if err := warmUp(m, params, b, tok(pp)); err != nil {
-		return nil, err
-	}
-	phaseDone("warm-up", m)
-	ctx, err := m.NewContext(params)
-	if err != nil {
-		return nil, err
-	}
-	defer ctx.Close()
-	fmt.Fprintf(progress, "prefill %d tokens…\n", pp)
-	if timer != nil {
-		res.OpsClock = timer.clock()
-		if err := timer.start(); err != nil && res.OpsClock == clockGPU {
-			// a device without timestamps: each op and a Sync, timed
-			fmt.Fprintf(progress, "no GPU timestamps (%v): --ops times each op with a Sync\n", err)
-			timer.prof, res.OpsClock = nil, clockHost
-			err = timer.start()
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	t0 := time.Now()
-	if err := ctx.Decode(b); err != nil {
-		return nil, err
-	}
-	prefill := time.Since(t0)
-	res.PPTPS = float64(pp) / prefill.Seconds()
-	fmt.Fprintf(progress, "prefill %.2f tok/s\n", res.PPTPS)
-	if timer != nil {
-		ops, p, err := timer.stop(prefill)
-		if err != nil {
-			return nil, err
-		}
-		res.PrefillOps = ops
-		if p != nil {
-			res.PrefillGPUS = p.Span.Seconds()
-		}
-		if err := timer.start(); err != nil {
-			return nil, err
-		}
-	}
-	// Decode steps as the engine runs them: one reused one-token batch,
-	// then the logits row copied out (llama-bench, the peer, leaves its
-	// logits where llama.cpp wrote them).
-	var step models.Batch
-	step.Add(0, 0, true, 0)
-	logits := make([]float32, m.Config.VocabSize)
-	// With the probe on, a probe pass every windowEvery steps, outside
-	// the steps' time: the bandwidth the machine had during the decode.
-	var window *probe
-	if withProbe {
-		res.PeakRSSMB = peakRSSMB() // before the probe's buffer (see run)
-		window = newProbe(threads, windowBytes)
-		defer window.release()
-	}
-	var decoding time.Duration // the steps' time, without the probe passes
-	for i := range tg {
-		if i%8 == 0 && i > 0 {
-			fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s ", i, tg, float64(i)/decoding.Seconds())
-		}
-		if window != nil && i%windowEvery == windowEvery/2 {
-			time.Sleep(windowQuiet)
-			window.pass()
-		}
-		t0 := time.Now()
-		step.Token[0], step.Pos[0] = tok(pp+i), int32(pp+i)
-		if err := ctx.Decode(step); err != nil {
-			return nil, err
-		}
-		copy(logits, ctx.Logits(0))
-		decoding += time.Since(t0)
-	}
-	res.TGTPS = float64(tg) / decoding.Seconds()
-	if window != nil {
-		res.WindowGBs = window.best
-		window.release()
-		_ = resetPeakRSS() // so that the buffer does not count in the peak
-	}
-	if timer != nil {
-		ops, p, err := timer.stop(decoding)
-		if err != nil {
-			return nil, err
-		}
-		res.Ops = ops
-		if p != nil {
-			res.DecodeGPUUS = float64(p.Span.Nanoseconds()) / 1e3 / float64(tg)
-			res.DecodeWallUS = float64(decoding.Nanoseconds()) / 1e3 / float64(tg)
-			res.DecodeSubmits = float64(p.Submits) / float64(tg)
-		}
-	}
-	fmt.Fprintf(progress, "\rdecode %d/%d, %.2f tok/s\n", tg, tg, res.TGTPS)
-	phaseDone("decode", m)
-	ctx.Close()
-	for _, n := range batches {
-		br, err := batched(m, n, min(tg, 32), kv, tok, progress)
-		if err != nil {
-			return nil, err
-		}
-		res.Batch = append(res.Batch, br)
-	}
-	return res, nil
-}
-
-// phaseDone is called after each phase of a bench ("warm-up", "decode",
-// and per batch size "batch warm-up", "batch"), for tests to look at
-// the backend.
-var phaseDone = func(phase string, m *models.Model) {}
-
-// warmUp runs an untimed prefill of b and one decode step of the token
-// tok after it, on a Context of params that it closes, so that the timed
-// runs find the pipelines made and the device's shaders compiled
-// (llama-bench warms up so too).
-func warmUp(m *models.Model, params models.ContextParams, b models.Batch, tok int32) error {
-	ctx, err := m.NewContext(params)
-	if err != nil {
-		return err
-	}
-	defer ctx.Close()
-	if err := ctx.Decode(b); err != nil {
-		return err
-	}
-	var step models.Batch
-	step.Add(tok, int32(len(b.Token)), true, 0)
-	return ctx.Decode(step)
-}
-
-// batched decodes steps tokens in each of n sequences, n tokens per
-// Decode, after a 32-token prompt per sequence and one untimed step (a
-// step of n tokens may run kernels, and make pipelines, that neither the
-// prompts nor a single sequence's decode did).
-func batched(m *models.Model, n, steps int, kv tensor.DType, tok func(int) int32, progress io.Writer) (BatchResult, error) {
-	const prompt = 32
-	ctx, err := m.NewContext(models.ContextParams{ContextLen: n * (prompt + 1 + steps), MaxSeqs: n, BatchSize: max(n, prompt), KVType: kv})
-	if err != nil {
-		return BatchResult{}, err
-	}
-	defer ctx.Close()
-	// one reused batch of a token per sequence, the logits copied out
-	// into one buffer, as the single-sequence decode runs (see bench)
-	var step models.Batch
-	for s := range n {
-		var pre models.Batch // the sequence's prompt, one Decode
-		for i := range prompt {
-			pre.Add(tok(1000*s+i), int32(i), i == prompt-1, models.SeqID(s))
-		}
-		if err := ctx.Decode(pre); err != nil {
-			return BatchResult{}, err
-		}
-		step.Add(0, 0, true, models.SeqID(s))
-	}
-	logits := make([]float32, n*m.Config.VocabSize)
-	var t0 time.Time
-	for i := range steps + 1 { // step 0 is the warm-up
-		if i == 1 {
-			phaseDone("batch warm-up", m)
-			t0 = time.Now()
-		}
-		fmt.Fprintf(progress, "\rbatched decode: batch %d, step %d/%d ", n, max(i-1, 0), steps)
-		for s := range n {
-			step.Token[s], step.Pos[s] = tok(1000*s+prompt+i), int32(prompt+i)
-		}
-		if err := ctx.Decode(step); err != nil {
-			return BatchResult{}, err
-		}
-		for s := range n {
-			copy(logits[s*m.Config.VocabSize:], ctx.Logits(s))
-		}
-	}
-	r := BatchResult{Batch: n, Steps: steps, TPS: float64(n*steps) / time.Since(t0).Seconds()}
-	phaseDone("batch", m)
-	fmt.Fprintf(progress, "\rbatched decode: batch %d, %d steps, %.2f tok/s\n", n, steps, r.TPS)
-	return r, nil
-}
-
-// readBandwidth is a STREAM-like read test: threads goroutines each
-// read their part of a 512 MiB buffer (huge pages where the kernel gives
-// them) as fast as they can, with no arithmetic to wait for, in the two
-// ways the decode kernels read a weight: as one sequential stream with
-// every cache line prefetched ahead (readAll: the F16 and BF16 one-row
-// kernels, the short ends of packed ones) and as four streams side by
-// side (readAll4: the packed one-row kernels, and about the F16 decode
-// tiles' four rows). The best of 20 passes of each, in GB/s of the
-// buffer read.
-func readBandwidth(threads int) float64 {
-	p := newProbe(threads, 512<<20)
-	defer p.release()
-	for range 40 {
-		p.pass()
-	}
-	return p.best
-}
-
-// probePass reads buf once on threads threads, each its part, as one
-// stream a thread (even passes) or four (odd), and returns GB/s.
-func probePass(buf []byte, threads, pass int) float64 {
-	read := readAll
-	if pass%2 == 1 {
-		read = readAll4
-	}
-	sums := make([]uint64, threads)
-	var wg sync.WaitGroup
-	chunk := len(buf) / threads &^ 255
-	t0 := time.Now()
-	for w := range threads {
-		part := buf[w*chunk : (w+1)*chunk]
-		wg.Go(func() { sums[w] = read(part) })
-	}
-	wg.Wait()
-	sec := time.Since(t0).Seconds()
-	var sink uint64
-	for _, s := range sums {
-		sink ^= s
-	}
-	runtime.KeepAlive(sink)
-	return float64(chunk*threads) / sec / 1e9
-}
-
-// probe is a read-bandwidth probe: its buffer and the best of its passes
-// so far. readBandwidth makes one of 512 MiB; the decode's window probe
-// one of windowBytes.
-type probe struct {
-	buf     []byte
-	free    func() error
-	threads int
-	passes  int
-	best    float64 // GB/s
-}
-
-// The window probe: a pass every windowEvery decode steps over
-// windowBytes, twice this project's VMs' L3 cache, so that each pass
-// reads memory. (Where the last-level cache holds 64 MiB, a pass reads
-// cache and overstates the bandwidth: the window fraction then errs low.)
-const (
-	windowEvery = 8
-	windowBytes = 64 << 20
-)
-
-// windowQuiet is how long the decode waits before a window pass, so that
-// the backend's threads are idle: kernels/cpu's helpers poll for their
-// next op for up to 1 ms before they sleep, and a pass that started at
-// once had one reader wait for that poll to end (it read 25–31 GB/s where
-// passes on an idle process read 27–39).
-const windowQuiet = 2 * time.Millisecond
-
-// newProbe maps and touches size bytes: outside the Go heap, on
-// transparent huge pages where the kernel gives them (as the fast path's
-// packed weights are), every page with data that is not zero.
-func newProbe(threads, size int) *probe {
-	buf, free := mmap.Anon(size)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
-	return &probe{buf: buf, free: free, threads: threads}
-}
-
-// pass reads the buffer once (probePass) and keeps the best rate.
-func (p *probe) pass() {
-	p.best = max(p.best, probePass(p.buf, p.threads, p.passes))
-	p.passes++
-}
-
-// release unmaps the buffer (once; later calls do nothing).
-func (p *probe) release() {
-	if p.buf != nil {
-		p.free()
-		p.buf = nil
-	}
-}
-
-// readAllGo XORs b into one word, eight words at a time.
-func readAllGo(b []byte) uint64 {
-	var s [8]uint64
-	for len(b) >= 64 {
-		for i := range s {
-			s[i] ^= binary.LittleEndian.Uint64(b[8*i:])
-		}
-		b = b[64:]
-	}
-	for _, c := range b {
-		s[0] ^= uint64(c)
-	}
-	return s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7]
-}
-
-// peakRSSMB is VmHWM from /proc/self/status in MiB (0 where there is none).
-func peakRSSMB() float64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-// resetPeakRSS sets the RSS high-water mark to the present RSS (Linux's
-// clear_refs); where that fails, the mark keeps what it had.
-func resetPeakRSS() error { return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
-// loadAvg is the first three fields of /proc/loadavg.
-func loadAvg() string {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(raw))
-	return strings.Join(f[:min(3, len(f))], " ")
 }

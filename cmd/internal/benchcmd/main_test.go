@@ -224,7 +224,7 @@ func TestSyntheticFlags(t *testing.T) {
 		{"--synthetic", "qwen2.5-0.5b-tiny:Q8_0", "--model", "../../../testdata/models/qwen2-tiny-F16.gguf"},
 		{},
 		{"--synthetic", "gpt-5:Q8_0"},
-		{"--synthetic", "qwen2.5-0.5b:Q3_K"},
+		{"--synthetic", "qwen2.5-0.5b:Q8_K"},
 		{"--synthetic", "qwen2.5-0.5b-tiny:Q8_0", "--peer", "llama.cpp"},
 		{"--model", "../../../testdata/models/qwen2-tiny-F16.gguf", "--write-gguf", "x.gguf"},
 	} {

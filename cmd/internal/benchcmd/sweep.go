@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/vkllm/vkllm/internal/synth"
 	"github.com/vkllm/vkllm/kernels/vulkan"
@@ -31,7 +34,16 @@ func sweepShapes(s synth.Shape) []vulkan.SweepShape {
 // runSweep is --sweep: Sweep on the Vulkan device over the shapes of
 // models for dtypes, the table (or the JSON result) on stdout, the
 // chosen tuning to out if set.
-func runSweep(models []synth.Shape, dtypes []tensor.DType, batch, reps, cands int, out string, asJSON bool, stdout, stderr io.Writer) error {
+//
+// It sweeps in pieces, one weight type at a time in the order given, with
+// the attention calls after the fourth type, and rewrites out after each
+// piece, so that a run cut short (a GPU lease's time limit) keeps what it
+// finished. With budget > 0 a piece starts only while the time left
+// exceeds the longest piece so far; the pieces left out are named on
+// stderr and in the JSON result's "skipped", and their kernels keep their
+// defaults.
+func runSweep(models []synth.Shape, dtypes []tensor.DType, batch, reps, cands int, budget time.Duration, out string, asJSON bool, stdout, stderr io.Writer) error {
+	t0 := time.Now()
 	cfg, err := vulkan.FromEnv(vulkan.Config{})
 	if err != nil {
 		return err
@@ -48,24 +60,75 @@ func runSweep(models []synth.Shape, dtypes []tensor.DType, batch, reps, cands in
 		attn = append(attn, vulkan.AttentionSweepShapes(m.Name, m.Heads, m.KVHeads, m.HeadDim)...)
 	}
 	fmt.Fprintf(stderr, "sweep on %s: %d shapes, %d weight types, %d attention calls\n", b.Describe(), len(shapes), len(dtypes), len(attn))
-	res, err := b.Sweep(vulkan.SweepOptions{DTypes: dtypes, Shapes: shapes, Attention: attn, Batch: batch, Reps: reps, Candidates: cands, Progress: stderr})
-	if err != nil {
-		return err
+	type piece struct {
+		name string
+		o    vulkan.SweepOptions
 	}
-	if out != "" {
-		js, err := json.MarshalIndent(res.Tuning, "", "  ")
-		if err == nil {
-			err = os.WriteFile(out, append(js, '\n'), 0o644)
+	base := vulkan.SweepOptions{Batch: batch, Reps: reps, Candidates: cands, Progress: stderr}
+	var pieces []piece
+	for i, dt := range dtypes {
+		if i == 4 {
+			o := base
+			o.DTypes, o.Attention = dtypes[:1], attn
+			pieces = append(pieces, piece{"attention", o})
 		}
+		o := base
+		o.DTypes, o.Shapes = []tensor.DType{dt}, shapes
+		pieces = append(pieces, piece{dt.String(), o})
+	}
+	if len(dtypes) <= 4 {
+		o := base
+		o.DTypes, o.Attention = dtypes[:1], attn
+		pieces = append(pieces, piece{"attention", o})
+	}
+	res := sweepRun{SweepResult: &vulkan.SweepResult{Shapes: shapes, Attention: attn}}
+	var longest time.Duration
+	for _, p := range pieces {
+		if left := budget - time.Since(t0); budget > 0 && left < longest {
+			fmt.Fprintf(stderr, "sweep: %s skipped: %.0f s left of the budget, the longest piece took %.0f s\n", p.name, left.Seconds(), longest.Seconds())
+			res.Skipped = append(res.Skipped, p.name)
+			continue
+		}
+		p0 := time.Now()
+		r, err := b.Sweep(p.o)
 		if err != nil {
-			return err
+			return fmt.Errorf("sweep %s: %w", p.name, err)
 		}
+		longest = max(longest, time.Since(p0))
+		if res.Tuning.Kernels == nil {
+			res.Tuning = r.Tuning
+		} else {
+			maps.Copy(res.Tuning.Kernels, r.Tuning.Kernels)
+		}
+		res.Rows = append(res.Rows, r.Rows...)
+		if out != "" {
+			js, err := json.MarshalIndent(res.Tuning, "", "  ")
+			if err == nil {
+				err = os.WriteFile(out, append(js, '\n'), 0o644)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	res.Time = time.Since(t0)
+	if out != "" {
 		fmt.Fprintf(stderr, "wrote the chosen tuning to %s (commit it as kernels/vulkan/tuning/%04x-NAME.json)\n", out, res.Tuning.Vendor)
 	}
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(res)
 	}
 	res.Table(stdout)
+	if len(res.Skipped) > 0 {
+		fmt.Fprintf(stdout, "skipped (budget): %s\n", strings.Join(res.Skipped, ", "))
+	}
 	fmt.Fprintf(stdout, "sweep took %.1f s\n", res.Time.Seconds())
 	return nil
+}
+
+// sweepRun is runSweep's result: Sweep's, merged over the pieces, and the
+// pieces the budget left out.
+type sweepRun struct {
+	*vulkan.SweepResult
+	Skipped []string `json:"skipped,omitempty"`
 }

@@ -4,12 +4,13 @@ package benchcmd
 
 import (
 	"io"
+	"time"
 
 	"github.com/vkllm/vkllm/internal/synth"
 	"github.com/vkllm/vkllm/kernels/vulkan"
 	"github.com/vkllm/vkllm/tensor"
 )
 
-func runSweep([]synth.Shape, []tensor.DType, int, int, int, string, bool, io.Writer, io.Writer) error {
+func runSweep([]synth.Shape, []tensor.DType, int, int, int, time.Duration, string, bool, io.Writer, io.Writer) error {
 	return vulkan.ErrNeedsCgo
 }

@@ -31,19 +31,20 @@ func TestSweep(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("%v:\n%s", err, stdout.String())
 	}
-	// two weight types × two families × three candidates, attention's
-	// three over its 4 decode calls and attention_prefill's three over
-	// its 3 prompts (on a device without the cooperative-matrix kernel:
-	// no coop families)
-	if len(res.Rows) != 18 || len(res.Shapes) != 6 || len(res.Attention) != 7 {
-		t.Errorf("%d rows over %d shapes and %d attention calls, want 18 over 6 and 7", len(res.Rows), len(res.Shapes), len(res.Attention))
+	// two weight types × two families × three candidates, Q4_0's two
+	// int8 families × three, Q4_0's two layouts (its rows of 4864 can be
+	// repacked), attention's three over its 4 decode calls and
+	// attention_prefill's three over its 3 prompts (on a device without
+	// the cooperative-matrix kernel: no coop families)
+	if len(res.Rows) != 26 || len(res.Shapes) != 6 || len(res.Attention) != 7 {
+		t.Errorf("%d rows over %d shapes and %d attention calls, want 26 over 6 and 7", len(res.Rows), len(res.Shapes), len(res.Attention))
 	}
 	for _, r := range res.Rows {
 		if r.Wrong != "" || r.Score <= 0 {
 			t.Errorf("%s %v: score %v, %s", r.Key, r.Knobs, r.Score, r.Wrong)
 		}
 	}
-	for _, key := range []string{"matvec/q4_0", "matvec_batch/q4_0", "matvec/f16", "matvec_batch/f16", "attention", "attention_prefill"} {
+	for _, key := range []string{"matvec/q4_0", "matvec_batch/q4_0", "matvec_int8/q4_0", "matvec_int8_batch/q4_0", "matvec/f16", "matvec_batch/f16", "layout/q4_0", "attention", "attention_prefill"} {
 		if _, ok := res.Tuning.Kernels[key]; !ok {
 			t.Errorf("no tuning chosen for %s: %v", key, res.Tuning.Kernels)
 		}
@@ -57,14 +58,30 @@ func TestSweep(t *testing.T) {
 	}
 	t.Setenv("VKLLM_VULKAN_TUNING", out)
 	cfg, err := vulkan.FromEnv(vulkan.Config{})
-	if err != nil || len(cfg.Tuning) != 6 {
+	if err != nil || len(cfg.Tuning) != 9 {
 		t.Errorf("VKLLM_VULKAN_TUNING: %v, tuning %v", err, cfg.Tuning)
 	}
 	stdout.Reset()
 	if rc := Run(args, &stdout, &stderr); rc != 0 || !strings.Contains(stdout.String(), "chosen") {
 		t.Errorf("the table (exit %d):\n%s", rc, stdout.String())
 	}
-	for _, bad := range [][]string{{"--sweep", "--sweep-models", "gpt-9"}, {"--sweep", "--sweep-dtypes", "Q9_9"}, {"--sweep", "--sweep-batch", "1"}} {
+	// A budget spent before the first piece: every piece is skipped and
+	// named, the tuning file holds no kernel.
+	stdout.Reset()
+	if rc := Run(append(args, "--json", "--sweep-budget", "1ns"), &stdout, &stderr); rc != 0 {
+		t.Fatalf("--sweep-budget 1ns: exit %d: %s", rc, stderr.String())
+	}
+	var cut struct {
+		vulkan.SweepResult
+		Skipped []string `json:"skipped"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &cut); err != nil {
+		t.Fatal(err)
+	}
+	if len(cut.Rows) != 0 || strings.Join(cut.Skipped, ",") != "Q4_0,F16,attention" {
+		t.Errorf("--sweep-budget 1ns: %d rows, skipped %q; want none and Q4_0,F16,attention", len(cut.Rows), cut.Skipped)
+	}
+	for _, bad := range [][]string{{"--sweep", "--sweep-models", "gpt-9"}, {"--sweep", "--sweep-dtypes", "Q9_9"}, {"--sweep", "--sweep-batch", "1"}, {"--sweep", "--sweep-budget", "-1s"}} {
 		if rc := Run(bad, &stdout, &stderr); rc != 2 {
 			t.Errorf("%q: exit %d, want 2", bad, rc)
 		}

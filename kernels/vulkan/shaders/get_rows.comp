@@ -5,6 +5,7 @@
 #include "common/base.glsl"
 
 layout(binding = 0) readonly buffer WB { uint W[]; };
+layout(binding = 0) readonly buffer WB4 { uvec4 W4[]; }; // W, 16 bytes at a time
 layout(binding = 1) readonly buffer IB { int ids[]; };
 layout(binding = 2) writeonly buffer DB { float dst[]; };
 

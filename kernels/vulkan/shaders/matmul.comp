@@ -55,6 +55,12 @@
 // steps) of the two: bitwise MatMul, MatMul, SwiGLU, with one dispatch
 // and no gate/up round trip through memory.
 //
+// INT8 (shaders.Int8Types): the activations come quantised to 8 bits in
+// blocks of 32 (quantize_q8.comp) and each group's contribution is an
+// integer dot turned into float by common/int8.glsl's int8Block, added to
+// the lane's sum in the same order; INTDOT takes the integer dots from
+// GL_EXT_integer_dot_product (the same integers).
+//
 // FP16 (shaderFloat16): the dequantised weights and the activations are
 // rounded to halves and multiplied in half precision, four at a time
 // (one f16vec4 dot per four elements of a quant group, one product per
@@ -67,8 +73,15 @@ layout(constant_id = 2) const uint TOKS = 1;
 layout(constant_id = 3) const uint BPI = 2;
 
 layout(binding = 0) readonly buffer WB { uint W[]; };
+layout(binding = 0) readonly buffer WB4 { uvec4 W4[]; }; // W, 16 bytes at a time
 #include "common/weights.glsl"
-#if GROUP == 1
+#ifdef INT8
+#include "common/int8.glsl"
+#endif
+#if defined(INT8)
+// The activations quantised by quantize_q8.comp (its layout).
+layout(binding = 1) readonly buffer QB { uint Q[]; };
+#elif GROUP == 1
 layout(binding = 1) readonly buffer XB { float x[]; };
 #else
 layout(binding = 1) readonly buffer XB { vec4 x4[]; }; // k is a multiple of GSIZE
@@ -77,7 +90,9 @@ layout(binding = 2) writeonly buffer DB { float dst[]; };
 #ifdef GATEUP
 // weights.glsl's readers again, over the up matrix U.
 layout(binding = 3) readonly buffer UB { uint U[]; };
+layout(binding = 3) readonly buffer UB4 { uvec4 U4[]; };
 #define W U
+#define W4 U4
 #define byteAt byteAtU
 #define u16At u16AtU
 #define halfAt halfAtU
@@ -88,8 +103,13 @@ layout(binding = 3) readonly buffer UB { uint U[]; };
 #define chunkAt chunkAtU
 #define groupAt groupAtU
 #define weightAt weightAtU
+#define groupQ groupQU
 #include "common/weights.glsl"
+#ifdef INT8
+#include "common/int8.glsl"
+#endif
 #undef W
+#undef W4
 #undef byteAt
 #undef u16At
 #undef halfAt
@@ -100,6 +120,7 @@ layout(binding = 3) readonly buffer UB { uint U[]; };
 #undef chunkAt
 #undef groupAt
 #undef weightAt
+#undef groupQ
 #include "common/swiglu.glsl"
 const uint NW = 2u; // matrices: gate, up
 #else
@@ -161,6 +182,51 @@ void main() {
 #ifdef GATEUP
 				[[unroll]] for (uint r = 0u; r < ROWS; r++) acc[RT + r * TOKS + t] = lanePut(acc[RT + r * TOKS + t], xv, wu[r]);
 #endif
+			}
+		}
+	}
+#elif defined(INT8)
+	// Per group: its packed weights and scales once for every token, the
+	// token's block of q8 once for every row; one int8Block a (row,
+	// token), added to the lane's sum in order.
+	uint ng = pc.k / GSIZE, nb = pc.n * (pc.k >> 5);
+	for (uint g0 = lane; g0 < ng; g0 += LANES * BPI) {
+		[[unroll]] for (uint b = 0u; b < BPI; b++) {
+			uint g = g0 + LANES * b;
+			if (g >= ng) break;
+			uint c0 = g * GSIZE;
+			vec2 s[ROWS];
+			uint wq[ROWS][GW];
+			[[unroll]] for (uint r = 0u; r < ROWS; r++) {
+				s[r] = groupScales(rb[r], c0);
+				groupQ(rb[r], c0, wq[r]);
+			}
+#ifdef GATEUP
+			vec2 su[ROWS];
+			uint wqu[ROWS][GW];
+			[[unroll]] for (uint r = 0u; r < ROWS; r++) {
+				su[r] = groupScalesU(rb[r], c0);
+				groupQU(rb[r], c0, wqu[r]);
+			}
+#endif
+			[[unroll]] for (uint t = 0u; t < TOKS; t++) {
+				uint xo = xi[t] + c0, xb = xo >> 5;
+				float dx = uintBitsToFloat(Q[8u * nb + xb]);
+				int xsum = int(Q[9u * nb + xb]);
+				uint xq[GW];
+				[[unroll]] for (uint i = 0u; i < GW; i++) xq[i] = Q[(xo >> 2) + i];
+				[[unroll]] for (uint r = 0u; r < ROWS; r++) {
+					int isum = 0;
+					[[unroll]] for (uint i = 0u; i < GW; i++) isum = dot4(wq[r][i], xq[i], isum);
+					precise float v = acc[r * TOKS + t] + int8Block(s[r], dx, isum, xsum);
+					acc[r * TOKS + t] = v;
+#ifdef GATEUP
+					int isumu = 0;
+					[[unroll]] for (uint i = 0u; i < GW; i++) isumu = dot4(wqu[r][i], xq[i], isumu);
+					precise float vu = acc[RT + r * TOKS + t] + int8Block(su[r], dx, isumu, xsum);
+					acc[RT + r * TOKS + t] = vu;
+#endif
+				}
 			}
 		}
 	}

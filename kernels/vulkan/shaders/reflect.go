@@ -101,13 +101,19 @@ func reflectSPIRV(code []byte) (Layout, error) {
 		}
 		i += n
 	}
-	l := Layout{Bindings: len(buffers), Writable: make([]bool, len(buffers))}
+	// Several variables may alias one binding (weights.glsl's W and W4):
+	// a binding counts once, writable if any of its variables is.
+	seen := map[uint32]bool{}
+	for _, b := range buffers {
+		seen[bindings[b.v]] = true
+	}
+	l := Layout{Bindings: len(seen), Writable: make([]bool, len(seen))}
 	for _, b := range buffers {
 		n := bindings[b.v]
-		if int(n) >= len(buffers) {
-			return Layout{}, fmt.Errorf("shaders: binding %d of %d buffers", n, len(buffers))
+		if int(n) >= len(seen) {
+			return Layout{}, fmt.Errorf("shaders: binding %d of %d buffers", n, len(seen))
 		}
-		l.Writable[n] = !readonly[b.v] && !readonly[pointee[b.ptr]]
+		l.Writable[n] = l.Writable[n] || !readonly[b.v] && !readonly[pointee[b.ptr]]
 	}
 	for _, pt := range push {
 		st := pointee[pt]

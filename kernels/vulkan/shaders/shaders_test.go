@@ -12,7 +12,7 @@ import (
 // TestSPIRVFresh recompiles every variant and fails when a committed .spv
 // differs: run `go generate ./kernels/vulkan/shaders` after editing a
 // shader. It skips only when glslc is not installed, and the
-// cooperative-matrix variants when VKLLM_GLSLC is not set.
+// cooperative-matrix and integer-dot variants when VKLLM_GLSLC is not set.
 func TestSPIRVFresh(t *testing.T) {
 	if _, err := exec.LookPath("glslc"); err != nil {
 		t.Skip("glslc not installed (tools/install-deps.sh installs it)")
@@ -22,8 +22,8 @@ func TestSPIRVFresh(t *testing.T) {
 		t.Run(v.Name, func(t *testing.T) {
 			t.Parallel()
 			out := filepath.Join(dir, v.Name+".spv")
-			if v.Coop && os.Getenv("VKLLM_GLSLC") == "" {
-				t.Skip("needs a glslc with GL_KHR_cooperative_matrix in VKLLM_GLSLC (tools/lavapipe-coopmat.sh; make test sets it)")
+			if (v.Coop || v.IntDot) && os.Getenv("VKLLM_GLSLC") == "" {
+				t.Skip("needs a glslc with GL_KHR_cooperative_matrix and GL_EXT_integer_dot_product in VKLLM_GLSLC (tools/lavapipe-coopmat.sh; make test sets it)")
 			}
 			if msg, err := exec.Command(Glslc(v), GlslcArgs(v, out)...).CombinedOutput(); err != nil {
 				t.Fatalf("glslc: %v\n%s", err, msg)

@@ -25,6 +25,9 @@ type Variant struct {
 	// Coop: the shader uses GL_KHR_cooperative_matrix, which needs a
 	// newer glslc than Debian 12's (see Glslc).
 	Coop bool
+	// IntDot: the shader uses GL_EXT_integer_dot_product, which needs
+	// the same newer glslc.
+	IntDot bool
 }
 
 // Weight dtypes with GetRows and MatMul shaders, as the TYPE_ suffix.
@@ -37,6 +40,12 @@ var FP16Types = []string{"F16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"}
 // TiledTypes are the weight dtypes with a tiled prefill kernel
 // (matmul_mm_*).
 var TiledTypes = []string{"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"}
+
+// Int8Types are the weight dtypes whose MatMul has int8 variants
+// (matmul.comp's INT8: integer dots against activations quantised by
+// quantize_q8.comp): matmul_<type>_f32_int8 with plain int arithmetic,
+// _int8dot with GL_EXT_integer_dot_product, each also _subgroup.
+var Int8Types = []string{"Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"}
 
 // CoopTypes are the weight dtypes with a cooperative-matrix kernel
 // (matmul_coop_*): the tiled kernel's but F32, whose weights keep the
@@ -60,11 +69,25 @@ var Variants = func() []Variant {
 		add("matmul_"+lt+"_f32_fp16", "matmul.comp", "TYPE_"+t, "FP16")
 		add("matmul_"+lt+"_f32_fp16_subgroup", "matmul.comp", "TYPE_"+t, "FP16", "SUBGROUP")
 	}
+	for _, t := range Int8Types {
+		lt := lower(t)
+		for _, dot := range []bool{false, true} {
+			name, defs := "matmul_"+lt+"_f32_int8", []string{"TYPE_" + t, "INT8"}
+			if dot {
+				name, defs = name+"dot", append(defs, "INTDOT")
+			}
+			add(name, "matmul.comp", defs...)
+			add(name+"_subgroup", "matmul.comp", append(defs, "SUBGROUP")...)
+			v[len(v)-2].IntDot, v[len(v)-1].IntDot = dot, dot
+		}
+	}
+	add("quantize_q8_f32", "quantize_q8.comp")
 	// The gate/up matvec with SwiGLU fused (matmul.comp's GATEUP): each
 	// matmul_ variant above with _swiglu after its name.
 	for _, m := range v {
 		if m.Source == "matmul.comp" {
 			add(m.Name+"_swiglu", "matmul.comp", append(slices.Clip(m.Defines), "GATEUP")...)
+			v[len(v)-1].IntDot = m.IntDot
 		}
 	}
 	for _, t := range TiledTypes {
@@ -129,7 +152,8 @@ func lower(s string) string {
 
 // Glslc is the compiler of v: glslc on the PATH, except for the
 // cooperative-matrix variants, which need GL_KHR_cooperative_matrix
-// (shaderc 2023.8 or later; Debian 12's 2023.2 lacks it): $VKLLM_GLSLC
+// (shaderc 2023.8 or later; Debian 12's 2023.2 lacks it), and the
+// integer-dot ones, which need GL_EXT_integer_dot_product: $VKLLM_GLSLC
 // when set, else glslc. The committed .spv of those come from Debian
 // 13's glslc (shaderc 2025.2), which tools/lavapipe-coopmat.sh provides:
 //
@@ -138,7 +162,7 @@ func lower(s string) string {
 // Every other variant keeps Debian 12's glslc, so its .spv does not
 // change with the compiler that builds the cooperative ones.
 func Glslc(v Variant) string {
-	if g := os.Getenv("VKLLM_GLSLC"); v.Coop && g != "" {
+	if g := os.Getenv("VKLLM_GLSLC"); (v.Coop || v.IntDot) && g != "" {
 		return g
 	}
 	return "glslc"

@@ -36,3 +36,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "vkllm.gracePeriod" -}}
 {{- add .Values.server.preStopSleepSeconds .Values.server.drainSeconds .Values.server.graceMarginSeconds }}
 {{- end }}
+
+{{/* --allowed-hosts of a keyless server: the Service's names, then server.allowedHosts. */}}
+{{- define "vkllm.allowedHosts" -}}
+{{- $svc := include "vkllm.fullname" . }}
+{{- $ns := .Release.Namespace }}
+{{- $names := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.server.clusterDomain) }}
+{{- $extra := .Values.server.allowedHosts | default list }}
+{{- if kindIs "string" $extra }}{{ $extra = splitList "," $extra }}{{ end }}
+{{- join "," (concat $names $extra) }}
+{{- end }}

@@ -2,8 +2,17 @@
 // offset (blocks of Q8_0 and Q6_K are not word-aligned). Exactly one TYPE_*
 // is defined; weightAt(rowByte, c) is element c of the row starting at
 // byte rowByte, computed with the float32 steps of tensor.Dequantize.
-// The buffer is W; a shader reading a second one includes this file again
-// with W and every function name #defined to new names (matmul.comp).
+// The buffer is W, and W4 the same binding as 16-byte words; a shader
+// reading a second one includes this file again with W, W4 and every
+// function name #defined to new names (matmul.comp).
+//
+// REPACK (specialization constant 15, layout.go): the Q8_0, Q4_0, Q4_1
+// and Q6_K rows are repacked, each run of 8 blocks as their 8 quant
+// arrays (16 bytes a Q4 block, 32 a Q8_0 one, Q6_K's 208 bytes of ql,
+// qh and scales; each 16-byte aligned) then their 8 scales (d, or d and
+// m of Q4_1). The readers then load a group's
+// quants as uvec4s and its scales with one aligned word; the values and
+// every float operation are the file layout's.
 
 uint byteAt(uint o) { return (W[o >> 2] >> ((o & 3u) * 8u)) & 0xFFu; }
 uint u16At(uint o) { return (W[o >> 2] >> ((o & 2u) * 8u)) & 0xFFFFu; } // o even
@@ -28,6 +37,26 @@ uint u32At(uint o) {
 #define GROUP 1
 #endif
 const uint GSIZE = GROUP;
+layout(constant_id = 15) const bool REPACK = false;
+
+// The repacked run of 8 blocks: RUN bytes, BODY bytes of quants a block
+// (the 8 bodies first), HEAD bytes of scales a block (after them).
+#if defined(TYPE_Q8_0)
+const uint RUN = 272u, BODY = 32u, HEAD = 2u;
+#elif defined(TYPE_Q4_0)
+const uint RUN = 144u, BODY = 16u, HEAD = 2u;
+#elif defined(TYPE_Q4_1)
+const uint RUN = 160u, BODY = 16u, HEAD = 4u;
+#elif defined(TYPE_Q6_K)
+const uint RUN = 1680u, BODY = 208u, HEAD = 2u; // body: ql, qh, scales; head: d
+#else
+const uint RUN = 0u, BODY = 0u, HEAD = 0u;
+#endif
+
+// packedBody and packedHead are the byte offsets of block b's quants and
+// scales in a repacked row at byte rb (16- and HEAD-byte aligned).
+uint packedBody(uint rb, uint b) { return rb + RUN * (b >> 3) + BODY * (b & 7u); }
+uint packedHead(uint rb, uint b) { return rb + RUN * (b >> 3) + 8u * BODY + HEAD * (b & 7u); }
 #endif
 
 // kScales returns (d·sc, dmin·m) of sub-block sb of the Q4_K or Q5_K
@@ -53,6 +82,15 @@ vec2 kScales(uint bo, uint sb) {
 // (c a multiple of 4, the four in that group). weightAt is built on them,
 // so every kernel dequantises to the same float32 values.
 vec2 groupScales(uint rb, uint c) {
+#if defined(TYPE_Q8_0) || defined(TYPE_Q4_0) || defined(TYPE_Q4_1)
+	if (REPACK) {
+#if defined(TYPE_Q4_1)
+		return unpackHalf2x16(W[packedHead(rb, c >> 5) >> 2]); // d and m, one word
+#else
+		return vec2(halfAt(packedHead(rb, c >> 5)), 0.0);
+#endif
+	}
+#endif
 #if defined(TYPE_Q8_0)
 	return vec2(halfAt(rb + 34u * (c >> 5)), 0.0);
 #elif defined(TYPE_Q4_0)
@@ -65,9 +103,10 @@ vec2 groupScales(uint rb, uint c) {
 #elif defined(TYPE_Q5_K)
 	return kScales(rb + 176u * (c >> 8), (c & 255u) >> 5);
 #elif defined(TYPE_Q6_K)
-	uint bo = rb + 210u * (c >> 8), j0 = c & 255u;
+	uint bo = REPACK ? packedBody(rb, c >> 8) : rb + 210u * (c >> 8), j0 = c & 255u;
 	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
-	precise float dl = halfAt(bo + 208u) * float(i8(byteAt(bo + 192u + 8u * h + (l0 >> 4) + 2u * gg)));
+	float d = halfAt(REPACK ? packedHead(rb, c >> 8) : bo + 208u);
+	precise float dl = d * float(i8(byteAt(bo + 192u + 8u * h + (l0 >> 4) + 2u * gg)));
 	return vec2(dl, 0.0);
 #endif
 }
@@ -75,7 +114,8 @@ vec2 groupScales(uint rb, uint c) {
 vec4 chunkAt(uint rb, uint c, vec2 s) {
 	vec4 v;
 #if defined(TYPE_Q8_0)
-	uint u = u32At(rb + 34u * (c >> 5) + 2u + (c & 31u));
+	uint u = REPACK ? W4[(packedBody(rb, c >> 5) >> 4) + ((c & 31u) >> 4)][(c & 15u) >> 2]
+	                : u32At(rb + 34u * (c >> 5) + 2u + (c & 31u));
 	for (uint b = 0u; b < 4u; b++) {
 		precise float y = s.x * float(i8((u >> (8u * b)) & 0xFFu));
 		v[b] = y;
@@ -87,7 +127,8 @@ vec4 chunkAt(uint rb, uint c, vec2 s) {
 #else
 	uint qo = rb + 20u * (c >> 5) + 4u;
 #endif
-	uint u = u32At(qo + (j & 15u)), shift = (j >> 4) * 4u;
+	uint u = REPACK ? W4[packedBody(rb, c >> 5) >> 4][(j & 15u) >> 2] : u32At(qo + (j & 15u));
+	uint shift = (j >> 4) * 4u;
 	for (uint b = 0u; b < 4u; b++) {
 		uint q = (u >> (8u * b + shift)) & 0xFu;
 #if defined(TYPE_Q4_0)
@@ -100,7 +141,9 @@ vec4 chunkAt(uint rb, uint c, vec2 s) {
 	}
 #elif defined(TYPE_Q4_K)
 	uint bo = rb + 144u * (c >> 8), sb = (c & 255u) >> 5;
-	uint u = u32At(bo + 16u + 32u * (sb >> 1) + (c & 31u)), shift = 4u * (sb & 1u);
+	// Rows of 144-byte blocks start at multiples of 16 bytes and the
+	// quants at 16 bytes into a block: aligned words, no repacking needed.
+	uint u = W[(bo + 16u + 32u * (sb >> 1) + (c & 31u)) >> 2], shift = 4u * (sb & 1u);
 	for (uint b = 0u; b < 4u; b++) {
 		uint q = (u >> (8u * b + shift)) & 0xFu;
 		precise float dq = s.x * float(q);
@@ -120,7 +163,15 @@ vec4 chunkAt(uint rb, uint c, vec2 s) {
 #elif defined(TYPE_Q6_K)
 	uint bo = rb + 210u * (c >> 8), j0 = c & 255u;
 	uint h = j0 >> 7, gg = (j0 >> 5) & 3u, l0 = j0 & 31u;
-	uint ul = u32At(bo + 64u * h + 32u * (gg & 1u) + l0), uh = u32At(bo + 128u + 32u * h + l0);
+	uint ul, uh;
+	if (REPACK) {
+		bo = packedBody(rb, c >> 8);
+		ul = W4[(bo + 64u * h + 32u * (gg & 1u) + l0) >> 4][(l0 & 15u) >> 2];
+		uh = W4[(bo + 128u + 32u * h + l0) >> 4][(l0 & 15u) >> 2];
+	} else {
+		ul = u32At(bo + 64u * h + 32u * (gg & 1u) + l0);
+		uh = u32At(bo + 128u + 32u * h + l0);
+	}
 	for (uint b = 0u; b < 4u; b++) {
 		uint ql = (ul >> (8u * b + 4u * (gg >> 1))) & 0xFu;
 		uint qh = (uh >> (8u * b + 2u * gg)) & 3u;
@@ -142,8 +193,9 @@ void groupAt(uint rb, uint c0, out vec4 v[GROUP / 4]) {
 #else
 	uint qo = rb + 20u * (c0 >> 5) + 4u;
 #endif
+	uvec4 q = REPACK ? W4[packedBody(rb, c0 >> 5) >> 4] : uvec4(0u);
 	for (uint j = 0u; j < 16u; j += 4u) {
-		uint u = u32At(qo + j);
+		uint u = REPACK ? q[j / 4u] : u32At(qo + j);
 		for (uint b = 0u; b < 4u; b++) {
 			uint lo = (u >> (8u * b)) & 0xFu, hi = (u >> (8u * b + 4u)) & 0xFu;
 #if defined(TYPE_Q4_0)
