@@ -46,7 +46,7 @@ test: deps $(GGUF)
 test-coopmat:
 	env=$$(bash tools/lavapipe-coopmat.sh) && eval "$$(tail -n1 <<<"$$env")" && \
 	$(GOTEST) ./kernels/vulkan/shaders/ -run 'TestSPIRVFresh/(matmul_coop|.*_int8dot)' && \
-	VKLLM_REQUIRE_COOPMAT=1 $(GOTEST) -exec "$$VKLLM_COOP_EXEC" ./kernels/vulkan/ ./models/ -run 'TestCoop|TestVulkanCoopMat'
+	VKLLM_REQUIRE_COOPMAT=1 $(GOTEST) -exec "$$VKLLM_COOP_EXEC" ./kernels/vulkan/ ./models/ -run 'TestCoop|TestVulkanCoopMat|TestSweepCandidates/coop'
 
 # deps installs the system packages the tests need when they are missing.
 deps:

@@ -18,10 +18,24 @@ import (
 )
 
 // openVulkan opens the Vulkan backend (lavapipe in CI) with validation
-// on. Without a driver the test fails unless VKLLM_VULKAN_OPTIONAL=1.
+// on and the exact float32 MatMul kernels (vulkan.Config.NoCoopMat),
+// which the tests' bounds (1e-4 of the largest logit) are for; the
+// cooperative-matrix mode, the default on a device with the extension,
+// is TestVulkanCoopMat's. Without a driver the test fails unless
+// VKLLM_VULKAN_OPTIONAL=1.
 func openVulkan(t *testing.T) *vulkan.Backend { return openVulkanConfig(t, vulkan.Config{}) }
 
+// openVulkanConfig is openVulkan with cfg.
 func openVulkanConfig(t *testing.T, cfg vulkan.Config) *vulkan.Backend {
+	t.Helper()
+	cfg.NoCoopMat = true
+	return openVulkanDevice(t, cfg)
+}
+
+// openVulkanDevice is openVulkanConfig with cfg's choice of MatMul
+// kernels (the cooperative-matrix mode where the device has it, unless
+// cfg.NoCoopMat).
+func openVulkanDevice(t *testing.T, cfg vulkan.Config) *vulkan.Backend {
 	t.Helper()
 	cfg.Validation = true
 	b, err := vulkan.Open(cfg)

@@ -11,8 +11,9 @@ import "strings"
 // into segments, identically in decode and prefill, so batch, chunk and
 // placement invariance hold for any value); the others change only
 // which invocations do the same arithmetic, and how fast. Sweep tries
-// the decode fields' candidates (Families "attention"); the prefill
-// fields' ("attention_prefill") are settable but not yet swept.
+// the decode fields' candidates (Families "attention") on decode calls
+// and the prefill fields' ("attention_prefill") on prompts
+// (SweepAttention.Causal).
 type AttentionTuning struct {
 	// Segments is the most segments a list of cells is cut into: whole
 	// chunks of 64 entries, the fewest per segment that give at most

@@ -84,20 +84,18 @@ type Config struct {
 	// in chunks of tokens, with the same results. Tests lower it to run
 	// the chunks.
 	AttentionScratch int64
-	// CoopMat runs every MatMul of an F32, F16, BF16, Q8_0, Q4_0, Q4_1,
-	// Q4_K or Q6_K weight on the matrix cores (matmul_coop.comp: halves
-	// in, float32 sums; coop.go) where the device has
-	// VK_KHR_cooperative_matrix with f16 products (also
-	// VKLLM_VULKAN_COOPMAT=1). Opt-in like FP16, for the same reason.
-	CoopMat bool
-	// NoCoopMat forces the fallback kernels where CoopMat asks for the
-	// cooperative one (also VKLLM_VULKAN_DISABLE=coopmat).
+	// NoCoopMat runs the exact float32 kernels where the device has
+	// VK_KHR_cooperative_matrix, on which every MatMul of an F16, BF16,
+	// Q8_0, Q4_0, Q4_1, Q4_K or Q6_K weight otherwise runs on the matrix
+	// cores (matmul_coop.comp: halves in, float32 sums, llama.cpp's
+	// arithmetic; coop.go). Also VKLLM_VULKAN_DISABLE=coopmat.
 	NoCoopMat bool
 	// Int8 runs every MatMul of a Q8_0, Q4_0, Q4_1, Q4_K, Q5_K or Q6_K
 	// weight as integer dot products against activations quantised to 8
 	// bits in blocks of 32 (int8.go; also VKLLM_VULKAN_INT8=1), decode
-	// and prefill alike (for those dtypes it wins over CoopMat). Off by
-	// default until a GPU measurement decides.
+	// and prefill alike (for those dtypes it wins over the
+	// cooperative-matrix kernel). Off by default until a GPU measurement
+	// decides.
 	Int8 bool
 	// NoInt8 forces the float kernels where Int8 asks for the int8 ones
 	// (also VKLLM_VULKAN_DISABLE=int8).
@@ -153,9 +151,9 @@ type DeviceInfo struct {
 	CoopMatDevice bool
 	CoopShapes    []string
 	// CoopMat reports that MatMul runs the cooperative-matrix kernel:
-	// Config.CoopMat, CoopMatDevice, a subgroup size known at pipeline
-	// creation, and the tiles within the device's workgroup limits;
-	// CoopShape is the shape it multiplies in ("16x16x16").
+	// CoopMatDevice, not Config.NoCoopMat, a subgroup size known at
+	// pipeline creation, and the tiles within the device's workgroup
+	// limits; CoopShape is the shape it multiplies in ("16x16x16").
 	CoopMat      bool
 	CoopShape    string
 	MemoryBudget bool // VK_EXT_memory_budget
@@ -260,9 +258,8 @@ type pipeline struct {
 
 // FromEnv returns cfg with the environment's settings: VKLLM_DEVICE and
 // VKLLM_VULKAN_LIB where Device and Library are empty,
-// VKLLM_VULKAN_VALIDATION=1, VKLLM_VULKAN_FP16=1,
-// VKLLM_VULKAN_COOPMAT=1 and VKLLM_VULKAN_INT8=1 turning Validation,
-// FP16, CoopMat and Int8 on,
+// VKLLM_VULKAN_VALIDATION=1, VKLLM_VULKAN_FP16=1 and
+// VKLLM_VULKAN_INT8=1 turning Validation, FP16 and Int8 on,
 // VKLLM_VULKAN_DISABLE's features off (an unknown one is an error), and
 // VKLLM_VULKAN_TUNING's file (a sweep's tuning) as Tuning where Tuning
 // is nil.
@@ -278,9 +275,6 @@ func FromEnv(cfg Config) (Config, error) {
 	}
 	if os.Getenv("VKLLM_VULKAN_FP16") == "1" {
 		cfg.FP16 = true
-	}
-	if os.Getenv("VKLLM_VULKAN_COOPMAT") == "1" {
-		cfg.CoopMat = true
 	}
 	if os.Getenv("VKLLM_VULKAN_INT8") == "1" {
 		cfg.Int8 = true
@@ -364,7 +358,10 @@ func Open(cfg Config) (*Backend, error) {
 	default:
 		b.info.Subgroups = false
 	}
-	b.coopDetect(cfg)
+	if err := b.coopDetect(cfg); err != nil {
+		C.vkl_close(ctx)
+		return nil, err
+	}
 	b.int8Detect(cfg)
 	b.info.Repacked = b.repackDetect(cfg)
 	b.maxRange = int64(p.max_storage_range) &^ 255

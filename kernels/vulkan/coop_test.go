@@ -3,6 +3,7 @@
 package vulkan
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -17,15 +18,14 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// openCoop opens the backend with the cooperative-matrix kernel asked
-// for. On a device without VK_KHR_cooperative_matrix the test is skipped
+// openCoop opens the backend in its default configuration, where MatMul
+// runs the cooperative-matrix kernel if the device has it. On a device without VK_KHR_cooperative_matrix the test is skipped
 // with what it needs, or fails where VKLLM_REQUIRE_COOPMAT=1 (make test
 // sets it when it runs these tests on tools/lavapipe-coopmat.sh's
 // lavapipe), so that a skip is never counted as a pass there.
 func openCoop(t *testing.T, cfg Config) *Backend {
 	t.Helper()
-	cfg.CoopMat = true
-	b := openTest(t, cfg)
+	b := openDevice(t, cfg)
 	if d := b.Device(); !d.CoopMat {
 		msg := "device without the cooperative-matrix kernel (needs VK_KHR_cooperative_matrix with 16x16x16 f16 products: " +
 			"go test -exec \"$VKLLM_COOP_EXEC\" after eval \"$(tools/lavapipe-coopmat.sh | tail -n1)\")"
@@ -37,10 +37,10 @@ func openCoop(t *testing.T, cfg Config) *Backend {
 	return b
 }
 
-// TestCoopDetect: the device's shapes are reported; the kernel runs only
-// when asked for (Config.CoopMat or VKLLM_VULKAN_COOPMAT=1) and not
-// disabled (VKLLM_VULKAN_DISABLE=coopmat); with it on, every MatMul of a
-// CoopTypes weight takes it, a decode step included.
+// TestCoopDetect: the device's shapes are reported; the kernel runs by
+// default unless disabled (Config.NoCoopMat, VKLLM_VULKAN_DISABLE=coopmat);
+// with it on, every MatMul of a CoopTypes weight takes it, a decode step
+// included, and F32 weights keep the exact kernels.
 func TestCoopDetect(t *testing.T) {
 	b := openCoop(t, Config{})
 	d := b.Device()
@@ -54,29 +54,36 @@ func TestCoopDetect(t *testing.T) {
 			t.Errorf("%v: coop variant %q %v, want %v", dt, name, ok, want)
 		}
 	}
-	if d := openTest(t, Config{}).Device(); d.CoopMat || !d.CoopMatDevice {
-		t.Errorf("Config{}: CoopMat %v (want off by default), CoopMatDevice %v (want on)", d.CoopMat, d.CoopMatDevice)
+	if _, ok := b.coopVariant(tensor.F32); ok {
+		t.Error("F32 weights on the cooperative-matrix kernel")
 	}
-	t.Setenv("VKLLM_VULKAN_COOPMAT", "1")
+	if d := openDevice(t, Config{NoCoopMat: true}).Device(); d.CoopMat || !d.CoopMatDevice {
+		t.Errorf("Config{NoCoopMat: true}: CoopMat %v (want off), CoopMatDevice %v (want on)", d.CoopMat, d.CoopMatDevice)
+	}
 	cfg, err := FromEnv(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := openTest(t, cfg).Device(); !d.CoopMat {
-		t.Errorf("VKLLM_VULKAN_COOPMAT=1: CoopMat off")
+	if d := openDevice(t, cfg).Device(); !d.CoopMat {
+		t.Errorf("FromEnv(Config{}): CoopMat off")
 	}
 	t.Setenv("VKLLM_VULKAN_DISABLE", "coopmat")
 	if cfg, err = FromEnv(Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if d := openTest(t, cfg).Device(); d.CoopMat {
+	if d := openDevice(t, cfg).Device(); d.CoopMat {
 		t.Errorf("VKLLM_VULKAN_DISABLE=coopmat: CoopMat on")
+	}
+	// A tuning's tile that does not fit the device fails Open.
+	_, err = Open(Config{Tuning: Tuning{"coopmat/q4_0": {"tm": 128, "tn": 128, "wm": 32, "wn": 32, "bk": 64}}})
+	if !errors.Is(err, ErrTuning) {
+		t.Errorf("a 128×128 tile with bk 64 (96 KiB of shared memory): %v, want ErrTuning", err)
 	}
 	checkClean(t, b)
 }
 
 // coopShapes are the MatMul shapes of the coop tests: n spans decode (1),
-// the small tile (coopTile1), both sides of coopMinTokens and several
+// the small tile, both sides of the crossover (32) and several
 // large tiles with a ragged edge; m leaves ragged weight tiles; k is
 // ragged for the float types (7, 263) and several steps of bk.
 var coopShapes = struct{ ns, ms []int }{ns: []int{1, 5, 31, 32, 100}, ms: []int{19, 64, 70}}
@@ -162,6 +169,11 @@ func TestCoopMatMul(t *testing.T) {
 	checkClean(t, b)
 }
 
+// tileKnobs are tile t as a coop family's knobs.
+func tileKnobs(t coopTile) Knobs {
+	return Knobs{"tm": t.tm, "tn": t.tn, "wm": t.wm, "wn": t.wn, "bk": t.bk}
+}
+
 func half(v float32) float32 { return float16.Fromfloat32(v).Float32() }
 
 // coopRun returns x (n, k) · wᵀ (m rows) from b.
@@ -201,7 +213,6 @@ func coopRun(t *testing.T, b *Backend, w kernels.Tensor, x []float32, n, k, m in
 // the models' parity bounds decide (coop.go).
 func TestCoopInvariance(t *testing.T) {
 	b := openCoop(t, Config{})
-	defaultTile1, defaultTileN := coopTile1, coopTileN
 	const n, m = 100, 70
 	chunks := [][2]int{{0, 7}, {7, 40}, {40, 100}, {3, 4}, {64, 65}, {99, 100}}
 	for _, tn := range shaders.CoopTypes {
@@ -222,19 +233,22 @@ func TestCoopInvariance(t *testing.T) {
 					parts = append(parts, [2]int{i, i + 1})
 				}
 			}
-			// Other tiles (sweep candidates) give the same bits.
-			defer func(t1, tn coopTile) { coopTile1, coopTileN = t1, tn }(coopTile1, coopTileN)
+			// Other tiles (sweep candidates) give the same bits: each as
+			// the large tile, and the small tile for the whole batch.
+			saved := b.tune
+			defer func() { b.tune = saved }()
 			tiles := []coopTile{{32, 32, 16, 16, 16}, {64, 32, 32, 16, 64}, {32, 128, 32, 64, 32}}
 			if dt != tensor.F16 && dt != tensor.Q4_K {
 				tiles = nil // each tile's pipelines take seconds to build on lavapipe
 			}
+			key := typeName(dt)
 			for _, tile := range tiles {
-				if err := tile.valid(b.coopShape); err != nil || tile.shared(b.coopSG) > int(b.props.max_shared) || tile.subgroups()*b.coopSG > int(b.props.max_wg_size) {
+				if err := b.coopFits(tile); err != nil {
 					t.Fatalf("tile %+v: %v", tile, err)
 				}
-				coopTileN = tile
+				b.tune = Tuning{"coopmat/" + key: tileKnobs(tile)}
 				got := coopRun(t, b, w, x, n, k, m)
-				coopTileN = coopTile1
+				b.tune = Tuning{"coopmat_small/" + key: {"min": 1 << 30}}
 				got1 := coopRun(t, b, w, x, n, k, m)
 				for i := range got {
 					if math.Float32bits(got[i]) != math.Float32bits(all[i]) || math.Float32bits(got1[i]) != math.Float32bits(all[i]) {
@@ -242,7 +256,7 @@ func TestCoopInvariance(t *testing.T) {
 					}
 				}
 			}
-			coopTile1, coopTileN = defaultTile1, defaultTileN
+			b.tune = saved
 			for _, p := range parts {
 				got := coopRun(t, b, w, x[p[0]*k:p[1]*k], p[1]-p[0], k, m)
 				for i, v := range got {
@@ -258,13 +272,13 @@ func TestCoopInvariance(t *testing.T) {
 }
 
 // TestCoopFallback: where the cooperative-matrix kernel cannot run (a
-// device without the extension, or VKLLM_VULKAN_DISABLE=coopmat),
-// Config.CoopMat leaves MatMul on the default kernels, which keep their
-// strict limits and bitwise invariance.
+// device without the extension) or is disabled (Config.NoCoopMat,
+// VKLLM_VULKAN_DISABLE=coopmat), MatMul runs the exact kernels, which
+// keep their strict limits and bitwise invariance.
 func TestCoopFallback(t *testing.T) {
-	b := openTest(t, Config{CoopMat: true})
+	b := openDevice(t, Config{})
 	if b.Device().CoopMat {
-		b = openTest(t, Config{CoopMat: true, NoCoopMat: true})
+		b = openDevice(t, Config{NoCoopMat: true})
 	}
 	if d := b.Device(); d.CoopMat {
 		t.Fatalf("CoopMat on with NoCoopMat: %+v", d)

@@ -201,26 +201,29 @@
 //     lane keep the three ops (the decoder's fallback); so do LoRA
 //     adapters, which add to gate and up before the SwiGLU.
 //
-//   - MatMul on the matrix cores (matmul_coop.comp, coop.go) for F32, F16,
-//     BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights, only when asked for
-//     (Config.CoopMat or VKLLM_VULKAN_COOPMAT=1) and the device has
-//     VK_KHR_cooperative_matrix with an f16·f16+f32 shape (16×16×16 on
-//     GPUs, 8×8×8 on lavapipe; DeviceInfo.CoopShapes lists what it
-//     offers); VKLLM_VULKAN_DISABLE=coopmat overrides. Activations and
+//   - MatMul on the matrix cores (matmul_coop.comp, coop.go) for F16,
+//     BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights: the default where
+//     the device has VK_KHR_cooperative_matrix with an f16·f16+f32 shape
+//     (16×16×16 on GPUs, 8×8×8 on lavapipe; DeviceInfo.CoopShapes lists
+//     what it offers), the exact float32 kernels above with
+//     Config.NoCoopMat or VKLLM_VULKAN_DISABLE=coopmat. Activations and
 //     dequantised weights are rounded to halves into shared memory and
 //     multiplied into float32 accumulators, llama.cpp's arithmetic: per
 //     element |Δ| ≤ (2^-10 + γ(k))·Σ|xw| from the exact product. Tiles
-//     are specialization constants (defaults and sweep candidates in
-//     coop.go). When on it runs every MatMul of those dtypes, decode
-//     included (a 16-token tile, still bound by the weights' bandwidth),
-//     because its sums cannot follow lane.glsl's order: a dst element is
-//     the chain of shape-wide products over k in order whatever the tile
-//     and the batch, so batch and chunk invariance hold bitwise within
-//     the mode (TestCoopInvariance, models.TestVulkanCoopMat). Off by
-//     default because the halves miss the models' 1e-4 parity bound
-//     (1.0e-3 to 1.5e-3 of the largest logit measured on the tiny
-//     models). Its tests need a device with the extension: make
-//     test-coopmat runs them on a Mesa 26.1 lavapipe
+//     are the device's tuning (Families "coopmat", "coopmat_small").
+//     When on it runs every MatMul of those dtypes, decode included (a
+//     16-token tile, still bound by the weights' bandwidth), because its
+//     sums cannot follow lane.glsl's order: a dst element is the chain
+//     of shape-wide products over k in order whatever the tile and the
+//     batch, so batch and chunk invariance hold bitwise within the mode
+//     (TestCoopInvariance, models.TestVulkanCoopMat). The halves miss
+//     the exact kernels' 1e-4 parity bound (0.8e-3 to 1.5e-3 of the
+//     largest logit on the tiny models) but stay within llama.cpp's own
+//     distance from transformers on the same weights, which is what
+//     models.TestVulkanCoopMat holds them to (tools/coopmat_distance.py
+//     measures both). F32 weights stay on the exact kernels (llama.cpp
+//     keeps them in float32). Its tests need a device with the
+//     extension: make test-coopmat runs them on a Mesa 26.1 lavapipe
 //     (tools/lavapipe-coopmat.sh); its SPIR-V needs Debian 13's glslc
 //     (shaders.Glslc).
 //
@@ -264,8 +267,9 @@
 //     VKLLM_VULKAN_DISABLE=repack; DeviceInfo.Repacked lists the dtypes
 //     repacked.
 //
-// On lavapipe the default is the float32, subgroup and tiled variants;
-// DeviceInfo says which are in use (Subgroups, Tiled, FP16, CoopMat,
+// On lavapipe the default is the float32, subgroup and tiled variants
+// (Debian 12's Mesa has no cooperative matrices); DeviceInfo says which
+// are in use (Subgroups, Tiled, FP16, CoopMat,
 // Int8MatMul, and IntegerDot for the device's integer dot products).
 // shaderInt8 is enabled but unused: the int8 kernels pack bytes in
 // 32-bit words.
@@ -301,16 +305,23 @@
 // "attention" candidates on decode calls (SweepOptions.Attention: one
 // token and 4, lists of 256 and 4096 cells, a model's GQA shape), checks
 // each against float64 sums (kerneltest.LimitF32Dot) and those with the
-// default's segs bitwise against the default, and chooses by time.
+// default's segs bitwise against the default, and chooses by time; the
+// "attention_prefill" ones likewise on prompts of 16, 48 and 512 tokens,
+// each bitwise against the default. The cooperative-matrix MatMul's
+// tiles are the families "coopmat" (calls of at least coopmat_small's
+// "min" tokens, timed on 512-token calls of the model's matrices) and
+// "coopmat_small" (fewer tokens, and "min" itself, timed on calls of 1,
+// 16 and 48 tokens), per weight type, every candidate bitwise against
+// the default and left out where its tile does not fit the device; on a
+// device whose MatMul does not run that kernel Sweep skips them.
 //
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync
 // fail on any validation message; VKLLM_VULKAN_FP16=1,
-// VKLLM_VULKAN_COOPMAT=1, VKLLM_VULKAN_INT8=1 and VKLLM_VULKAN_DISABLE
-// (above; also "replay") choose variants; VKLLM_VULKAN_TUNING names a
-// tuning file (a sweep's --sweep-out) to use instead of the committed
-// one. They apply where the
+// VKLLM_VULKAN_INT8=1 and VKLLM_VULKAN_DISABLE (above; also "replay")
+// choose variants; VKLLM_VULKAN_TUNING names a tuning file (a sweep's
+// --sweep-out) to use instead of the committed one. They apply where the
 // backend is opened by name (kernels.Open("vulkan") or "auto", through
 // FromEnv); Open(Config) reads none, so a program that configures the
 // backend itself gets exactly what it passes.

@@ -225,12 +225,16 @@ func (b *Backend) NewTensor(dt tensor.DType, shape ...int) (kernels.Tensor, erro
 	if err := b.newTensor(t); err != nil {
 		return nil, err
 	}
-	p := t.parts[0]
+	b.zero(t.parts[0])
+	return t, nil
+}
+
+// zero records the zeroing of p.
+func (b *Backend) zero(p part) {
 	b.order(nil, []part{p})
 	if r := C.vkl_fill(b.ctx, p.blk.buf, C.uint64_t(p.off), C.uint64_t(p.size)); r != C.VK_SUCCESS {
 		b.fail(&Error{Op: "vkCmdFillBuffer", Result: int32(r)})
 	}
-	return t, nil
 }
 
 // weightDTypes are the dtypes Upload takes (the shaders' TYPE_ list).

@@ -324,7 +324,7 @@ func (b *Backend) MatMul(dst, x, w kernels.Tensor) {
 		return
 	}
 	if name, ok := b.coopVariant(wt.dt); ok {
-		b.coopMatMul(name, d, xs, wt, n, k, m)
+		b.coopMatMul(name, d, xs, wt)
 		return
 	}
 	name, tiled := b.matmulVariant(wt.dt, n, k)

@@ -33,15 +33,23 @@ type SweepOptions struct {
 	Shapes []SweepShape
 	// Families are the kernel families swept (default: every one Sweep
 	// knows: "matvec", "matvec_batch", "matvec_int8",
-	// "matvec_int8_batch", "layout", "attention").
+	// "matvec_int8_batch", "layout", "coopmat", "coopmat_small",
+	// "attention", "attention_prefill"). The coop families are skipped
+	// on a device whose MatMul does not run the cooperative-matrix
+	// kernel (DeviceInfo.CoopMat).
 	Families []string
-	// Attention are the decode attention calls the "attention" family
-	// is timed on (a candidate's score is the sum of their times); none:
-	// attention is not swept (AttentionSweepShapes are a model's).
+	// Attention are the attention calls the "attention" family (its
+	// calls without Causal) and the "attention_prefill" family (those
+	// with) are timed on (a candidate's score is the sum of their times);
+	// none: attention is not swept (AttentionSweepShapes are a model's).
 	Attention []SweepAttention
 	// Batch is the tokens of the matvec_batch and matvec_int8_batch
 	// timings (default 8).
 	Batch int
+	// Prefill is the tokens of the "coopmat" timings (default 512);
+	// "coopmat_small" is timed on 1, 16 and 48 tokens (both sides of
+	// each candidate crossover).
+	Prefill int
 	// Reps is the timed dispatches per candidate and shape (default 20),
 	// after one untimed.
 	Reps int
@@ -59,9 +67,10 @@ type SweepOptions struct {
 type SweepRow struct {
 	Key    string          `json:"key"` // "matvec/q4_0"
 	Knobs  Knobs           `json:"knobs"`
-	Times  []time.Duration `json:"times_ns"`   // per shape (attention: per call of Attention), one dispatch (call)
-	Score  time.Duration   `json:"score_ns"`   // Σ Count × time (attention: Σ time)
-	GBs    float64         `json:"weight_gbs"` // weight bytes (attention: K/V bytes) a second
+	Times  []time.Duration `json:"times_ns"`         // per shape (attention: per call of Attention), one dispatch (call)
+	Score  time.Duration   `json:"score_ns"`         // Σ Count × time (attention: Σ time)
+	GBs    float64         `json:"weight_gbs"`       // weight bytes (attention: K/V bytes) a second
+	TFLOPs float64         `json:"tflops,omitempty"` // coop families: multiply-adds ×2 a second, in 10¹²
 	Chosen bool            `json:"chosen,omitempty"`
 	// Wrong says why the candidate may not be chosen: results not
 	// bitwise the default's, or the default's away from the reference.
@@ -78,13 +87,18 @@ type SweepResult struct {
 }
 
 // sweepFamilies are the matrix-vector families Sweep times per weight
-// type, in order; then "attention" (sweep_attention.go). The int8 ones
-// (int8.go) run for the weight types with int8 kernels, whether or not
-// the mode is on, so that one run times both arithmetics.
+// type, in order; then "layout" (sweep_layout.go), the coop families
+// (sweep_prefill.go), then "attention" (sweep_attention.go) and
+// "attention_prefill". The int8 ones (int8.go) run for the weight types
+// with int8 kernels, whether or not the mode is on, so that one run
+// times both arithmetics.
 var sweepFamilies = []string{"matvec", "matvec_batch", "matvec_int8", "matvec_int8_batch"}
 
 // int8Family reports whether fam is one of the int8 mode's families.
 func int8Family(fam string) bool { return strings.HasPrefix(fam, "matvec_int8") }
+
+// allSweepFamilies are every family Sweep knows, in order.
+var allSweepFamilies = append(slices.Clone(sweepFamilies), "layout", "coopmat", "coopmat_small", "attention", "attention_prefill")
 
 // sweepLimit is the normalized MSE the default candidate may have against
 // a float64 reference (kerneltest.LimitQuant): it catches a broken
@@ -106,7 +120,10 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 		o.DTypes = WeightDTypes()
 	}
 	if len(o.Families) == 0 {
-		o.Families = append(slices.Clone(sweepFamilies), "layout", "attention")
+		o.Families = allSweepFamilies
+	}
+	if o.Prefill <= 0 {
+		o.Prefill = 512
 	}
 	if o.Batch <= 0 {
 		o.Batch = 8
@@ -121,9 +138,12 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 		return nil, fmt.Errorf("vulkan: sweep: no shapes")
 	}
 	for _, f := range o.Families {
-		if !slices.Contains(sweepFamilies, f) && f != "layout" && f != "attention" {
-			return nil, fmt.Errorf("vulkan: sweep: no family %q (have %v, layout and attention)", f, sweepFamilies)
+		if !slices.Contains(allSweepFamilies, f) {
+			return nil, fmt.Errorf("vulkan: sweep: no family %q (have %v)", f, allSweepFamilies)
 		}
+	}
+	if !b.info.CoopMat && (slices.Contains(o.Families, "coopmat") || slices.Contains(o.Families, "coopmat_small")) {
+		fmt.Fprintf(o.Progress, "sweep coopmat, coopmat_small: skipped (MatMul does not run the cooperative-matrix kernel on %s)\n", b.info.Name)
 	}
 	for _, s := range o.Shapes {
 		if s.K <= 0 || s.Rows <= 0 || s.Count <= 0 {
@@ -146,10 +166,20 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 			continue
 		}
 		for _, fam := range o.Families {
-			if _, ok := b.int8Name(dt); fam == "attention" || fam == "layout" || int8Family(fam) && !ok {
+			var rows []SweepRow
+			var err error
+			_, int8ok := b.int8Name(dt)
+			switch {
+			case fam == "attention" || fam == "attention_prefill" || fam == "layout" || int8Family(fam) && !int8ok:
 				continue
+			case fam == "coopmat" || fam == "coopmat_small":
+				if _, ok := b.coopVariant(dt); !ok {
+					continue
+				}
+				rows, err = b.sweepCoop(o, fam, dt, shapes)
+			default:
+				rows, err = b.sweepKey(o, fam, dt, shapes)
 			}
-			rows, err := b.sweepKey(o, fam, dt, shapes)
 			if err != nil {
 				return nil, err
 			}
@@ -165,8 +195,23 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 			}
 		}
 	}
-	if slices.Contains(o.Families, "attention") && len(o.Attention) > 0 {
-		rows, err := b.sweepAttention(o, o.Attention)
+	var decode, prefill []SweepAttention
+	for _, a := range o.Attention {
+		if a.Causal {
+			prefill = append(prefill, a)
+		} else {
+			decode = append(decode, a)
+		}
+	}
+	if slices.Contains(o.Families, "attention") && len(decode) > 0 {
+		rows, err := b.sweepAttention(o, decode)
+		if err != nil {
+			return nil, err
+		}
+		res.choose(o, rows)
+	}
+	if slices.Contains(o.Families, "attention_prefill") && len(prefill) > 0 {
+		rows, err := b.sweepAttnPrefill(o, prefill)
 		if err != nil {
 			return nil, err
 		}
@@ -323,13 +368,18 @@ func (b *Backend) sweepTime(run func(string, Knobs, *Tensor, *Tensor, *Tensor), 
 }
 
 // sweepRun records run once untimed and reps times timed, and returns d
-// after and one run's mean GPU time.
+// after and one run's mean GPU time. d is zeroed first, so that a
+// candidate that leaves an element unwritten cannot pass with an earlier
+// candidate's value.
 func (b *Backend) sweepRun(d *Tensor, reps int, run func()) ([]float32, time.Duration, error) {
 	if err := b.Sync(); err != nil {
 		return nil, 0, err
 	}
 	if err := b.StartProfile(); err != nil {
 		return nil, 0, err
+	}
+	for _, p := range d.parts {
+		b.zero(p)
 	}
 	b.ProfileOp("warm")
 	run()
@@ -467,6 +517,10 @@ func (r *SweepResult) Table(w io.Writer) {
 		case row.Wrong != "":
 			mark = "WRONG: " + row.Wrong
 		}
-		fmt.Fprintf(w, "%-22s %-30s %12.1f %10.1f  %s\n", row.Key, row.Knobs, us(row.Score), row.GBs, strings.TrimSpace(mark))
+		rate := fmt.Sprintf("%10.1f", row.GBs)
+		if row.TFLOPs > 0 {
+			rate = fmt.Sprintf("%6.2f TF/s", row.TFLOPs)
+		}
+		fmt.Fprintf(w, "%-22s %-30s %12.1f %10s  %s\n", row.Key, row.Knobs, us(row.Score), rate, strings.TrimSpace(mark))
 	}
 }

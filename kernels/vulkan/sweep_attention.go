@@ -13,20 +13,24 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// SweepAttention is one decode attention call the sweep times: N tokens
-// of Heads query heads sharing KVHeads KV heads of HD, each token's list
-// Width cells of a cache of Width rows.
+// SweepAttention is one attention call the sweep times: N tokens of
+// Heads query heads sharing KVHeads KV heads of HD over a cache of Width
+// rows. Each token's list is every cell (decode: the "attention"
+// family's calls) or, with Causal, a prompt's: token i of N sees the
+// first Width−N+1+i positions (the "attention_prefill" family's calls).
 type SweepAttention struct {
 	Name               string
 	Heads, KVHeads, HD int
 	N, Width           int
+	Causal             bool `json:",omitempty"`
 }
 
-// AttentionSweepShapes are the decode attention calls the sweep times
-// for a model of heads query heads sharing kvHeads KV heads of hd: one
-// token and a batch of 4, lists of 256 and 4096 cells (`vkllm bench
-// --sweep` passes those of Qwen2.5-0.5B, 14/2/64, and Llama-3.1-8B,
-// 32/8/128).
+// AttentionSweepShapes are the attention calls the sweep times for a
+// model of heads query heads sharing kvHeads KV heads of hd: decode, one
+// token and a batch of 4 with lists of 256 and 4096 cells; prefill,
+// prompts of 16, 48 and 512 tokens (the first two on both sides of
+// every candidate of "attention_prefill"'s min). `vkllm bench --sweep`
+// passes those of Qwen2.5-0.5B, 14/2/64, and Llama-3.1-8B, 32/8/128.
 func AttentionSweepShapes(model string, heads, kvHeads, hd int) []SweepAttention {
 	var out []SweepAttention
 	for _, n := range []int{1, 4} {
@@ -34,6 +38,10 @@ func AttentionSweepShapes(model string, heads, kvHeads, hd int) []SweepAttention
 			out = append(out, SweepAttention{Name: fmt.Sprintf("%s attention n=%d w=%d", model, n, w),
 				Heads: heads, KVHeads: kvHeads, HD: hd, N: n, Width: w})
 		}
+	}
+	for _, n := range []int{16, 48, 512} {
+		out = append(out, SweepAttention{Name: fmt.Sprintf("%s attention prefill n=%d", model, n),
+			Heads: heads, KVHeads: kvHeads, HD: hd, N: n, Width: n, Causal: true})
 	}
 	return out
 }
@@ -66,7 +74,7 @@ func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]Swe
 		if err != nil {
 			return nil, err
 		}
-		bytes += float64(s.N) * float64(2*s.Width*s.KVHeads*s.HD*dt.BlockBytes()/dt.BlockSize())
+		bytes += attnBytes(dt, s)
 		var want []float32
 		for ci := range rows {
 			row := &rows[ci]
@@ -109,6 +117,15 @@ func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]Swe
 	return rows, nil
 }
 
+// attnBytes are the K and V bytes the tokens of s read, each its list.
+func attnBytes(dt tensor.DType, s SweepAttention) float64 {
+	cells := s.N * s.Width
+	if s.Causal {
+		cells = s.N*(s.Width-s.N) + s.N*(s.N+1)/2
+	}
+	return float64(cells) * float64(2*s.KVHeads*s.HD*dt.BlockBytes()/dt.BlockSize())
+}
+
 // sweepAttnTensors are one shape's tensors.
 type sweepAttnTensors struct{ d, q, k, v, vis *Tensor }
 
@@ -125,7 +142,7 @@ func (a sweepAttnTensors) free(b *Backend) {
 // float64 reference over the cache's values as stored.
 func (b *Backend) sweepAttnData(r *rand.Rand, dt tensor.DType, s SweepAttention) (sweepAttnTensors, []float64, error) {
 	var at sweepAttnTensors
-	if s.N <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.Heads%s.KVHeads != 0 || s.HD <= 0 || s.HD > attnMaxHD || s.Width <= 0 {
+	if s.N <= 0 || s.Heads <= 0 || s.KVHeads <= 0 || s.Heads%s.KVHeads != 0 || s.HD <= 0 || s.HD > attnMaxHD || s.Width <= 0 || s.Causal && s.Width < s.N {
 		return at, nil, fmt.Errorf("vulkan: sweep: attention shape %+v", s)
 	}
 	qDim, kvDim := s.Heads*s.HD, s.KVHeads*s.HD
@@ -142,9 +159,16 @@ func (b *Backend) sweepAttnData(r *rand.Rand, dt tensor.DType, s SweepAttention)
 	q := randn(s.N * qDim)
 	k, v := randn(s.Width*kvDim), randn(s.Width*kvDim)
 	vis := make([]int32, s.N*s.Width)
+	cells := r.Perm(s.Width) // Causal: position p in cell cells[p]
 	for i := range s.N {
-		for j, c := range r.Perm(s.Width) {
+		if !s.Causal {
+			cells = r.Perm(s.Width)
+		}
+		for j, c := range cells {
 			vis[i*s.Width+j] = int32(c)
+			if s.Causal && j > s.Width-s.N+i {
+				vis[i*s.Width+j] = -1
+			}
 		}
 	}
 	mk := func(dt tensor.DType, rows, cols int) *Tensor {
@@ -171,6 +195,10 @@ func (b *Backend) sweepAttnData(r *rand.Rand, dt tensor.DType, s SweepAttention)
 	g := s.Heads / s.KVHeads
 	for i := range s.N {
 		l := vis[i*s.Width : (i+1)*s.Width]
+		if s.Causal {
+			l = l[:s.Width-s.N+1+i]
+		}
+		sc := sc[:len(l)]
 		for h := range s.Heads {
 			kh := h / g
 			mx := math.Inf(-1)
@@ -205,33 +233,7 @@ func (b *Backend) sweepAttnData(r *rand.Rand, dt tensor.DType, s SweepAttention)
 // timed, and returns its result and one call's mean GPU time.
 func (b *Backend) sweepAttnTime(at sweepAttnTensors, s SweepAttention, reps int) ([]float32, time.Duration, error) {
 	scale := float32(1 / math.Sqrt(float64(s.HD)))
-	if err := b.Sync(); err != nil {
-		return nil, 0, err
-	}
-	if err := b.StartProfile(); err != nil {
-		return nil, 0, err
-	}
-	b.ProfileOp("warm")
-	b.Attention(at.d, at.q, at.k, at.v, at.vis, s.Heads, s.KVHeads, scale)
-	b.ProfileOp("timed")
-	for range reps {
-		b.Attention(at.d, at.q, at.k, at.v, at.vis, s.Heads, s.KVHeads, scale)
-	}
-	p, err := b.StopProfile()
-	if err != nil {
-		return nil, 0, err
-	}
-	var t time.Duration
-	for _, op := range p.Ops {
-		if op.Label == "timed" {
-			t = op.Time / time.Duration(reps)
-		}
-	}
-	got := make([]float32, numel(at.d))
-	if err := b.GetF32(at.d, got); err != nil {
-		return nil, 0, err
-	}
-	return got, t, nil
+	return b.sweepRun(at.d, reps, func() { b.Attention(at.d, at.q, at.k, at.v, at.vis, s.Heads, s.KVHeads, scale) })
 }
 
 // nmse64 is Σ(got−want)² / Σwant² (0 for an all-zero want that got

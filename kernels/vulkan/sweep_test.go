@@ -29,20 +29,66 @@ var sweepShapes = []SweepShape{
 
 // TestSweepCandidates is kerneltest over every variant: each candidate of
 // each tuned family (every combination of its specialization constants),
-// for every weight type (the int8 families: every Int8Types one), gives
-// bitwise the family default's results (batch
+// for every weight type, gives bitwise the default's results (batch
 // invariance: the knobs never change a sum's order), and the default's
-// are within kerneltest's LimitQuant of float64 sums; the batch family
-// runs 5 tokens, so every toks leaves a partial tile. It runs Sweep end
+// are within kerneltest's LimitQuant of float64 sums. It runs Sweep end
 // to end, as `vkllm bench --sweep` does, so its tuning must load.
 //
-// Every combination for every weight type is 1638 candidates, minutes on
-// lavapipe: by default each weight type runs a covering set (every value
-// of every knob at least once, and the largest workgroup with the most
-// rows and groups a step); VKLLM_SWEEP_FULL=1 runs every combination, and
-// VKLLM_SWEEP_TYPES (e.g. Q4_0,F16) limits the weight types.
+//   - matvec: the matrix-vector families (the int8 ones: every Int8Types
+//     weight type) and "layout"; the batch families run 5
+//     tokens, so every toks leaves a partial tile. Every combination for
+//     every weight type is 1638 candidates, minutes on lavapipe: by
+//     default each weight type runs a covering set (every value of every
+//     knob at least once, and the largest workgroup with the most rows
+//     and groups a step); VKLLM_SWEEP_FULL=1 runs every combination, and
+//     VKLLM_SWEEP_TYPES (e.g. Q4_0,F16) limits the weight types.
+//   - coop: the cooperative-matrix tiles (coopmat, coopmat_small) on a
+//     device that runs the kernel (make test-coopmat runs it on
+//     tools/lavapipe-coopmat.sh's lavapipe: go test -exec
+//     "$VKLLM_COOP_EXEC" -run TestSweepCandidates/coop), a covering set
+//     for F16, Q4_0 and Q4_K (VKLLM_SWEEP_TYPES: others); on a device
+//     without it, Sweep skips the families (no rows, no error).
+//   - attention_prefill: a covering set on causal prompts of 12 and 40
+//     tokens after 20 cells of context (both sides of every "min").
 func TestSweepCandidates(t *testing.T) {
-	sweepCandidates(t, openTest(t, Config{}), WeightDTypes())
+	t.Run("matvec", func(t *testing.T) { sweepCandidates(t, openTest(t, Config{}), WeightDTypes()) })
+	t.Run("coop", testSweepCoop)
+	t.Run("attention_prefill", testSweepAttnPrefill)
+}
+
+// sweepTypes are VKLLM_SWEEP_TYPES's weight types, else def.
+func sweepTypes(t *testing.T, def []tensor.DType) []tensor.DType {
+	s := os.Getenv("VKLLM_SWEEP_TYPES")
+	if s == "" {
+		return def
+	}
+	var types []tensor.DType
+	for _, name := range strings.Split(s, ",") {
+		dt, ok := tensor.ParseDType(name)
+		if !ok {
+			t.Fatalf("VKLLM_SWEEP_TYPES: %q", name)
+		}
+		types = append(types, dt)
+	}
+	return types
+}
+
+// checkCovering fails t where the candidates only accepts (with the
+// family's default) miss a value of a knob of family name.
+func checkCovering(t *testing.T, name string, only func(Knobs) bool) {
+	t.Helper()
+	f := Families[name]
+	for knob, vals := range f.Space {
+		for _, v := range vals {
+			covered := f.Default[knob] == v
+			for _, c := range f.Candidates() {
+				covered = covered || only(c) && c[knob] == v
+			}
+			if !covered {
+				t.Errorf("%s: the covering set never takes %s=%d", name, knob, v)
+			}
+		}
+	}
 }
 
 // TestSweepCandidatesRepacked is TestSweepCandidates for the dtypes with a
@@ -141,6 +187,136 @@ func sweepCandidates(t *testing.T, b *Backend, types []tensor.DType) {
 	}
 	if d.Device != b.Device().Name || d.Vendor != b.Device().Vendor {
 		t.Errorf("tuning for %q (%#x), device %q (%#x)", d.Device, d.Vendor, b.Device().Name, b.Device().Vendor)
+	}
+	checkClean(t, b)
+}
+
+// checkSweep checks res, the sweep of families over types with the
+// candidates only accepts: each key ran them all and chose one, the
+// table marks it, and the tuning loads for b's device.
+func checkSweep(t *testing.T, b *Backend, res *SweepResult, types []tensor.DType, families []string, only func(Knobs) bool) {
+	t.Helper()
+	keys := map[string]int{}
+	for _, r := range res.Rows {
+		keys[r.Key]++
+		if r.Wrong != "" {
+			t.Errorf("%s %v: %s", r.Key, r.Knobs, r.Wrong)
+		}
+	}
+	for _, dt := range types {
+		for _, fam := range families {
+			key := fam
+			if !Families[fam].Whole {
+				key += "/" + typeName(dt)
+			}
+			want := 0
+			for _, k := range Families[fam].Candidates() {
+				if only(k) || sameKnobs(k, Families[fam].Default) {
+					want++
+				}
+			}
+			if keys[key] != want {
+				t.Errorf("%s: %d candidates run, want %d", key, keys[key], want)
+			}
+			if _, ok := res.Tuning.Kernels[key]; !ok && !t.Failed() {
+				t.Errorf("%s: nothing chosen", key)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	res.Table(&buf)
+	if !strings.Contains(buf.String(), "chosen") {
+		t.Errorf("table without a choice:\n%s", buf.String())
+	}
+	js, err := json.Marshal(res.Tuning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ParseDeviceTuning(js)
+	if err != nil {
+		t.Fatalf("the sweep's tuning does not load: %v\n%s", err, js)
+	}
+	if d.Device != b.Device().Name || d.Vendor != b.Device().Vendor {
+		t.Errorf("tuning for %q (%#x), device %q (%#x)", d.Device, d.Vendor, b.Device().Name, b.Device().Vendor)
+	}
+}
+
+// coopCovering holds the coop families' candidates the coop subtest
+// runs (with each default): every value of every knob, each tile within
+// lavapipe's 32 KiB of shared memory (Sweep leaves out a candidate that
+// does not fit the device, and the subtest would miss it).
+func coopCovering(k Knobs) bool {
+	for _, c := range []Knobs{
+		{"tm": 32, "tn": 32, "wm": 16, "wn": 16, "bk": 64}, {"tm": 128, "tn": 32, "wm": 64, "wn": 16, "bk": 16},
+		{"tm": 32, "tn": 128, "wm": 32, "wn": 64, "bk": 32},
+		{"tm": 32, "tn": 32, "wm": 32, "wn": 32, "bk": 16, "min": 16}, {"tm": 16, "tn": 128, "wm": 16, "wn": 64, "bk": 64, "min": 64},
+	} {
+		if sameKnobs(k, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// testSweepCoop: Sweep's coop families (see TestSweepCandidates).
+func testSweepCoop(t *testing.T) {
+	fams := []string{"coopmat", "coopmat_small"}
+	for _, f := range fams {
+		checkCovering(t, f, coopCovering)
+	}
+	b := openDevice(t, Config{})
+	types := sweepTypes(t, []tensor.DType{tensor.F16, tensor.Q4_0, tensor.Q4_K})
+	var progress bytes.Buffer
+	o := SweepOptions{Shapes: sweepShapes, Prefill: 37, Reps: 1, Families: fams, DTypes: types, Only: coopCovering, Progress: &progress}
+	if !b.Device().CoopMat {
+		res, err := b.Sweep(o)
+		if err != nil || len(res.Rows) != 0 || !strings.Contains(progress.String(), "skipped") {
+			t.Errorf("a device without the cooperative-matrix kernel: %v, %d rows, progress %q; want a clean skip", err, len(res.Rows), progress.String())
+		}
+		if os.Getenv("VKLLM_REQUIRE_COOPMAT") == "1" {
+			t.Fatalf("VKLLM_REQUIRE_COOPMAT=1 on a device without the cooperative-matrix kernel: %+v", b.Device())
+		}
+		return
+	}
+	t0 := time.Now()
+	res, err := b.Sweep(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d rows in %v, %d pipelines", len(res.Rows), time.Since(t0), b.Pipelines())
+	for _, dt := range types {
+		if _, ok := b.coopVariant(dt); !ok {
+			t.Fatalf("%v: no cooperative-matrix kernel", dt)
+		}
+	}
+	checkSweep(t, b, res, types, fams, coopCovering)
+	checkClean(t, b)
+}
+
+// testSweepAttnPrefill: Sweep's attention_prefill family (see
+// TestSweepCandidates).
+func testSweepAttnPrefill(t *testing.T) {
+	b := openTest(t, Config{})
+	saved := b.attn
+	shapes := []SweepAttention{
+		{Name: "short", Heads: 4, KVHeads: 2, HD: 16, N: 12, Width: 32, Causal: true},
+		{Name: "long", Heads: 6, KVHeads: 1, HD: 12, N: 40, Width: 60, Causal: true},
+	}
+	// Every value of every knob (all 36 candidates take minutes on a
+	// loaded lavapipe).
+	cover := []Knobs{{"rows": 8, "wg": 64, "min": 8}, {"rows": 32, "wg": 256, "min": 16}, {"rows": 8, "wg": 256, "min": 64}}
+	only := func(k Knobs) bool { return slices.ContainsFunc(cover, func(c Knobs) bool { return sameKnobs(c, k) }) }
+	checkCovering(t, "attention_prefill", only)
+	res, err := b.Sweep(SweepOptions{Families: []string{"attention_prefill"}, Attention: shapes, Reps: 1, Only: only})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSweep(t, b, res, []tensor.DType{tensor.F32}, []string{"attention_prefill"}, only)
+	if b.attn != saved {
+		t.Errorf("attention tuning after the sweep %+v, before %+v", b.attn, saved)
+	}
+	if _, err := b.Sweep(SweepOptions{Families: []string{"attention_prefill"}, Attention: []SweepAttention{{Name: "bad", Heads: 2, KVHeads: 2, HD: 8, N: 9, Width: 8, Causal: true}}}); err == nil {
+		t.Error("a causal prompt of 9 tokens over 8 cells: no error")
 	}
 	checkClean(t, b)
 }

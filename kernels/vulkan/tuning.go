@@ -51,6 +51,12 @@ type Family struct {
 //     prefill). "segs" changes results (the same in decode and prefill).
 //   - attention_prefill: attention_prefill.comp, key "attention_prefill":
 //     QueryRows ("rows"), PrefillWG ("wg") and PrefillMin ("min").
+//   - coopmat: the cooperative-matrix MatMul's tile (matmul_coop.comp,
+//     coop.go) for calls of at least coopmat_small's "min" tokens: tm
+//     tokens × tn weight rows a workgroup, wm × wn a subgroup, bk of k a
+//     step through shared memory.
+//   - coopmat_small: its tile for fewer tokens (a decode step, short
+//     batches), and "min", the crossover. No coop knob changes a bit.
 //   - layout: how Upload lays out a weight of the sub-key's dtype, key
 //     "layout/q4_0": "repack" 1 repacks it (layout.go; every kernel
 //     reads it, with the same results), 0 keeps the file's bytes. The
@@ -84,7 +90,24 @@ var Families = map[string]Family{
 		Space:   map[string][]int{"rows": {8, 16, 32}, "wg": {64, 128, 256}, "min": {8, 16, 32, 64}},
 		Whole:   true,
 	},
+	"coopmat": {
+		Spec:    coopSpec[:5],
+		Default: Knobs{"tm": 64, "tn": 64, "wm": 32, "wn": 32, "bk": 32},
+		Space:   map[string][]int{"tm": {32, 64, 128}, "tn": {32, 64, 128}, "wm": {16, 32, 64}, "wn": {16, 32, 64}, "bk": {16, 32, 64}},
+		Valid:   func(k Knobs) bool { return tileOf(k).static() },
+	},
+	"coopmat_small": {
+		Spec:    coopSpec,
+		Default: Knobs{"tm": 16, "tn": 64, "wm": 16, "wn": 16, "bk": 32, "min": 32},
+		Space:   map[string][]int{"tm": {16, 32}, "tn": {32, 64, 128}, "wm": {16, 32}, "wn": {16, 32, 64}, "bk": {16, 32, 64}, "min": {16, 32, 64}},
+		Valid:   func(k Knobs) bool { return tileOf(k).static() },
+	},
 }
+
+// coopSpec names the coop families' knobs: matmul_coop.comp's
+// specialization constants 1-5 (0 is the workgroup size, 6-8 the shape),
+// then coopmat_small's crossover.
+var coopSpec = []string{"tm", "tn", "wm", "wn", "bk", "min"}
 
 // maxSums bounds the float32 sums a lane of matmul.comp keeps: rows·toks,
 // twice that for the fused gate/up kernel (GateUpSwiGLU declines a tuning

@@ -17,9 +17,20 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// openTest opens the Vulkan backend with validation on. Without a driver
-// the test fails (CI must run it) unless VKLLM_VULKAN_OPTIONAL=1.
+// openTest opens the Vulkan backend with validation on and the exact
+// float32 MatMul kernels (Config.NoCoopMat: the tests' strict bounds are
+// theirs; the cooperative-matrix mode, the default on a device with the
+// extension, has its own tests, coop_test.go). Without a driver the test
+// fails (CI must run it) unless VKLLM_VULKAN_OPTIONAL=1.
 func openTest(t testing.TB, cfg Config) *Backend {
+	t.Helper()
+	cfg.NoCoopMat = true
+	return openDevice(t, cfg)
+}
+
+// openDevice is openTest with cfg's choice of MatMul kernels: the
+// cooperative-matrix mode where the device has it, unless NoCoopMat.
+func openDevice(t testing.TB, cfg Config) *Backend {
 	t.Helper()
 	cfg.Validation = true
 	b, err := Open(cfg)

@@ -33,16 +33,18 @@ func TestSweep(t *testing.T) {
 	}
 	// two weight types × two families × three candidates, Q4_0's two
 	// int8 families × three, Q4_0's two layouts (its rows of 4864 can be
-	// repacked), and attention's three over its 4 calls
-	if len(res.Rows) != 23 || len(res.Shapes) != 6 || len(res.Attention) != 4 {
-		t.Errorf("%d rows over %d shapes and %d attention calls, want 23 over 6 and 4", len(res.Rows), len(res.Shapes), len(res.Attention))
+	// repacked), attention's three over its 4 decode calls and
+	// attention_prefill's three over its 3 prompts (on a device without
+	// the cooperative-matrix kernel: no coop families)
+	if len(res.Rows) != 26 || len(res.Shapes) != 6 || len(res.Attention) != 7 {
+		t.Errorf("%d rows over %d shapes and %d attention calls, want 26 over 6 and 7", len(res.Rows), len(res.Shapes), len(res.Attention))
 	}
 	for _, r := range res.Rows {
 		if r.Wrong != "" || r.Score <= 0 {
 			t.Errorf("%s %v: score %v, %s", r.Key, r.Knobs, r.Score, r.Wrong)
 		}
 	}
-	for _, key := range []string{"matvec/q4_0", "matvec_batch/q4_0", "matvec_int8/q4_0", "matvec_int8_batch/q4_0", "matvec/f16", "matvec_batch/f16", "layout/q4_0", "attention"} {
+	for _, key := range []string{"matvec/q4_0", "matvec_batch/q4_0", "matvec_int8/q4_0", "matvec_int8_batch/q4_0", "matvec/f16", "matvec_batch/f16", "layout/q4_0", "attention", "attention_prefill"} {
 		if _, ok := res.Tuning.Kernels[key]; !ok {
 			t.Errorf("no tuning chosen for %s: %v", key, res.Tuning.Kernels)
 		}
@@ -56,7 +58,7 @@ func TestSweep(t *testing.T) {
 	}
 	t.Setenv("VKLLM_VULKAN_TUNING", out)
 	cfg, err := vulkan.FromEnv(vulkan.Config{})
-	if err != nil || len(cfg.Tuning) != 8 {
+	if err != nil || len(cfg.Tuning) != 9 {
 		t.Errorf("VKLLM_VULKAN_TUNING: %v, tuning %v", err, cfg.Tuning)
 	}
 	stdout.Reset()

@@ -48,8 +48,9 @@ var TiledTypes = []string{"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", 
 var Int8Types = []string{"Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"}
 
 // CoopTypes are the weight dtypes with a cooperative-matrix kernel
-// (matmul_coop_*): the tiled kernel's.
-var CoopTypes = TiledTypes
+// (matmul_coop_*): the tiled kernel's but F32, whose weights keep the
+// exact float32 kernels (llama.cpp keeps them in float32 too).
+var CoopTypes = []string{"F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"}
 
 // Variants lists every shader variant.
 var Variants = func() []Variant {
