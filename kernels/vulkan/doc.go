@@ -91,15 +91,17 @@
 // Files: vk.c/vk.h are the C layer (instance, device, buffers, pipelines,
 // recording, submit), compiled against include/; backend.go opens a
 // device and caches pipelines; memory.go holds blocks, tensors and the
-// staging arena; hazard.go places barriers; ops.go records the ops;
-// record.go memoises what they work out per dtype and holds the
+// staging arena; hazard.go places barriers; dispatch.go records a
+// dispatch (pipeline, descriptor set, push constants); ops.go records the
+// small ops, ops_matmul.go GetRows, MatMul and GateUpSwiGLU,
+// ops_attention.go Attention and its scratch; record.go memoises what they work out per dtype and holds the
 // recording benchmarks' hooks; replay.go keeps and replays recordings;
 // push.go mirrors the push constants; profile.go reads GPU timestamps;
 // tuning.go holds the kernels' tuning and sweep.go the sweep that makes it;
 // coop.go picks the cooperative-matrix shape and tiles; int8.go records
 // the int8 mode's MatMul; layout.go repacks weights.
 // Adding an op touches four places: its .comp in shaders/, an entry in
-// shaders.Variants, its method in ops.go (with a push struct in push.go),
+// shaders.Variants, its method in ops*.go (with a push struct in push.go),
 // and a kerneltest case.
 //
 // Profiling (kernels.OpProfiler: StartProfile, ProfileOp, StopProfile)
