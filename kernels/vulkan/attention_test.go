@@ -93,6 +93,10 @@ func TestAttentionChunks(t *testing.T) {
 	tune := AttentionTuning{Segments: segs, PrefillMin: n + 1}
 	perToken := int64(heads * segs * (hd + 2) * 4) // scratch bytes a token
 	whole := openTest(t, Config{Attention: tune})
+	chunked := map[int64]*Backend{} // by the scratch's room in tokens, one for both dtypes
+	for _, tokens := range []int64{1, 3} {
+		chunked[tokens] = openTest(t, Config{Attention: tune, AttentionScratch: tokens * perToken})
+	}
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16} {
 		if dt == tensor.F16 && !whole.Device().Storage16 {
 			continue
@@ -103,7 +107,7 @@ func TestAttentionChunks(t *testing.T) {
 			t.Fatalf("default scratch of %d bytes holds fewer than the batch's %d tokens", got, n)
 		}
 		for _, tokens := range []int64{1, 3} { // the scratch's room in tokens
-			b := openTest(t, Config{Attention: tune, AttentionScratch: tokens * perToken})
+			b := chunked[tokens]
 			got := attend(t, b, a, dt)
 			if room := int64(numel(b.scr) * 4); room != tokens*perToken {
 				t.Fatalf("%v, %d tokens: scratch of %d bytes, want %d (the chunks do not run)", dt, tokens, room, tokens*perToken)
