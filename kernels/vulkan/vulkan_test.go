@@ -86,6 +86,7 @@ func TestKernelsNoSubgroups(t *testing.T) {
 // TestMatMulVariants runs MatMul's conformance tests, decode and prefill
 // sizes, on every combination of the feature variants and their
 // fallbacks (fp16 or float32 dots, subgroup or shared-memory reductions),
+// and GateUpSwiGLU on the variants other than the default (TestKernels'),
 // first checking that the variant asked for is the one that runs (on a
 // device without the feature, the case is skipped, not passed on the
 // fallback; lavapipe has them all).
@@ -120,6 +121,12 @@ func TestMatMulVariants(t *testing.T) {
 				}
 			}
 			t.Run("MatMul", func(t *testing.T) { kerneltest.MatMul(t, b) })
+			if c.cfg.FP16 || c.cfg.NoSubgroups {
+				// TestGateUpSwiGLU's feature variants, on this backend's
+				// MatMul pipelines.
+				checkFused(t, b)
+				t.Run("GateUpSwiGLU", func(t *testing.T) { kerneltest.GateUpSwiGLU(t, b) })
+			}
 			if c.cfg.FP16 {
 				t.Run("MatMulPrefill", func(t *testing.T) { kerneltest.MatMulPrefill(t, b) })
 			} else {
@@ -433,47 +440,47 @@ func TestManyDispatches(t *testing.T) {
 	checkClean(t, b)
 }
 
+// checkFused checks that the fused gate/up kernel (matmul.comp's GATEUP)
+// is the one that runs for decode and batched decode on b, and that
+// prefill on the tiled kernel is left to the composition.
+func checkFused(t *testing.T, b *Backend) {
+	t.Helper()
+	fused := func(n, k int) bool {
+		w1, _ := kerneltest.RandomWeight(t, b, tensor.Q8_0, 19, k)
+		w2, _ := kerneltest.RandomWeight(t, b, tensor.Q8_0, 19, k)
+		x, _ := b.NewTensor(tensor.F32, n, k)
+		d, _ := b.NewTensor(tensor.F32, n, 19)
+		defer func() { b.Free(w1); b.Free(w2); b.Free(x); b.Free(d) }()
+		return b.GateUpSwiGLU(d, x, w1, w2)
+	}
+	if !fused(1, 288) || !fused(5, 288) {
+		t.Fatal("decode and batched decode not fused")
+	}
+	if b.Device().Tiled && fused(mmMinTokens, mmMinK) {
+		t.Error("a prefill on the tiled kernel fused")
+	}
+}
+
 // TestGateUpSwiGLU runs the fused gate/up matvec (matmul.comp's GATEUP)
 // against MatMul, MatMul, SwiGLU, bitwise, on every weight type, with
-// the feature variants (fp16 dots, shared-memory reductions), weights in
-// several parts, and the matvec tunings of the sweep's covering set
-// (every knob's every value at least once), first checking that the
-// fused kernel is the one that runs for decode and that prefill on the
-// tiled kernel is left to the composition.
+// weights in several parts and the matvec tunings of the sweep's
+// covering set (every knob's every value at least once), first checking
+// that the fused kernel is the one that runs. The default backend's run
+// is TestKernels' (kerneltest.All), the feature variants' (fp16 dots,
+// shared-memory reductions) TestMatMulVariants', on the backends whose
+// MatMul pipelines the composition reuses.
 func TestGateUpSwiGLU(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		cfg  Config
-	}{
-		{"default", Config{}},
-		{"nosubgroups", Config{NoSubgroups: true}},
-		{"fp16", Config{FP16: true}},
-		{"fp16_nosubgroups", Config{FP16: true, NoSubgroups: true}},
-		{"split", Config{MaxWeightPart: 4096, BlockSize: 4096}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			b := openTest(t, c.cfg)
-			if d := b.Device(); c.cfg.FP16 && !d.Float16 {
-				t.Skipf("device %+v lacks float16", d)
-			}
-			fused := func(n, k int) bool {
-				w1, _ := kerneltest.RandomWeight(t, b, tensor.Q8_0, 19, k)
-				w2, _ := kerneltest.RandomWeight(t, b, tensor.Q8_0, 19, k)
-				x, _ := b.NewTensor(tensor.F32, n, k)
-				d, _ := b.NewTensor(tensor.F32, n, 19)
-				defer func() { b.Free(w1); b.Free(w2); b.Free(x); b.Free(d) }()
-				return b.GateUpSwiGLU(d, x, w1, w2)
-			}
-			if !fused(1, 288) || !fused(5, 288) {
-				t.Fatal("decode and batched decode not fused")
-			}
-			if b.Device().Tiled && fused(mmMinTokens, mmMinK) {
-				t.Error("a prefill on the tiled kernel fused")
-			}
-			t.Run("GateUpSwiGLU", func(t *testing.T) { kerneltest.GateUpSwiGLU(t, b) })
-			checkClean(t, b)
-		})
-	}
+	t.Run("default", func(t *testing.T) {
+		b := openTest(t, Config{})
+		checkFused(t, b)
+		checkClean(t, b)
+	})
+	t.Run("split", func(t *testing.T) {
+		b := openTest(t, Config{MaxWeightPart: 4096, BlockSize: 4096})
+		checkFused(t, b)
+		t.Run("GateUpSwiGLU", func(t *testing.T) { kerneltest.GateUpSwiGLU(t, b) })
+		checkClean(t, b)
+	})
 	t.Run("tunings", func(t *testing.T) {
 		b := openTest(t, Config{})
 		for _, fam := range []string{"matvec", "matvec_batch"} {
