@@ -21,8 +21,10 @@ type ConnLimits struct {
 	PerClient int
 	// Reserve is how many of Max are kept for probes (default Max/32,
 	// at least 2): a connection accepted when only the reserve is left
-	// is served /health and /ready only; any other request on it is
-	// answered 503 (code server_busy) and the connection closed.
+	// is served /health and /ready only; any other request on it first
+	// waits up to IdleTimeout/4 for room (a connection closing, or one
+	// it may displace, below), then is answered 503 (code server_busy)
+	// and the connection closed.
 	Reserve int
 	// IdleTimeout is how long a connection may stay idle (a keep-alive
 	// one between requests, or a new one that has not sent its first)
@@ -30,13 +32,19 @@ type ConnLimits struct {
 	// one idle that long is closed, and keep-alive ones until 3/4 are
 	// open, of the client holding the most first; otherwise the
 	// http.Server's IdleTimeout applies. And when a connection arrives
-	// that would fall into the reserve, connections of other clients
-	// that have sent no request for IdleTimeout/4 since they opened are
-	// closed to make room for it, those of the client holding the most
-	// first: clients that hold connections without using them cannot
-	// shut others out. A keep-alive connection is left to the idle
-	// timeout: closing it early would race with its client's next
-	// request, which a client does not retry when it is a POST.
+	// that would fall into the reserve (or its first request, waiting in
+	// the reserve as above), a connection of another client idle for
+	// IdleTimeout/4 is closed to make room for it, of the client holding
+	// the most first: one that has sent no request since it opened; else
+	// a keep-alive one of a client holding more than its fair share,
+	// more than PerClient/2 and more than the newcomer's client. So
+	// clients that hold connections, used or not, cannot shut others out
+	// (a burst of fresh ones only delays a newcomer's request by up to
+	// IdleTimeout/4), while a client within half its bound keeps its
+	// keep-alive connections to the idle timeout: closing one early
+	// races with its client's next request, which a client does not
+	// retry when it is a POST; that race is left to the clients holding
+	// the most.
 	IdleTimeout time.Duration
 	// SendBuffer is each connection's socket send buffer in bytes
 	// (default 64 KiB; negative: the system's, which grows to MiBs). A
@@ -76,8 +84,8 @@ func (s *Server) Listen(hs *http.Server, ln net.Listener, lim ConnLimits) net.Li
 		if prevCtx != nil {
 			ctx = prevCtx(ctx, c)
 		}
-		if lc, ok := c.(*limitedConn); ok && lc.reserved {
-			ctx = context.WithValue(ctx, reservedKey{}, true)
+		if lc, ok := c.(*limitedConn); ok && lc.reserved { // before its first request: nothing writes it yet
+			ctx = context.WithValue(ctx, reservedKey{}, lc)
 		}
 		return ctx
 	}
@@ -93,13 +101,16 @@ func (s *Server) Listen(hs *http.Server, ln net.Listener, lim ConnLimits) net.Li
 	return l
 }
 
-// reservedKey marks the context of a request on a reserve connection.
+// reservedKey keys, in a request's context, its *limitedConn when that
+// was accepted into the reserve.
 type reservedKey struct{}
 
 // checkReserve answers 503 to a request other than a probe on a reserve
-// connection, and reports whether it did.
+// connection that finds no room within the grace, and reports whether
+// it did.
 func checkReserve(w http.ResponseWriter, r *http.Request) bool {
-	if r.Context().Value(reservedKey{}) == nil || r.URL.Path == "/health" || r.URL.Path == "/ready" {
+	lc, _ := r.Context().Value(reservedKey{}).(*limitedConn)
+	if lc == nil || r.URL.Path == "/health" || r.URL.Path == "/ready" || lc.l.leaveReserve(r.Context(), lc) {
 		return false
 	}
 	w.Header().Set("Connection", "close")
@@ -125,6 +136,7 @@ type limitListener struct {
 	perClient map[string]int
 	idle      map[*limitedConn]time.Time // connections waiting for a request, since when
 	grace     time.Duration              // idle at least this long before a newcomer may displace one
+	reserved  int                        // of open, accepted into the reserve and not out of it since
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -153,7 +165,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if tc, ok := c.(*net.TCPConn); ok && l.lim.SendBuffer > 0 {
 			tc.SetWriteBuffer(l.lim.SendBuffer)
 		}
-		for l.open+1 > l.lim.Max-l.lim.Reserve { // down to below the reserve, if it can be
+		for l.open-l.reserved+1 > l.lim.Max-l.lim.Reserve { // down to below the reserve, if it can be
 			v := l.victim(client, time.Now())
 			if v == nil {
 				break
@@ -164,7 +176,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		l.perClient[client]++
 		l.open++
-		reserved := l.open > l.lim.Max-l.lim.Reserve
+		reserved := l.open-l.reserved > l.lim.Max-l.lim.Reserve
+		if reserved {
+			l.reserved++
+		}
 		l.mu.Unlock()
 		return &limitedConn{Conn: c, l: l, client: client, reserved: reserved}, nil
 	}
@@ -189,20 +204,66 @@ func (l *limitListener) state(c *limitedConn, st http.ConnState) {
 	}
 }
 
+// leaveReserve reports whether c, a connection whose request is not a
+// probe, is out of the reserve or gets out of it within l.grace: when
+// fewer than Max-Reserve connections outside the reserve are open, or
+// by displacing a victim. It waits no longer than ctx.
+func (l *limitListener) leaveReserve(ctx context.Context, c *limitedConn) bool {
+	deadline := time.Now().Add(l.grace)
+	for {
+		l.mu.Lock()
+		now := time.Now()
+		var v *limitedConn
+		if c.reserved && l.open-l.reserved >= l.lim.Max-l.lim.Reserve {
+			v = l.victim(c.client, now)
+		}
+		if c.reserved && (l.open-l.reserved < l.lim.Max-l.lim.Reserve || v != nil) {
+			c.reserved = false // it takes the victim's place
+			l.reserved--
+		}
+		out := !c.reserved
+		l.mu.Unlock()
+		if v != nil {
+			v.Close()
+		}
+		if out {
+			return true
+		}
+		if now.After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(min(l.grace/8+time.Millisecond, time.Until(deadline)+time.Millisecond)):
+		}
+	}
+}
+
 // victim is the connection a newcomer from client displaces when only
-// the reserve is left (nil when none may be): one of another client
-// that has sent no request for at least l.grace since it opened; of the
-// client holding the most first, then the longest open. l.mu is held;
-// the victim is not closed yet.
+// the reserve is left (nil when none may be): one of another client,
+// outside the reserve (closing one there makes no room), idle for at
+// least l.grace; one that has sent no request since it opened if there
+// is one, else a keep-alive one of a client holding more than its fair
+// share: more than client holds (displacing it evens the two out, never
+// reverses them) and more than PerClient/2 (a client within half its
+// bound, as the honest clients behind one proxy address, keeps its
+// keep-alive connections). Of the client holding the most first, then
+// the longest idle. l.mu is held; the victim is not closed yet.
 func (l *limitListener) victim(client string, now time.Time) *limitedConn {
 	var best *limitedConn
 	var bestSince time.Time
+	floor := max(l.lim.PerClient/2, l.perClient[client])
 	for c, since := range l.idle {
-		if c.used || c.client == client || now.Sub(since) < l.grace {
+		if c.client == client || c.reserved || now.Sub(since) < l.grace || c.used && l.perClient[c.client] <= floor {
 			continue
 		}
-		if best == nil || l.perClient[c.client] > l.perClient[best.client] ||
-			l.perClient[c.client] == l.perClient[best.client] && since.Before(bestSince) {
+		better := best == nil || best.used && !c.used
+		if best != nil && best.used == c.used {
+			n, m := l.perClient[c.client], l.perClient[best.client]
+			better = n > m || n == m && since.Before(bestSince)
+		}
+		if better {
 			best, bestSince = c, since
 		}
 	}
@@ -271,7 +332,7 @@ type limitedConn struct {
 	net.Conn
 	l        *limitListener
 	client   string
-	reserved bool // accepted into the reserve: probes only
+	reserved bool // in the reserve: probes only (l.mu)
 	used     bool // has sent a request (l.mu)
 	once     sync.Once
 }
@@ -282,6 +343,9 @@ func (c *limitedConn) Close() error {
 		l := c.l
 		l.mu.Lock()
 		l.open--
+		if c.reserved {
+			l.reserved--
+		}
 		if l.perClient[c.client]--; l.perClient[c.client] <= 0 {
 			delete(l.perClient, c.client)
 		}

@@ -207,6 +207,81 @@ func TestConnectionsFair(t *testing.T) {
 		}
 	})
 
+	// Clients holding many keep-alive connections they have used leave
+	// only the reserve: new clients displace the idle ones of the
+	// clients over their fair share (over PerClient/2), the busiest
+	// first, and none of a client within it.
+	t.Run("keep-alive hogs displaced", func(t *testing.T) {
+		addr := connServer(t, ts, ConnLimits{Max: 32, PerClient: 12, Reserve: 2, IdleTimeout: 4 * time.Second})
+		var hogs, modest, conns []net.Conn
+		defer func() {
+			for _, c := range append(append(hogs, modest...), conns...) {
+				c.Close()
+			}
+		}()
+		for i := range 30 { // 12 and 12 from two hogs, 6 from a modest client: every slot but the reserve
+			src := fmt.Sprintf("127.0.11.%d", i/12+1)
+			if i >= 24 {
+				src = "127.0.12.1"
+			}
+			c := dialFrom(t, src, addr)
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Fatalf("connection %d: %d", i, got)
+			}
+			if i < 24 {
+				hogs = append(hogs, c)
+			} else {
+				modest = append(modest, c)
+			}
+		}
+		time.Sleep(1200 * time.Millisecond) // idle past IdleTimeout/4, not yet swept
+		for i := range 8 {
+			c := dialFrom(t, fmt.Sprintf("127.0.13.%d", i+1), addr)
+			conns = append(conns, c)
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Errorf("new client %d while keep-alive hogs hold every slot but the reserve: %d, want 200", i, got)
+			}
+		}
+		for i, c := range modest {
+			if got := get(c, "/v1/models"); got != 200 {
+				t.Errorf("the modest client's keep-alive connection %d: %d, want 200", i, got)
+			}
+		}
+		alive := [2]int{}
+		for i, c := range hogs {
+			if get(c, "/v1/models") == 200 {
+				alive[i/12]++
+			}
+		}
+		if alive != [2]int{8, 8} {
+			t.Errorf("the hogs kept %v keep-alive connections, want [8 8] (the busiest displaced first)", alive)
+		}
+	})
+
+	// A burst of fresh connections fills every slot but the reserve: a
+	// new client's request in the reserve waits for them to be idle long
+	// enough to be displaced rather than being refused.
+	t.Run("fresh burst waited out", func(t *testing.T) {
+		addr := connServer(t, ts, ConnLimits{Max: 32, PerClient: 32, Reserve: 2, IdleTimeout: 4 * time.Second})
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for i := range 30 {
+			conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.14.%d", i/10+1), addr))
+		}
+		time.Sleep(100 * time.Millisecond) // accepted, well within IdleTimeout/4
+		c := dialFrom(t, "127.0.15.1", addr)
+		conns = append(conns, c)
+		start := time.Now()
+		if got := get(c, "/v1/models"); got != 200 {
+			t.Errorf("a new client among fresh connections: %d, want 200", got)
+		}
+		t.Logf("answered after %s", time.Since(start).Round(time.Millisecond))
+	})
+
 	// Under pressure the sweep closes the connections that sent nothing
 	// first, and keep-alive ones only while more than 3/4 of Max are
 	// open still.
