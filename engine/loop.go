@@ -199,9 +199,13 @@ func (lp *loop) guard(work func()) {
 	work()
 }
 
-// step runs one engine step and delivers its outputs.
+// step runs one engine step and delivers its outputs, after publishing
+// the stats that count them: a caller that hears of its request's end
+// reads Stats with that request in them.
 func (lp *loop) step() {
 	outs, err := lp.eng.Step()
+	st := lp.eng.Stats()
+	lp.stats.Store(&st)
 	for _, o := range outs {
 		b := lp.boxes[o.ID]
 		switch {
