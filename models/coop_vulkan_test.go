@@ -44,32 +44,7 @@ func TestVulkanCoopMat(t *testing.T) {
 	t.Logf("device: %s, cooperative-matrix shape %s", d.Name, d.CoopShape)
 	for _, model := range []string{"qwen2-tiny-F16.gguf", "qwen2-tiny-Q4_0.gguf", "llama-tiny-Q4_1.gguf"} {
 		t.Run(model, func(t *testing.T) {
-			m := openOn(t, filepath.Join(testdata, model), b)
-			batchVsAlone(t, m, func(got, alone []float32, seq, pos int) {
-				if !bitwiseEqual(got, alone) {
-					j, d, _ := farLogit(got, alone, 0)
-					t.Fatalf("seq %d pos %d: batched logits differ from alone (token %d by %.3g)", seq, pos, j, d)
-				}
-			})
-			p := prompts[2]
-			whole := decodeAlone(t, m, p, 0)
-			ctx := newCtx(t, m, ContextParams{ContextLen: 64, BatchSize: 64})
-			pos := 0
-			for _, c := range []int{1, 4, 6} {
-				var bt Batch
-				for i := pos; i < pos+c; i++ {
-					bt.Add(p[i], int32(i), true, 0)
-				}
-				if err := ctx.Decode(bt); err != nil {
-					t.Fatal(err)
-				}
-				for i := pos; i < pos+c; i++ {
-					if !bitwiseEqual(ctx.Logits(i-pos), whole[i]) {
-						t.Fatalf("pos %d in a chunk of %d: logits differ from the prompt at once", i, c)
-					}
-				}
-				pos += c
-			}
+			bitwiseInvariant(t, openOn(t, filepath.Join(testdata, model), b))
 		})
 	}
 	peer := loadLlamaCppDistance(t)
@@ -132,4 +107,38 @@ func loadLlamaCppDistance(t *testing.T) llamaCppDistances {
 		t.Fatalf("%s: %v, %d files (tools/coopmat_distance.py --write makes it)", llamaCppDistance, err, len(d.Files))
 	}
 	return d
+}
+
+// bitwiseInvariant checks that m's logits do not move by a bit with the
+// batch (each sequence of a batch against it alone) or with the chunking
+// of a prompt (chunks of 1, 4 and 6 tokens against the prompt at once):
+// what a mode that rounds activations (cooperative matrices, int8) must
+// still keep.
+func bitwiseInvariant(t *testing.T, m *Model) {
+	t.Helper()
+	batchVsAlone(t, m, func(got, alone []float32, seq, pos int) {
+		if !bitwiseEqual(got, alone) {
+			j, d, _ := farLogit(got, alone, 0)
+			t.Fatalf("seq %d pos %d: batched logits differ from alone (token %d by %.3g)", seq, pos, j, d)
+		}
+	})
+	p := prompts[2]
+	whole := decodeAlone(t, m, p, 0)
+	ctx := newCtx(t, m, ContextParams{ContextLen: 64, BatchSize: 64})
+	pos := 0
+	for _, c := range []int{1, 4, 6} {
+		var bt Batch
+		for i := pos; i < pos+c; i++ {
+			bt.Add(p[i], int32(i), true, 0)
+		}
+		if err := ctx.Decode(bt); err != nil {
+			t.Fatal(err)
+		}
+		for i := pos; i < pos+c; i++ {
+			if !bitwiseEqual(ctx.Logits(i-pos), whole[i]) {
+				t.Fatalf("pos %d in a chunk of %d: logits differ from the prompt at once", i, c)
+			}
+		}
+		pos += c
+	}
 }
