@@ -334,18 +334,54 @@ func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes [
 		b.Free(xt)
 		b.Free(dt32)
 	}
+	inheritWrong(rows)
+	score(rows, shapeCounts(shapes, 1), bytesPerToken/1e9, nil)
+	return rows, nil
+}
+
+// inheritWrong marks every row wrong when the default (rows[0]) is: the
+// others were checked bitwise against it.
+func inheritWrong(rows []SweepRow) {
 	for i := range rows {
 		if rows[0].Wrong != "" && rows[i].Wrong == "" {
 			rows[i].Wrong = "the default is wrong: " + rows[0].Wrong
 		}
-		for si, s := range shapes {
-			rows[i].Score += time.Duration(s.Count) * rows[i].Times[si]
+	}
+}
+
+// score sets each row's Score, the sum of its Times with Times[j] counted
+// counts[j] times (once each when counts is nil), and its GBs (gb
+// gigabytes over the Score) or, with tflop, its TFLOPs (*tflop over it).
+func score(rows []SweepRow, counts []int, gb float64, tflop *float64) {
+	for i := range rows {
+		r := &rows[i]
+		for j, t := range r.Times {
+			if counts != nil {
+				t *= time.Duration(counts[j])
+			}
+			r.Score += t
 		}
-		if rows[i].Score > 0 {
-			rows[i].GBs = bytesPerToken / rows[i].Score.Seconds() / 1e9
+		if r.Score <= 0 {
+			continue
+		}
+		if tflop != nil {
+			r.TFLOPs = *tflop / r.Score.Seconds()
+		} else {
+			r.GBs = gb / r.Score.Seconds()
 		}
 	}
-	return rows, nil
+}
+
+// shapeCounts are the weights of score for times taken per shape, each
+// shape's times in per consecutive slots (Times[si*per+k]).
+func shapeCounts(shapes []SweepShape, per int) []int {
+	counts := make([]int, 0, len(shapes)*per)
+	for _, s := range shapes {
+		for range per {
+			counts = append(counts, s.Count)
+		}
+	}
+	return counts
 }
 
 func sameKnobs(a, b Knobs) bool {

@@ -106,14 +106,7 @@ func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]Swe
 		}
 		at.free(b)
 	}
-	for i := range rows {
-		for _, t := range rows[i].Times {
-			rows[i].Score += t
-		}
-		if rows[i].Score > 0 {
-			rows[i].GBs = bytes / rows[i].Score.Seconds() / 1e9
-		}
-	}
+	score(rows, nil, bytes/1e9, nil)
 	return rows, nil
 }
 

@@ -81,17 +81,8 @@ func (b *Backend) sweepLayout(o SweepOptions, dt tensor.DType, shapes []SweepSha
 			}
 		}
 	}
-	for i := range rows {
-		if rows[0].Wrong != "" && rows[i].Wrong == "" {
-			rows[i].Wrong = "the default is wrong: " + rows[0].Wrong
-		}
-		for si, s := range fit {
-			rows[i].Score += time.Duration(s.Count) * rows[i].Times[si]
-		}
-		if rows[i].Score > 0 {
-			rows[i].GBs = bytesPerToken / rows[i].Score.Seconds() / 1e9 // both calls read the weight once
-		}
-	}
+	inheritWrong(rows)
+	score(rows, shapeCounts(fit, 1), bytesPerToken/1e9, nil) // both calls read the weight once
 	return rows, nil
 }
 

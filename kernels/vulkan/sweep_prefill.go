@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"time"
 
 	"github.com/vkllm/vkllm/tensor"
 )
@@ -84,19 +83,9 @@ func (b *Backend) sweepCoop(o SweepOptions, fam string, dt tensor.DType, shapes 
 		}
 		b.Free(w)
 	}
-	for i := range rows {
-		if rows[0].Wrong != "" && rows[i].Wrong == "" {
-			rows[i].Wrong = "the default is wrong: " + rows[0].Wrong
-		}
-		for si, s := range shapes {
-			for ni := range ns {
-				rows[i].Score += time.Duration(s.Count) * rows[i].Times[si*len(ns)+ni]
-			}
-		}
-		if rows[i].Score > 0 {
-			rows[i].TFLOPs = flops / rows[i].Score.Seconds() / 1e12
-		}
-	}
+	inheritWrong(rows)
+	tflop := flops / 1e12
+	score(rows, shapeCounts(shapes, len(ns)), 0, &tflop)
 	return rows, nil
 }
 
@@ -170,13 +159,6 @@ func (b *Backend) sweepAttnPrefill(o SweepOptions, shapes []SweepAttention) ([]S
 		}
 		at.free(b)
 	}
-	for i := range rows {
-		for _, t := range rows[i].Times {
-			rows[i].Score += t
-		}
-		if rows[i].Score > 0 {
-			rows[i].GBs = bytes / rows[i].Score.Seconds() / 1e9
-		}
-	}
+	score(rows, nil, bytes/1e9, nil)
 	return rows, nil
 }
