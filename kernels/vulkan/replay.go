@@ -112,7 +112,9 @@ func (b *Backend) Replay(id int) bool {
 	return true
 }
 
-// Replayed counts the steps submitted from a recording so far (tests).
+// Replayed counts the steps submitted from a recording so far: how often
+// replay spared the host its recording (DeviceInfo.Replay says whether it
+// is on).
 func (b *Backend) Replayed() uint64 { return b.replays }
 
 func (b *Backend) dropGraph(id int) {
