@@ -47,8 +47,8 @@ var packings = map[tensor.DType]packing{
 // multiple of 16 bytes (144, 160, 272, 1680).
 const repackRun = 8
 
-// repackDTypes lists the dtypes that have a repacked layout.
-func repackDTypes() []tensor.DType {
+// RepackDTypes lists the dtypes that have a repacked layout.
+func RepackDTypes() []tensor.DType {
 	var out []tensor.DType
 	for _, dt := range weightDTypes {
 		if _, ok := packings[dt]; ok {
@@ -105,7 +105,7 @@ func (p packing) split(blk []byte) (head, body []byte) {
 // reads the file layout).
 func (b *Backend) repackDetect(cfg Config) []string {
 	var out []string
-	for _, dt := range repackDTypes() {
+	for _, dt := range RepackDTypes() {
 		_, int8 := b.int8Name(dt)
 		if !cfg.NoRepack && b.tune.knobs("layout/" + typeName(dt))["repack"] == 1 && !(b.info.Int8MatMul && int8) {
 			out = append(out, dt.String())

@@ -17,7 +17,7 @@ import (
 // repackAll is a tuning that repacks every dtype that has a layout.
 func repackAll() Tuning {
 	t := Tuning{}
-	for _, dt := range repackDTypes() {
+	for _, dt := range RepackDTypes() {
 		t["layout/"+typeName(dt)] = Knobs{"repack": 1}
 	}
 	return t
@@ -27,7 +27,7 @@ func repackAll() Tuning {
 // of a run, and only rows of whole runs are repacked.
 func TestRepackLayout(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, dt := range repackDTypes() {
+	for _, dt := range RepackDTypes() {
 		src := make([]byte, 3*repackRun*dt.BlockBytes())
 		for i := range src {
 			src[i] = byte(r.Uint32())
@@ -97,7 +97,7 @@ func TestCoopRepack(t *testing.T) {
 // repackBitwise runs every weight-reading op on b (file layout) and p
 // (repacked) for each repackable dtype and compares the bits.
 func repackBitwise(t *testing.T, b, p *Backend) {
-	for _, dt := range repackDTypes() {
+	for _, dt := range RepackDTypes() {
 		run := repackRun * dt.BlockSize()
 		for _, k := range []int{run, 3 * run} {
 			const rows = 37

@@ -98,7 +98,7 @@ func TestSweepCandidatesRepacked(t *testing.T) {
 	if len(b.Device().Repacked) == 0 {
 		t.Fatal("nothing repacked")
 	}
-	sweepCandidates(t, b, repackDTypes())
+	sweepCandidates(t, b, RepackDTypes())
 }
 
 func sweepCandidates(t *testing.T, b *Backend, types []tensor.DType) {
