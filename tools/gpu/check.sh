@@ -19,11 +19,13 @@
 #      uses .gpu/tuning.json, an earlier call's tuning.json, when present),
 #      SWEEP=only runs setup, facts and the sweep alone (a call of its
 #      own: a full sweep takes a few minutes of the budget);
-#   4. writes each synthetic model once as GGUF for the peer, runs steps 5
-#      and 6, then, round after round, benches each model with vkllm (prefill pp, decode tg,
-#      batched decode 1, 4 and 16) followed by llama.cpp's llama-bench (the
-#      same pp and tg) and llama-batched-bench (the same batches): ours and
-#      the peer alternate;
+#   4. round after round, benches each model with vkllm (prefill pp,
+#      decode tg, batched decode 1, 4 and 16) followed by llama.cpp's
+#      llama-bench (the same pp and tg) and llama-batched-bench (the same
+#      batches): ours and the peer alternate; each model's GGUF (for the
+#      peer) is written before its first round, so a model no round
+#      reaches costs nothing; the op profile (5) runs before the first
+#      round, serving (5) and the cells (6) after it;
 #   5. times prefill and decode op by op with GPU timestamps (vkllm bench
 #      --ops) on the Q4_0 models into $OUT/ops.txt, and serves 16 requests
 #      at once and one by one
@@ -32,7 +34,8 @@
 #   6. runs the models' BenchmarkDecodeCells (decode with 64 cells in use
 #      in a context of 512 cells and of 32768, cpu and vulkan, three
 #      times) on the same model into $OUT/cells.txt;
-#   6b. with SWEEP=only after the sweep, or CPU=1: the CPU backend on every
+#   6b. with SWEEP=only after the sweep (CPU_S, default 200 s, is kept
+#      for it), or CPU=1: the CPU backend on every
 #      core of the machine (vkllm bench --backend cpu) against llama.cpp's
 #      portable CPU build (.gpu/llama-cpu.tar.xz,
 #      tools/build-llama-cpu-portable.sh), on cpu_specs, into
@@ -56,7 +59,9 @@
 # CPU=0 leaves the CPU step out of a SWEEP=only run; CPU=1 adds it to a
 # full run (last, in the time left).
 #
-# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0|only] [CPU=0|1] bash tools/gpu/check.sh [--small]
+# TESTS=0 leaves the test binaries out (a rehearsal of the rest).
+#
+# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0|only] [CPU=0|1] [CPU_S=N] [TESTS=0] bash tools/gpu/check.sh [--small]
 # Exit status: 0 when every step ran and passed, 1 otherwise (the results
 # are written either way).
 set -uo pipefail
@@ -227,11 +232,9 @@ tests() {
 # gguf SPEC: the GGUF file the peer runs for SPEC.
 gguf() { echo "$work/${1/:/-}.gguf"; }
 
-write_models() {
-	local s
-	for s in "${specs[@]}"; do
-		"$bin/vkllm" bench --synthetic "$s" --write-gguf "$(gguf "$s")" || return 1
-	done
+# write_model SPEC: SPEC's synthetic weights as GGUF, for the peer.
+write_model() {
+	timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$1" --write-gguf "$(gguf "$1")"
 }
 
 # bench_round SPEC ROUND: vkllm, then llama-bench, then llama-batched-bench.
@@ -261,8 +264,9 @@ bench_round() {
 # output tokens, at once and one by one, and the bare Context's ceiling) on
 # the GGUF of serve_spec, which has no tokenizer: it runs token ids.
 serve() {
-	VKLLM_BENCH_MODEL=$(gguf "$serve_spec") VKLLM_BENCH_BACKEND=vulkan VKLLM_BENCH_KV=f16 \
-		timeout $(($(left) - 15)) "$bin/engine.test" -test.run '^$' -test.bench '^BenchmarkServe$' -test.benchtime 1x \
+	# from engine/, as go test runs it (its tests read ../testdata)
+	(cd engine && VKLLM_BENCH_MODEL=$(gguf "$serve_spec") VKLLM_BENCH_BACKEND=vulkan VKLLM_BENCH_KV=f16 \
+		timeout $(($(left) - 15)) "$bin/engine.test" -test.run '^$' -test.bench '^BenchmarkServe$' -test.benchtime 1x) \
 		>"$out/serve.txt" 2>&1
 	local rc=$?
 	cat "$out/serve.txt"
@@ -341,15 +345,19 @@ if ! step setup setup; then
 fi
 step facts facts
 if [[ $do_sweep == only ]]; then
-	# the whole budget, less about 200 s for the CPU step
-	t_sweep=$(($(left) - 30 - (do_cpu ? (small ? 120 : 200) : 0)))
+	# the whole budget, less CPU_S (default 200 s) for the CPU step
+	t_sweep=$(($(left) - 30 - (do_cpu ? ${CPU_S:-$((small ? 120 : 200))} : 0)))
 	step sweep sweep
 	((do_cpu)) && step cpu cpu_bench
 	python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
 	echo "total $(($(date +%s) - start)) s; results in $out"
 	exit $failed
 fi
-step tests tests
+if [[ ${TESTS:-1} == 0 ]]; then
+	skip tests "TESTS=0"
+else
+	step tests tests
+fi
 if [[ $do_sweep != 0 ]]; then
 	step sweep sweep
 elif [[ -f $gpu/tuning.json ]]; then
@@ -360,33 +368,43 @@ elif [[ -f $gpu/tuning.json ]]; then
 else
 	skip sweep "SWEEP=0"
 fi
-if step write-models write_models; then
-	# The profiles and serving first (about 100 s on an H100): they are
-	# what the bench rounds, budgeted last, cannot replace.
-	for st in ops cells serve; do
-		if (($(left) > 60)); then
-			step "$st" "$st"
-		else
-			skip "$st" "$(left) s left"
-		fi
-	done
-	declare -A last
-	for r in $(seq 1 "$rounds"); do
-		for s in "${specs[@]}"; do
-			need=$((${last[$s]:-40} * 3 / 2))
-			if (($(left) < need)); then
-				skip "bench $s round $r" "$(left) s left, the round needs about $need"
-				continue
-			fi
-			t0=$(date +%s)
-			step "bench $s round $r" bench_round "$s" "$r"
-			last[$s]=$(($(date +%s) - t0 + 1))
-		done
-	done
-	rm -f "$work"/*.gguf
+# The op profile first (about 20 s on an H100; synthetic weights, no
+# GGUF): it is what the bench rounds, budgeted last, cannot replace. Each
+# model's GGUF is written just before its first round (a model no round
+# reaches costs nothing), and serving and the cells benchmark, which need
+# serve_spec's GGUF, follow the first round.
+if (($(left) > 60)); then
+	step ops ops
 else
-	skip bench "the models were not written"
+	skip ops "$(left) s left"
 fi
+declare -A last
+for r in $(seq 1 "$rounds"); do
+	for s in "${specs[@]}"; do
+		need=$((${last[$s]:-40} * 3 / 2))
+		if (($(left) < need)); then
+			skip "bench $s round $r" "$(left) s left, the round needs about $need"
+			continue
+		fi
+		if [[ ! -f $(gguf "$s") ]] && ! step "write $s" write_model "$s"; then
+			skip "bench $s round $r" "its GGUF was not written"
+			continue
+		fi
+		t0=$(date +%s)
+		step "bench $s round $r" bench_round "$s" "$r"
+		last[$s]=$(($(date +%s) - t0 + 1))
+	done
+	if ((r == 1)); then
+		for st in cells serve; do
+			if (($(left) > 60)) && { [[ -f $(gguf "$serve_spec") ]] || step "write $serve_spec" write_model "$serve_spec"; }; then
+				step "$st" "$st"
+			else
+				skip "$st" "$(left) s left"
+			fi
+		done
+	fi
+done
+rm -f "$work"/*.gguf
 if ((do_cpu)); then
 	step cpu cpu_bench
 fi
