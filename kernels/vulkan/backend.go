@@ -14,6 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -49,7 +52,8 @@ type Config struct {
 	Library string
 	// Validation enables VK_LAYER_KHRONOS_validation when it is installed
 	// (also VKLLM_VULKAN_VALIDATION=1); Sync, GetF32 and GetI32 then fail
-	// with a *ValidationError once the layer reports a message.
+	// with a *ValidationError once the layer reports a message other than
+	// a note that it does not cover an enabled extension (ValidationNotes).
 	Validation bool
 	// Budget caps the device memory the backend allocates (bytes, 0: the
 	// budget VK_EXT_memory_budget reports at Open, else the device-local
@@ -158,6 +162,12 @@ type DeviceInfo struct {
 	CoopShape    string
 	MemoryBudget bool // VK_EXT_memory_budget
 	Validation   bool // the validation layer is on
+	// ValidationLacks lists the enabled device extensions the validation
+	// layer says it does not cover (a layer older than the driver):
+	// what they do goes unvalidated or is misreported (the cooperative-
+	// matrix shaders under Debian 12's layer fail its SPIR-V checks).
+	// Backend.ValidationNotes has the layer's words.
+	ValidationLacks []string
 	// Replay reports that recordings of steps are kept and submitted
 	// again (kernels.Replayer): Config.NoReplay is not set.
 	Replay bool
@@ -230,6 +240,7 @@ type Backend struct {
 	replays     uint64   // steps replayed
 	err         error    // the first failure while recording
 	closed      bool
+	notes       []string // the validation layer's notes on its coverage (ValidationNotes)
 
 	// coopSG: the subgroup size the cooperative-matrix kernel runs with;
 	// coopPin: the same when it must be required at pipeline creation;
@@ -391,6 +402,14 @@ func Open(cfg Config) (*Backend, error) {
 		var u, bg C.uint64_t
 		if C.vkl_memory_budget(ctx, &u, &bg); bg > 0 { // VK_EXT_memory_budget: what this process may use
 			b.budget = int64(bg)
+		}
+	}
+	if b.info.Validation {
+		b.validation() // sorts the layer's notes at vkCreateDevice from its errors
+		for _, n := range b.notes {
+			if m := unknownExt.FindStringSubmatch(n); m != nil && !slices.Contains(b.info.ValidationLacks, m[1]) {
+				b.info.ValidationLacks = append(b.info.ValidationLacks, m[1])
+			}
 		}
 	}
 	return b, nil
@@ -560,13 +579,79 @@ func (b *Backend) flush() {
 	b.staging.reset(b)
 }
 
-// validation returns a *ValidationError when the layer spoke.
+// validation returns a *ValidationError when the layer reported a
+// message other than a note on its own coverage (layerNote), which goes
+// to ValidationNotes instead.
 func (b *Backend) validation() error {
-	var buf [1024]C.char
-	if n := int(C.vkl_messages(b.ctx, &buf[0], C.int(len(buf)))); n > 0 {
-		return &ValidationError{Count: n, Last: C.GoString(&buf[0])}
+	var nd C.int
+	n := int(C.vkl_messages(b.ctx, &nd))
+	if n == 0 {
+		return nil
 	}
-	return nil
+	e := &ValidationError{Count: n}
+	var buf [1024]C.char
+	for i := range int(nd) {
+		var id C.int32_t
+		count := int(C.vkl_message(b.ctx, C.int(i), &buf[0], C.int(len(buf)), &id))
+		text := C.GoString(&buf[0])
+		if layerNote(text) {
+			e.Count -= count
+			if !slices.Contains(b.notes, text) {
+				b.notes = append(b.notes, text)
+			}
+			continue
+		}
+		e.Messages = append(e.Messages, ValidationMessage{Text: text, Count: count})
+	}
+	if e.Count == 0 {
+		return nil
+	}
+	return e
+}
+
+// layerNote reports whether a validation message is about the layer's
+// own coverage rather than a misuse: a layer older than the driver (Debian
+// 12's 1.3.239 under a driver with VK_KHR_cooperative_matrix) warns that
+// it does not support an extension the device enabled, and reports the
+// structures of that extension that the backend chains (its features at
+// vkCreateDevice, its properties at vkGetPhysicalDeviceProperties2) as
+// "unknown VkStructureType". Such notes do not fail a run; they are kept
+// in ValidationNotes. Only the extensions of layerExts qualify: any other
+// unknown structure is ours to fix.
+func layerNote(text string) bool {
+	if unknownExt.MatchString(text) {
+		return true
+	}
+	m := unknownSType.FindStringSubmatch(text)
+	if m == nil {
+		return false
+	}
+	st, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil || st < 1000000000 {
+		return false
+	}
+	_, ok := layerExts[int(st-1000000000)/1000+1]
+	return ok
+}
+
+// layerExts: the device extensions the backend may enable that are newer
+// than a validation layer it may meet, by extension number (extension n's
+// structures have sType 1000000000 + (n-1)*1000 + k).
+var layerExts = map[int]string{507: "VK_KHR_cooperative_matrix"}
+
+var (
+	unknownSType = regexp.MustCompile(`unknown VkStructureType \((\d+)\)`)
+	unknownExt   = regexp.MustCompile(`Extension (\S+) is not supported by this layer`)
+)
+
+// ValidationNotes returns the validation layer's notes on its own
+// coverage (an enabled extension it does not know), distinct, first
+// seen first; they do not fail Sync. Empty without Config.Validation.
+func (b *Backend) ValidationNotes() []string {
+	if !b.closed {
+		b.validation()
+	}
+	return slices.Clone(b.notes)
 }
 
 // pipeline returns the compiled variant with the specialization

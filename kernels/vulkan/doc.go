@@ -320,7 +320,8 @@
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync
-// fail on any validation message; VKLLM_VULKAN_FP16=1,
+// fail on any validation message but the layer's notes on its own
+// coverage (Backend.ValidationNotes); VKLLM_VULKAN_FP16=1,
 // VKLLM_VULKAN_INT8=1 and VKLLM_VULKAN_DISABLE (above; also "replay")
 // choose variants; VKLLM_VULKAN_TUNING names a tuning file (a sweep's
 // --sweep-out) to use instead of the committed one. They apply where the

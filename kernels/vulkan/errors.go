@@ -3,6 +3,7 @@ package vulkan
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/vkllm/vkllm/errcode"
 )
@@ -114,12 +115,34 @@ func (e *OOMError) Unwrap() error { return e.Err }
 // Code implements errcode.Coder.
 func (e *OOMError) Code() errcode.Code { return errcode.OOMVRAM }
 
-// ValidationError: the validation layer reported messages.
+// ValidationError: the validation layer reported messages (other than
+// notes on its own coverage, Backend.ValidationNotes).
 type ValidationError struct {
+	Count    int                 // messages in all
+	Messages []ValidationMessage // the distinct ones kept, first seen first
+}
+
+// ValidationMessage is one distinct validation message and how often it
+// came.
+type ValidationMessage struct {
+	Text  string
 	Count int
-	Last  string
 }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("vulkan: %d validation messages; last: %s", e.Count, e.Last)
+	var s strings.Builder
+	fmt.Fprintf(&s, "vulkan: %d validation messages, %d distinct kept", e.Count, len(e.Messages))
+	kept := 0
+	for i, m := range e.Messages {
+		fmt.Fprintf(&s, "\n  %d. ", i+1)
+		if m.Count > 1 {
+			fmt.Fprintf(&s, "(%d times) ", m.Count)
+		}
+		s.WriteString(m.Text)
+		kept += m.Count
+	}
+	if kept < e.Count {
+		fmt.Fprintf(&s, "\n  and %d more not kept (the first %d distinct are)", e.Count-kept, len(e.Messages))
+	}
+	return s.String()
 }

@@ -38,8 +38,14 @@ struct vkl_ctx {
 	VkDebugUtilsMessengerEXT messenger;
 	int validation;
 	uint32_t api;
-	int nmsg;
-	char last[1024];
+	// The layer's messages (errors and warnings): nmsg in all, the first
+	// VKL_MAX_MSGS distinct ones (by ID and text) with their counts.
+	int nmsg, ndistinct;
+	struct vkl_msg {
+		int32_t id;
+		uint32_t count;
+		char text[1024];
+	} msgs[VKL_MAX_MSGS];
 
 	uint32_t nphys;
 	VkPhysicalDevice *phys;
@@ -158,9 +164,20 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL debug_cb(VkDebugUtilsMessageSeverityFlagBi
 	VkDebugUtilsMessageTypeFlagsEXT type, const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
 	(void)type;
 	vkl_ctx *c = user;
-	if (sev & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)) {
-		c->nmsg++;
-		snprintf(c->last, sizeof c->last, "%s", data && data->pMessage ? data->pMessage : "(no message)");
+	if (!(sev & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT))) return VK_FALSE;
+	c->nmsg++;
+	const char *text = data && data->pMessage ? data->pMessage : "(no message)";
+	int32_t id = data ? data->messageIdNumber : 0;
+	for (int i = 0; i < c->ndistinct; i++)
+		if (c->msgs[i].id == id && !strncmp(c->msgs[i].text, text, sizeof c->msgs[i].text - 1)) {
+			c->msgs[i].count++;
+			return VK_FALSE;
+		}
+	if (c->ndistinct < VKL_MAX_MSGS) {
+		struct vkl_msg *m = &c->msgs[c->ndistinct++];
+		m->id = id;
+		m->count = 1;
+		snprintf(m->text, sizeof m->text, "%s", text);
 	}
 	return VK_FALSE;
 }
@@ -566,9 +583,16 @@ void vkl_close(vkl_ctx *c) {
 	free(c);
 }
 
-int vkl_messages(vkl_ctx *c, char *last, int n) {
-	if (n > 0) snprintf(last, (size_t)n, "%s", c->last);
+int vkl_messages(vkl_ctx *c, int *ndistinct) {
+	*ndistinct = c->ndistinct;
 	return c->nmsg;
+}
+
+int vkl_message(vkl_ctx *c, int i, char *text, int n, int32_t *id) {
+	if (i < 0 || i >= c->ndistinct) return 0;
+	if (n > 0) snprintf(text, (size_t)n, "%s", c->msgs[i].text);
+	*id = c->msgs[i].id;
+	return (int)c->msgs[i].count;
 }
 
 void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget) {
