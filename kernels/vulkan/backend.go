@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/vkllm/vkllm/kernels"
@@ -115,6 +116,11 @@ type Config struct {
 	// NoReplay records every step's ops, never submitting a kept
 	// recording again (kernels.Replayer; also VKLLM_VULKAN_DISABLE=replay).
 	NoReplay bool
+	// FenceTimeout bounds every wait for the device to finish a submit
+	// (0: 2 minutes); past it the wait fails with an *Error whose Result
+	// is VK_TIMEOUT (DeviceLost reports it) and the backend is unusable,
+	// so that a hung device ends a program with an error, not a hang.
+	FenceTimeout time.Duration
 	// NoRepack keeps every uploaded weight in its file's layout where
 	// the device's tuning repacks it (layout.go; also
 	// VKLLM_VULKAN_DISABLE=repack).
@@ -338,6 +344,9 @@ func Open(cfg Config) (*Backend, error) {
 		}
 		return nil, &Error{Op: "vkCreateDevice", Result: int32(r)}
 	}
+	if cfg.FenceTimeout > 0 {
+		C.vkl_set_fence_timeout(ctx, C.uint64_t(cfg.FenceTimeout))
+	}
 	p := &b.props
 	var di C.vkl_devinfo
 	C.vkl_device_info(ctx, C.int(idx), &di)
@@ -532,7 +541,13 @@ func (b *Backend) Close() error {
 	err := b.Sync()
 	b.dropGraphs()
 	b.closed = true
-	b.prof = profiler{} // a profile started ends unread
+	b.prof = profiler{}         // a profile started ends unread
+	if C.vkl_hung(b.ctx) != 0 { // what the device may still use stays (vkl_close)
+		b.blocks, b.used = nil, 0
+		C.vkl_close(b.ctx)
+		b.ctx = nil
+		return err
+	}
 	for _, p := range b.pipes {
 		C.vkl_pipeline_free(b.ctx, p.p)
 	}
@@ -574,7 +589,7 @@ func (b *Backend) Sync() error {
 // flush submits what was recorded, waits, and empties the staging arena.
 func (b *Backend) flush() {
 	if r := b.submit(); r != C.VK_SUCCESS {
-		b.fail(&Error{Op: "vkQueueSubmit", Result: int32(r)})
+		b.fail(submitError("vkQueueSubmit", r))
 	}
 	b.staging.reset(b)
 }

@@ -62,6 +62,7 @@ const (
 	resFragmentedPool      = -12
 	resLayerNotPresent     = -6
 	resExtensionNotPresent = -7
+	resTimeout             = 2 // VK_TIMEOUT: a fence wait gave up (Config.FenceTimeout)
 )
 
 func (e *Error) Error() string {
@@ -71,6 +72,7 @@ func (e *Error) Error() string {
 		resIncompatibleDriver: "VK_ERROR_INCOMPATIBLE_DRIVER", resOutOfPoolMemory: "VK_ERROR_OUT_OF_POOL_MEMORY",
 		resTooManyObjects: "VK_ERROR_TOO_MANY_OBJECTS", resLayerNotPresent: "VK_ERROR_LAYER_NOT_PRESENT",
 		resExtensionNotPresent: "VK_ERROR_EXTENSION_NOT_PRESENT",
+		resTimeout:             "VK_TIMEOUT: the device did not finish a submit within the fence timeout (Config.FenceTimeout); it is taken for hung",
 	}[e.Result]
 	if name == "" {
 		name = fmt.Sprintf("VkResult %d", e.Result)
@@ -89,9 +91,9 @@ func (e *Error) Code() errcode.Code {
 	return errcode.LoadFailed
 }
 
-// DeviceLost reports whether the device was lost (the backend is then
-// unusable).
-func (e *Error) DeviceLost() bool { return e.Result == resDeviceLost }
+// DeviceLost reports whether the device was lost, or did not finish a
+// submit within the fence timeout (the backend is then unusable).
+func (e *Error) DeviceLost() bool { return e.Result == resDeviceLost || e.Result == resTimeout }
 
 // OOMError: an allocation did not fit the device's memory or the
 // configured budget. Everything the failed call had allocated is freed.

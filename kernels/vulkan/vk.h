@@ -72,6 +72,11 @@ int vkl_device_count(vkl_ctx *c);
 void vkl_device_info(vkl_ctx *c, int i, vkl_devinfo *info);
 int vkl_device_create(vkl_ctx *c, int i, vkl_props *props);
 void vkl_close(vkl_ctx *c);
+// How long a fence wait may take (default 120 s) before it fails with
+// VK_TIMEOUT and the device is taken for hung.
+void vkl_set_fence_timeout(vkl_ctx *c, uint64_t ns);
+// Whether a fence wait timed out (the device is taken for hung).
+int vkl_hung(vkl_ctx *c);
 
 // Messages of the validation layer (errors and warnings) seen so far:
 // vkl_messages returns how many, and sets *ndistinct to how many distinct
