@@ -246,7 +246,11 @@ type Backend struct {
 	replays     uint64   // steps replayed
 	err         error    // the first failure while recording
 	closed      bool
-	notes       []string // the validation layer's notes on its coverage (ValidationNotes)
+	notes       []string  // the validation layer's notes on its coverage (ValidationNotes)
+	sweep       *sweepCtl // the Sweep running, if one is (sweep_budget.go)
+	// sweepHook, set by tests, rewrites a sweep candidate's first timed
+	// run's time (a fake slow candidate).
+	sweepHook func(Knobs, time.Duration) time.Duration
 
 	// coopSG: the subgroup size the cooperative-matrix kernel runs with;
 	// coopPin: the same when it must be required at pipeline creation;

@@ -119,6 +119,7 @@
 package benchcmd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -198,8 +199,10 @@ type BatchResult struct {
 }
 
 // Run runs the bench command with args (without the command name) and is
-// its exit code: 0, 1 on a failed run, 2 on bad flags.
-func Run(args []string, stdout, stderr io.Writer) int {
+// its exit code: 0, 1 on a failed run, 2 on bad flags. Cancelling ctx
+// (vkllm cancels it on SIGINT or SIGTERM) ends a sweep after the run in
+// flight, with what finished written out.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vkllm bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "model folder or .gguf file, or a Hub name hf://OWNER/REPO[:QUANT] (pulled first by vkllm)")
@@ -230,7 +233,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	sweepReps := fs.Int("sweep-reps", 20, "with --sweep: timed dispatches per candidate and matrix")
 	sweepCands := fs.Int("sweep-candidates", 0, "with --sweep: at most this many candidates per kernel (0: all)")
 	sweepOut := fs.String("sweep-out", "", "with --sweep: write the chosen tuning (JSON) to this file (after each weight type)")
-	sweepBudget := fs.Duration("sweep-budget", 0, "with --sweep: start no weight type past this time (0: no limit); what is left keeps its defaults")
+	sweepBudget := fs.Duration("sweep-budget", 0, "with --sweep: start no kernel family and no candidate past this time (0: no limit); what is cut is listed and keeps its defaults")
+	sweepVerbose := fs.Bool("sweep-verbose", false, "with --sweep: a progress line per candidate and matrix, not only per kernel family")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n       vkllm bench --sweep [flags]\n\n"+
 			"measure prefill and decode speed (with --draft: speculative decoding's speedup; with --peer: llama.cpp's on the same file; with --sweep: tune the Vulkan kernels for this device).\n\nFlags:\n")
@@ -243,7 +247,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *sweep {
-		return runSweepFlags(*sweepModels, *sweepDTypes, *sweepBatch, *sweepReps, *sweepCands, *sweepBudget, *sweepOut, *asJSON, stdout, stderr)
+		return runSweepFlags(ctx, *sweepModels, *sweepDTypes, sweepConfig{batch: *sweepBatch, reps: *sweepReps, cands: *sweepCands,
+			budget: *sweepBudget, out: *sweepOut, asJSON: *asJSON, verbose: *sweepVerbose}, stdout, stderr)
 	}
 	kv, kvOK := map[string]tensor.DType{"f32": tensor.F32, "f16": tensor.F16}[*kvName]
 	if !kvOK {
@@ -373,9 +378,17 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	return rc
 }
 
-// runSweepFlags checks --sweep's flags and runs it: 0, 1 on a failed
-// sweep, 2 on bad flags.
-func runSweepFlags(models, dtypes string, batch, reps, cands int, budget time.Duration, out string, asJSON bool, stdout, stderr io.Writer) int {
+// sweepConfig is --sweep's flags past the models and weight types.
+type sweepConfig struct {
+	batch, reps, cands int
+	budget             time.Duration
+	out                string
+	asJSON, verbose    bool
+}
+
+// runSweepFlags checks --sweep's flags and runs it: 0, 1 on a failed or
+// interrupted sweep, 2 on bad flags.
+func runSweepFlags(ctx context.Context, models, dtypes string, c sweepConfig, stdout, stderr io.Writer) int {
 	var shapes []synth.Shape
 	for _, name := range strings.Split(models, ",") {
 		s, err := synth.Lookup(strings.TrimSpace(name))
@@ -394,11 +407,11 @@ func runSweepFlags(models, dtypes string, batch, reps, cands int, budget time.Du
 		}
 		dts = append(dts, dt)
 	}
-	if batch < 2 || reps < 1 || cands < 0 || budget < 0 {
+	if c.batch < 2 || c.reps < 1 || c.cands < 0 || c.budget < 0 {
 		fmt.Fprintln(stderr, "error: --sweep-batch must be ≥ 2, --sweep-reps ≥ 1, --sweep-candidates ≥ 0 and --sweep-budget ≥ 0")
 		return 2
 	}
-	if err := runSweep(shapes, dts, batch, reps, cands, budget, out, asJSON, stdout, stderr); err != nil {
+	if err := runSweep(ctx, shapes, dts, c, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1
 	}

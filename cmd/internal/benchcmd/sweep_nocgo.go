@@ -3,14 +3,14 @@
 package benchcmd
 
 import (
+	"context"
 	"io"
-	"time"
 
 	"github.com/vkllm/vkllm/internal/synth"
 	"github.com/vkllm/vkllm/kernels/vulkan"
 	"github.com/vkllm/vkllm/tensor"
 )
 
-func runSweep([]synth.Shape, []tensor.DType, int, int, int, time.Duration, string, bool, io.Writer, io.Writer) error {
+func runSweep(context.Context, []synth.Shape, []tensor.DType, sweepConfig, io.Writer, io.Writer) error {
 	return vulkan.ErrNeedsCgo
 }
