@@ -315,7 +315,13 @@
 // "coopmat_small" (fewer tokens, and "min" itself, timed on calls of 1,
 // 16 and 48 tokens), per weight type, every candidate bitwise against
 // the default and left out where its tile does not fit the device; on a
-// device whose MatMul does not run that kernel Sweep skips them.
+// device whose MatMul does not run that kernel Sweep skips them. A
+// sweep on a lent GPU must end in time: Sweep checks its context and
+// SweepOptions.Deadline before every family and every candidate's run,
+// marks what it cut (SweepRow.Cut, SweepResult.Cut) and chooses among
+// what finished; a candidate whose first timed run is past
+// SweepOptions.Slow (or SlowFactor × the default's) is marked slow and not
+// repeated; every wait for the device gives up after Config.FenceTimeout.
 //
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1

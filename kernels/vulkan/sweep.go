@@ -192,7 +192,7 @@ func (b *Backend) Sweep(ctx context.Context, o SweepOptions) (*SweepResult, erro
 	}
 	res := &SweepResult{Shapes: o.Shapes, Attention: o.Attention, Tuning: DeviceTuning{Vendor: b.info.Vendor, Device: b.info.Name,
 		Date: time.Now().UTC().Format("2006-01-02"), Kernels: Tuning{}}}
-	c := &sweepCtl{ctx: ctx, t0: t0, deadline: o.Deadline, slow: o.Slow, factor: time.Duration(o.SlowFactor),
+	c := &sweepCtl{ctx: ctx, deadline: o.Deadline, slow: o.Slow, factor: time.Duration(o.SlowFactor),
 		progress: o.Progress, verbose: o.Verbose}
 	b.sweep = c
 	defer func() { b.sweep = nil }()

@@ -17,7 +17,6 @@ import (
 // candidate's run on a shape and hand its error to sweepSkip after.
 type sweepCtl struct {
 	ctx      context.Context
-	t0       time.Time
 	deadline time.Time
 	slow     time.Duration // the absolute bound of a first timed run
 	factor   time.Duration // and the relative one: × the default's
@@ -40,9 +39,10 @@ func (c *sweepCtl) stopped() string {
 	return ""
 }
 
-// say writes a progress line at once (flushing a writer that buffers).
+// say writes a progress line, stamped with the UTC time, at once
+// (flushing a writer that buffers).
 func (c *sweepCtl) say(format string, args ...any) {
-	fmt.Fprintf(c.progress, "[%6.1f s] "+format+"\n", append([]any{time.Since(c.t0).Seconds()}, args...)...)
+	fmt.Fprintf(c.progress, "%s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05.0")}, args...)...)
 	if f, ok := c.progress.(interface{ Flush() error }); ok {
 		f.Flush()
 	}

@@ -112,7 +112,13 @@
 // file layout's. It prints the table (--json:
 // the whole result) and writes the chosen tuning to --sweep-out, the file
 // to commit as kernels/vulkan/tuning/VENDOR-NAME.json for the backend to
-// use on that device. On a GPU it takes a few minutes.
+// use on that device. On a GPU it takes a few minutes: progress goes to
+// stderr as it runs (a line when each kernel starts and ends;
+// --sweep-verbose: each candidate's timings), --sweep-budget stops it
+// starting any kernel or candidate past that time, and SIGTERM (or ^C)
+// stops it at the next candidate; either way what finished is chosen
+// from and written, and what was cut is listed (stderr, the table, the
+// JSON result's "cut") and keeps its defaults.
 //
 // --benchfmt prints Go benchmark lines (for benchstat over repeated runs)
 // instead of the summary.
