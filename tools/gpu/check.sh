@@ -5,7 +5,7 @@
 #
 #   1. unpacks the Vulkan loader (.gl/*.deb into /, when none is installed)
 #      and the prebuilt binaries and llama.cpp peer (into $WORK);
-#   2. writes the device's facts to $OUT/device.txt (vulkaninfo, nvidia-smi,
+#   2. writes the device's facts to device.txt (in $OUT/logs.tar.gz) (vulkaninfo, nvidia-smi,
 #      the peer's device list);
 #   3. runs the prebuilt kernels/vulkan and models test binaries (the
 #      kerneltest conformance suite, parity with the goldens, batch and
@@ -13,7 +13,7 @@
 #      installed) into $OUT/tests.log;
 #   3b. tunes the kernels (vkllm bench --sweep: every candidate of each
 #      tuned kernel timed with GPU timestamps on the 0.5B and 8B matrices)
-#      into $OUT/sweep.txt (the table) and $OUT/tuning.json (the chosen
+#      into sweep.txt (the table, in $OUT/logs.tar.gz) and $OUT/tuning.json (the chosen
 #      tuning, to commit as kernels/vulkan/tuning/VENDOR-NAME.json), which
 #      every later step uses (VKLLM_VULKAN_TUNING); SWEEP=0 skips it (and
 #      uses .gpu/tuning.json, an earlier call's tuning.json, when present),
@@ -30,10 +30,10 @@
 #      --ops) on the Q4_0 models into $OUT/ops.txt, and serves 16 requests
 #      at once and one by one
 #      on the 0.5B Q4_0 model (the engine's BenchmarkServe, F16 cache) into
-#      $OUT/serve.txt;
+#      serve.txt (in $OUT/logs.tar.gz);
 #   6. runs the models' BenchmarkDecodeCells (decode with 64 cells in use
 #      in a context of 512 cells and of 32768, cpu and vulkan, three
-#      times) on the same model into $OUT/cells.txt;
+#      times) on the same model into cells.txt (in $OUT/logs.tar.gz);
 #   6b. with SWEEP=only after the sweep (CPU_S, default 200 s, is kept
 #      for it), or CPU=1: the CPU backend on every
 #      core of the machine (vkllm bench --backend cpu) against llama.cpp's
@@ -76,7 +76,8 @@ gpu=$root/.gpu
 bin=$work/bin   # the Go binaries and the peer, unpacked
 mkdir -p "$out"
 rm -rf "$work"
-mkdir -p "$work/runs" "$bin"
+aux=$work/aux   # the smaller outputs, bundled into $out/logs.tar.gz
+mkdir -p "$work/runs" "$bin" "$aux"
 exec > >(tee "$out/check.log") 2>&1
 
 # Go binaries tools/gpu/prepare.sh builds (as NAME.xz in .gpu/bin).
@@ -136,7 +137,18 @@ step() {
 	printf '%s\t%.1f\t%s\n' "$name" "$(echo "$(date +%s.%N) - $t0" | awk '{ print $1 - $3 }')" "$rc" >>"$work/steps.tsv"
 	((rc == 0)) || failed=1
 	echo "=== $name: exit $rc"
+	bundle
 	return "$rc"
+}
+
+# bundle refreshes $out/logs.tar.gz: the smaller outputs ($aux), the raw
+# test logs, the sweep's and each run's output and the steps so far. The
+# device tool brings back at most 8 files from $out (check.log, tests.log,
+# ops.txt, probe.txt, tuning.json, results.json, results.md and this), and
+# only what is there when a call is cut: hence after every step.
+bundle() {
+	(cd "$work" && tar -czf "$out/logs.tar.gz.tmp" --ignore-failed-read aux steps.tsv tests-*.log sweep.err sweep.json ops.err runs cpu-runs 2>/dev/null)
+	mv -f "$out/logs.tar.gz.tmp" "$out/logs.tar.gz"
 }
 skip() {
 	printf '%s\t0\tskipped: %s\n' "$1" "$2" >>"$work/steps.tsv"
@@ -205,9 +217,9 @@ facts() {
 		sed -n '/memoryHeaps/,/memoryTypes/p' "$work/vulkaninfo.txt" | grep -E 'size|flags' | head -n 8
 		echo "## llama-bench --list-devices"
 		"$bin/llama-bench" --list-devices 2>&1
-	} >"$out/device.txt" 2>&1
-	cat "$out/device.txt"
-	grep -q 'Vulkan0' "$out/device.txt"
+	} >"$aux/device.txt" 2>&1
+	cat "$aux/device.txt"
+	grep -q 'Vulkan0' "$aux/device.txt"
 }
 
 tests() {
@@ -215,8 +227,8 @@ tests() {
 	# No VKLLM_VULKAN_OPTIONAL: without a device the tests fail, not skip.
 	# -test.timeout ends a hung test with every goroutine's stack, before
 	# timeout(1) would end it silently.
-	(cd kernels/vulkan && timeout $t_kill "$bin/vulkan.test" -test.v -test.timeout ${t_tests}s) >"$work/tests-vulkan.log" 2>&1 || rc=1
-	(cd models && timeout $t_kill "$bin/models.test" -test.v -test.run '^TestVulkan' -test.timeout ${t_tests}s) >"$work/tests-models.log" 2>&1 || rc=1
+	(cd kernels/vulkan && timeout -k 10 $t_kill "$bin/vulkan.test" -test.v -test.timeout ${t_tests}s) >"$work/tests-vulkan.log" 2>&1 || rc=1
+	(cd models && timeout -k 10 $t_kill "$bin/models.test" -test.v -test.run '^TestVulkan' -test.timeout ${t_tests}s) >"$work/tests-models.log" 2>&1 || rc=1
 	{
 		for f in "$work"/tests-vulkan.log "$work"/tests-models.log; do
 			echo "## $(basename "$f")"
@@ -234,7 +246,7 @@ gguf() { echo "$work/${1/:/-}.gguf"; }
 
 # write_model SPEC: SPEC's synthetic weights as GGUF, for the peer.
 write_model() {
-	timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$1" --write-gguf "$(gguf "$1")"
+	timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$1" --write-gguf "$(gguf "$1")"
 }
 
 # bench_round SPEC ROUND: vkllm, then llama-bench, then llama-batched-bench.
@@ -244,7 +256,7 @@ bench_round() {
 	# No command may outlast the run's budget: what ran is kept.
 	local with_peer=()
 	((peer)) && with_peer=(--peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps")
-	timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --batch "$batches" --kv f16 \
+	timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --batch "$batches" --kv f16 \
 		--threads "$threads" --no-bandwidth --json "${with_peer[@]}" \
 		>"$base.vkllm.json" 2>"$base.vkllm.err"
 	local rc=$?
@@ -252,7 +264,7 @@ bench_round() {
 	((rc == 0)) || return 1
 	((peer)) || return 0
 	local steps=$((tg < 32 ? tg : 32))
-	timeout $(($(left) - 15)) "$bin/llama-batched-bench" -m "$(gguf "$s")" -c $((16 * (32 + steps) + 64)) -b 2048 -ub 512 -npp 32 -ntg "$steps" \
+	timeout -k 10 $(($(left) - 15)) "$bin/llama-batched-bench" -m "$(gguf "$s")" -c $((16 * (32 + steps) + 64)) -b 2048 -ub 512 -npp 32 -ntg "$steps" \
 		-npl "$batches" -ctk f16 -ctv f16 -ngl 99 -t "$threads" --output-format jsonl 2>"$base.batched.err" |
 		grep '^{' >"$base.batched.jsonl"
 	rc=$?
@@ -266,19 +278,19 @@ bench_round() {
 serve() {
 	# from engine/, as go test runs it (its tests read ../testdata)
 	(cd engine && VKLLM_BENCH_MODEL=$(gguf "$serve_spec") VKLLM_BENCH_BACKEND=vulkan VKLLM_BENCH_KV=f16 \
-		timeout $(($(left) - 15)) "$bin/engine.test" -test.run '^$' -test.bench '^BenchmarkServe$' -test.benchtime 1x) \
-		>"$out/serve.txt" 2>&1
+		timeout -k 10 $(($(left) - 15)) "$bin/engine.test" -test.run '^$' -test.bench '^BenchmarkServe$' -test.benchtime 1x) \
+		>"$aux/serve.txt" 2>&1
 	local rc=$?
-	cat "$out/serve.txt"
+	cat "$aux/serve.txt"
 	return $rc
 }
 
 # cells: the models' BenchmarkDecodeCells on the GGUF of serve_spec.
 cells() {
-	(cd models && VKLLM_BENCH_MODEL=$(gguf "$serve_spec") timeout $(($(left) - 15)) "$bin/models.test" \
-		-test.run '^$' -test.bench '^BenchmarkDecodeCells$' -test.count 3) >"$out/cells.txt" 2>&1
+	(cd models && VKLLM_BENCH_MODEL=$(gguf "$serve_spec") timeout -k 10 $(($(left) - 15)) "$bin/models.test" \
+		-test.run '^$' -test.bench '^BenchmarkDecodeCells$' -test.count 3) >"$aux/cells.txt" 2>&1
 	local rc=$?
-	cat "$out/cells.txt"
+	cat "$aux/cells.txt"
 	return $rc
 }
 
@@ -288,16 +300,15 @@ sweep() {
 	# The sweep stops starting weight types 20 s before its limit and
 	# rewrites tuning.json after each one: a cut keeps what finished.
 	local limit=$(($(left) - 15 < t_sweep ? $(left) - 15 : t_sweep))
-	timeout $limit "$bin/vkllm" bench --sweep --json --sweep-out "$out/tuning.json" --sweep-budget $((limit - 20))s \
-		"${sweep_flags[@]}" >"$work/sweep.json" 2>"$work/sweep.err"
+	timeout -k 10 $limit "$bin/vkllm" bench --sweep --json --sweep-out "$out/tuning.json" --sweep-budget $((limit - 20))s \
+		"${sweep_flags[@]}" >"$work/sweep.json" 2> >(tee "$work/sweep.err" >&2)
 	local rc=$?
-	cat "$work/sweep.err"
 	python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 for row in r["rows"]:
     mark = "chosen" if row.get("chosen") else ("WRONG: " + row["wrong"] if row.get("wrong") else "")
     print("%-22s %-30s %10.1f us/token %8.1f GB/s  %s" % (row["key"], " ".join("%s=%d" % kv for kv in sorted(row["knobs"].items())), row["score_ns"] / 1e3, row["weight_gbs"], mark))' \
-		"$work/sweep.json" >"$out/sweep.txt" 2>&1 || rc=1
+		"$work/sweep.json" >"$aux/sweep.txt" 2>&1 || rc=1
 	((rc == 0)) && export VKLLM_VULKAN_TUNING=$out/tuning.json
 	return $rc
 }
@@ -315,11 +326,11 @@ cpu_bench() {
 			rc=1
 			continue
 		fi
-		[[ -f $(gguf "$s") ]] || timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --write-gguf "$(gguf "$s")" || return 1
+		[[ -f $(gguf "$s") ]] || timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --write-gguf "$(gguf "$s")" || return 1
 		peer_flags=()
 		[[ -x $cpubin/llama-bench ]] && peer_flags=(--peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps")
 		base=$work/cpu-runs/${s/:/-}
-		VKLLM_LLAMA_BENCH=$cpubin/llama-bench timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend cpu \
+		VKLLM_LLAMA_BENCH=$cpubin/llama-bench timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend cpu \
 			--pp "$pp" --tg "$tg" --kv f16 --threads "$threads" --json "${peer_flags[@]}" >"$base.json" 2>"$base.err" || {
 			tail -n 20 "$base.err"
 			rc=1
@@ -333,7 +344,7 @@ ops() {
 	local s
 	for s in "${ops_specs[@]}"; do
 		echo "## $s: vkllm bench --ops (pp $pp, tg $tg)"
-		timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --kv f16 --threads "$threads" --no-bandwidth --ops || return 1
+		timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --kv f16 --threads "$threads" --no-bandwidth --ops || return 1
 	done >"$out/ops.txt" 2>"$work/ops.err"
 	cat "$out/ops.txt"
 }
@@ -349,7 +360,7 @@ if [[ $do_sweep == only ]]; then
 	t_sweep=$(($(left) - 30 - (do_cpu ? ${CPU_S:-$((small ? 120 : 200))} : 0)))
 	step sweep sweep
 	((do_cpu)) && step cpu cpu_bench
-	python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
+	python3 tools/gpu/summarize.py --small="$small" --work "$work" --aux "$aux" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
 	echo "total $(($(date +%s) - start)) s; results in $out"
 	exit $failed
 fi
@@ -409,6 +420,6 @@ if ((do_cpu)); then
 	step cpu cpu_bench
 fi
 
-python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
+python3 tools/gpu/summarize.py --small="$small" --work "$work" --aux "$aux" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
 echo "total $(($(date +%s) - start)) s; results in $out"
 exit $failed

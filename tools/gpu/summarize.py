@@ -5,7 +5,7 @@
 Reads WORK/steps.tsv (step, seconds, status), WORK/runs/SPEC.rN.vkllm.json
 (`vkllm bench --json` with its llama-bench peer) and
 WORK/runs/SPEC.rN.batched.jsonl (llama-batched-bench --output-format
-jsonl), OUT/device.txt, OUT/tests.log and WORK/sweep.json (`vkllm bench
+jsonl), AUX/device.txt (AUX: --aux, default OUT), OUT/tests.log and WORK/sweep.json (`vkllm bench
 --sweep --json`: per kernel the default's and the chosen candidate's time
 a token, into results.json "sweep"). Each figure in the table is the
 median over the rounds that ran, with the round count; a ratio is vkllm's
@@ -35,11 +35,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--aux", help="where device.txt, serve.txt and cells.txt are (default: --out)")
     ap.add_argument("--pp", type=int, required=True)
     ap.add_argument("--tg", type=int, required=True)
     ap.add_argument("--small", default="0")
     ap.add_argument("--specs", default="", help="the models in table order, space-separated")
     a = ap.parse_args()
+    aux = a.aux or a.out
 
     steps = []
     path = os.path.join(a.work, "steps.tsv")
@@ -48,7 +50,7 @@ def main():
             name, sec, status = line.rstrip("\n").split("\t")
             steps.append({"step": name, "seconds": float(sec), "status": status})
 
-    device = open(os.path.join(a.out, "device.txt")).read() if os.path.exists(os.path.join(a.out, "device.txt")) else ""
+    device = open(os.path.join(aux, "device.txt")).read() if os.path.exists(os.path.join(aux, "device.txt")) else ""
     names = re.findall(r"deviceName\s*=\s*(.+)", device)
     drivers = re.findall(r"driverInfo\s*=\s*(.+)", device)
     # tests.log: a "## tests-NAME.log" section per binary, its top-level
@@ -124,9 +126,9 @@ def main():
     # serve.txt: the engine's BenchmarkServe/MODE/n=16 lines; cells.txt:
     # the models' BenchmarkDecodeCells/backend=B/ctx=N lines, three each.
     serve, cells = {}, {}
-    for sub, vals in bench_lines(os.path.join(a.out, "serve.txt"), "BenchmarkServe"):
+    for sub, vals in bench_lines(os.path.join(aux, "serve.txt"), "BenchmarkServe"):
         serve[sub.split("/")[0]] = vals
-    for sub, vals in bench_lines(os.path.join(a.out, "cells.txt"), "BenchmarkDecodeCells"):
+    for sub, vals in bench_lines(os.path.join(aux, "cells.txt"), "BenchmarkDecodeCells"):
         m = re.match(r"backend=([\w-]+)/ctx=(\d+)$", sub)
         if m and "tok/s" in vals:
             cells.setdefault(m.group(1), {}).setdefault(m.group(2), []).append(vals["tok/s"])
