@@ -5,8 +5,9 @@
 #
 #   1. unpacks the Vulkan loader (.gl/*.deb into /, when none is installed)
 #      and the prebuilt binaries and llama.cpp peer (into $WORK);
-#   2. writes the device's facts to device.txt (in $OUT/logs.tar.gz) (vulkaninfo, nvidia-smi,
-#      the peer's device list);
+#   2. writes the device's facts to device.txt (in $OUT/logs.tar.gz:
+#      vulkaninfo, nvidia-smi, the peer's device list);
+#   2b. probes the kernels (vkllm bench --probe) into $OUT/probe.txt;
 #   3. runs the prebuilt kernels/vulkan and models test binaries (the
 #      kerneltest conformance suite, parity with the goldens, batch and
 #      placement invariance, OOM, with the validation layer where it is
@@ -16,9 +17,9 @@
 #      into sweep.txt (the table, in $OUT/logs.tar.gz) and $OUT/tuning.json (the chosen
 #      tuning, to commit as kernels/vulkan/tuning/VENDOR-NAME.json), which
 #      every later step uses (VKLLM_VULKAN_TUNING); SWEEP=0 skips it (and
-#      uses .gpu/tuning.json, an earlier call's tuning.json, when present),
-#      SWEEP=only runs setup, facts and the sweep alone (a call of its
-#      own: a full sweep takes a few minutes of the budget);
+#      uses .gpu/tuning.json or the one an earlier call left on the
+#      machine), SWEEP=only runs setup, facts, the probe, the tests and the
+#      sweep (a call of its own: a full sweep takes minutes);
 #   4. round after round, benches each model with vkllm (prefill pp,
 #      decode tg, batched decode 1, 4 and 16) followed by llama.cpp's
 #      llama-bench (the same pp and tg) and llama-batched-bench (the same
@@ -59,9 +60,15 @@
 # CPU=0 leaves the CPU step out of a SWEEP=only run; CPU=1 adds it to a
 # full run (last, in the time left).
 #
-# TESTS=0 leaves the test binaries out (a rehearsal of the rest).
+# PROBE=0 leaves out the probe (vkllm bench --probe, PROBE_S seconds,
+# default 60), which runs first after the facts; TESTS=0 the test
+# binaries, which follow it (both also in a SWEEP=only call).
 #
-# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0|only] [CPU=0|1] [CPU_S=N] [TESTS=0] bash tools/gpu/check.sh [--small]
+# A SWEEP=only call leaves its tuning in $KEEP (default /tmp/vkllm-keep) on
+# the machine; a SWEEP=0 call on the same (warm) machine uses it when
+# .gpu/tuning.json is missing.
+#
+# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0|only] [CPU=0|1] [CPU_S=N] [PROBE=0] [PROBE_S=N] [TESTS=0] [KEEP=DIR] bash tools/gpu/check.sh [--small]
 # Exit status: 0 when every step ran and passed, 1 otherwise (the results
 # are written either way).
 set -uo pipefail
@@ -119,6 +126,13 @@ rounds=${ROUNDS:-$def_rounds}
 peer=${PEER:-1}
 do_sweep=${SWEEP:-1}
 do_cpu=${CPU:-$([[ $do_sweep == only ]] && echo 1 || echo 0)}
+cpu_s=${CPU_S:-$((small ? 120 : 200))}
+do_probe=${PROBE:-1}
+do_tests=${TESTS:-1}
+# What a call leaves on the machine for the next one (a warm machine keeps
+# /tmp between calls; a fresh one starts bare): the sweep's tuning.
+keep=${KEEP:-/tmp/vkllm-keep}
+mkdir -p "$keep"
 budget=${BUDGET_S:-$def_budget}
 threads=$(nproc)
 start=$(date +%s)
@@ -309,7 +323,11 @@ for row in r["rows"]:
     mark = "chosen" if row.get("chosen") else ("WRONG: " + row["wrong"] if row.get("wrong") else "")
     print("%-22s %-30s %10.1f us/token %8.1f GB/s  %s" % (row["key"], " ".join("%s=%d" % kv for kv in sorted(row["knobs"].items())), row["score_ns"] / 1e3, row["weight_gbs"], mark))' \
 		"$work/sweep.json" >"$aux/sweep.txt" 2>&1 || rc=1
-	((rc == 0)) && export VKLLM_VULKAN_TUNING=$out/tuning.json
+	# what finished applies, also when the sweep was cut
+	if [[ -s $out/tuning.json ]]; then
+		export VKLLM_VULKAN_TUNING=$out/tuning.json
+		cp "$out/tuning.json" "$keep/tuning.json"
+	fi
 	return $rc
 }
 
@@ -340,6 +358,14 @@ cpu_bench() {
 	return $rc
 }
 
+# probe: vkllm bench --probe into $OUT/probe.txt (the table; the JSON in
+# the bundle), within PROBE_S seconds (default 60).
+probe() {
+	local limit=${PROBE_S:-60}
+	timeout -k 10 $((limit + 15)) "$bin/vkllm" bench --probe --probe-budget ${limit}s --json \
+		>"$aux/probe.json" 2> >(tee "$out/probe.txt" >&2)
+}
+
 ops() {
 	local s
 	for s in "${ops_specs[@]}"; do
@@ -355,29 +381,44 @@ if ! step setup setup; then
 	exit 1
 fi
 step facts facts
+# The probe (vkllm bench --probe: what the kernels reach against a plain
+# streaming read, and which construct costs what) and the tests come
+# first: they are short and say what the rest of the lease is worth.
+if [[ $do_probe == 1 ]]; then
+	step probe probe
+else
+	skip probe "PROBE=0"
+fi
+if [[ $do_tests == 1 ]]; then
+	step tests tests
+else
+	skip tests "TESTS=0"
+fi
 if [[ $do_sweep == only ]]; then
-	# the whole budget, less CPU_S (default 200 s) for the CPU step
-	t_sweep=$(($(left) - 30 - (do_cpu ? ${CPU_S:-$((small ? 120 : 200))} : 0)))
+	# the whole budget, less CPU_S for the CPU step
+	t_sweep=$(($(left) - 30 - (do_cpu ? cpu_s : 0)))
 	step sweep sweep
 	((do_cpu)) && step cpu cpu_bench
 	python3 tools/gpu/summarize.py --small="$small" --work "$work" --aux "$aux" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
 	echo "total $(($(date +%s) - start)) s; results in $out"
 	exit $failed
 fi
-if [[ ${TESTS:-1} == 0 ]]; then
-	skip tests "TESTS=0"
-else
-	step tests tests
-fi
 if [[ $do_sweep != 0 ]]; then
 	step sweep sweep
-elif [[ -f $gpu/tuning.json ]]; then
-	# a sweep's tuning from an earlier call (copied to .gpu/tuning.json)
-	export VKLLM_VULKAN_TUNING=$gpu/tuning.json
-	skip sweep "SWEEP=0; the tuning of .gpu/tuning.json"
-	cp "$gpu/tuning.json" "$out/tuning.json"
 else
-	skip sweep "SWEEP=0"
+	# a sweep's tuning from an earlier call: .gpu/tuning.json (copied there
+	# by hand), else the one a SWEEP=only call left on this machine
+	tuning=
+	for f in "$gpu/tuning.json" "$keep/tuning.json"; do
+		[[ -f $f ]] && { tuning=$f; break; }
+	done
+	if [[ -n $tuning ]]; then
+		export VKLLM_VULKAN_TUNING=$tuning
+		skip sweep "SWEEP=0; the tuning of $tuning"
+		cp "$tuning" "$out/tuning.json"
+	else
+		skip sweep "SWEEP=0, no earlier tuning"
+	fi
 fi
 # The op profile first (about 20 s on an H100; synthetic weights, no
 # GGUF): it is what the bench rounds, budgeted last, cannot replace. Each
@@ -392,7 +433,7 @@ fi
 declare -A last
 for r in $(seq 1 "$rounds"); do
 	for s in "${specs[@]}"; do
-		need=$((${last[$s]:-40} * 3 / 2))
+		need=$((${last[$s]:-40} * 3 / 2 + (do_cpu ? cpu_s : 0)))
 		if (($(left) < need)); then
 			skip "bench $s round $r" "$(left) s left, the round needs about $need"
 			continue
