@@ -27,6 +27,9 @@
 #      peer) is written before its first round, so a model no round
 #      reaches costs nothing; the op profile (5) runs before the first
 #      round, serving (5) and the cells (6) after it;
+#      the specs of exact_specs are benched again with the exact kernels
+#      (VKLLM_VULKAN_DISABLE=coopmat: the cooperative-matrix mode off), vkllm
+#      alone;
 #   5. times prefill and decode op by op with GPU timestamps (vkllm bench
 #      --ops) on the Q4_0 models into $OUT/ops.txt, and serves 16 requests
 #      at once and one by one
@@ -100,6 +103,7 @@ if ((small)); then
 	cpu_specs=(qwen2.5-0.5b-tiny:Q4_0 qwen2.5-0.5b-tiny:F16)
 	ops_specs=(qwen2.5-0.5b-tiny:Q4_0 llama-3.1-8b-tiny:Q4_0)
 	serve_spec=qwen2.5-0.5b-tiny:Q4_0
+	exact_specs=(qwen2.5-0.5b-tiny:Q4_0)
 	# lavapipe compiles llama.cpp's pipelines at each start (about 30 s
 	# each here): one repetition, one round
 	pp=64 tg=16 reps=1 def_rounds=1 def_budget=1200
@@ -113,6 +117,8 @@ else
 	cpu_specs=(qwen2.5-0.5b:Q4_0 qwen2.5-0.5b:Q4_K_M qwen2.5-0.5b:F16 llama-3.2-1b:Q4_0)
 	ops_specs=(qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q4_0)
 	serve_spec=qwen2.5-0.5b:Q4_0
+	# benched again with VKLLM_VULKAN_DISABLE=coopmat (the exact kernels)
+	exact_specs=(qwen2.5-0.5b:F16 qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q4_0)
 	pp=512 tg=128 reps=3 def_rounds=2 def_budget=540
 	sweep_flags=(--sweep-reps 10)
 	t_sweep=300
@@ -276,6 +282,13 @@ bench_round() {
 	local rc=$?
 	tr '\r' '\n' <"$base.vkllm.err" | grep -v -e '^batched decode: batch [0-9]*, step' -e '^decode [0-9]*/' -e '^$'
 	((rc == 0)) || return 1
+	# The exact kernels too (no cooperative matrices), vkllm alone, where
+	# the device has the mode and the spec is one of exact_specs.
+	if [[ " ${exact_specs[*]} " == *" $s "* ]]; then
+		VKLLM_VULKAN_DISABLE=coopmat timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" \
+			--batch "$batches" --kv f16 --threads "$threads" --no-bandwidth --json >"$base.vkllm-exact.json" 2>"$base.vkllm-exact.err" ||
+			tail -n 5 "$base.vkllm-exact.err"
+	fi
 	((peer)) || return 0
 	local steps=$((tg < 32 ? tg : 32))
 	timeout -k 10 $(($(left) - 15)) "$bin/llama-batched-bench" -m "$(gguf "$s")" -c $((16 * (32 + steps) + 64)) -b 2048 -ub 512 -npp 32 -ntg "$steps" \

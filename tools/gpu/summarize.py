@@ -99,6 +99,14 @@ def main():
                 if line.startswith("{"):
                     b = json.loads(line)
                     run["llama.cpp"]["batch"][str(b["pl"])] = b["speed_tg"]
+        ej = os.path.join(a.work, "runs", base + ".vkllm-exact.json")
+        if os.path.exists(ej):
+            try:
+                e = json.load(open(ej))
+                run["vkllm-exact"] = {"pp_tps": e["pp_tps"], "tg_tps": e["tg_tps"],
+                                      "batch": {str(b["batch"]): b["tps"] for b in e.get("batch", [])}}
+            except (ValueError, KeyError):
+                pass
         m["rounds"].append(run)
 
     order = a.specs.split()
@@ -120,6 +128,10 @@ def main():
         for b in ("1", "4", "16"):
             row["vkllm_b" + b], _ = col("vkllm", "batch", b)
             row["llama_b" + b], _ = col("llama.cpp", "batch", b)
+        row["exact_pp_tps"], row["exact_n"] = col("vkllm-exact", "pp_tps")
+        row["exact_tg_tps"], _ = col("vkllm-exact", "tg_tps")
+        for b in ("1", "4", "16"):
+            row["exact_b" + b], _ = col("vkllm-exact", "batch", b)
         m["median"] = row
         table.append(row)
 
@@ -196,6 +208,18 @@ def main():
         lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
             r["spec"], r["n"], f(r["vkllm_pp_tps"]), f(r["llama_pp_tps"]), ratio(r["vkllm_pp_tps"], r["llama_pp_tps"]),
             f(r["vkllm_tg_tps"]), f(r["llama_tg_tps"]), ratio(r["vkllm_tg_tps"], r["llama_tg_tps"]), " | ".join(bs)))
+    exact = [r for r in table if r.get("exact_n")]
+    if exact:
+        lines.append("")
+        lines.append("The exact kernels (VKLLM_VULKAN_DISABLE=coopmat), vkllm alone, same rounds; ratio = exact / default:")
+        lines.append("")
+        lines.append("| model | pp%d exact | ratio | tg%d exact | ratio | B=1 | B=4 | B=16 |" % (a.pp, a.tg))
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for r in exact:
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                r["spec"], f(r["exact_pp_tps"]), ratio(r["exact_pp_tps"], r["vkllm_pp_tps"]),
+                f(r["exact_tg_tps"]), ratio(r["exact_tg_tps"], r["vkllm_tg_tps"]),
+                " | ".join(f(r["exact_b" + b]) for b in ("1", "4", "16"))))
     lines.append("")
     con, seq = serve.get("concurrent", {}).get("tok/s"), serve.get("sequential", {}).get("tok/s")
     if con and seq:
