@@ -12,8 +12,9 @@ import (
 )
 
 // runProbe is --probe: vulkan's Probe on the device (VKLLM_DEVICE picks
-// it), a line per measurement on stderr as it runs, the table (or the
-// JSON result) on stdout.
+// it), a line per measurement on stderr as it runs, then the table on
+// stdout, or with asJSON the JSON result on stdout and the table on
+// stderr.
 func runProbe(small bool, budget time.Duration, asJSON bool, stdout, stderr io.Writer) error {
 	cfg, err := vulkan.FromEnv(vulkan.Config{})
 	if err != nil {
@@ -29,7 +30,8 @@ func runProbe(small bool, budget time.Duration, asJSON bool, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if asJSON { // the table too, on stderr with the progress lines
+		res.Table(stderr)
 		return json.NewEncoder(stdout).Encode(res)
 	}
 	res.Table(stdout)
