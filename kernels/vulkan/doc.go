@@ -317,6 +317,13 @@
 // the default and left out where its tile does not fit the device; on a
 // device whose MatMul does not run that kernel Sweep skips them.
 //
+// Backend.Probe (`vkllm bench --probe`, probe.go) is a diagnostic for a
+// short GPU lease, no tuning: streaming reads of device memory and of an
+// uploaded weight, MatMul and matmul.comp at a few knob points on decode
+// shapes, matmul.comp's ablations (shaders.ProbeAblations, variants no op
+// runs) and the tiled and cooperative-matrix prefill, each checked, within
+// a time budget; benchmarks/gpu/README.md reads its rows.
+//
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync

@@ -8,6 +8,7 @@
 //	vkllm bench --synthetic SHAPE:DTYPE [--seed N] [--peer llama.cpp --peer-model PATH] [flags as above]
 //	vkllm bench --synthetic SHAPE:DTYPE [--seed N] --write-gguf PATH
 //	vkllm bench --sweep [--sweep-models qwen2.5-0.5b,llama-3.1-8b] [--sweep-dtypes F16,Q4_0,…] [--sweep-out FILE] [--json]
+//	vkllm bench --probe [--probe-small] [--probe-budget 60s] [--json]
 //
 // --synthetic builds a random-weight model of a real model's shape in
 // memory (package internal/synth: qwen2.5-0.5b, llama-3.2-1b, qwen3-0.6b,
@@ -113,6 +114,16 @@
 // the whole result) and writes the chosen tuning to --sweep-out, the file
 // to commit as kernels/vulkan/tuning/VENDOR-NAME.json for the backend to
 // use on that device. On a GPU it takes a few minutes.
+//
+// --probe is a one-call diagnostic of the Vulkan device for a short GPU
+// lease (kernels/vulkan's Probe; benchmarks/gpu/README.md says what each
+// row means): a streaming read of device memory and of an uploaded
+// weight, the latency of dependent loads, MatMul and the matrix-vector
+// kernel at a handful of knob points on decode shapes, ablations of that
+// kernel, and the tiled and cooperative-matrix kernels on a prefill, each
+// timed with GPU timestamps and checked. It stops starting measurements
+// past --probe-budget (a skipped row says so); --probe-small takes the
+// shapes a CPU implementation runs in seconds (implied on one).
 //
 // --benchfmt prints Go benchmark lines (for benchstat over repeated runs)
 // instead of the summary.
@@ -231,8 +242,11 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	sweepCands := fs.Int("sweep-candidates", 0, "with --sweep: at most this many candidates per kernel (0: all)")
 	sweepOut := fs.String("sweep-out", "", "with --sweep: write the chosen tuning (JSON) to this file (after each weight type)")
 	sweepBudget := fs.Duration("sweep-budget", 0, "with --sweep: start no weight type past this time (0: no limit); what is left keeps its defaults")
+	probe := fs.Bool("probe", false, "diagnose the Vulkan device in one short call (see --probe-*) instead")
+	probeSmall := fs.Bool("probe-small", false, "with --probe: small shapes (implied on a CPU implementation)")
+	probeBudget := fs.Duration("probe-budget", 60*time.Second, "with --probe: start no measurement past this time")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n       vkllm bench --sweep [flags]\n\n"+
+		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n       vkllm bench --sweep [flags]\n       vkllm bench --probe [flags]\n\n"+
 			"measure prefill and decode speed (with --draft: speculative decoding's speedup; with --peer: llama.cpp's on the same file; with --sweep: tune the Vulkan kernels for this device).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
@@ -241,6 +255,17 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return 2
+	}
+	if *probe {
+		if *probeBudget <= 0 {
+			fmt.Fprintln(stderr, "error: --probe-budget must be > 0")
+			return 2
+		}
+		if err := runProbe(*probeSmall, *probeBudget, *asJSON, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+			return 1
+		}
+		return 0
 	}
 	if *sweep {
 		return runSweepFlags(*sweepModels, *sweepDTypes, *sweepBatch, *sweepReps, *sweepCands, *sweepBudget, *sweepOut, *asJSON, stdout, stderr)

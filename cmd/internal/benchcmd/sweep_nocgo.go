@@ -14,3 +14,7 @@ import (
 func runSweep([]synth.Shape, []tensor.DType, int, int, int, time.Duration, string, bool, io.Writer, io.Writer) error {
 	return vulkan.ErrNeedsCgo
 }
+
+func runProbe(bool, time.Duration, bool, io.Writer, io.Writer) error {
+	return vulkan.ErrNeedsCgo
+}
