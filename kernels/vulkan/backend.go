@@ -237,14 +237,15 @@ type Backend struct {
 	// where one token needs more).
 	attn        AttentionTuning
 	attnScratch int64
-	maxShared   int      // shared memory bytes a workgroup may use
-	allocs      uint64   // tensor allocations and staging buffers made
-	prof        profiler // the profile started, if any (StartProfile)
-	dry         dryRun   // benchmarks: how much of a dispatch to skip (record.go)
-	names       names    // variant names and tunings by dtype (record.go)
-	rp          graphs   // kept recordings (replay.go)
-	replays     uint64   // steps replayed
-	err         error    // the first failure while recording
+	maxShared   int                  // shared memory bytes a workgroup may use
+	allocs      uint64               // tensor allocations and staging buffers made
+	prof        profiler             // the profile started, if any (StartProfile)
+	dry         dryRun               // benchmarks: how much of a dispatch to skip (record.go)
+	trace       func(variant string) // the probe: told each dispatch's variant (probe.go)
+	names       names                // variant names and tunings by dtype (record.go)
+	rp          graphs               // kept recordings (replay.go)
+	replays     uint64               // steps replayed
+	err         error                // the first failure while recording
 	closed      bool
 	notes       []string  // the validation layer's notes on its coverage (ValidationNotes)
 	sweep       *sweepCtl // the Sweep running, if one is (sweep_budget.go)

@@ -39,6 +39,9 @@ func (b *Backend) dispatchSpec(name string, spec []uint32, binds []part, pc any,
 	if p == nil {
 		return // b.err says why
 	}
+	if b.trace != nil {
+		b.trace(name)
+	}
 	push := pushOf(&b.push, pc)
 	if push != p.layout.PushSize || len(binds) != p.layout.Bindings {
 		panic(fmt.Sprintf("vulkan: %s: %d bindings and %d push bytes, want %d and %d", name, len(binds), push, p.layout.Bindings, p.layout.PushSize))

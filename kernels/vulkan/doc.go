@@ -323,6 +323,13 @@
 // SweepOptions.Slow (or SlowFactor × the default's) is marked slow and not
 // repeated; every wait for the device gives up after Config.FenceTimeout.
 //
+// Backend.Probe (`vkllm bench --probe`, probe.go) is a diagnostic for a
+// short GPU lease, no tuning: streaming reads of device memory and of an
+// uploaded weight, MatMul and matmul.comp at a few knob points on decode
+// shapes, matmul.comp's ablations (shaders.ProbeAblations, variants no op
+// runs) and the tiled and cooperative-matrix prefill, each checked, within
+// a time budget; benchmarks/gpu/README.md reads its rows.
+//
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync

@@ -59,3 +59,10 @@ type pcCombine struct { // attention_combine.comp
 type pcQ8 struct { // quantize_q8.comp
 	Blocks uint32
 }
+
+type pcProbeRead struct { // probe_read.comp
+	N      uint32 // 16-byte elements of the binding
+	Steps  uint32 // CHAIN: dependent loads an invocation
+	Stride uint32 // CHAIN: elements between them
+	Zero   uint32 // CHAIN: 0 (the dependence the compiler cannot see through)
+}

@@ -16,13 +16,17 @@ func TestPushSizes(t *testing.T) {
 		"get_rows_": pcRows{}, "matmul_": pcMatMul{}, "add_": pcBinary{}, "swiglu_": pcBinary{},
 		"rms_norm_": pcNorm{}, "rope_": pcRoPE{}, "kv_shift_": pcRoPE{}, "kv_write_": pcKVWrite{},
 		"attention_": pcAttention{}, "attention_combine_": pcCombine{}, "attention_prefill_": pcPrefill{},
-		"quantize_q8_": pcQ8{},
+		"quantize_q8_": pcQ8{}, "probe_read": pcProbeRead{},
 	}
 	for _, v := range shaders.Variants {
 		var pc any
 		best := ""
+		name := v.Name
+		if strings.HasPrefix(name, "probe_") && strings.Contains(name, "_matmul_") { // the probe's matmul.comp ablations
+			name = name[strings.Index(name, "matmul_"):]
+		}
 		for prefix, s := range mirror {
-			if strings.HasPrefix(v.Name, prefix) && len(prefix) > len(best) {
+			if strings.HasPrefix(name, prefix) && len(prefix) > len(best) {
 				pc, best = s, prefix
 			}
 		}

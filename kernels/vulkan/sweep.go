@@ -70,10 +70,10 @@ type SweepOptions struct {
 	// SweepResult.Cut) and keeps its default; what finished is chosen
 	// from as usual.
 	Deadline time.Time
-	// Slow bounds a candidate's first timed run (default 1 s), and
+	// Slow bounds a candidate's first timed run (default 10 s), and
 	// SlowFactor (default 20) bounds it at that many times the default's
-	// on the same timing: past either the candidate is marked slow
-	// (SweepRow.Slow), not repeated and not timed further.
+	// on the same timing (never below 50 ms): past either the candidate
+	// is marked slow (SweepRow.Slow), not repeated and not timed further.
 	Slow       time.Duration
 	SlowFactor int
 }
@@ -169,7 +169,7 @@ func (b *Backend) Sweep(ctx context.Context, o SweepOptions) (*SweepResult, erro
 		o.Progress = io.Discard
 	}
 	if o.Slow <= 0 {
-		o.Slow = time.Second
+		o.Slow = 10 * time.Second
 	}
 	if o.SlowFactor <= 0 {
 		o.SlowFactor = 20

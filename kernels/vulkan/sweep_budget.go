@@ -61,10 +61,14 @@ func (e *slowError) Error() string {
 	return fmt.Sprintf("first timed run %.1f µs, above the bound %.1f µs", us(e.took), us(e.limit))
 }
 
+// slowFloor: a first timed run this short is never slow relative to the
+// default's (a loaded machine's preemption is not a slow kernel).
+const slowFloor = 50 * time.Millisecond
+
 // sweepOpen reports whether rows[ci] is to be timed on its si-th timing
 // now, and sets the bound of that run: SweepOptions.Slow, or for a
 // candidate other than the default (rows[0]) the smaller of that and
-// SlowFactor × the default's time there. A row already slow or cut is
+// SlowFactor × the default's time there (at least slowFloor). A row already slow or cut is
 // not; once the sweep is stopped, or the default has no time there (it
 // was slow or cut), the row is marked cut.
 func (b *Backend) sweepOpen(rows []SweepRow, ci, si int) bool {
@@ -87,7 +91,7 @@ func (b *Backend) sweepOpen(rows []SweepRow, ci, si int) bool {
 			row.Cut = "the default was not timed"
 			return false
 		}
-		c.limit = min(c.limit, c.factor*def)
+		c.limit = min(c.limit, max(c.factor*def, slowFloor))
 	}
 	return true
 }

@@ -74,7 +74,7 @@ func TestSweepSlow(t *testing.T) {
 	b.sweepHook = func(k Knobs, d time.Duration) time.Duration {
 		if sameKnobs(k, slow) {
 			slowCalls++
-			return 1000*d + time.Millisecond
+			return 1000*d + slowFloor
 		}
 		return d
 	}

@@ -663,28 +663,59 @@ static int find_type(vkl_ctx *c, uint32_t bits, VkMemoryPropertyFlags want) {
 	return -1;
 }
 
-int vkl_buffer(vkl_ctx *c, uint64_t size, int kind, uint64_t *buf, uint64_t *mem, void **mapped) {
-	*buf = 0;
-	*mem = 0;
-	*mapped = NULL;
+// kind_type is the memory type of a buffer of the given kind (vkl_buffer)
+// among the types bits allows, -1 if none.
+static int kind_type(vkl_ctx *c, uint32_t bits, int kind) {
+	int t;
+	if (kind == 0) {
+		t = find_type(c, bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+		if (t < 0) t = find_type(c, bits, 0);
+	} else {
+		t = find_type(c, bits,
+			VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+		if (t < 0) t = find_type(c, bits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+	}
+	return t;
+}
+
+static VkResult new_buffer(vkl_ctx *c, uint64_t size, VkBuffer *b) {
 	VkBufferCreateInfo bci = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
 	bci.size = size;
 	bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 	bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+	return c->CreateBuffer(c->dev, &bci, NULL, b);
+}
+
+int vkl_memory_kind(vkl_ctx *c, int kind, vkl_memkind *out) {
+	memset(out, 0, sizeof *out);
 	VkBuffer b;
-	VkResult r = c->CreateBuffer(c->dev, &bci, NULL, &b);
+	VkResult r = new_buffer(c, 256, &b);
 	if (r != VK_SUCCESS) return r;
 	VkMemoryRequirements req;
 	c->GetBufferMemoryRequirements(c->dev, b, &req);
-	int t;
-	if (kind == 0) {
-		t = find_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-		if (t < 0) t = find_type(c, req.memoryTypeBits, 0);
-	} else {
-		t = find_type(c, req.memoryTypeBits,
-			VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-		if (t < 0) t = find_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-	}
+	c->DestroyBuffer(c->dev, b, NULL);
+	int t = kind_type(c, req.memoryTypeBits, kind);
+	if (t < 0) return VK_ERROR_OUT_OF_DEVICE_MEMORY;
+	uint32_t h = c->memprops.memoryTypes[t].heapIndex;
+	out->type = (uint32_t)t;
+	out->type_bits = req.memoryTypeBits;
+	out->props = c->memprops.memoryTypes[t].propertyFlags;
+	out->heap = h;
+	out->heap_flags = c->memprops.memoryHeaps[h].flags;
+	out->heap_size = c->memprops.memoryHeaps[h].size;
+	return VK_SUCCESS;
+}
+
+int vkl_buffer(vkl_ctx *c, uint64_t size, int kind, uint64_t *buf, uint64_t *mem, void **mapped) {
+	*buf = 0;
+	*mem = 0;
+	*mapped = NULL;
+	VkBuffer b;
+	VkResult r = new_buffer(c, size, &b);
+	if (r != VK_SUCCESS) return r;
+	VkMemoryRequirements req;
+	c->GetBufferMemoryRequirements(c->dev, b, &req);
+	int t = kind_type(c, req.memoryTypeBits, kind);
 	if (t < 0) {
 		c->DestroyBuffer(c->dev, b, NULL);
 		return VK_ERROR_OUT_OF_DEVICE_MEMORY;

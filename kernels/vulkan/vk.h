@@ -96,6 +96,14 @@ void vkl_device_memory(vkl_ctx *c, int i, uint64_t *heap, uint64_t *used, uint64
 // kind 0: device-local; 1: host-visible, coherent, mapped.
 int vkl_buffer(vkl_ctx *c, uint64_t size, int kind, uint64_t *buf, uint64_t *mem, void **mapped);
 void vkl_buffer_free(vkl_ctx *c, uint64_t buf, uint64_t mem);
+// The memory type vkl_buffer takes for a buffer of the given kind, and
+// its heap (the probe's report).
+typedef struct vkl_memkind {
+	uint32_t type, type_bits, props; // index, memoryTypeBits of a buffer, VkMemoryPropertyFlags
+	uint32_t heap, heap_flags;       // index, VkMemoryHeapFlags
+	uint64_t heap_size;
+} vkl_memkind;
+int vkl_memory_kind(vkl_ctx *c, int kind, vkl_memkind *out);
 
 int vkl_pipeline(vkl_ctx *c, const uint32_t *code, uint64_t size, int nbind, int pcsize,
 	const uint32_t *spec, int nspec, uint32_t subgroup_size, vkl_pipe **out);

@@ -21,10 +21,7 @@ func TestPageComforts(t *testing.T) {
 
 	// Code blocks are highlighted, and stay text.
 	t.Run("Highlighting", func(t *testing.T) {
-		p := page{t, ctx}
-		p.fresh(ts.base)
-		p.do(chromedp.Click(chromedp.CSS("#new-chat")))
-		p.setting("model", "script")
+		p := newChat(t, ctx, ts.base, "script")
 		p.send("some code")
 		p.settled()
 		type hl struct {
@@ -52,10 +49,7 @@ func TestPageComforts(t *testing.T) {
 
 	// Each message has a copy button that copies its text.
 	t.Run("CopyMessage", func(t *testing.T) {
-		p := page{t, ctx}
-		p.fresh(ts.base)
-		p.do(chromedp.Click(chromedp.CSS("#new-chat")))
-		p.setting("model", "script")
+		p := newChat(t, ctx, ts.base, "script")
 		p.send("copy me")
 		p.settled()
 		eval[bool](p, `(navigator.clipboard.writeText = async (t) => { window.__copied = t; }, true)`)
@@ -99,10 +93,7 @@ func TestPageComforts(t *testing.T) {
 
 	// While an answer streams its speed shows and grows.
 	t.Run("LiveSpeed", func(t *testing.T) {
-		p := page{t, ctx}
-		p.fresh(ts.base)
-		p.do(chromedp.Click(chromedp.CSS("#new-chat")))
-		p.setting("model", "tiny")
+		p := newChat(t, ctx, ts.base, "tiny")
 		p.setting("max_tokens", "60")
 		p.send("stream slowly")
 		p.waitJS(`/^\d+ tokens · [\d.]+ tok\/s$/.test(document.querySelector(".msg.streaming .meta.live")?.textContent || "")`, 10*time.Second)
@@ -111,10 +102,7 @@ func TestPageComforts(t *testing.T) {
 
 	// The sampler settings the API has are sent.
 	t.Run("SamplerSettings", func(t *testing.T) {
-		p := page{t, ctx}
-		p.fresh(ts.base)
-		p.do(chromedp.Click(chromedp.CSS("#new-chat")))
-		p.setting("model", "script")
+		p := newChat(t, ctx, ts.base, "script")
 		for id, v := range map[string]string{"top_k": "40", "min_p": "0.05", "repetition_penalty": "1.1",
 			"presence_penalty": "0.5", "frequency_penalty": "-0.5", "seed": "9", "stop_strings": "END\n\n###"} {
 			p.setting(id, v)
@@ -145,10 +133,7 @@ func TestPageComforts(t *testing.T) {
 
 	// A text file attached goes with the next message, fenced.
 	t.Run("AttachFile", func(t *testing.T) {
-		p := page{t, ctx}
-		p.fresh(ts.base)
-		p.do(chromedp.Click(chromedp.CSS("#new-chat")))
-		p.setting("model", "script")
+		p := newChat(t, ctx, ts.base, "script")
 		file := filepath.Join(t.TempDir(), "notes.txt")
 		os.WriteFile(file, []byte("line one\nline two"), 0o644)
 		p.do(chromedp.SetUploadFiles(chromedp.CSS("#attach-file"), []string{file}))
@@ -174,10 +159,7 @@ func TestPageComforts(t *testing.T) {
 
 	// A thinking model's reasoning shows folded, the answer open.
 	t.Run("ThinkingFolded", func(t *testing.T) {
-		p := page{t, ctx}
-		p.fresh(ts.base)
-		p.do(chromedp.Click(chromedp.CSS("#new-chat")))
-		p.setting("model", "think")
+		p := newChat(t, ctx, ts.base, "think")
 		p.send("2+2?")
 		p.settled()
 		type think struct {

@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -16,6 +17,17 @@ func (p page) fresh(base string) {
 	p.do(chromedp.Navigate(base + "/"))
 	eval[bool](p, `(localStorage.clear(), true)`)
 	p.open(base)
+}
+
+// newChat is a fresh page (fresh) with a new conversation that talks to
+// model.
+func newChat(t *testing.T, ctx context.Context, base, model string) page {
+	t.Helper()
+	p := page{t, ctx}
+	p.fresh(base)
+	p.do(chromedp.Click(chromedp.CSS("#new-chat")))
+	p.setting("model", model)
+	return p
 }
 
 // titles are the conversation titles listed.
@@ -199,10 +211,7 @@ func TestPageDefects(t *testing.T) {
 	// Stopped before its first token, an answer leaves no empty turn to
 	// send back.
 	t.Run("EarlyStop", func(t *testing.T) {
-		p := page{t, ctx}
-		p.fresh(ts.base)
-		p.do(chromedp.Click(chromedp.CSS("#new-chat")))
-		p.setting("model", "hold")
+		p := newChat(t, ctx, ts.base, "hold")
 		p.send("wait for it")
 		p.waitJS(`document.querySelector(".msg.streaming") !== null`, 3*time.Second)
 		p.do(chromedp.Click(chromedp.CSS("#stop")))
@@ -222,10 +231,7 @@ func TestPageDefects(t *testing.T) {
 
 	// An answer replayed from the inference cache claims no speed.
 	t.Run("CacheHitSpeed", func(t *testing.T) {
-		p := page{t, ctx}
-		p.fresh(ts.base)
-		p.do(chromedp.Click(chromedp.CSS("#new-chat")))
-		p.setting("model", "tiny")
+		p := newChat(t, ctx, ts.base, "tiny")
 		p.setting("max_tokens", "16")
 		p.setting("seed", "3") // seeded: the repeat is the cache's
 		p.send("say it twice")
@@ -245,10 +251,7 @@ func TestPageDefects(t *testing.T) {
 	// Layout at 1280 px: titles use the row (its actions show on hover
 	// or focus), the message box is as wide as the messages.
 	t.Run("Layout", func(t *testing.T) {
-		p := page{t, ctx}
-		p.fresh(ts.base)
-		p.do(chromedp.Click(chromedp.CSS("#new-chat")))
-		p.setting("model", "script")
+		p := newChat(t, ctx, ts.base, "script")
 		p.send("a fairly long conversation title to read")
 		p.settled()
 		p.do(chromedp.MouseClickXY(700, 20)) // the pointer away from the list

@@ -5,20 +5,21 @@
 #
 #   1. unpacks the Vulkan loader (.gl/*.deb into /, when none is installed)
 #      and the prebuilt binaries and llama.cpp peer (into $WORK);
-#   2. writes the device's facts to $OUT/device.txt (vulkaninfo, nvidia-smi,
-#      the peer's device list);
+#   2. writes the device's facts to device.txt (in $OUT/logs.tar.gz:
+#      vulkaninfo, nvidia-smi, the peer's device list);
+#   2b. probes the kernels (vkllm bench --probe) into $OUT/probe.txt;
 #   3. runs the prebuilt kernels/vulkan and models test binaries (the
 #      kerneltest conformance suite, parity with the goldens, batch and
 #      placement invariance, OOM, with the validation layer where it is
 #      installed) into $OUT/tests.log;
 #   3b. tunes the kernels (vkllm bench --sweep: every candidate of each
 #      tuned kernel timed with GPU timestamps on the 0.5B and 8B matrices)
-#      into $OUT/sweep.txt (the table) and $OUT/tuning.json (the chosen
+#      into sweep.txt (the table, in $OUT/logs.tar.gz) and $OUT/tuning.json (the chosen
 #      tuning, to commit as kernels/vulkan/tuning/VENDOR-NAME.json), which
 #      every later step uses (VKLLM_VULKAN_TUNING); SWEEP=0 skips it (and
-#      uses .gpu/tuning.json, an earlier call's tuning.json, when present),
-#      SWEEP=only runs setup, facts and the sweep alone (a call of its
-#      own: a full sweep takes a few minutes of the budget);
+#      uses .gpu/tuning.json or the one an earlier call left on the
+#      machine), SWEEP=only runs setup, facts, the probe, the tests and the
+#      sweep (a call of its own: a full sweep takes minutes);
 #   4. round after round, benches each model with vkllm (prefill pp,
 #      decode tg, batched decode 1, 4 and 16) followed by llama.cpp's
 #      llama-bench (the same pp and tg) and llama-batched-bench (the same
@@ -26,14 +27,17 @@
 #      peer) is written before its first round, so a model no round
 #      reaches costs nothing; the op profile (5) runs before the first
 #      round, serving (5) and the cells (6) after it;
+#      the specs of exact_specs are benched again with the exact kernels
+#      (VKLLM_VULKAN_DISABLE=coopmat: the cooperative-matrix mode off), vkllm
+#      alone;
 #   5. times prefill and decode op by op with GPU timestamps (vkllm bench
 #      --ops) on the Q4_0 models into $OUT/ops.txt, and serves 16 requests
 #      at once and one by one
 #      on the 0.5B Q4_0 model (the engine's BenchmarkServe, F16 cache) into
-#      $OUT/serve.txt;
+#      serve.txt (in $OUT/logs.tar.gz);
 #   6. runs the models' BenchmarkDecodeCells (decode with 64 cells in use
 #      in a context of 512 cells and of 32768, cpu and vulkan, three
-#      times) on the same model into $OUT/cells.txt;
+#      times) on the same model into cells.txt (in $OUT/logs.tar.gz);
 #   6b. with SWEEP=only after the sweep (CPU_S, default 200 s, is kept
 #      for it), or CPU=1: the CPU backend on every
 #      core of the machine (vkllm bench --backend cpu) against llama.cpp's
@@ -59,9 +63,15 @@
 # CPU=0 leaves the CPU step out of a SWEEP=only run; CPU=1 adds it to a
 # full run (last, in the time left).
 #
-# TESTS=0 leaves the test binaries out (a rehearsal of the rest).
+# PROBE=0 leaves out the probe (vkllm bench --probe, PROBE_S seconds,
+# default 60), which runs first after the facts; TESTS=0 the test
+# binaries, which follow it (both also in a SWEEP=only call).
 #
-# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0|only] [CPU=0|1] [CPU_S=N] [TESTS=0] bash tools/gpu/check.sh [--small]
+# A SWEEP=only call leaves its tuning in $KEEP (default /tmp/vkllm-keep) on
+# the machine; a SWEEP=0 call on the same (warm) machine uses it when
+# .gpu/tuning.json is missing.
+#
+# Usage: [OUT=DIR] [BUDGET_S=N] [ROUNDS=N] [PEER=0] [SWEEP=0|only] [CPU=0|1] [CPU_S=N] [PROBE=0] [PROBE_S=N] [TESTS=0] [KEEP=DIR] bash tools/gpu/check.sh [--small]
 # Exit status: 0 when every step ran and passed, 1 otherwise (the results
 # are written either way).
 set -uo pipefail
@@ -76,7 +86,8 @@ gpu=$root/.gpu
 bin=$work/bin   # the Go binaries and the peer, unpacked
 mkdir -p "$out"
 rm -rf "$work"
-mkdir -p "$work/runs" "$bin"
+aux=$work/aux   # the smaller outputs, bundled into $out/logs.tar.gz
+mkdir -p "$work/runs" "$bin" "$aux"
 exec > >(tee "$out/check.log") 2>&1
 
 # Go binaries tools/gpu/prepare.sh builds (as NAME.xz in .gpu/bin).
@@ -92,6 +103,7 @@ if ((small)); then
 	cpu_specs=(qwen2.5-0.5b-tiny:Q4_0 qwen2.5-0.5b-tiny:F16)
 	ops_specs=(qwen2.5-0.5b-tiny:Q4_0 llama-3.1-8b-tiny:Q4_0)
 	serve_spec=qwen2.5-0.5b-tiny:Q4_0
+	exact_specs=(qwen2.5-0.5b-tiny:Q4_0)
 	# lavapipe compiles llama.cpp's pipelines at each start (about 30 s
 	# each here): one repetition, one round
 	pp=64 tg=16 reps=1 def_rounds=1 def_budget=1200
@@ -105,6 +117,8 @@ else
 	cpu_specs=(qwen2.5-0.5b:Q4_0 qwen2.5-0.5b:Q4_K_M qwen2.5-0.5b:F16 llama-3.2-1b:Q4_0)
 	ops_specs=(qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q4_0)
 	serve_spec=qwen2.5-0.5b:Q4_0
+	# benched again with VKLLM_VULKAN_DISABLE=coopmat (the exact kernels)
+	exact_specs=(qwen2.5-0.5b:F16 qwen2.5-0.5b:Q4_0 llama-3.1-8b:Q4_0)
 	pp=512 tg=128 reps=3 def_rounds=2 def_budget=540
 	sweep_flags=(--sweep-reps 10)
 	t_sweep=300
@@ -118,6 +132,13 @@ rounds=${ROUNDS:-$def_rounds}
 peer=${PEER:-1}
 do_sweep=${SWEEP:-1}
 do_cpu=${CPU:-$([[ $do_sweep == only ]] && echo 1 || echo 0)}
+cpu_s=${CPU_S:-$((small ? 120 : 200))}
+do_probe=${PROBE:-1}
+do_tests=${TESTS:-1}
+# What a call leaves on the machine for the next one (a warm machine keeps
+# /tmp between calls; a fresh one starts bare): the sweep's tuning.
+keep=${KEEP:-/tmp/vkllm-keep}
+mkdir -p "$keep"
 budget=${BUDGET_S:-$def_budget}
 threads=$(nproc)
 start=$(date +%s)
@@ -136,7 +157,18 @@ step() {
 	printf '%s\t%.1f\t%s\n' "$name" "$(echo "$(date +%s.%N) - $t0" | awk '{ print $1 - $3 }')" "$rc" >>"$work/steps.tsv"
 	((rc == 0)) || failed=1
 	echo "=== $name: exit $rc"
+	bundle
 	return "$rc"
+}
+
+# bundle refreshes $out/logs.tar.gz: the smaller outputs ($aux), the raw
+# test logs, the sweep's and each run's output and the steps so far. The
+# device tool brings back at most 8 files from $out (check.log, tests.log,
+# ops.txt, probe.txt, tuning.json, results.json, results.md and this), and
+# only what is there when a call is cut: hence after every step.
+bundle() {
+	(cd "$work" && tar -czf "$out/logs.tar.gz.tmp" --ignore-failed-read aux steps.tsv tests-*.log sweep.err sweep.json ops.err runs cpu-runs 2>/dev/null)
+	mv -f "$out/logs.tar.gz.tmp" "$out/logs.tar.gz"
 }
 skip() {
 	printf '%s\t0\tskipped: %s\n' "$1" "$2" >>"$work/steps.tsv"
@@ -205,9 +237,9 @@ facts() {
 		sed -n '/memoryHeaps/,/memoryTypes/p' "$work/vulkaninfo.txt" | grep -E 'size|flags' | head -n 8
 		echo "## llama-bench --list-devices"
 		"$bin/llama-bench" --list-devices 2>&1
-	} >"$out/device.txt" 2>&1
-	cat "$out/device.txt"
-	grep -q 'Vulkan0' "$out/device.txt"
+	} >"$aux/device.txt" 2>&1
+	cat "$aux/device.txt"
+	grep -q 'Vulkan0' "$aux/device.txt"
 }
 
 tests() {
@@ -215,8 +247,8 @@ tests() {
 	# No VKLLM_VULKAN_OPTIONAL: without a device the tests fail, not skip.
 	# -test.timeout ends a hung test with every goroutine's stack, before
 	# timeout(1) would end it silently.
-	(cd kernels/vulkan && timeout $t_kill "$bin/vulkan.test" -test.v -test.timeout ${t_tests}s) >"$work/tests-vulkan.log" 2>&1 || rc=1
-	(cd models && timeout $t_kill "$bin/models.test" -test.v -test.run '^TestVulkan' -test.timeout ${t_tests}s) >"$work/tests-models.log" 2>&1 || rc=1
+	(cd kernels/vulkan && timeout -k 10 $t_kill "$bin/vulkan.test" -test.v -test.timeout ${t_tests}s) >"$work/tests-vulkan.log" 2>&1 || rc=1
+	(cd models && timeout -k 10 $t_kill "$bin/models.test" -test.v -test.run '^TestVulkan' -test.timeout ${t_tests}s) >"$work/tests-models.log" 2>&1 || rc=1
 	{
 		for f in "$work"/tests-vulkan.log "$work"/tests-models.log; do
 			echo "## $(basename "$f")"
@@ -234,7 +266,7 @@ gguf() { echo "$work/${1/:/-}.gguf"; }
 
 # write_model SPEC: SPEC's synthetic weights as GGUF, for the peer.
 write_model() {
-	timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$1" --write-gguf "$(gguf "$1")"
+	timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$1" --write-gguf "$(gguf "$1")"
 }
 
 # bench_round SPEC ROUND: vkllm, then llama-bench, then llama-batched-bench.
@@ -244,15 +276,22 @@ bench_round() {
 	# No command may outlast the run's budget: what ran is kept.
 	local with_peer=()
 	((peer)) && with_peer=(--peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps")
-	timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --batch "$batches" --kv f16 \
+	timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --batch "$batches" --kv f16 \
 		--threads "$threads" --no-bandwidth --json "${with_peer[@]}" \
 		>"$base.vkllm.json" 2>"$base.vkllm.err"
 	local rc=$?
 	tr '\r' '\n' <"$base.vkllm.err" | grep -v -e '^batched decode: batch [0-9]*, step' -e '^decode [0-9]*/' -e '^$'
 	((rc == 0)) || return 1
+	# The exact kernels too (no cooperative matrices), vkllm alone, where
+	# the device has the mode and the spec is one of exact_specs.
+	if [[ " ${exact_specs[*]} " == *" $s "* ]]; then
+		VKLLM_VULKAN_DISABLE=coopmat timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" \
+			--batch "$batches" --kv f16 --threads "$threads" --no-bandwidth --json >"$base.vkllm-exact.json" 2>"$base.vkllm-exact.err" ||
+			tail -n 5 "$base.vkllm-exact.err"
+	fi
 	((peer)) || return 0
 	local steps=$((tg < 32 ? tg : 32))
-	timeout $(($(left) - 15)) "$bin/llama-batched-bench" -m "$(gguf "$s")" -c $((16 * (32 + steps) + 64)) -b 2048 -ub 512 -npp 32 -ntg "$steps" \
+	timeout -k 10 $(($(left) - 15)) "$bin/llama-batched-bench" -m "$(gguf "$s")" -c $((16 * (32 + steps) + 64)) -b 2048 -ub 512 -npp 32 -ntg "$steps" \
 		-npl "$batches" -ctk f16 -ctv f16 -ngl 99 -t "$threads" --output-format jsonl 2>"$base.batched.err" |
 		grep '^{' >"$base.batched.jsonl"
 	rc=$?
@@ -266,19 +305,19 @@ bench_round() {
 serve() {
 	# from engine/, as go test runs it (its tests read ../testdata)
 	(cd engine && VKLLM_BENCH_MODEL=$(gguf "$serve_spec") VKLLM_BENCH_BACKEND=vulkan VKLLM_BENCH_KV=f16 \
-		timeout $(($(left) - 15)) "$bin/engine.test" -test.run '^$' -test.bench '^BenchmarkServe$' -test.benchtime 1x) \
-		>"$out/serve.txt" 2>&1
+		timeout -k 10 $(($(left) - 15)) "$bin/engine.test" -test.run '^$' -test.bench '^BenchmarkServe$' -test.benchtime 1x) \
+		>"$aux/serve.txt" 2>&1
 	local rc=$?
-	cat "$out/serve.txt"
+	cat "$aux/serve.txt"
 	return $rc
 }
 
 # cells: the models' BenchmarkDecodeCells on the GGUF of serve_spec.
 cells() {
-	(cd models && VKLLM_BENCH_MODEL=$(gguf "$serve_spec") timeout $(($(left) - 15)) "$bin/models.test" \
-		-test.run '^$' -test.bench '^BenchmarkDecodeCells$' -test.count 3) >"$out/cells.txt" 2>&1
+	(cd models && VKLLM_BENCH_MODEL=$(gguf "$serve_spec") timeout -k 10 $(($(left) - 15)) "$bin/models.test" \
+		-test.run '^$' -test.bench '^BenchmarkDecodeCells$' -test.count 3) >"$aux/cells.txt" 2>&1
 	local rc=$?
-	cat "$out/cells.txt"
+	cat "$aux/cells.txt"
 	return $rc
 }
 
@@ -288,17 +327,20 @@ sweep() {
 	# The sweep stops starting weight types 20 s before its limit and
 	# rewrites tuning.json after each one: a cut keeps what finished.
 	local limit=$(($(left) - 15 < t_sweep ? $(left) - 15 : t_sweep))
-	timeout $limit "$bin/vkllm" bench --sweep --json --sweep-out "$out/tuning.json" --sweep-budget $((limit - 20))s \
-		"${sweep_flags[@]}" >"$work/sweep.json" 2>"$work/sweep.err"
+	timeout -k 10 $limit "$bin/vkllm" bench --sweep --json --sweep-out "$out/tuning.json" --sweep-budget $((limit - 20))s \
+		"${sweep_flags[@]}" >"$work/sweep.json" 2> >(tee "$work/sweep.err" >&2)
 	local rc=$?
-	cat "$work/sweep.err"
 	python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 for row in r["rows"]:
     mark = "chosen" if row.get("chosen") else ("WRONG: " + row["wrong"] if row.get("wrong") else "")
     print("%-22s %-30s %10.1f us/token %8.1f GB/s  %s" % (row["key"], " ".join("%s=%d" % kv for kv in sorted(row["knobs"].items())), row["score_ns"] / 1e3, row["weight_gbs"], mark))' \
-		"$work/sweep.json" >"$out/sweep.txt" 2>&1 || rc=1
-	((rc == 0)) && export VKLLM_VULKAN_TUNING=$out/tuning.json
+		"$work/sweep.json" >"$aux/sweep.txt" 2>&1 || rc=1
+	# what finished applies, also when the sweep was cut
+	if [[ -s $out/tuning.json ]]; then
+		export VKLLM_VULKAN_TUNING=$out/tuning.json
+		cp "$out/tuning.json" "$keep/tuning.json"
+	fi
 	return $rc
 }
 
@@ -315,11 +357,11 @@ cpu_bench() {
 			rc=1
 			continue
 		fi
-		[[ -f $(gguf "$s") ]] || timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --write-gguf "$(gguf "$s")" || return 1
+		[[ -f $(gguf "$s") ]] || timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --write-gguf "$(gguf "$s")" || return 1
 		peer_flags=()
 		[[ -x $cpubin/llama-bench ]] && peer_flags=(--peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps")
 		base=$work/cpu-runs/${s/:/-}
-		VKLLM_LLAMA_BENCH=$cpubin/llama-bench timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend cpu \
+		VKLLM_LLAMA_BENCH=$cpubin/llama-bench timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend cpu \
 			--pp "$pp" --tg "$tg" --kv f16 --threads "$threads" --json "${peer_flags[@]}" >"$base.json" 2>"$base.err" || {
 			tail -n 20 "$base.err"
 			rc=1
@@ -329,11 +371,19 @@ cpu_bench() {
 	return $rc
 }
 
+# probe: vkllm bench --probe into $OUT/probe.txt (the table; the JSON in
+# the bundle), within PROBE_S seconds (default 60).
+probe() {
+	local limit=${PROBE_S:-60}
+	timeout -k 10 $((limit + 15)) "$bin/vkllm" bench --probe --probe-budget ${limit}s --json \
+		>"$aux/probe.json" 2> >(tee "$out/probe.txt" >&2)
+}
+
 ops() {
 	local s
 	for s in "${ops_specs[@]}"; do
 		echo "## $s: vkllm bench --ops (pp $pp, tg $tg)"
-		timeout $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --kv f16 --threads "$threads" --no-bandwidth --ops || return 1
+		timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" --kv f16 --threads "$threads" --no-bandwidth --ops || return 1
 	done >"$out/ops.txt" 2>"$work/ops.err"
 	cat "$out/ops.txt"
 }
@@ -344,29 +394,44 @@ if ! step setup setup; then
 	exit 1
 fi
 step facts facts
+# The probe (vkllm bench --probe: what the kernels reach against a plain
+# streaming read, and which construct costs what) and the tests come
+# first: they are short and say what the rest of the lease is worth.
+if [[ $do_probe == 1 ]]; then
+	step probe probe
+else
+	skip probe "PROBE=0"
+fi
+if [[ $do_tests == 1 ]]; then
+	step tests tests
+else
+	skip tests "TESTS=0"
+fi
 if [[ $do_sweep == only ]]; then
-	# the whole budget, less CPU_S (default 200 s) for the CPU step
-	t_sweep=$(($(left) - 30 - (do_cpu ? ${CPU_S:-$((small ? 120 : 200))} : 0)))
+	# the whole budget, less CPU_S for the CPU step
+	t_sweep=$(($(left) - 30 - (do_cpu ? cpu_s : 0)))
 	step sweep sweep
 	((do_cpu)) && step cpu cpu_bench
-	python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
+	python3 tools/gpu/summarize.py --small="$small" --work "$work" --aux "$aux" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
 	echo "total $(($(date +%s) - start)) s; results in $out"
 	exit $failed
 fi
-if [[ ${TESTS:-1} == 0 ]]; then
-	skip tests "TESTS=0"
-else
-	step tests tests
-fi
 if [[ $do_sweep != 0 ]]; then
 	step sweep sweep
-elif [[ -f $gpu/tuning.json ]]; then
-	# a sweep's tuning from an earlier call (copied to .gpu/tuning.json)
-	export VKLLM_VULKAN_TUNING=$gpu/tuning.json
-	skip sweep "SWEEP=0; the tuning of .gpu/tuning.json"
-	cp "$gpu/tuning.json" "$out/tuning.json"
 else
-	skip sweep "SWEEP=0"
+	# a sweep's tuning from an earlier call: .gpu/tuning.json (copied there
+	# by hand), else the one a SWEEP=only call left on this machine
+	tuning=
+	for f in "$gpu/tuning.json" "$keep/tuning.json"; do
+		[[ -f $f ]] && { tuning=$f; break; }
+	done
+	if [[ -n $tuning ]]; then
+		export VKLLM_VULKAN_TUNING=$tuning
+		skip sweep "SWEEP=0; the tuning of $tuning"
+		cp "$tuning" "$out/tuning.json"
+	else
+		skip sweep "SWEEP=0, no earlier tuning"
+	fi
 fi
 # The op profile first (about 20 s on an H100; synthetic weights, no
 # GGUF): it is what the bench rounds, budgeted last, cannot replace. Each
@@ -381,7 +446,7 @@ fi
 declare -A last
 for r in $(seq 1 "$rounds"); do
 	for s in "${specs[@]}"; do
-		need=$((${last[$s]:-40} * 3 / 2))
+		need=$((${last[$s]:-40} * 3 / 2 + (do_cpu ? cpu_s : 0)))
 		if (($(left) < need)); then
 			skip "bench $s round $r" "$(left) s left, the round needs about $need"
 			continue
@@ -409,6 +474,6 @@ if ((do_cpu)); then
 	step cpu cpu_bench
 fi
 
-python3 tools/gpu/summarize.py --small="$small" --work "$work" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
+python3 tools/gpu/summarize.py --small="$small" --work "$work" --aux "$aux" --out "$out" --pp "$pp" --tg "$tg" --specs "${specs[*]}" || failed=1
 echo "total $(($(date +%s) - start)) s; results in $out"
 exit $failed

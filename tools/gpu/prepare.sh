@@ -87,6 +87,6 @@ Ready. On the GPU machine run, with the device tool:
        carry:   [".gl", ".gpu"]
        timeout_s: 580
 (benchmarks/gpu/README.md, "Spending a lease", says what to commit between.)
-check.sh writes results.json, results.md, device.txt, tests.log and check.log
+check.sh writes results.json, results.md, tests.log, ops.txt, tuning.json, check.log and logs.tar.gz
 to \$OUT. Here, on lavapipe: OUT=/tmp/out bash tools/gpu/check.sh --small
 MSG

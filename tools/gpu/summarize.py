@@ -5,7 +5,7 @@
 Reads WORK/steps.tsv (step, seconds, status), WORK/runs/SPEC.rN.vkllm.json
 (`vkllm bench --json` with its llama-bench peer) and
 WORK/runs/SPEC.rN.batched.jsonl (llama-batched-bench --output-format
-jsonl), OUT/device.txt, OUT/tests.log and WORK/sweep.json (`vkllm bench
+jsonl), AUX/device.txt (AUX: --aux, default OUT), OUT/tests.log and WORK/sweep.json (`vkllm bench
 --sweep --json`: per kernel the default's and the chosen candidate's time
 a token, into results.json "sweep"). Each figure in the table is the
 median over the rounds that ran, with the round count; a ratio is vkllm's
@@ -35,11 +35,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--aux", help="where device.txt, serve.txt and cells.txt are (default: --out)")
     ap.add_argument("--pp", type=int, required=True)
     ap.add_argument("--tg", type=int, required=True)
     ap.add_argument("--small", default="0")
     ap.add_argument("--specs", default="", help="the models in table order, space-separated")
     a = ap.parse_args()
+    aux = a.aux or a.out
 
     steps = []
     path = os.path.join(a.work, "steps.tsv")
@@ -48,7 +50,7 @@ def main():
             name, sec, status = line.rstrip("\n").split("\t")
             steps.append({"step": name, "seconds": float(sec), "status": status})
 
-    device = open(os.path.join(a.out, "device.txt")).read() if os.path.exists(os.path.join(a.out, "device.txt")) else ""
+    device = open(os.path.join(aux, "device.txt")).read() if os.path.exists(os.path.join(aux, "device.txt")) else ""
     names = re.findall(r"deviceName\s*=\s*(.+)", device)
     drivers = re.findall(r"driverInfo\s*=\s*(.+)", device)
     # tests.log: a "## tests-NAME.log" section per binary, its top-level
@@ -97,6 +99,14 @@ def main():
                 if line.startswith("{"):
                     b = json.loads(line)
                     run["llama.cpp"]["batch"][str(b["pl"])] = b["speed_tg"]
+        ej = os.path.join(a.work, "runs", base + ".vkllm-exact.json")
+        if os.path.exists(ej):
+            try:
+                e = json.load(open(ej))
+                run["vkllm-exact"] = {"pp_tps": e["pp_tps"], "tg_tps": e["tg_tps"],
+                                      "batch": {str(b["batch"]): b["tps"] for b in e.get("batch", [])}}
+            except (ValueError, KeyError):
+                pass
         m["rounds"].append(run)
 
     order = a.specs.split()
@@ -118,15 +128,19 @@ def main():
         for b in ("1", "4", "16"):
             row["vkllm_b" + b], _ = col("vkllm", "batch", b)
             row["llama_b" + b], _ = col("llama.cpp", "batch", b)
+        row["exact_pp_tps"], row["exact_n"] = col("vkllm-exact", "pp_tps")
+        row["exact_tg_tps"], _ = col("vkllm-exact", "tg_tps")
+        for b in ("1", "4", "16"):
+            row["exact_b" + b], _ = col("vkllm-exact", "batch", b)
         m["median"] = row
         table.append(row)
 
     # serve.txt: the engine's BenchmarkServe/MODE/n=16 lines; cells.txt:
     # the models' BenchmarkDecodeCells/backend=B/ctx=N lines, three each.
     serve, cells = {}, {}
-    for sub, vals in bench_lines(os.path.join(a.out, "serve.txt"), "BenchmarkServe"):
+    for sub, vals in bench_lines(os.path.join(aux, "serve.txt"), "BenchmarkServe"):
         serve[sub.split("/")[0]] = vals
-    for sub, vals in bench_lines(os.path.join(a.out, "cells.txt"), "BenchmarkDecodeCells"):
+    for sub, vals in bench_lines(os.path.join(aux, "cells.txt"), "BenchmarkDecodeCells"):
         m = re.match(r"backend=([\w-]+)/ctx=(\d+)$", sub)
         if m and "tok/s" in vals:
             cells.setdefault(m.group(1), {}).setdefault(m.group(2), []).append(vals["tok/s"])
@@ -194,6 +208,18 @@ def main():
         lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
             r["spec"], r["n"], f(r["vkllm_pp_tps"]), f(r["llama_pp_tps"]), ratio(r["vkllm_pp_tps"], r["llama_pp_tps"]),
             f(r["vkllm_tg_tps"]), f(r["llama_tg_tps"]), ratio(r["vkllm_tg_tps"], r["llama_tg_tps"]), " | ".join(bs)))
+    exact = [r for r in table if r.get("exact_n")]
+    if exact:
+        lines.append("")
+        lines.append("The exact kernels (VKLLM_VULKAN_DISABLE=coopmat), vkllm alone, same rounds; ratio = exact / default:")
+        lines.append("")
+        lines.append("| model | pp%d exact | ratio | tg%d exact | ratio | B=1 | B=4 | B=16 |" % (a.pp, a.tg))
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for r in exact:
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                r["spec"], f(r["exact_pp_tps"]), ratio(r["exact_pp_tps"], r["vkllm_pp_tps"]),
+                f(r["exact_tg_tps"]), ratio(r["exact_tg_tps"], r["vkllm_tg_tps"]),
+                " | ".join(f(r["exact_b" + b]) for b in ("1", "4", "16"))))
     lines.append("")
     con, seq = serve.get("concurrent", {}).get("tok/s"), serve.get("sequential", {}).get("tok/s")
     if con and seq:

@@ -8,6 +8,7 @@
 //	vkllm bench --synthetic SHAPE:DTYPE [--seed N] [--peer llama.cpp --peer-model PATH] [flags as above]
 //	vkllm bench --synthetic SHAPE:DTYPE [--seed N] --write-gguf PATH
 //	vkllm bench --sweep [--sweep-models qwen2.5-0.5b,llama-3.1-8b] [--sweep-dtypes F16,Q4_0,…] [--sweep-out FILE] [--json]
+//	vkllm bench --probe [--probe-small] [--probe-budget 60s] [--json]
 //
 // --synthetic builds a random-weight model of a real model's shape in
 // memory (package internal/synth: qwen2.5-0.5b, llama-3.2-1b, qwen3-0.6b,
@@ -119,6 +120,16 @@
 // stops it at the next candidate; either way what finished is chosen
 // from and written, and what was cut is listed (stderr, the table, the
 // JSON result's "cut") and keeps its defaults.
+//
+// --probe is a one-call diagnostic of the Vulkan device for a short GPU
+// lease (kernels/vulkan's Probe; benchmarks/gpu/README.md says what each
+// row means): a streaming read of device memory and of an uploaded
+// weight, the latency of dependent loads, MatMul and the matrix-vector
+// kernel at a handful of knob points on decode shapes, ablations of that
+// kernel, and the tiled and cooperative-matrix kernels on a prefill, each
+// timed with GPU timestamps and checked. It stops starting measurements
+// past --probe-budget (a skipped row says so); --probe-small takes the
+// shapes a CPU implementation runs in seconds (implied on one).
 //
 // --benchfmt prints Go benchmark lines (for benchstat over repeated runs)
 // instead of the summary.
@@ -241,8 +252,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sweepOut := fs.String("sweep-out", "", "with --sweep: write the chosen tuning (JSON) to this file (after each weight type)")
 	sweepBudget := fs.Duration("sweep-budget", 0, "with --sweep: start no kernel family and no candidate past this time (0: no limit); what is cut is listed and keeps its defaults")
 	sweepVerbose := fs.Bool("sweep-verbose", false, "with --sweep: a progress line per candidate and matrix, not only per kernel family")
+	probe := fs.Bool("probe", false, "diagnose the Vulkan device in one short call (see --probe-*) instead")
+	probeSmall := fs.Bool("probe-small", false, "with --probe: small shapes (implied on a CPU implementation)")
+	probeBudget := fs.Duration("probe-budget", 60*time.Second, "with --probe: start no measurement past this time")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n       vkllm bench --sweep [flags]\n\n"+
+		fmt.Fprint(fs.Output(), "usage: vkllm bench --model PATH [flags]\n       vkllm bench --synthetic SHAPE:DTYPE [flags]\n       vkllm bench --sweep [flags]\n       vkllm bench --probe [flags]\n\n"+
 			"measure prefill and decode speed (with --draft: speculative decoding's speedup; with --peer: llama.cpp's on the same file; with --sweep: tune the Vulkan kernels for this device).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
@@ -251,6 +265,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return 2
+	}
+	if *probe {
+		if *probeBudget <= 0 {
+			fmt.Fprintln(stderr, "error: --probe-budget must be > 0")
+			return 2
+		}
+		if err := runProbe(*probeSmall, *probeBudget, *asJSON, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
+			return 1
+		}
+		return 0
 	}
 	if *sweep {
 		return runSweepFlags(ctx, *sweepModels, *sweepDTypes, sweepConfig{batch: *sweepBatch, reps: *sweepReps, cands: *sweepCands,

@@ -5,6 +5,7 @@ package benchcmd
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/vkllm/vkllm/internal/synth"
 	"github.com/vkllm/vkllm/kernels/vulkan"
@@ -12,5 +13,9 @@ import (
 )
 
 func runSweep(context.Context, []synth.Shape, []tensor.DType, sweepConfig, io.Writer, io.Writer) error {
+	return vulkan.ErrNeedsCgo
+}
+
+func runProbe(bool, time.Duration, bool, io.Writer, io.Writer) error {
 	return vulkan.ErrNeedsCgo
 }

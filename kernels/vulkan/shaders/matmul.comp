@@ -65,15 +65,40 @@
 // rounded to halves and multiplied in half precision, four at a time
 // (one f16vec4 dot per four elements of a quant group, one product per
 // element for the float types), each result added to the float32 sum.
+//
+// PROBE_* (probe.go's ablations, never run by MatMul): each takes one
+// construct out. PROBE_SCALAR_X reads the activations as floats, four
+// loads a chunk, instead of the vec4 alias; PROBE_NO_W4 drops the uvec4
+// alias of binding 0 and compiles REPACK out (file-layout weights only);
+// PROBE_NO_PRECISE drops every precise; PROBE_CONST makes ROWS, TOKS and
+// BPI constants (2, 1, 2) instead of specialization constants;
+// PROBE_NO_UNROLL drops every [[unroll]] of this file (an attribute
+// glslang ignores, with a warning).
 #extension GL_EXT_control_flow_attributes : require
+#ifdef PROBE_NO_PRECISE
+#define precise
+#endif
+#ifdef PROBE_NO_UNROLL
+#define unroll probe_none
+#endif
 #include "common/base.glsl"
 
+#ifdef PROBE_CONST
+const uint ROWS = 2u;
+const uint TOKS = 1u;
+const uint BPI = 2u;
+#else
 layout(constant_id = 1) const uint ROWS = 2;
 layout(constant_id = 2) const uint TOKS = 1;
 layout(constant_id = 3) const uint BPI = 2;
+#endif
 
 layout(binding = 0) readonly buffer WB { uint W[]; };
+#ifdef PROBE_NO_W4
+uvec4 W4[1]; // never read: REPACK is the constant false
+#else
 layout(binding = 0) readonly buffer WB4 { uvec4 W4[]; }; // W, 16 bytes at a time
+#endif
 #include "common/weights.glsl"
 #ifdef INT8
 #include "common/int8.glsl"
@@ -82,6 +107,8 @@ layout(binding = 0) readonly buffer WB4 { uvec4 W4[]; }; // W, 16 bytes at a tim
 // The activations quantised by quantize_q8.comp (its layout).
 layout(binding = 1) readonly buffer QB { uint Q[]; };
 #elif GROUP == 1
+layout(binding = 1) readonly buffer XB { float x[]; };
+#elif defined(PROBE_SCALAR_X)
 layout(binding = 1) readonly buffer XB { float x[]; };
 #else
 layout(binding = 1) readonly buffer XB { vec4 x4[]; }; // k is a multiple of GSIZE
@@ -251,7 +278,12 @@ void main() {
 				[[unroll]] for (uint r = 0u; r < ROWS; r++) wu[r] = chunkAtU(rb[r], c0 + e, su[r]);
 #endif
 				[[unroll]] for (uint t = 0u; t < TOKS; t++) {
+#ifdef PROBE_SCALAR_X
+					uint xo = xi[t] + c0 + e;
+					vec4 xv = vec4(x[xo], x[xo + 1u], x[xo + 2u], x[xo + 3u]);
+#else
 					vec4 xv = x4[(xi[t] + c0 + e) >> 2];
+#endif
 					[[unroll]] for (uint r = 0u; r < ROWS; r++) acc[r * TOKS + t] = laneChunk(acc[r * TOKS + t], xv, w[r]);
 #ifdef GATEUP
 					[[unroll]] for (uint r = 0u; r < ROWS; r++) acc[RT + r * TOKS + t] = laneChunk(acc[RT + r * TOKS + t], xv, wu[r]);

@@ -137,8 +137,49 @@ var Variants = func() []Variant {
 		}
 	}
 	add("attention_combine_f32", "attention_combine.comp")
+	// The probe's kernels (kernels/vulkan/probe.go), never run by an op:
+	// the streaming read, and matmul.comp's ablations and old kernel for
+	// Q4_0 in each arithmetic MatMul may run (ProbeAblations).
+	add("probe_read", "probe_read.comp")
+	add("probe_read_chain", "probe_read.comp", "CHAIN")
+	for _, a := range ProbeAblations {
+		for _, fp := range []string{"", "_fp16"} {
+			for _, sg := range []string{"", "_subgroup"} {
+				defs := []string{"TYPE_Q4_0"}
+				if fp != "" {
+					defs = append(defs, "FP16")
+				}
+				if sg != "" {
+					defs = append(defs, "SUBGROUP")
+				}
+				src := "matmul.comp"
+				if a.Define == "" {
+					src = "probe_old_matmul.comp"
+				} else {
+					defs = append(defs, a.Define)
+				}
+				add("probe_"+a.Name+"_matmul_q4_0_f32"+fp+sg, src, defs...)
+			}
+		}
+	}
 	return v
 }()
+
+// ProbeAblation is one of the probe's variants of the Q4_0 matrix-vector
+// kernel: matmul.comp with Define (one construct taken out), or with no
+// Define the kernel of commit 173338e (probe_old_matmul.comp). Each is
+// compiled as probe_<Name>_matmul_q4_0_f32[_fp16][_subgroup].
+type ProbeAblation struct{ Name, Define string }
+
+// ProbeAblations are the probe's kernel variants, in its table's order.
+var ProbeAblations = []ProbeAblation{
+	{"scalarx", "PROBE_SCALAR_X"},
+	{"now4", "PROBE_NO_W4"},
+	{"noprecise", "PROBE_NO_PRECISE"},
+	{"const", "PROBE_CONST"},
+	{"nounroll", "PROBE_NO_UNROLL"},
+	{"old", ""},
+}
 
 func lower(s string) string {
 	b := []byte(s)

@@ -37,7 +37,11 @@ uint u32At(uint o) {
 #define GROUP 1
 #endif
 const uint GSIZE = GROUP;
+#ifdef PROBE_NO_W4 // matmul.comp's ablation: no uvec4 alias, the file layout only
+const bool REPACK = false;
+#else
 layout(constant_id = 15) const bool REPACK = false;
+#endif
 
 // The repacked run of 8 blocks: RUN bytes, BODY bytes of quants a block
 // (the 8 bodies first), HEAD bytes of scales a block (after them).
