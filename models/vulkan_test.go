@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/vkllm/vkllm/errcode"
@@ -34,10 +36,36 @@ func openVulkanConfig(t *testing.T, cfg vulkan.Config) *vulkan.Backend {
 
 // openVulkanDevice is openVulkanConfig with cfg's choice of MatMul
 // kernels (the cooperative-matrix mode where the device has it, unless
-// cfg.NoCoopMat).
+// cfg.NoCoopMat). As kernels/vulkan's tests: the validation layer's notes
+// on its coverage are logged, and where it does not cover
+// VK_KHR_cooperative_matrix and the mode is on, the backend is opened
+// again without validation.
 func openVulkanDevice(t *testing.T, cfg vulkan.Config) *vulkan.Backend {
 	t.Helper()
 	cfg.Validation = true
+	b := openVulkanChecked(t, cfg)
+	if d := b.Device(); len(d.ValidationLacks) > 0 {
+		t.Logf("the validation layer does not cover %v", d.ValidationLacks)
+		notesOnce.Do(func() { t.Logf("its notes: %q", b.ValidationNotes()) })
+		if d.CoopMat && slices.Contains(d.ValidationLacks, "VK_KHR_cooperative_matrix") {
+			t.Log("the cooperative-matrix kernels run unvalidated")
+			if err := b.Close(); err != nil {
+				t.Errorf("vulkan: %v", err)
+			}
+			cfg.Validation = false
+			b = openVulkanChecked(t, cfg)
+		}
+	}
+	return b
+}
+
+// notesOnce logs the validation layer's notes once per test binary.
+var notesOnce sync.Once
+
+// openVulkanChecked opens the backend with cfg; Close at cleanup must
+// succeed.
+func openVulkanChecked(t *testing.T, cfg vulkan.Config) *vulkan.Backend {
+	t.Helper()
 	b, err := vulkan.Open(cfg)
 	if err != nil {
 		var nd *vulkan.NoDriverError

@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	_ "github.com/vkllm/vkllm/kernels/cpu"    // registers "cpu" for --backend cpu|auto
 	_ "github.com/vkllm/vkllm/kernels/cpuref" // registers "cpu-ref"
@@ -49,6 +50,39 @@ type env struct {
 	// hangups, when set, starts delivering SIGHUP to the channel it
 	// returns (serve reloads its API keys).
 	hangups func() <-chan os.Signal
+	// exit ends the process (os.Exit when nil): bench's last resort when
+	// an interrupt does not end it within interruptGrace.
+	exit func(code int)
+}
+
+// interruptGrace is how long bench has, once SIGINT or SIGTERM came, to
+// end by itself (a sweep finishes the run in flight and writes what it
+// finished) before the process exits without it: a GPU that does not
+// finish a dispatch must not keep a lease's process alive.
+const interruptGrace = 2 * time.Second
+
+// exitAfterGrace ends the process with status 130 when ctx is cancelled
+// and the returned stop is not called within interruptGrace after.
+func (e env) exitAfterGrace(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		select {
+		case <-done:
+		case <-time.After(interruptGrace):
+			fmt.Fprintf(e.stderr, "error: interrupted; still busy after %v, exiting without waiting for it\n", interruptGrace)
+			if e.exit != nil {
+				e.exit(130)
+			} else {
+				os.Exit(130)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // interruptible is ctx cancelled by the first SIGINT or SIGTERM.
@@ -81,14 +115,19 @@ func init() {
 		{"list", "[--dir DIR]", "list the models in the Hugging Face cache", list},
 		{"rm", "[--dir DIR] hf://OWNER/REPO[@REVISION][:QUANT|/FILE]", "remove a model from the Hugging Face cache", rm},
 		{"bench", "--model PATH [flags]", "measure prefill and decode speed", func(ctx context.Context, e env, args []string) int {
+			// SIGINT and SIGTERM cancel ctx for the whole command (once
+			// caught they no longer end the process by themselves): a
+			// sweep stops at the next candidate, and whatever has not
+			// ended interruptGrace later is ended.
 			ctx, cancel := e.interruptible(ctx)
+			defer cancel()
+			defer e.exitAfterGrace(ctx)()
 			args, err := resolveFlags(ctx, e.stderr, args, benchPathFlags...)
-			cancel()
 			if err != nil {
 				fmt.Fprintf(e.stderr, "error: %v [%s]\n", err, errcode.Of(err))
 				return 1
 			}
-			return benchcmd.Run(args, e.stdout, e.stderr)
+			return benchcmd.Run(ctx, args, e.stdout, e.stderr)
 		}},
 		{"inspect", "[--json] PATH", "print what a model folder or GGUF file holds and whether it loads", inspectCmd},
 		{"tokenize", "--model PATH [--chat FILE] [flags] < TEXT", "print the token ids of stdin's text, or render a chat request", tokenize},

@@ -14,7 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/vkllm/vkllm/kernels"
@@ -49,7 +53,8 @@ type Config struct {
 	Library string
 	// Validation enables VK_LAYER_KHRONOS_validation when it is installed
 	// (also VKLLM_VULKAN_VALIDATION=1); Sync, GetF32 and GetI32 then fail
-	// with a *ValidationError once the layer reports a message.
+	// with a *ValidationError once the layer reports a message other than
+	// a note that it does not cover an enabled extension (ValidationNotes).
 	Validation bool
 	// Budget caps the device memory the backend allocates (bytes, 0: the
 	// budget VK_EXT_memory_budget reports at Open, else the device-local
@@ -111,6 +116,11 @@ type Config struct {
 	// NoReplay records every step's ops, never submitting a kept
 	// recording again (kernels.Replayer; also VKLLM_VULKAN_DISABLE=replay).
 	NoReplay bool
+	// FenceTimeout bounds every wait for the device to finish a submit
+	// (0: 2 minutes); past it the wait fails with an *Error whose Result
+	// is VK_TIMEOUT (DeviceLost reports it) and the backend is unusable,
+	// so that a hung device ends a program with an error, not a hang.
+	FenceTimeout time.Duration
 	// NoRepack keeps every uploaded weight in its file's layout where
 	// the device's tuning repacks it (layout.go; also
 	// VKLLM_VULKAN_DISABLE=repack).
@@ -158,6 +168,12 @@ type DeviceInfo struct {
 	CoopShape    string
 	MemoryBudget bool // VK_EXT_memory_budget
 	Validation   bool // the validation layer is on
+	// ValidationLacks lists the enabled device extensions the validation
+	// layer says it does not cover (a layer older than the driver):
+	// what they do goes unvalidated or is misreported (the cooperative-
+	// matrix shaders under Debian 12's layer fail its SPIR-V checks).
+	// Backend.ValidationNotes has the layer's words.
+	ValidationLacks []string
 	// Replay reports that recordings of steps are kept and submitted
 	// again (kernels.Replayer): Config.NoReplay is not set.
 	Replay bool
@@ -231,6 +247,11 @@ type Backend struct {
 	replays     uint64               // steps replayed
 	err         error                // the first failure while recording
 	closed      bool
+	notes       []string  // the validation layer's notes on its coverage (ValidationNotes)
+	sweep       *sweepCtl // the Sweep running, if one is (sweep_budget.go)
+	// sweepHook, set by tests, rewrites a sweep candidate's first timed
+	// run's time (a fake slow candidate).
+	sweepHook func(Knobs, time.Duration) time.Duration
 
 	// coopSG: the subgroup size the cooperative-matrix kernel runs with;
 	// coopPin: the same when it must be required at pipeline creation;
@@ -328,6 +349,9 @@ func Open(cfg Config) (*Backend, error) {
 		}
 		return nil, &Error{Op: "vkCreateDevice", Result: int32(r)}
 	}
+	if cfg.FenceTimeout > 0 {
+		C.vkl_set_fence_timeout(ctx, C.uint64_t(cfg.FenceTimeout))
+	}
 	p := &b.props
 	var di C.vkl_devinfo
 	C.vkl_device_info(ctx, C.int(idx), &di)
@@ -392,6 +416,14 @@ func Open(cfg Config) (*Backend, error) {
 		var u, bg C.uint64_t
 		if C.vkl_memory_budget(ctx, &u, &bg); bg > 0 { // VK_EXT_memory_budget: what this process may use
 			b.budget = int64(bg)
+		}
+	}
+	if b.info.Validation {
+		b.validation() // sorts the layer's notes at vkCreateDevice from its errors
+		for _, n := range b.notes {
+			if m := unknownExt.FindStringSubmatch(n); m != nil && !slices.Contains(b.info.ValidationLacks, m[1]) {
+				b.info.ValidationLacks = append(b.info.ValidationLacks, m[1])
+			}
 		}
 	}
 	return b, nil
@@ -514,7 +546,13 @@ func (b *Backend) Close() error {
 	err := b.Sync()
 	b.dropGraphs()
 	b.closed = true
-	b.prof = profiler{} // a profile started ends unread
+	b.prof = profiler{}         // a profile started ends unread
+	if C.vkl_hung(b.ctx) != 0 { // what the device may still use stays (vkl_close)
+		b.blocks, b.used = nil, 0
+		C.vkl_close(b.ctx)
+		b.ctx = nil
+		return err
+	}
 	for _, p := range b.pipes {
 		C.vkl_pipeline_free(b.ctx, p.p)
 	}
@@ -556,18 +594,84 @@ func (b *Backend) Sync() error {
 // flush submits what was recorded, waits, and empties the staging arena.
 func (b *Backend) flush() {
 	if r := b.submit(); r != C.VK_SUCCESS {
-		b.fail(&Error{Op: "vkQueueSubmit", Result: int32(r)})
+		b.fail(submitError("vkQueueSubmit", r))
 	}
 	b.staging.reset(b)
 }
 
-// validation returns a *ValidationError when the layer spoke.
+// validation returns a *ValidationError when the layer reported a
+// message other than a note on its own coverage (layerNote), which goes
+// to ValidationNotes instead.
 func (b *Backend) validation() error {
-	var buf [1024]C.char
-	if n := int(C.vkl_messages(b.ctx, &buf[0], C.int(len(buf)))); n > 0 {
-		return &ValidationError{Count: n, Last: C.GoString(&buf[0])}
+	var nd C.int
+	n := int(C.vkl_messages(b.ctx, &nd))
+	if n == 0 {
+		return nil
 	}
-	return nil
+	e := &ValidationError{Count: n}
+	var buf [1024]C.char
+	for i := range int(nd) {
+		var id C.int32_t
+		count := int(C.vkl_message(b.ctx, C.int(i), &buf[0], C.int(len(buf)), &id))
+		text := C.GoString(&buf[0])
+		if layerNote(text) {
+			e.Count -= count
+			if !slices.Contains(b.notes, text) {
+				b.notes = append(b.notes, text)
+			}
+			continue
+		}
+		e.Messages = append(e.Messages, ValidationMessage{Text: text, Count: count})
+	}
+	if e.Count == 0 {
+		return nil
+	}
+	return e
+}
+
+// layerNote reports whether a validation message is about the layer's
+// own coverage rather than a misuse: a layer older than the driver (Debian
+// 12's 1.3.239 under a driver with VK_KHR_cooperative_matrix) warns that
+// it does not support an extension the device enabled, and reports the
+// structures of that extension that the backend chains (its features at
+// vkCreateDevice, its properties at vkGetPhysicalDeviceProperties2) as
+// "unknown VkStructureType". Such notes do not fail a run; they are kept
+// in ValidationNotes. Only the extensions of layerExts qualify: any other
+// unknown structure is ours to fix.
+func layerNote(text string) bool {
+	if unknownExt.MatchString(text) {
+		return true
+	}
+	m := unknownSType.FindStringSubmatch(text)
+	if m == nil {
+		return false
+	}
+	st, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil || st < 1000000000 {
+		return false
+	}
+	_, ok := layerExts[int(st-1000000000)/1000+1]
+	return ok
+}
+
+// layerExts: the device extensions the backend may enable that are newer
+// than a validation layer it may meet, by extension number (extension n's
+// structures have sType 1000000000 + (n-1)*1000 + k).
+var layerExts = map[int]string{507: "VK_KHR_cooperative_matrix"}
+
+var (
+	unknownSType = regexp.MustCompile(`unknown VkStructureType \((\d+)\)`)
+	unknownExt   = regexp.MustCompile(`Extension (\S+) is not supported by this layer`)
+)
+
+// ValidationNotes returns the validation layer's notes on its own
+// coverage (an enabled extension it does not know), distinct, first
+// seen first; they do not fail Sync. Empty without Config.Validation.
+func (b *Backend) ValidationNotes() []string {
+	if !b.closed {
+		b.validation()
+	}
+	return slices.Clone(b.notes)
 }
 
 // pipeline returns the compiled variant with the specialization

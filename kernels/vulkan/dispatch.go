@@ -68,7 +68,7 @@ func (b *Backend) dispatchSpec(name string, spec []uint32, binds []part, pc any,
 	b.recorded++
 	if f := b.pieceFirst; f > 0 && (b.recorded == f || b.recorded > f && (b.recorded-f)%pieceEvery == 0) {
 		if r := C.vkl_piece(b.ctx); r != C.VK_SUCCESS {
-			b.fail(&Error{Op: "vkQueueSubmit", Result: int32(r)})
+			b.fail(submitError("vkQueueSubmit", r))
 		}
 	}
 }
@@ -134,7 +134,7 @@ func (b *Backend) dropSets() {
 		return
 	}
 	if r := b.submit(); r != C.VK_SUCCESS {
-		b.fail(&Error{Op: "vkQueueSubmit", Result: int32(r)})
+		b.fail(submitError("vkQueueSubmit", r))
 	}
 	C.vkl_sets_reset(b.ctx)
 	clear(b.sets)
@@ -241,3 +241,12 @@ func numel(t *Tensor) int { return t.rows * t.cols }
 
 // typeName is a weight dtype's shader suffix.
 func typeName(dt tensor.DType) string { return strings.ToLower(dt.String()) }
+
+// submitError is the *Error of a failed submit (op) with result r; a
+// fence wait that timed out is named as one.
+func submitError(op string, r C.int) *Error {
+	if r == C.VK_TIMEOUT {
+		op = "vkWaitForFences after " + op
+	}
+	return &Error{Op: op, Result: int32(r)}
+}

@@ -315,7 +315,13 @@
 // "coopmat_small" (fewer tokens, and "min" itself, timed on calls of 1,
 // 16 and 48 tokens), per weight type, every candidate bitwise against
 // the default and left out where its tile does not fit the device; on a
-// device whose MatMul does not run that kernel Sweep skips them.
+// device whose MatMul does not run that kernel Sweep skips them. A
+// sweep on a lent GPU must end in time: Sweep checks its context and
+// SweepOptions.Deadline before every family and every candidate's run,
+// marks what it cut (SweepRow.Cut, SweepResult.Cut) and chooses among
+// what finished; a candidate whose first timed run is past
+// SweepOptions.Slow (or SlowFactor × the default's) is marked slow and not
+// repeated; every wait for the device gives up after Config.FenceTimeout.
 //
 // Backend.Probe (`vkllm bench --probe`, probe.go) is a diagnostic for a
 // short GPU lease, no tuning: streaming reads of device memory and of an
@@ -327,7 +333,8 @@
 // Environment: VKLLM_DEVICE picks a device by index or name substring;
 // VKLLM_VULKAN_LIB names the loader library; VKLLM_VULKAN_VALIDATION=1
 // turns on VK_LAYER_KHRONOS_validation (when installed) and makes Sync
-// fail on any validation message; VKLLM_VULKAN_FP16=1,
+// fail on any validation message but the layer's notes on its own
+// coverage (Backend.ValidationNotes); VKLLM_VULKAN_FP16=1,
 // VKLLM_VULKAN_INT8=1 and VKLLM_VULKAN_DISABLE (above; also "replay")
 // choose variants; VKLLM_VULKAN_TUNING names a tuning file (a sweep's
 // --sweep-out) to use instead of the committed one. They apply where the

@@ -3,6 +3,7 @@ package vulkan
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/vkllm/vkllm/errcode"
 )
@@ -61,6 +62,7 @@ const (
 	resFragmentedPool      = -12
 	resLayerNotPresent     = -6
 	resExtensionNotPresent = -7
+	resTimeout             = 2 // VK_TIMEOUT: a fence wait gave up (Config.FenceTimeout)
 )
 
 func (e *Error) Error() string {
@@ -70,6 +72,7 @@ func (e *Error) Error() string {
 		resIncompatibleDriver: "VK_ERROR_INCOMPATIBLE_DRIVER", resOutOfPoolMemory: "VK_ERROR_OUT_OF_POOL_MEMORY",
 		resTooManyObjects: "VK_ERROR_TOO_MANY_OBJECTS", resLayerNotPresent: "VK_ERROR_LAYER_NOT_PRESENT",
 		resExtensionNotPresent: "VK_ERROR_EXTENSION_NOT_PRESENT",
+		resTimeout:             "VK_TIMEOUT: the device did not finish a submit within the fence timeout (Config.FenceTimeout); it is taken for hung",
 	}[e.Result]
 	if name == "" {
 		name = fmt.Sprintf("VkResult %d", e.Result)
@@ -88,9 +91,9 @@ func (e *Error) Code() errcode.Code {
 	return errcode.LoadFailed
 }
 
-// DeviceLost reports whether the device was lost (the backend is then
-// unusable).
-func (e *Error) DeviceLost() bool { return e.Result == resDeviceLost }
+// DeviceLost reports whether the device was lost, or did not finish a
+// submit within the fence timeout (the backend is then unusable).
+func (e *Error) DeviceLost() bool { return e.Result == resDeviceLost || e.Result == resTimeout }
 
 // OOMError: an allocation did not fit the device's memory or the
 // configured budget. Everything the failed call had allocated is freed.
@@ -114,12 +117,34 @@ func (e *OOMError) Unwrap() error { return e.Err }
 // Code implements errcode.Coder.
 func (e *OOMError) Code() errcode.Code { return errcode.OOMVRAM }
 
-// ValidationError: the validation layer reported messages.
+// ValidationError: the validation layer reported messages (other than
+// notes on its own coverage, Backend.ValidationNotes).
 type ValidationError struct {
+	Count    int                 // messages in all
+	Messages []ValidationMessage // the distinct ones kept, first seen first
+}
+
+// ValidationMessage is one distinct validation message and how often it
+// came.
+type ValidationMessage struct {
+	Text  string
 	Count int
-	Last  string
 }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("vulkan: %d validation messages; last: %s", e.Count, e.Last)
+	var s strings.Builder
+	fmt.Fprintf(&s, "vulkan: %d validation messages, %d distinct kept", e.Count, len(e.Messages))
+	kept := 0
+	for i, m := range e.Messages {
+		fmt.Fprintf(&s, "\n  %d. ", i+1)
+		if m.Count > 1 {
+			fmt.Fprintf(&s, "(%d times) ", m.Count)
+		}
+		s.WriteString(m.Text)
+		kept += m.Count
+	}
+	if kept < e.Count {
+		fmt.Fprintf(&s, "\n  and %d more not kept (the first %d distinct are)", e.Count-kept, len(e.Messages))
+	}
+	return s.String()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vkllm/vkllm/errcode"
 	"github.com/vkllm/vkllm/kernels"
@@ -207,4 +208,37 @@ func TestPieces(t *testing.T) {
 		}
 	}
 	checkClean(t, b)
+}
+
+// TestFenceTimeout: a wait for the device that outlasts
+// Config.FenceTimeout fails with VK_TIMEOUT (a lost device: every later
+// call fails too) instead of blocking, and Close returns at once.
+func TestFenceTimeout(t *testing.T) {
+	b, err := Open(Config{FenceTimeout: time.Nanosecond, NoCoopMat: true})
+	if err != nil {
+		t.Skipf("open vulkan: %v", err)
+	}
+	const k, m, n = 2048, 2048, 64 // a MatMul lavapipe takes milliseconds over
+	w, _ := b.NewTensor(tensor.F32, m, k)
+	x, _ := b.NewTensor(tensor.F32, n, k)
+	d, _ := b.NewTensor(tensor.F32, n, m)
+	for range 4 {
+		b.MatMul(d, x, w)
+	}
+	err = b.Sync()
+	var ve *Error
+	if !errors.As(err, &ve) || ve.Result != resTimeout || !ve.DeviceLost() || !strings.Contains(err.Error(), "vkWaitForFences") {
+		t.Fatalf("Sync after a wait past the timeout: %v, want VK_TIMEOUT from vkWaitForFences", err)
+	}
+	if err := b.Sync(); err == nil {
+		t.Error("a second Sync succeeded on a hung device")
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Close() }()
+	select {
+	case err := <-done:
+		t.Logf("close: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close blocked on a hung device")
+	}
 }

@@ -503,7 +503,7 @@ func (b *Backend) read(p part, n int64) ([]byte, error) {
 	copy(out, unsafe.Slice((*byte)(unsafe.Add(h.ptr, off)), n))
 	b.staging.reset(b)
 	if r != C.VK_SUCCESS {
-		b.fail(&Error{Op: "vkQueueSubmit", Result: int32(r)})
+		b.fail(submitError("vkQueueSubmit", r))
 	}
 	if err := b.Sync(); err != nil {
 		return nil, err

@@ -78,7 +78,7 @@ func (b *Backend) EndCapture() int {
 func (b *Backend) endCapture() {
 	b.rp.capturing = false
 	if r := C.vkl_capture_end(b.ctx); r != C.VK_SUCCESS {
-		b.fail(&Error{Op: "vkQueueSubmit (capture)", Result: int32(r)})
+		b.fail(submitError("vkQueueSubmit (capture)", r))
 	}
 	b.hz.after = true
 }
@@ -103,7 +103,7 @@ func (b *Backend) Replay(id int) bool {
 		return false
 	}
 	if r := C.vkl_replay(b.ctx, g); r != C.VK_SUCCESS {
-		b.fail(&Error{Op: "vkQueueSubmit (replay)", Result: int32(r)})
+		b.fail(submitError("vkQueueSubmit (replay)", r))
 		return true // Sync reports it
 	}
 	b.hz.read, b.hz.written = b.hz.read[:0], b.hz.written[:0]

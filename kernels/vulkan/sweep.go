@@ -3,6 +3,7 @@
 package vulkan
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -58,8 +59,23 @@ type SweepOptions struct {
 	Candidates int
 	// Only, if set, keeps the candidates it accepts (and the default).
 	Only func(Knobs) bool
-	// Progress receives a line per family and weight type.
+	// Progress receives a line when each family of each weight type
+	// starts and one when it ends, written at once; with Verbose also
+	// one per candidate and timing.
 	Progress io.Writer
+	Verbose  bool
+	// Deadline, if set, is when the sweep stops starting work: no family
+	// and no candidate's run starts past it (nor once the context of
+	// Sweep is done). What was not timed is marked cut (SweepRow.Cut,
+	// SweepResult.Cut) and keeps its default; what finished is chosen
+	// from as usual.
+	Deadline time.Time
+	// Slow bounds a candidate's first timed run (default 10 s), and
+	// SlowFactor (default 20) bounds it at that many times the default's
+	// on the same timing (never below 50 ms): past either the candidate
+	// is marked slow (SweepRow.Slow), not repeated and not timed further.
+	Slow       time.Duration
+	SlowFactor int
 }
 
 // SweepRow is one candidate of one key: its score and whether its
@@ -75,7 +91,16 @@ type SweepRow struct {
 	// Wrong says why the candidate may not be chosen: results not
 	// bitwise the default's, or the default's away from the reference.
 	Wrong string `json:"wrong,omitempty"`
+	// Slow: its first timed run passed SweepOptions.Slow's bounds; it
+	// was not repeated, nor timed further (Times holds that run).
+	Slow string `json:"slow,omitempty"`
+	// Cut: the sweep stopped (its deadline, or its context) before the
+	// candidate was timed everywhere; it is not chosen.
+	Cut string `json:"cut,omitempty"`
 }
+
+// open reports whether the row may be chosen: right, not slow, not cut.
+func (r SweepRow) open() bool { return r.Wrong == "" && r.Slow == "" && r.Cut == "" }
 
 // SweepResult is Sweep's table and the chosen tuning.
 type SweepResult struct {
@@ -84,6 +109,11 @@ type SweepResult struct {
 	Rows      []SweepRow       `json:"rows"`
 	Tuning    DeviceTuning     `json:"tuning"`
 	Time      time.Duration    `json:"time_ns"`
+	// Cut lists the kernels the sweep's deadline or context cut, each
+	// with how far it got ("matvec/q4_0: 12 of 40 candidates timed
+	// (budget spent)", "layout/q4_0: not started (interrupted)"); their
+	// defaults stand unless a finished candidate was chosen.
+	Cut []string `json:"cut,omitempty"`
 }
 
 // sweepFamilies are the matrix-vector families Sweep times per weight
@@ -114,7 +144,11 @@ const sweepLimit = 5e-4
 // scales) are made per shape and freed after. The "attention" family is
 // timed on o.Attention instead (sweepAttention: each candidate against a
 // float64 reference, bitwise only where its segs is the default's).
-func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
+//
+// Sweep stops starting work once ctx is done or o.Deadline has passed
+// (each run in flight finishes) and returns what it timed, the rest
+// marked cut; it returns ctx's error only with that result.
+func (b *Backend) Sweep(ctx context.Context, o SweepOptions) (*SweepResult, error) {
 	t0 := time.Now()
 	if len(o.DTypes) == 0 {
 		o.DTypes = WeightDTypes()
@@ -134,6 +168,12 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
+	if o.Slow <= 0 {
+		o.Slow = 10 * time.Second
+	}
+	if o.SlowFactor <= 0 {
+		o.SlowFactor = 20
+	}
 	if len(o.Shapes) == 0 && len(o.Attention) == 0 {
 		return nil, fmt.Errorf("vulkan: sweep: no shapes")
 	}
@@ -152,6 +192,21 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 	}
 	res := &SweepResult{Shapes: o.Shapes, Attention: o.Attention, Tuning: DeviceTuning{Vendor: b.info.Vendor, Device: b.info.Name,
 		Date: time.Now().UTC().Format("2006-01-02"), Kernels: Tuning{}}}
+	c := &sweepCtl{ctx: ctx, deadline: o.Deadline, slow: o.Slow, factor: time.Duration(o.SlowFactor),
+		progress: o.Progress, verbose: o.Verbose}
+	b.sweep = c
+	defer func() { b.sweep = nil }()
+	// started reports whether key's family may start, and says so; one
+	// that may not is listed as cut.
+	started := func(key string) bool {
+		if why := c.stopped(); why != "" {
+			res.Cut = append(res.Cut, fmt.Sprintf("%s: not started (%s)", key, why))
+			c.say("sweep %s: not started (%s)", key, why)
+			return false
+		}
+		c.say("sweep %s: started", key)
+		return true
+	}
 	for _, dt := range o.DTypes {
 		if !slices.Contains(weightDTypes, dt) {
 			return nil, fmt.Errorf("vulkan: sweep: %w", &tensor.UnsupportedDTypeError{Format: "vulkan", DType: dt.String()})
@@ -173,25 +228,28 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 			case fam == "attention" || fam == "attention_prefill" || fam == "layout" || int8Family(fam) && !int8ok:
 				continue
 			case fam == "coopmat" || fam == "coopmat_small":
-				if _, ok := b.coopVariant(dt); !ok {
+				if _, ok := b.coopVariant(dt); !ok || !started(fam+"/"+typeName(dt)) {
 					continue
 				}
 				rows, err = b.sweepCoop(o, fam, dt, shapes)
 			default:
+				if !started(fam + "/" + typeName(dt)) {
+					continue
+				}
 				rows, err = b.sweepKey(o, fam, dt, shapes)
 			}
 			if err != nil {
 				return nil, err
 			}
-			res.choose(o, rows)
+			res.choose(c, rows)
 		}
-		if slices.Contains(o.Families, "layout") && repackable(dt, repackRun*dt.BlockSize()) {
+		if slices.Contains(o.Families, "layout") && repackable(dt, repackRun*dt.BlockSize()) && started("layout/"+typeName(dt)) {
 			rows, err := b.sweepLayout(o, dt, shapes, res.Tuning.Kernels["matvec/"+typeName(dt)])
 			if err != nil {
 				return nil, err
 			}
 			if len(rows) > 0 {
-				res.choose(o, rows)
+				res.choose(c, rows)
 			}
 		}
 	}
@@ -203,40 +261,69 @@ func (b *Backend) Sweep(o SweepOptions) (*SweepResult, error) {
 			decode = append(decode, a)
 		}
 	}
-	if slices.Contains(o.Families, "attention") && len(decode) > 0 {
+	if slices.Contains(o.Families, "attention") && len(decode) > 0 && started("attention") {
 		rows, err := b.sweepAttention(o, decode)
 		if err != nil {
 			return nil, err
 		}
-		res.choose(o, rows)
+		res.choose(c, rows)
 	}
-	if slices.Contains(o.Families, "attention_prefill") && len(prefill) > 0 {
+	if slices.Contains(o.Families, "attention_prefill") && len(prefill) > 0 && started("attention_prefill") {
 		rows, err := b.sweepAttnPrefill(o, prefill)
 		if err != nil {
 			return nil, err
 		}
-		res.choose(o, rows)
+		res.choose(c, rows)
 	}
 	res.Time = time.Since(t0)
-	return res, b.Sync()
+	if err := b.Sync(); err != nil {
+		return nil, err
+	}
+	return res, ctx.Err()
 }
 
 // choose marks the fastest right candidate of one key's rows (the
-// default first), puts it in the tuning and appends the rows.
-func (res *SweepResult) choose(o SweepOptions, rows []SweepRow) {
+// default first) that is neither slow nor cut, puts it in the tuning,
+// appends the rows, and lists the key in Cut when rows were cut.
+func (res *SweepResult) choose(c *sweepCtl, rows []SweepRow) {
 	best := -1
+	var slow, cut int
+	why := ""
 	for i, r := range rows {
-		if r.Wrong == "" && (best < 0 || r.Score < rows[best].Score) {
+		if !r.open() && r.Wrong == "" { // no score for a time not taken everywhere
+			rows[i].Score, rows[i].GBs, rows[i].TFLOPs = 0, 0, 0
+		}
+		if r.Slow != "" {
+			slow++
+		}
+		if r.Cut != "" {
+			cut++
+			if why == "" {
+				why = r.Cut
+			}
+		}
+		if r.open() && (best < 0 || r.Score < rows[best].Score) {
 			best = i
 		}
 	}
-	if best >= 0 {
+	key := rows[0].Key
+	note := ""
+	if slow > 0 {
+		note += fmt.Sprintf(", %d slow", slow)
+	}
+	if cut > 0 {
+		note += fmt.Sprintf(", %d cut (%s)", cut, why)
+		res.Cut = append(res.Cut, fmt.Sprintf("%s: %d of %d candidates timed (%s)", key, len(rows)-cut, len(rows), why))
+	}
+	switch {
+	case best >= 0:
 		rows[best].Chosen = true
-		res.Tuning.Kernels[rows[best].Key] = rows[best].Knobs
-		fmt.Fprintf(o.Progress, "sweep %s: %d candidates, chose %v (%.1f µs, default %.1f)\n",
-			rows[0].Key, len(rows), rows[best].Knobs, us(rows[best].Score), us(rows[0].Score))
-	} else {
-		fmt.Fprintf(o.Progress, "sweep %s: no right candidate (%s)\n", rows[0].Key, rows[0].Wrong)
+		res.Tuning.Kernels[key] = rows[best].Knobs
+		c.say("sweep %s: %d candidates%s, chose %v (%.1f µs, default %.1f)", key, len(rows), note, rows[best].Knobs, us(rows[best].Score), us(rows[0].Score))
+	case rows[0].Cut != "" || rows[0].Slow != "":
+		c.say("sweep %s: %d candidates%s: the default was not timed, it stands", key, len(rows), note)
+	default:
+		c.say("sweep %s: no right candidate (%s)", key, rows[0].Wrong)
 	}
 	res.Rows = append(res.Rows, rows...)
 }
@@ -265,8 +352,9 @@ func (o SweepOptions) sweepRows(fam, key string, n int) []SweepRow {
 	return rows
 }
 
-// sweepKey times every candidate of family fam for dtype dt on shapes.
-// The first row is the default.
+// sweepKey times every candidate of family fam for dtype dt on shapes,
+// a candidate on every shape before the next (so that a sweep cut short
+// has whole candidates to choose from). The first row is the default.
 func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes []SweepShape) ([]SweepRow, error) {
 	rows := o.sweepRows(fam, fam+"/"+typeName(dt), len(shapes))
 	n := 1
@@ -274,65 +362,91 @@ func (b *Backend) sweepKey(o SweepOptions, fam string, dt tensor.DType, shapes [
 		n = o.Batch
 	}
 	r := rand.New(rand.NewPCG(uint64(dt), 7))
+	type operands struct {
+		w, x, d *Tensor
+		data    []byte
+		xs      []float32
+		want    []float32 // the default's result
+	}
+	ops := make([]operands, 0, len(shapes))
+	defer func() {
+		for _, op := range ops {
+			for _, t := range []*Tensor{op.w, op.x, op.d} {
+				if t != nil {
+					b.Free(t)
+				}
+			}
+		}
+	}()
 	var bytesPerToken float64
-	for si, s := range shapes {
+	for _, s := range shapes {
 		w, data, err := b.sweepWeight(r, dt, s.Rows, s.K, !int8Family(fam)) // int8.glsl reads the file layout
 		if err != nil {
 			return nil, err
 		}
+		ops = append(ops, operands{w: w.(*Tensor), data: data})
+		op := &ops[len(ops)-1]
 		bytesPerToken += float64(s.Count) * float64(len(data))
-		x := make([]float32, n*s.K)
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
+		op.xs = make([]float32, n*s.K)
+		for i := range op.xs {
+			op.xs[i] = float32(r.NormFloat64())
 		}
 		xt, err := b.NewTensor(tensor.F32, n, s.K)
-		if err == nil {
-			err = b.SetF32(xt, x)
-		}
 		if err != nil {
-			b.Free(w)
+			return nil, err
+		}
+		op.x = xt.(*Tensor)
+		if err := b.SetF32(xt, op.xs); err != nil {
 			return nil, err
 		}
 		dt32, err := b.NewTensor(tensor.F32, n, s.Rows)
 		if err != nil {
-			b.Free(w)
-			b.Free(xt)
 			return nil, err
 		}
-		name, _ := b.matmulVariant(dt, 1, s.K) // the matrix-vector kernel at any n
-		run := b.matvec
-		if int8Family(fam) {
-			name, _ = b.int8Name(dt)
-			run = func(name string, k Knobs, d, x, w *Tensor) {
-				b.q8src = q8Source{} // its quantising dispatch timed with it
-				b.int8Matvec(name, k, d, x, w)
-			}
+		op.d = dt32.(*Tensor)
+	}
+	run := b.matvec
+	if int8Family(fam) {
+		run = func(name string, k Knobs, d, x, w *Tensor) {
+			b.q8src = q8Source{} // its quantising dispatch timed with it
+			b.int8Matvec(name, k, d, x, w)
 		}
-		var want []float32
-		for ci := range rows {
-			row := &rows[ci]
-			got, d, err := b.sweepTime(run, name, row.Knobs, dt32.(*Tensor), xt.(*Tensor), w.(*Tensor), o.Reps)
+	}
+	for ci := range rows {
+		row := &rows[ci]
+		for si, s := range shapes {
+			if !b.sweepOpen(rows, ci, si) {
+				continue
+			}
+			op := &ops[si]
+			name, _ := b.matmulVariant(dt, 1, s.K) // the matrix-vector kernel at any n
+			if int8Family(fam) {
+				name, _ = b.int8Name(dt)
+			}
+			got, d, err := b.sweepTime(run, name, row.Knobs, op.d, op.x, op.w, o.Reps)
+			if b.sweepSkip(row, si, d, err) {
+				break
+			}
 			if err != nil {
 				row.Wrong = err.Error()
 				continue
 			}
 			row.Times[si] = d
 			if ci == 0 {
-				want = got
+				op.want = got
 				if si == 0 { // the default against float64 sums, once per key
-					if e := sweepRef(dt, data, x, got, n, s.K, s.Rows); e > sweepLimit {
+					if e := sweepRef(dt, op.data, op.xs, got, n, s.K, s.Rows); e > sweepLimit {
 						row.Wrong = fmt.Sprintf("%s: NMSE %.3g against float64 sums, above %g", s.Name, e, sweepLimit)
 					}
 				}
 				continue
 			}
-			if i := firstDiff(got, want); i >= 0 {
-				row.Wrong = fmt.Sprintf("%s: element %d is %v, the default's %v", s.Name, i, got[i], want[i])
+			if op.want == nil {
+				row.Wrong = fmt.Sprintf("%s: the default has no result to compare with", s.Name)
+			} else if i := firstDiff(got, op.want); i >= 0 {
+				row.Wrong = fmt.Sprintf("%s: element %d is %v, the default's %v", s.Name, i, got[i], op.want[i])
 			}
 		}
-		b.Free(w)
-		b.Free(xt)
-		b.Free(dt32)
 	}
 	inheritWrong(rows)
 	score(rows, shapeCounts(shapes, 1), bytesPerToken/1e9, nil)
@@ -406,7 +520,9 @@ func (b *Backend) sweepTime(run func(string, Knobs, *Tensor, *Tensor, *Tensor), 
 // sweepRun records run once untimed and reps times timed, and returns d
 // after and one run's mean GPU time. d is zeroed first, so that a
 // candidate that leaves an element unwritten cannot pass with an earlier
-// candidate's value.
+// candidate's value. The first timed run is timed alone: past the bound
+// sweepOpen set (within Sweep) it ends the candidate with a *slowError
+// before any repetition.
 func (b *Backend) sweepRun(d *Tensor, reps int, run func()) ([]float32, time.Duration, error) {
 	if err := b.Sync(); err != nil {
 		return nil, 0, err
@@ -417,27 +533,37 @@ func (b *Backend) sweepRun(d *Tensor, reps int, run func()) ([]float32, time.Dur
 	for _, p := range d.parts {
 		b.zero(p)
 	}
-	b.ProfileOp("warm")
-	run()
-	b.ProfileOp("timed")
-	for range reps {
-		run()
-	}
-	p, err := b.StopProfile()
+	first, err := b.sweepTimed(1, true, run)
 	if err != nil {
 		return nil, 0, err
 	}
-	var t time.Duration
-	for _, op := range p.Ops {
-		if op.Label == "timed" {
-			t = op.Time / time.Duration(reps)
+	if c := b.sweep; c != nil {
+		if b.sweepHook != nil {
+			first = b.sweepHook(c.knobs, first)
 		}
+		if c.limit > 0 && first > c.limit {
+			return nil, first, &slowError{took: first, limit: c.limit}
+		}
+		if why := c.stopped(); why != "" { // no repetitions past the deadline
+			return nil, 0, &cutError{why}
+		}
+	}
+	total := first
+	if reps > 1 {
+		if err := b.StartProfile(); err != nil {
+			return nil, 0, err
+		}
+		t, err := b.sweepTimed(reps-1, false, run)
+		if err != nil {
+			return nil, 0, err
+		}
+		total += t * time.Duration(reps-1)
 	}
 	got := make([]float32, numel(d))
 	if err := b.GetF32(d, got); err != nil {
 		return nil, 0, err
 	}
-	return got, t, nil
+	return got, total / time.Duration(reps), nil
 }
 
 func firstDiff(a, b []float32) int {
@@ -552,6 +678,10 @@ func (r *SweepResult) Table(w io.Writer) {
 			mark = "chosen"
 		case row.Wrong != "":
 			mark = "WRONG: " + row.Wrong
+		case row.Slow != "":
+			mark = "SLOW: " + row.Slow
+		case row.Cut != "":
+			mark = "CUT: " + row.Cut
 		}
 		rate := fmt.Sprintf("%10.1f", row.GBs)
 		if row.TFLOPs > 0 {

@@ -86,7 +86,13 @@ func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]Swe
 			t.Segments, t.HeadsPerGroup, t.Workgroups, t.TileFloats = c["segs"], c["heads"], c["wgs"], c["tile"]
 			t.PrefillMin = 1 << 30 // decode's kernel at any batch
 			b.attn = t.resolve(b.maxShared)
+			if !b.sweepOpen(rows, ci, si) {
+				continue
+			}
 			got, d, err := b.sweepAttnTime(at, s, o.Reps)
+			if b.sweepSkip(row, si, d, err) {
+				continue
+			}
 			if err != nil {
 				at.free(b)
 				return nil, err

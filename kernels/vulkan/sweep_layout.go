@@ -60,7 +60,13 @@ func (b *Backend) sweepLayout(o SweepOptions, dt tensor.DType, shapes []SweepSha
 		var want [2][]float32 // the file layout's matvec and tiled results
 		for ci := range rows {
 			row := &rows[ci]
+			if !b.sweepOpen(rows, ci, si) {
+				continue
+			}
 			got, d, err := b.sweepLayoutTime(dt, data, row.Knobs["repack"] == 1, s, x, n, mv, tiledName, tiled, o.Reps)
+			if b.sweepSkip(row, si, d, err) {
+				continue
+			}
 			if err != nil {
 				row.Wrong = err.Error()
 				continue

@@ -61,12 +61,19 @@ func (b *Backend) sweepCoop(o SweepOptions, fam string, dt tensor.DType, shapes 
 				if fam == "coopmat_small" && n >= row.Knobs["min"] {
 					t = big
 				}
+				slot := si*len(ns) + ni
+				if !b.sweepOpen(rows, ci, slot) {
+					continue
+				}
 				got, dur, err := b.sweepRun(d, o.Reps, func() { b.coopDispatch(name, t, d, xt, w.(*Tensor)) })
+				if b.sweepSkip(row, slot, dur, err) {
+					continue
+				}
 				if err != nil {
 					row.Wrong = err.Error()
 					continue
 				}
-				row.Times[si*len(ns)+ni] = dur
+				row.Times[slot] = dur
 				if ci == 0 {
 					want = got
 					if si == 0 && ni == 0 { // the default against float64 sums, once per key
@@ -141,7 +148,13 @@ func (b *Backend) sweepAttnPrefill(o SweepOptions, shapes []SweepAttention) ([]S
 			t := saved
 			t.QueryRows, t.PrefillWG, t.PrefillMin = c["rows"], c["wg"], c["min"]
 			b.attn = t.resolve(b.maxShared)
+			if !b.sweepOpen(rows, ci, si) {
+				continue
+			}
 			got, d, err := b.sweepAttnTime(at, s, o.Reps)
+			if b.sweepSkip(row, si, d, err) {
+				continue
+			}
 			if err != nil {
 				at.free(b)
 				return nil, err

@@ -133,7 +133,7 @@ func sweepCandidates(t *testing.T, b *Backend, types []tensor.DType) {
 	res := &SweepResult{Tuning: DeviceTuning{Kernels: Tuning{}}}
 	for _, dt := range types {
 		o.DTypes = []tensor.DType{dt}
-		r, err := b.Sweep(o)
+		r, err := b.Sweep(t.Context(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +231,7 @@ func testSweepCoop(t *testing.T) {
 	var progress bytes.Buffer
 	o := SweepOptions{Shapes: sweepShapes, Prefill: 37, Reps: 1, Families: fams, DTypes: types, Only: coopCovering, Progress: &progress}
 	if !b.Device().CoopMat {
-		res, err := b.Sweep(o)
+		res, err := b.Sweep(t.Context(), o)
 		if err != nil || len(res.Rows) != 0 || !strings.Contains(progress.String(), "skipped") {
 			t.Errorf("a device without the cooperative-matrix kernel: %v, %d rows, progress %q; want a clean skip", err, len(res.Rows), progress.String())
 		}
@@ -241,7 +241,7 @@ func testSweepCoop(t *testing.T) {
 		return
 	}
 	t0 := time.Now()
-	res, err := b.Sweep(o)
+	res, err := b.Sweep(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func testSweepAttnPrefill(t *testing.T) {
 	cover := []Knobs{{"rows": 8, "wg": 64, "min": 8}, {"rows": 32, "wg": 256, "min": 16}, {"rows": 8, "wg": 256, "min": 64}}
 	only := func(k Knobs) bool { return slices.ContainsFunc(cover, func(c Knobs) bool { return sameKnobs(c, k) }) }
 	checkCovering(t, "attention_prefill", only)
-	res, err := b.Sweep(SweepOptions{Families: []string{"attention_prefill"}, Attention: shapes, Reps: 1, Only: only})
+	res, err := b.Sweep(t.Context(), SweepOptions{Families: []string{"attention_prefill"}, Attention: shapes, Reps: 1, Only: only})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func testSweepAttnPrefill(t *testing.T) {
 	if b.attn != saved {
 		t.Errorf("attention tuning after the sweep %+v, before %+v", b.attn, saved)
 	}
-	if _, err := b.Sweep(SweepOptions{Families: []string{"attention_prefill"}, Attention: []SweepAttention{{Name: "bad", Heads: 2, KVHeads: 2, HD: 8, N: 9, Width: 8, Causal: true}}}); err == nil {
+	if _, err := b.Sweep(t.Context(), SweepOptions{Families: []string{"attention_prefill"}, Attention: []SweepAttention{{Name: "bad", Heads: 2, KVHeads: 2, HD: 8, N: 9, Width: 8, Causal: true}}}); err == nil {
 		t.Error("a causal prompt of 9 tokens over 8 cells: no error")
 	}
 	checkClean(t, b)
@@ -287,7 +287,7 @@ func testSweepAttnPrefill(t *testing.T) {
 // and F16 kernels with the shared-memory reductions.
 func TestSweepNoSubgroups(t *testing.T) {
 	b := openTest(t, Config{NoSubgroups: true})
-	res, err := b.Sweep(SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1, DTypes: []tensor.DType{tensor.Q4_0, tensor.F16}, Only: coveringSet})
+	res, err := b.Sweep(t.Context(), SweepOptions{Shapes: sweepShapes, Batch: 5, Reps: 1, DTypes: []tensor.DType{tensor.Q4_0, tensor.F16}, Only: coveringSet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestSweepAttention(t *testing.T) {
 		{"segs": 32, "heads": 1, "wgs": 512, "tile": 2048}, {"segs": 32, "heads": 2, "wgs": 1, "tile": 8192},
 	}
 	only := func(k Knobs) bool { return slices.ContainsFunc(cover, func(c Knobs) bool { return sameKnobs(c, k) }) }
-	res, err := b.Sweep(SweepOptions{Families: []string{"attention"}, Attention: shapes, Reps: 1, Only: only})
+	res, err := b.Sweep(t.Context(), SweepOptions{Families: []string{"attention"}, Attention: shapes, Reps: 1, Only: only})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestSweepAttention(t *testing.T) {
 	if !strings.Contains(buf.String(), "attention") {
 		t.Errorf("table without attention:\n%s", buf.String())
 	}
-	if _, err := b.Sweep(SweepOptions{Families: []string{"attention"}, Attention: []SweepAttention{{Name: "bad", Heads: 3, KVHeads: 2, HD: 8, N: 1, Width: 64}}}); err == nil {
+	if _, err := b.Sweep(t.Context(), SweepOptions{Families: []string{"attention"}, Attention: []SweepAttention{{Name: "bad", Heads: 3, KVHeads: 2, HD: 8, N: 1, Width: 64}}}); err == nil {
 		t.Error("3 query heads over 2 KV heads: no error")
 	}
 	checkClean(t, b)
@@ -398,7 +398,7 @@ func TestSweepAttention(t *testing.T) {
 func TestSweepLayout(t *testing.T) {
 	b := openTest(t, Config{})
 	shapes := append(slices.Clone(sweepShapes), SweepShape{Name: "wide", K: 2048, Rows: 19, Count: 1}) // Q6_K's runs
-	res, err := b.Sweep(SweepOptions{Families: []string{"layout"}, Shapes: shapes, Reps: 1, DTypes: WeightDTypes()})
+	res, err := b.Sweep(t.Context(), SweepOptions{Families: []string{"layout"}, Shapes: shapes, Reps: 1, DTypes: WeightDTypes()})
 	if err != nil {
 		t.Fatal(err)
 	}

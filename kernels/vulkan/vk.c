@@ -38,8 +38,14 @@ struct vkl_ctx {
 	VkDebugUtilsMessengerEXT messenger;
 	int validation;
 	uint32_t api;
-	int nmsg;
-	char last[1024];
+	// The layer's messages (errors and warnings): nmsg in all, the first
+	// VKL_MAX_MSGS distinct ones (by ID and text) with their counts.
+	int nmsg, ndistinct;
+	struct vkl_msg {
+		int32_t id;
+		uint32_t count;
+		char text[1024];
+	} msgs[VKL_MAX_MSGS];
 
 	uint32_t nphys;
 	VkPhysicalDevice *phys;
@@ -59,6 +65,11 @@ struct vkl_ctx {
 	VkCommandBuffer cb;
 	VkFence fence;
 	uint64_t pieces;
+	// A fence wait gives up after fence_timeout ns (vkl_set_fence_timeout)
+	// with VK_TIMEOUT; the device is then taken for hung: no wait is tried
+	// again, and vkl_close leaves its objects to the process's exit.
+	uint64_t fence_timeout;
+	int hung;
 	// The set cache's pools: sets live until vkl_sets_reset, across
 	// submits; pools[0..npools) exist, cur is the one allocated from.
 	VkDescriptorPool *pools;
@@ -158,9 +169,20 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL debug_cb(VkDebugUtilsMessageSeverityFlagBi
 	VkDebugUtilsMessageTypeFlagsEXT type, const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
 	(void)type;
 	vkl_ctx *c = user;
-	if (sev & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)) {
-		c->nmsg++;
-		snprintf(c->last, sizeof c->last, "%s", data && data->pMessage ? data->pMessage : "(no message)");
+	if (!(sev & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT))) return VK_FALSE;
+	c->nmsg++;
+	const char *text = data && data->pMessage ? data->pMessage : "(no message)";
+	int32_t id = data ? data->messageIdNumber : 0;
+	for (int i = 0; i < c->ndistinct; i++)
+		if (c->msgs[i].id == id && !strncmp(c->msgs[i].text, text, sizeof c->msgs[i].text - 1)) {
+			c->msgs[i].count++;
+			return VK_FALSE;
+		}
+	if (c->ndistinct < VKL_MAX_MSGS) {
+		struct vkl_msg *m = &c->msgs[c->ndistinct++];
+		m->id = id;
+		m->count = 1;
+		snprintf(m->text, sizeof m->text, "%s", text);
 	}
 	return VK_FALSE;
 }
@@ -534,6 +556,7 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 		VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
 		if ((r = c->CreateFence(c->dev, &fci, NULL, &c->fences[k])) != VK_SUCCESS) return r;
 	}
+	c->fence_timeout = 120ull * 1000000000ull;
 	c->slot = 0;
 	c->cpool = c->cpools[0];
 	c->cb = c->cbs[0];
@@ -542,8 +565,20 @@ int vkl_device_create(vkl_ctx *c, int i, vkl_props *props) {
 	return VK_SUCCESS;
 }
 
+void vkl_set_fence_timeout(vkl_ctx *c, uint64_t ns) { c->fence_timeout = ns; }
+
+int vkl_hung(vkl_ctx *c) { return c->hung; }
+
 void vkl_close(vkl_ctx *c) {
 	if (!c) return;
+	if (c->hung) {
+		// The device did not finish a submit: waiting for it again (as
+		// vkDeviceWaitIdle would) could block forever, and destroying what
+		// it may still use is not allowed; the process's exit frees both.
+		free(c->phys);
+		free(c);
+		return;
+	}
 	if (c->dev) {
 		c->DeviceWaitIdle(c->dev);
 		for (int k = 0; k < c->npools; k++) c->DestroyDescriptorPool(c->dev, c->pools[k], NULL);
@@ -566,9 +601,16 @@ void vkl_close(vkl_ctx *c) {
 	free(c);
 }
 
-int vkl_messages(vkl_ctx *c, char *last, int n) {
-	if (n > 0) snprintf(last, (size_t)n, "%s", c->last);
+int vkl_messages(vkl_ctx *c, int *ndistinct) {
+	*ndistinct = c->ndistinct;
 	return c->nmsg;
+}
+
+int vkl_message(vkl_ctx *c, int i, char *text, int n, int32_t *id) {
+	if (i < 0 || i >= c->ndistinct) return 0;
+	if (n > 0) snprintf(text, (size_t)n, "%s", c->msgs[i].text);
+	*id = c->msgs[i].id;
+	return (int)c->msgs[i].count;
 }
 
 void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget) {
@@ -902,10 +944,21 @@ static VkResult end_submit(vkl_ctx *c) {
 	return r;
 }
 
-// settle waits for slot k's submitted work and makes the slot free.
+// wait_fence waits for f at most fence_timeout; a timeout marks the
+// device hung, and every later wait fails at once.
+static VkResult wait_fence(vkl_ctx *c, VkFence *f) {
+	if (c->hung) return VK_TIMEOUT;
+	VkResult r = c->WaitForFences(c->dev, 1, f, VK_TRUE, c->fence_timeout);
+	if (r == VK_TIMEOUT) c->hung = 1;
+	return r;
+}
+
+// settle waits for slot k's submitted work and makes the slot free (not
+// when the wait timed out: the work may still run).
 static VkResult settle(vkl_ctx *c, int k) {
 	if (!c->busy[k]) return VK_SUCCESS;
-	VkResult r = c->WaitForFences(c->dev, 1, &c->fences[k], VK_TRUE, UINT64_MAX);
+	VkResult r = wait_fence(c, &c->fences[k]);
+	if (r == VK_TIMEOUT) return r;
 	c->ResetFences(c->dev, 1, &c->fences[k]);
 	c->ResetCommandPool(c->dev, c->cpools[k], 0);
 	c->busy[k] = 0;
@@ -931,7 +984,8 @@ int vkl_piece(vkl_ctx *c) {
 
 static VkResult graph_settle(vkl_ctx *c, vkl_graph *g) {
 	if (!g->pending) return VK_SUCCESS;
-	VkResult r = c->WaitForFences(c->dev, 1, &g->fence, VK_TRUE, UINT64_MAX);
+	VkResult r = wait_fence(c, &g->fence);
+	if (r == VK_TIMEOUT) return r;
 	c->ResetFences(c->dev, 1, &g->fence);
 	g->pending = 0;
 	if (c->inflight == g) c->inflight = NULL;
@@ -1057,6 +1111,11 @@ int vkl_replay(vkl_ctx *c, vkl_graph *g) {
 
 void vkl_graph_free(vkl_ctx *c, vkl_graph *g) {
 	if (!g) return;
+	if (c->hung) { // its objects stay (vkl_close)
+		if (c->inflight == g) c->inflight = NULL;
+		free(g);
+		return;
+	}
 	if (g->pending) graph_settle(c, g);
 	if (c->inflight == g) c->inflight = NULL;
 	if (g->fence) c->DestroyFence(c->dev, g->fence, NULL);

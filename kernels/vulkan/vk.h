@@ -72,9 +72,20 @@ int vkl_device_count(vkl_ctx *c);
 void vkl_device_info(vkl_ctx *c, int i, vkl_devinfo *info);
 int vkl_device_create(vkl_ctx *c, int i, vkl_props *props);
 void vkl_close(vkl_ctx *c);
+// How long a fence wait may take (default 120 s) before it fails with
+// VK_TIMEOUT and the device is taken for hung.
+void vkl_set_fence_timeout(vkl_ctx *c, uint64_t ns);
+// Whether a fence wait timed out (the device is taken for hung).
+int vkl_hung(vkl_ctx *c);
 
-// Messages of the validation layer (errors and warnings) seen so far.
-int vkl_messages(vkl_ctx *c, char *last, int n);
+// Messages of the validation layer (errors and warnings) seen so far:
+// vkl_messages returns how many, and sets *ndistinct to how many distinct
+// ones (by message ID and text, the first VKL_MAX_MSGS) are kept;
+// vkl_message copies the i-th of those (its text truncated to n bytes)
+// and its message ID, and returns how often it came.
+#define VKL_MAX_MSGS 16
+int vkl_messages(vkl_ctx *c, int *ndistinct);
+int vkl_message(vkl_ctx *c, int i, char *text, int n, int32_t *id);
 
 void vkl_memory_budget(vkl_ctx *c, uint64_t *used, uint64_t *budget);
 // Device i's memory before it is opened: its largest device-local heap,

@@ -113,7 +113,13 @@
 // file layout's. It prints the table (--json:
 // the whole result) and writes the chosen tuning to --sweep-out, the file
 // to commit as kernels/vulkan/tuning/VENDOR-NAME.json for the backend to
-// use on that device. On a GPU it takes a few minutes.
+// use on that device. On a GPU it takes a few minutes: progress goes to
+// stderr as it runs (a line when each kernel starts and ends;
+// --sweep-verbose: each candidate's timings), --sweep-budget stops it
+// starting any kernel or candidate past that time, and SIGTERM (or ^C)
+// stops it at the next candidate; either way what finished is chosen
+// from and written, and what was cut is listed (stderr, the table, the
+// JSON result's "cut") and keeps its defaults.
 //
 // --probe is a one-call diagnostic of the Vulkan device for a short GPU
 // lease (kernels/vulkan's Probe; benchmarks/gpu/README.md says what each
@@ -130,6 +136,7 @@
 package benchcmd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -209,8 +216,10 @@ type BatchResult struct {
 }
 
 // Run runs the bench command with args (without the command name) and is
-// its exit code: 0, 1 on a failed run, 2 on bad flags.
-func Run(args []string, stdout, stderr io.Writer) int {
+// its exit code: 0, 1 on a failed run, 2 on bad flags. Cancelling ctx
+// (vkllm cancels it on SIGINT or SIGTERM) ends a sweep after the run in
+// flight, with what finished written out.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vkllm bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "model folder or .gguf file, or a Hub name hf://OWNER/REPO[:QUANT] (pulled first by vkllm)")
@@ -241,7 +250,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	sweepReps := fs.Int("sweep-reps", 20, "with --sweep: timed dispatches per candidate and matrix")
 	sweepCands := fs.Int("sweep-candidates", 0, "with --sweep: at most this many candidates per kernel (0: all)")
 	sweepOut := fs.String("sweep-out", "", "with --sweep: write the chosen tuning (JSON) to this file (after each weight type)")
-	sweepBudget := fs.Duration("sweep-budget", 0, "with --sweep: start no weight type past this time (0: no limit); what is left keeps its defaults")
+	sweepBudget := fs.Duration("sweep-budget", 0, "with --sweep: start no kernel family and no candidate past this time (0: no limit); what is cut is listed and keeps its defaults")
+	sweepVerbose := fs.Bool("sweep-verbose", false, "with --sweep: a progress line per candidate and matrix, not only per kernel family")
 	probe := fs.Bool("probe", false, "diagnose the Vulkan device in one short call (see --probe-*) instead")
 	probeSmall := fs.Bool("probe-small", false, "with --probe: small shapes (implied on a CPU implementation)")
 	probeBudget := fs.Duration("probe-budget", 60*time.Second, "with --probe: start no measurement past this time")
@@ -268,7 +278,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if *sweep {
-		return runSweepFlags(*sweepModels, *sweepDTypes, *sweepBatch, *sweepReps, *sweepCands, *sweepBudget, *sweepOut, *asJSON, stdout, stderr)
+		return runSweepFlags(ctx, *sweepModels, *sweepDTypes, sweepConfig{batch: *sweepBatch, reps: *sweepReps, cands: *sweepCands,
+			budget: *sweepBudget, out: *sweepOut, asJSON: *asJSON, verbose: *sweepVerbose}, stdout, stderr)
 	}
 	kv, kvOK := map[string]tensor.DType{"f32": tensor.F32, "f16": tensor.F16}[*kvName]
 	if !kvOK {
@@ -398,9 +409,17 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	return rc
 }
 
-// runSweepFlags checks --sweep's flags and runs it: 0, 1 on a failed
-// sweep, 2 on bad flags.
-func runSweepFlags(models, dtypes string, batch, reps, cands int, budget time.Duration, out string, asJSON bool, stdout, stderr io.Writer) int {
+// sweepConfig is --sweep's flags past the models and weight types.
+type sweepConfig struct {
+	batch, reps, cands int
+	budget             time.Duration
+	out                string
+	asJSON, verbose    bool
+}
+
+// runSweepFlags checks --sweep's flags and runs it: 0, 1 on a failed or
+// interrupted sweep, 2 on bad flags.
+func runSweepFlags(ctx context.Context, models, dtypes string, c sweepConfig, stdout, stderr io.Writer) int {
 	var shapes []synth.Shape
 	for _, name := range strings.Split(models, ",") {
 		s, err := synth.Lookup(strings.TrimSpace(name))
@@ -419,11 +438,11 @@ func runSweepFlags(models, dtypes string, batch, reps, cands int, budget time.Du
 		}
 		dts = append(dts, dt)
 	}
-	if batch < 2 || reps < 1 || cands < 0 || budget < 0 {
+	if c.batch < 2 || c.reps < 1 || c.cands < 0 || c.budget < 0 {
 		fmt.Fprintln(stderr, "error: --sweep-batch must be ≥ 2, --sweep-reps ≥ 1, --sweep-candidates ≥ 0 and --sweep-budget ≥ 0")
 		return 2
 	}
-	if err := runSweep(shapes, dts, batch, reps, cands, budget, out, asJSON, stdout, stderr); err != nil {
+	if err := runSweep(ctx, shapes, dts, c, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "error: %v [%s]\n", err, errcode.Of(err))
 		return 1
 	}

@@ -86,7 +86,7 @@ func TestOps(t *testing.T) {
 			var out, errs bytes.Buffer
 			args := []string{"--model", "../../../testdata/models/qwen2-tiny-F16.gguf", "--backend", c.backend, "--pp", "8", "--tg", "4",
 				"--threads", "2", "--no-bandwidth", "--ops", "--json"}
-			if rc := Run(args, &out, &errs); rc != 0 {
+			if rc := Run(t.Context(), args, &out, &errs); rc != 0 {
 				needVulkan(t, c.backend, errs.String())
 				t.Fatalf("rc %d: %s", rc, errs.String())
 			}
@@ -181,7 +181,7 @@ func TestSynthetic(t *testing.T) {
 	var out, errs bytes.Buffer
 	args := []string{"--synthetic", "qwen2.5-0.5b-tiny:Q8_0", "--seed", "3", "--backend", "cpu", "--pp", "8", "--tg", "4", "--batch", "2",
 		"--threads", "2", "--no-bandwidth", "--json"}
-	if rc := Run(args, &out, &errs); rc != 0 {
+	if rc := Run(t.Context(), args, &out, &errs); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, errs.String())
 	}
 	var r Result
@@ -193,7 +193,7 @@ func TestSynthetic(t *testing.T) {
 	}
 
 	path := filepath.Join(t.TempDir(), "m.gguf")
-	if rc := Run([]string{"--synthetic", "qwen2.5-0.5b-tiny:Q8_0", "--seed", "3", "--write-gguf", path}, io.Discard, &errs); rc != 0 {
+	if rc := Run(t.Context(), []string{"--synthetic", "qwen2.5-0.5b-tiny:Q8_0", "--seed", "3", "--write-gguf", path}, io.Discard, &errs); rc != 0 {
 		t.Fatalf("--write-gguf: rc %d: %s", rc, errs.String())
 	}
 	got, err := os.ReadFile(path)
@@ -229,7 +229,7 @@ func TestSyntheticFlags(t *testing.T) {
 		{"--model", "../../../testdata/models/qwen2-tiny-F16.gguf", "--write-gguf", "x.gguf"},
 	} {
 		var errs bytes.Buffer
-		if rc := Run(args, io.Discard, &errs); rc != 2 {
+		if rc := Run(t.Context(), args, io.Discard, &errs); rc != 2 {
 			t.Errorf("%q: rc %d, want 2 (%s)", args, rc, errs.String())
 		}
 	}
@@ -242,7 +242,7 @@ func TestPeerFailureKeepsResult(t *testing.T) {
 	var out, errs bytes.Buffer
 	args := []string{"--model", "../../../testdata/models/qwen2-tiny-F16.gguf", "--backend", "cpu", "--pp", "8", "--tg", "2",
 		"--threads", "1", "--no-bandwidth", "--json", "--peer", "llama.cpp"}
-	if rc := Run(args, &out, &errs); rc != 1 {
+	if rc := Run(t.Context(), args, &out, &errs); rc != 1 {
 		t.Fatalf("rc %d, want 1: %s", rc, errs.String())
 	}
 	var r Result

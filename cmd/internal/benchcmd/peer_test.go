@@ -165,7 +165,7 @@ func TestLlamaBenchMissing(t *testing.T) {
 		var out, errs bytes.Buffer
 		args := []string{"--model", "../../../testdata/models/qwen2-tiny-F16.gguf", "--pp", "8", "--tg", "4",
 			"--threads", "2", "--no-bandwidth", "--peer", "llama.cpp"}
-		if rc := Run(args, &out, &errs); rc != 1 || !strings.Contains(errs.String(), "tools/build-llama-bench.sh") {
+		if rc := Run(t.Context(), args, &out, &errs); rc != 1 || !strings.Contains(errs.String(), "tools/build-llama-bench.sh") {
 			t.Fatalf("rc %d, stderr %q", rc, errs.String())
 		}
 	})

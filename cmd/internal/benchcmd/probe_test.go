@@ -16,7 +16,7 @@ import (
 // with every row right, the table without --json, and bad flags refused.
 func TestProbe(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	rc := Run([]string{"--probe", "--probe-small", "--json"}, &stdout, &stderr)
+	rc := Run(t.Context(), []string{"--probe", "--probe-small", "--json"}, &stdout, &stderr)
 	needVulkan(t, "vulkan", stderr.String())
 	if rc != 0 {
 		t.Fatalf("exit %d: %s", rc, stderr.String())
@@ -37,10 +37,10 @@ func TestProbe(t *testing.T) {
 		t.Errorf("%d progress lines for %d rows:\n%s", n, len(res.Rows), stderr.String())
 	}
 	stdout.Reset()
-	if rc := Run([]string{"--probe", "--probe-budget", "1ns"}, &stdout, &stderr); rc != 0 || !strings.Contains(stdout.String(), "SKIPPED: budget") {
+	if rc := Run(t.Context(), []string{"--probe", "--probe-budget", "1ns"}, &stdout, &stderr); rc != 0 || !strings.Contains(stdout.String(), "SKIPPED: budget") {
 		t.Errorf("--probe-budget 1ns: exit %d, table:\n%s", rc, stdout.String())
 	}
-	if rc := Run([]string{"--probe", "--probe-budget", "0s"}, &stdout, &stderr); rc != 2 {
+	if rc := Run(t.Context(), []string{"--probe", "--probe-budget", "0s"}, &stdout, &stderr); rc != 2 {
 		t.Errorf("--probe-budget 0s: exit %d, want 2", rc)
 	}
 }

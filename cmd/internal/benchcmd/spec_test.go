@@ -31,7 +31,7 @@ func TestSpec(t *testing.T) {
 		})
 	}
 	var out, errs bytes.Buffer
-	if rc := Run([]string{"--model", "x", "--draft", "ngram", "--draft-max", "0"}, &out, &errs); rc != 2 {
+	if rc := Run(t.Context(), []string{"--model", "x", "--draft", "ngram", "--draft-max", "0"}, &out, &errs); rc != 2 {
 		t.Errorf("--draft-max 0: rc %d, want 2", rc)
 	}
 }

@@ -3,6 +3,7 @@
 package benchcmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,17 +33,17 @@ func sweepShapes(s synth.Shape) []vulkan.SweepShape {
 }
 
 // runSweep is --sweep: Sweep on the Vulkan device over the shapes of
-// models for dtypes, the table (or the JSON result) on stdout, the
-// chosen tuning to out if set.
+// models for dtypes, the table (or the JSON result) on stdout, progress
+// on stderr as it goes, the chosen tuning to c.out if set.
 //
 // It sweeps in pieces, one weight type at a time in the order given, with
-// the attention calls after the fourth type, and rewrites out after each
-// piece, so that a run cut short (a GPU lease's time limit) keeps what it
-// finished. With budget > 0 a piece starts only while the time left
-// exceeds the longest piece so far; the pieces left out are named on
-// stderr and in the JSON result's "skipped", and their kernels keep their
-// defaults.
-func runSweep(models []synth.Shape, dtypes []tensor.DType, batch, reps, cands int, budget time.Duration, out string, asJSON bool, stdout, stderr io.Writer) error {
+// the attention calls after the fourth type, and rewrites c.out after
+// each piece, so that a run cut short keeps what it finished. With
+// c.budget > 0 no kernel family and no candidate starts past it; when ctx
+// is cancelled (SIGTERM) the run in flight finishes, c.out is written
+// and runSweep returns an error. What either cuts is listed on stderr,
+// in the table and in the JSON result's "cut", and keeps its defaults.
+func runSweep(ctx context.Context, models []synth.Shape, dtypes []tensor.DType, c sweepConfig, stdout, stderr io.Writer) error {
 	t0 := time.Now()
 	cfg, err := vulkan.FromEnv(vulkan.Config{})
 	if err != nil {
@@ -64,7 +65,10 @@ func runSweep(models []synth.Shape, dtypes []tensor.DType, batch, reps, cands in
 		name string
 		o    vulkan.SweepOptions
 	}
-	base := vulkan.SweepOptions{Batch: batch, Reps: reps, Candidates: cands, Progress: stderr}
+	base := vulkan.SweepOptions{Batch: c.batch, Reps: c.reps, Candidates: c.cands, Progress: stderr, Verbose: c.verbose}
+	if c.budget > 0 {
+		base.Deadline = t0.Add(c.budget)
+	}
 	var pieces []piece
 	for i, dt := range dtypes {
 		if i == 4 {
@@ -81,30 +85,23 @@ func runSweep(models []synth.Shape, dtypes []tensor.DType, batch, reps, cands in
 		o.DTypes, o.Attention = dtypes[:1], attn
 		pieces = append(pieces, piece{"attention", o})
 	}
-	res := sweepRun{SweepResult: &vulkan.SweepResult{Shapes: shapes, Attention: attn}}
-	var longest time.Duration
+	res := &vulkan.SweepResult{Shapes: shapes, Attention: attn}
 	for _, p := range pieces {
-		if left := budget - time.Since(t0); budget > 0 && left < longest {
-			fmt.Fprintf(stderr, "sweep: %s skipped: %.0f s left of the budget, the longest piece took %.0f s\n", p.name, left.Seconds(), longest.Seconds())
-			res.Skipped = append(res.Skipped, p.name)
-			continue
-		}
-		p0 := time.Now()
-		r, err := b.Sweep(p.o)
-		if err != nil {
+		r, err := b.Sweep(ctx, p.o)
+		if r == nil {
 			return fmt.Errorf("sweep %s: %w", p.name, err)
 		}
-		longest = max(longest, time.Since(p0))
 		if res.Tuning.Kernels == nil {
 			res.Tuning = r.Tuning
 		} else {
 			maps.Copy(res.Tuning.Kernels, r.Tuning.Kernels)
 		}
 		res.Rows = append(res.Rows, r.Rows...)
-		if out != "" {
+		res.Cut = append(res.Cut, r.Cut...)
+		if c.out != "" {
 			js, err := json.MarshalIndent(res.Tuning, "", "  ")
 			if err == nil {
-				err = os.WriteFile(out, append(js, '\n'), 0o644)
+				err = os.WriteFile(c.out, append(js, '\n'), 0o644)
 			}
 			if err != nil {
 				return err
@@ -112,23 +109,25 @@ func runSweep(models []synth.Shape, dtypes []tensor.DType, batch, reps, cands in
 		}
 	}
 	res.Time = time.Since(t0)
-	if out != "" {
-		fmt.Fprintf(stderr, "wrote the chosen tuning to %s (commit it as kernels/vulkan/tuning/%04x-NAME.json)\n", out, res.Tuning.Vendor)
+	if c.out != "" {
+		fmt.Fprintf(stderr, "wrote the chosen tuning to %s (commit it as kernels/vulkan/tuning/%04x-NAME.json)\n", c.out, res.Tuning.Vendor)
 	}
-	if asJSON {
-		return json.NewEncoder(stdout).Encode(res)
+	for _, k := range res.Cut {
+		fmt.Fprintf(stderr, "sweep cut: %s\n", k)
 	}
-	res.Table(stdout)
-	if len(res.Skipped) > 0 {
-		fmt.Fprintf(stdout, "skipped (budget): %s\n", strings.Join(res.Skipped, ", "))
+	if asJSON := c.asJSON; asJSON {
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return err
+		}
+	} else {
+		res.Table(stdout)
+		if len(res.Cut) > 0 {
+			fmt.Fprintf(stdout, "cut (budget or interrupt): %s\n", strings.Join(res.Cut, "; "))
+		}
+		fmt.Fprintf(stdout, "sweep took %.1f s\n", res.Time.Seconds())
 	}
-	fmt.Fprintf(stdout, "sweep took %.1f s\n", res.Time.Seconds())
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sweep interrupted after %.1f s (what finished is written): %w", res.Time.Seconds(), err)
+	}
 	return nil
-}
-
-// sweepRun is runSweep's result: Sweep's, merged over the pieces, and the
-// pieces the budget left out.
-type sweepRun struct {
-	*vulkan.SweepResult
-	Skipped []string `json:"skipped,omitempty"`
 }

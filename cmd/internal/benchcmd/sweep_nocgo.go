@@ -3,6 +3,7 @@
 package benchcmd
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-func runSweep([]synth.Shape, []tensor.DType, int, int, int, time.Duration, string, bool, io.Writer, io.Writer) error {
+func runSweep(context.Context, []synth.Shape, []tensor.DType, sweepConfig, io.Writer, io.Writer) error {
 	return vulkan.ErrNeedsCgo
 }
 

@@ -22,7 +22,7 @@ func TestSweep(t *testing.T) {
 	args := []string{"--sweep", "--sweep-models", "qwen2.5-0.5b-tiny", "--sweep-dtypes", "Q4_0,F16", "--sweep-reps", "1",
 		"--sweep-candidates", "3", "--sweep-out", out}
 	var stdout, stderr bytes.Buffer
-	rc := Run(append(args, "--json"), &stdout, &stderr)
+	rc := Run(t.Context(), append(args, "--json"), &stdout, &stderr)
 	needVulkan(t, "vulkan", stderr.String())
 	if rc != 0 {
 		t.Fatalf("exit %d: %s", rc, stderr.String())
@@ -62,27 +62,34 @@ func TestSweep(t *testing.T) {
 		t.Errorf("VKLLM_VULKAN_TUNING: %v, tuning %v", err, cfg.Tuning)
 	}
 	stdout.Reset()
-	if rc := Run(args, &stdout, &stderr); rc != 0 || !strings.Contains(stdout.String(), "chosen") {
+	if rc := Run(t.Context(), args, &stdout, &stderr); rc != 0 || !strings.Contains(stdout.String(), "chosen") {
 		t.Errorf("the table (exit %d):\n%s", rc, stdout.String())
 	}
-	// A budget spent before the first piece: every piece is skipped and
-	// named, the tuning file holds no kernel.
+	// A budget spent before the first family: every family is cut, not
+	// started, and named; the tuning file holds no kernel.
 	stdout.Reset()
-	if rc := Run(append(args, "--json", "--sweep-budget", "1ns"), &stdout, &stderr); rc != 0 {
+	if rc := Run(t.Context(), append(args, "--json", "--sweep-budget", "1ns"), &stdout, &stderr); rc != 0 {
 		t.Fatalf("--sweep-budget 1ns: exit %d: %s", rc, stderr.String())
 	}
-	var cut struct {
-		vulkan.SweepResult
-		Skipped []string `json:"skipped"`
-	}
+	var cut vulkan.SweepResult
 	if err := json.Unmarshal(stdout.Bytes(), &cut); err != nil {
 		t.Fatal(err)
 	}
-	if len(cut.Rows) != 0 || strings.Join(cut.Skipped, ",") != "Q4_0,F16,attention" {
-		t.Errorf("--sweep-budget 1ns: %d rows, skipped %q; want none and Q4_0,F16,attention", len(cut.Rows), cut.Skipped)
+	want := []string{"matvec/q4_0", "matvec_batch/q4_0", "matvec_int8/q4_0", "matvec_int8_batch/q4_0", "layout/q4_0",
+		"matvec/f16", "matvec_batch/f16", "attention", "attention_prefill"}
+	if len(cut.Rows) != 0 || len(cut.Cut) != len(want) {
+		t.Errorf("--sweep-budget 1ns: %d rows, cut %q; want none and %q not started", len(cut.Rows), cut.Cut, want)
+	}
+	for i, k := range want {
+		if i < len(cut.Cut) && cut.Cut[i] != k+": not started (budget spent)" {
+			t.Errorf("cut[%d] = %q, want %s not started", i, cut.Cut[i], k)
+		}
+	}
+	if b, err := os.ReadFile(out); err != nil || strings.Contains(string(b), "matvec") {
+		t.Errorf("--sweep-out after a spent budget: %v\n%s", err, b)
 	}
 	for _, bad := range [][]string{{"--sweep", "--sweep-models", "gpt-9"}, {"--sweep", "--sweep-dtypes", "Q9_9"}, {"--sweep", "--sweep-batch", "1"}, {"--sweep", "--sweep-budget", "-1s"}} {
-		if rc := Run(bad, &stdout, &stderr); rc != 2 {
+		if rc := Run(t.Context(), bad, &stdout, &stderr); rc != 2 {
 			t.Errorf("%q: exit %d, want 2", bad, rc)
 		}
 	}
