@@ -324,17 +324,22 @@ cells() {
 # sweep: vkllm bench --sweep; on success the chosen tuning applies to
 # every later step.
 sweep() {
-	# The sweep stops starting weight types 20 s before its limit and
-	# rewrites tuning.json after each one: a cut keeps what finished.
+	# The sweep checks its budget before every family and candidate (what
+	# it cut is listed) and rewrites tuning.json after each weight type: a
+	# cut keeps what finished. Its progress streams into the log.
 	local limit=$(($(left) - 15 < t_sweep ? $(left) - 15 : t_sweep))
-	timeout -k 10 $limit "$bin/vkllm" bench --sweep --json --sweep-out "$out/tuning.json" --sweep-budget $((limit - 20))s \
+	timeout -k 10 $limit "$bin/vkllm" bench --sweep --json --sweep-out "$out/tuning.json" --sweep-budget $((limit - 10))s \
 		"${sweep_flags[@]}" >"$work/sweep.json" 2> >(tee "$work/sweep.err" >&2)
 	local rc=$?
 	python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 for row in r["rows"]:
     mark = "chosen" if row.get("chosen") else ("WRONG: " + row["wrong"] if row.get("wrong") else "")
-    print("%-22s %-30s %10.1f us/token %8.1f GB/s  %s" % (row["key"], " ".join("%s=%d" % kv for kv in sorted(row["knobs"].items())), row["score_ns"] / 1e3, row["weight_gbs"], mark))' \
+    if row.get("slow") or row.get("cut"):
+        mark = "SLOW: " + row["slow"] if row.get("slow") else "CUT: " + row["cut"]
+    print("%-22s %-30s %10.1f us/token %8.1f GB/s  %s" % (row["key"], " ".join("%s=%d" % kv for kv in sorted(row["knobs"].items())), row["score_ns"] / 1e3, row["weight_gbs"], mark))
+for c in r.get("cut") or []:
+    print("cut: " + c)' \
 		"$work/sweep.json" >"$aux/sweep.txt" 2>&1 || rc=1
 	# what finished applies, also when the sweep was cut
 	if [[ -s $out/tuning.json ]]; then
