@@ -329,9 +329,9 @@ func TestCoopSplit(t *testing.T) {
 // group the chain differently (bk 256 against 32, one subgroup
 // multiplying against four, loader subgroups); on lavapipe both are also
 // the chain itself, computed here: acc = A·B + acc over the MK-wide
-// blocks of k in order, from zero, each block's products (exact in
-// float32: 11 × 11 bits) added to acc one by one in order of k, which
-// is how lavapipe's coopMatMulAdd sums. A kernel that reorders the
+// blocks of k in order, from zero, where lavapipe's A·B + acc sums a
+// block's products (exact in float32: 11 × 11 bits) in order of k and
+// adds the sum to acc (found by measurement). A kernel that reorders the
 // blocks (or its sub-steps of bk) fails the second check wherever it
 // does not already fail the first.
 func TestCoopDecodeChain(t *testing.T) {
@@ -371,9 +371,11 @@ func TestCoopDecodeChain(t *testing.T) {
 					}
 					var acc float32
 					for kb := 0; kb < k; kb += mk {
-						for e := kb; e < kb+mk && e < k; e++ {
-							acc += half(x[tok*k+e]) * half(deq[j*k+e])
+						var s float32 // the block's products, in order
+						for e := kb; e < min(kb+mk, k); e++ {
+							s += half(x[tok*k+e]) * half(deq[j*k+e])
 						}
+						acc += s
 					}
 					if math.Float32bits(acc) != math.Float32bits(want) {
 						t.Fatalf("%s k %d: token %d row %d is %v, the chain over blocks of %d in order %v", tn, k, tok, j, want, mk, acc)

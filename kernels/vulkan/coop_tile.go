@@ -34,9 +34,11 @@ func (t coopTile) shared(sg int) int {
 
 // static reports whether t is a tile on any device: sides multiples of
 // 16, wm dividing tm and wn dividing tn, at most 16 subgroups and 16
-// accumulators of 16×16 a subgroup (the coop families' Valid).
+// accumulators of 16×16 a subgroup, and within 48 KiB of shared memory
+// with subgroups of 32 (NVIDIA's limit, the least of the GPUs with the
+// extension) (the coop families' Valid).
 func (t coopTile) static() bool {
-	return t.valid(coopShape{16, 16, 16}) == nil && t.subgroups() <= 16 && (t.wm/16)*(t.wn/16) <= 16
+	return t.valid(coopShape{16, 16, 16}) == nil && t.subgroups() <= 16 && (t.wm/16)*(t.wn/16) <= 16 && t.shared(32) <= 48<<10
 }
 
 func (t coopTile) valid(s coopShape) error {

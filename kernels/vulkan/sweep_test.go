@@ -209,8 +209,8 @@ func checkSweep(t *testing.T, b *Backend, res *SweepResult, types []tensor.DType
 // does not fit the device, and the subtest would miss it).
 func coopCovering(k Knobs) bool {
 	for _, c := range []Knobs{
-		{"tm": 128, "tn": 32, "wm": 32, "wn": 32, "bk": 32, "sg": 1}, {"tm": 32, "tn": 128, "wm": 32, "wn": 64, "bk": 32, "sg": 8},
-		{"tm": 32, "tn": 32, "wm": 32, "wn": 32, "bk": 64, "sg": 1},
+		{"tm": 128, "tn": 32, "wm": 32, "wn": 32, "bk": 32, "sg": 1}, {"tm": 32, "tn": 128, "wm": 32, "wn": 32, "bk": 32, "sg": 8},
+		{"tm": 32, "tn": 32, "wm": 32, "wn": 32, "bk": 128, "sg": 1}, {"tm": 32, "tn": 64, "wm": 32, "wn": 32, "bk": 64, "sg": 1},
 		{"tm": 16, "tn": 32, "wm": 16, "wn": 16, "bk": 64, "sg": 1, "min": 16}, {"tm": 16, "tn": 32, "wm": 16, "wn": 16, "bk": 128, "sg": 8, "min": 64},
 	} {
 		if sameKnobs(k, c) {

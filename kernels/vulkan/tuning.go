@@ -106,13 +106,16 @@ var Families = map[string]Family{
 	//     16 each (a piece's loads are independent: about ten in flight
 	//     an invocation). min 32: up to 31 tokens the weights are read
 	//     twice at most, below the ridge of the matrix cores either way.
-	//   - coopmat (prefill): 64×64 tiles, 32×32 a subgroup (4 × 4
-	//     accumulators), bk 32 (25 KiB); loading and rounding, not the
-	//     products, bound a step, so sg 8: eight subgroups load it.
+	//   - coopmat (prefill): 64×64 tiles, 32×32 a subgroup (2 × 2
+	//     accumulators of four subgroups): 512 workgroups for 512 tokens
+	//     of a 4096-row weight, 4 an SM; bk 32 (25 KiB with the 16 KiB
+	//     float tile for the edges; 64 would not fit lavapipe). Loading
+	//     and rounding 4096 halves a step, not its 32 products, bound
+	//     it, so sg 8: eight subgroups load it.
 	"coopmat": {
 		Spec:    coopSpec[:6],
 		Default: Knobs{"tm": 64, "tn": 64, "wm": 32, "wn": 32, "bk": 32, "sg": 8},
-		Space:   map[string][]int{"tm": {32, 64, 128}, "tn": {32, 64, 128}, "wm": {32}, "wn": {32, 64}, "bk": {32, 64}, "sg": {1, 8}},
+		Space:   map[string][]int{"tm": {32, 64, 128}, "tn": {32, 64, 128}, "wm": {32}, "wn": {32}, "bk": {32, 64, 128}, "sg": {1, 8}},
 		Valid:   func(k Knobs) bool { return tileOf(k).static() },
 	},
 	"coopmat_small": {
