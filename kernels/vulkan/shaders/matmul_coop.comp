@@ -38,6 +38,7 @@
 layout(binding = 0) readonly buffer WB { uint W[]; };
 layout(binding = 0) readonly buffer WB4 { uvec4 W4[]; }; // W, 16 bytes at a time
 layout(binding = 1) readonly buffer XB { float x[]; };
+layout(binding = 1) readonly buffer XB4 { vec4 x4[]; }; // x, 16 bytes at a time
 layout(binding = 2) writeonly buffer DB { float dst[]; };
 
 layout(push_constant) uniform PC {
@@ -66,6 +67,8 @@ shared float cs[TM * TN];      // the tile's results, at an edge of dst
 const uint PIECE = 16u;              // weights of a row an invocation takes at once
 const uint PR = BK / PIECE;           // pieces a row a step
 const uint WPI = (TN * PR + WG - 1u) / WG; // pieces an invocation a step
+const uint XC = TM * BK / 4u;              // activations a step, in fours
+const uint XPI = (XC + WG - 1u) / WG;      // fours an invocation a step
 
 // toHalf is v rounded to the nearest half, ties to even (f32ToF16's
 // bits): inline where the half is normal, f32ToF16 for the rest.
@@ -133,9 +136,19 @@ void main() {
 	for (uint u = nt * BK + tid; u < TM * BK; u += WG) xs[u] = float16_t(0.0);
 
 	for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
-		for (uint u = tid; u < nt * BK; u += WG) {
-			uint t = i0 + u / BK, c = k0 + u % BK;
-			xs[u] = c < pc.k ? toHalf(x[t * pc.k + c]) : float16_t(0.0);
+		if ((pc.k & 3u) == 0u) { // four at a time, all loads of the step at once
+			[[unroll]] for (uint i = 0u; i < XPI; i++) {
+				uint u = tid + i * WG, t = u / (BK / 4u), c = k0 + 4u * (u % (BK / 4u));
+				if (u < XC && t < nt) {
+					vec4 v = c < pc.k ? x4[((i0 + t) * pc.k + c) >> 2] : vec4(0.0);
+					[[unroll]] for (uint e = 0u; e < 4u; e++) xs[4u * u + e] = toHalf(v[e]);
+				}
+			}
+		} else {
+			for (uint u = tid; u < nt * BK; u += WG) {
+				uint t = i0 + u / BK, c = k0 + u % BK;
+				xs[u] = c < pc.k ? toHalf(x[t * pc.k + c]) : float16_t(0.0);
+			}
 		}
 		[[unroll]] for (uint i = 0u; i < WPI; i++) {
 			uint p = tid + i * WG, r = p / PR;
