@@ -26,9 +26,17 @@
 // coopTile.sg), the others only load and round; the activations of
 // tokens past n are zeroed once, not loaded each step.
 //
+// Batch invariance: an element of dst is the chain acc = A·B + acc over
+// the MK-wide blocks of k in order, from zero; neither the tile sizes
+// (nor the workgroup's subgroups) nor the token's place in the tile nor
+// n change that chain, so a token gets the same bits alone, in any batch
+// and any tile shape (on a device whose coopMatMulAdd computes an element
+// from its row and column alone, which the tests check).
+//
 // Specialization constants: 0 the workgroup size (subgroups · subgroup
-// size, set by the host: at least the NSG the tile multiplies with), 1 TM, 2 TN, 3 WM, 4 WN, 5 BK (MM | WM | TM,
-// MN | WN | TN, MK | BK), 6-8 the shape MM, MN, MK.
+// size, set by the host: at least the NSG subgroups that multiply), 1 TM,
+// 2 TN, 3 WM, 4 WN, 5 BK (MM | WM | TM, MN | WN | TN, MK | BK), 6-8 the
+// shape MM, MN, MK.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -136,8 +144,8 @@ void main() {
 	for (uint u = nt * BK + tid; u < TM * BK; u += WG) xs[u] = float16_t(0.0);
 
 	for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
-		if ((pc.k & 3u) == 0u) { // four at a time, all loads of the step at once
-			[[unroll]] for (uint i = 0u; i < XPI; i++) {
+		if ((pc.k & 3u) == 0u) { // four at a time
+			for (uint i = 0u; i < XPI; i++) {
 				uint u = tid + i * WG, t = u / (BK / 4u), c = k0 + 4u * (u % (BK / 4u));
 				if (u < XC && t < nt) {
 					vec4 v = c < pc.k ? x4[((i0 + t) * pc.k + c) >> 2] : vec4(0.0);
@@ -150,7 +158,7 @@ void main() {
 				xs[u] = c < pc.k ? toHalf(x[t * pc.k + c]) : float16_t(0.0);
 			}
 		}
-		[[unroll]] for (uint i = 0u; i < WPI; i++) {
+		[[unroll]] for (uint i = 0u; i < WPI; i++) { // all of a step's loads at once
 			uint p = tid + i * WG, r = p / PR;
 			if (p >= TN * PR) continue;
 			if (j0 + r < pc.rows) {
