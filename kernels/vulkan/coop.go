@@ -33,8 +33,11 @@ import (
 // decode step pads its token to a 16-token tile: 16 multiply-adds per
 // weight element read, far below the ridge of a GPU's matrix cores
 // (H100: about 990 TFLOP/s of halves over 3.35 TB/s, 295 FLOP a byte;
-// Q4_0 reads 0.56 bytes a weight, so 16 tokens are 57 FLOP a byte), so
-// decode stays bound by the weights' bandwidth as on matmul.comp.
+// Q4_0 reads 0.56 bytes a weight, so 16 tokens are 57 FLOP a byte). As
+// a dst element is one chain over k, a decode MatMul takes k/bk steps
+// in sequence, each a round trip to memory: its small tile (Families
+// "coopmat_small") is long in k and narrow in rows, so that many
+// workgroups each keep a step's weights in flight at once.
 //
 // It is the default where the device has it (Config.NoCoopMat,
 // VKLLM_VULKAN_DISABLE=coopmat: the exact float32 kernels): halves in

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/x448/float16"
@@ -171,7 +172,7 @@ func TestCoopMatMul(t *testing.T) {
 
 // tileKnobs are tile t as a coop family's knobs.
 func tileKnobs(t coopTile) Knobs {
-	return Knobs{"tm": t.tm, "tn": t.tn, "wm": t.wm, "wn": t.wn, "bk": t.bk}
+	return Knobs{"tm": t.tm, "tn": t.tn, "wm": t.wm, "wn": t.wn, "bk": t.bk, "sg": t.sg}
 }
 
 func half(v float32) float32 { return float16.Fromfloat32(v).Float32() }
@@ -237,7 +238,7 @@ func TestCoopInvariance(t *testing.T) {
 			// the large tile, and the small tile for the whole batch.
 			saved := b.tune
 			defer func() { b.tune = saved }()
-			tiles := []coopTile{{32, 32, 16, 16, 16}, {64, 32, 32, 16, 64}, {32, 128, 32, 64, 32}}
+			tiles := []coopTile{{32, 32, 16, 16, 16, 1}, {64, 32, 32, 16, 64, 8}, {32, 128, 32, 64, 32, 1}}
 			if dt != tensor.F16 && dt != tensor.Q4_K {
 				tiles = nil // each tile's pipelines take seconds to build on lavapipe
 			}
@@ -320,4 +321,68 @@ func TestCoopSplit(t *testing.T) {
 	}
 	checkClean(t, whole)
 	checkClean(t, split)
+}
+
+// TestCoopDecodeChain: a decode step (one token, on the coopmat_small
+// tile) gives the token the bits the prefill tile (coopmat) gives it in
+// a batch, for every CoopTypes dtype, with the default tiles, which
+// group the chain differently (bk 256 against 32, one subgroup
+// multiplying against four, loader subgroups); on lavapipe both are also
+// the chain itself, computed here: acc = A·B + acc over the MK-wide
+// blocks of k in order, from zero, where lavapipe's A·B + acc sums a
+// block's products (exact in float32: 11 × 11 bits) in order of k and
+// adds the sum to acc (found by measurement). A kernel that reorders the
+// blocks (or its sub-steps of bk) fails the second check wherever it
+// does not already fail the first.
+func TestCoopDecodeChain(t *testing.T) {
+	b := openCoop(t, Config{})
+	const m, n = 40, 40 // 40 rows: two whole 16-row tiles and an edge
+	toks := []int{0, 17, 39}
+	lavapipe := strings.HasPrefix(b.Device().Name, "llvmpipe")
+	for _, tn := range shaders.CoopTypes {
+		dt, _ := tensor.ParseDType(tn)
+		t.Run(tn, func(t *testing.T) {
+			big, small, minTokens := b.coopTiles(dt)
+			if small == big || small.bk <= big.bk || n < minTokens {
+				t.Fatalf("default tiles %+v (small) and %+v (for %d tokens or more): the test needs them apart", small, big, minTokens)
+			}
+			k := map[int]int{1: 600, 32: 608, 256: 768}[dt.BlockSize()] // past steps of 256: ragged but for the K-quants
+			w, raw := kerneltest.RandomWeight(t, b, dt, m, k)
+			deq := make([]float32, m*k)
+			if err := tensor.Dequantize(dt, raw, deq); err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(21, uint64(dt)))
+			x := make([]float32, n*k)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			all := coopRun(t, b, w, x, n, k, m)
+			mk := b.coopShape.k
+			for _, tok := range toks {
+				one := coopRun(t, b, w, x[tok*k:(tok+1)*k], 1, k, m)
+				for j := range m {
+					got, want := one[j], all[tok*m+j]
+					if math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("%s k %d: token %d row %d decoded alone is %v, in the batch of %d %v", tn, k, tok, j, got, n, want)
+					}
+					if !lavapipe {
+						continue
+					}
+					var acc float32
+					for kb := 0; kb < k; kb += mk {
+						var s float32 // the block's products, in order
+						for e := kb; e < min(kb+mk, k); e++ {
+							s += half(x[tok*k+e]) * half(deq[j*k+e])
+						}
+						acc += s
+					}
+					if math.Float32bits(acc) != math.Float32bits(want) {
+						t.Fatalf("%s k %d: token %d row %d is %v, the chain over blocks of %d in order %v", tn, k, tok, j, want, mk, acc)
+					}
+				}
+			}
+		})
+	}
+	checkClean(t, b)
 }

@@ -6,17 +6,21 @@ import "fmt"
 // (matmul_coop.comp's specialization constants 1-5): tm tokens × tn
 // weight rows per workgroup, wm × wn per subgroup, bk of k per step
 // through shared memory. All are multiples of 16 (so of every shape's
-// sides up to 16), wm divides tm and wn divides tn. Any tile gives the
-// same bits. The tiles in use are the device's tuning (Families
-// "coopmat" and "coopmat_small").
-type coopTile struct{ tm, tn, wm, wn, bk int }
+// sides up to 16), wm divides tm and wn divides tn. sg is the least
+// number of subgroups a workgroup has: those past the (tm/wm)·(tn/wn)
+// that multiply only load and round the next step's halves (a decode
+// tile has one block to multiply and 16 × bk weights to load). Any tile
+// gives the same bits. The tiles in use are the device's tuning
+// (Families "coopmat" and "coopmat_small").
+type coopTile struct{ tm, tn, wm, wn, bk, sg int }
 
 // tileOf is the tile of a coop family's knobs.
 func tileOf(k Knobs) coopTile {
-	return coopTile{tm: k["tm"], tn: k["tn"], wm: k["wm"], wn: k["wn"], bk: k["bk"]}
+	return coopTile{tm: k["tm"], tn: k["tn"], wm: k["wm"], wn: k["wn"], bk: k["bk"], sg: k["sg"]}
 }
 
-func (t coopTile) subgroups() int { return (t.tm / t.wm) * (t.tn / t.wn) }
+// subgroups is the workgroup's: the blocks' subgroups, or sg if more.
+func (t coopTile) subgroups() int { return max((t.tm/t.wm)*(t.tn/t.wn), t.sg) }
 
 // coopShape is a cooperative-matrix shape: m × k halves (A) by k × n
 // (B) into m × n float32 (C).
@@ -30,9 +34,11 @@ func (t coopTile) shared(sg int) int {
 
 // static reports whether t is a tile on any device: sides multiples of
 // 16, wm dividing tm and wn dividing tn, at most 16 subgroups and 16
-// accumulators of 16×16 a subgroup (the coop families' Valid).
+// accumulators of 16×16 a subgroup, and within 48 KiB of shared memory
+// with subgroups of 32 (NVIDIA's limit, the least of the GPUs with the
+// extension) (the coop families' Valid).
 func (t coopTile) static() bool {
-	return t.valid(coopShape{16, 16, 16}) == nil && t.subgroups() <= 16 && (t.wm/16)*(t.wn/16) <= 16
+	return t.valid(coopShape{16, 16, 16}) == nil && t.subgroups() <= 16 && (t.wm/16)*(t.wn/16) <= 16 && t.shared(32) <= 48<<10
 }
 
 func (t coopTile) valid(s coopShape) error {
@@ -40,6 +46,9 @@ func (t coopTile) valid(s coopShape) error {
 		if v <= 0 || v%16 != 0 {
 			return fmt.Errorf("vulkan: coop tile %+v: sizes must be positive multiples of 16", t)
 		}
+	}
+	if t.sg < 0 {
+		return fmt.Errorf("vulkan: coop tile %+v: a negative subgroup count", t)
 	}
 	if t.tm%t.wm != 0 || t.tn%t.wn != 0 {
 		return fmt.Errorf("vulkan: coop tile %+v: wm must divide tm and wn divide tn", t)

@@ -54,7 +54,7 @@ type Family struct {
 //   - coopmat: the cooperative-matrix MatMul's tile (matmul_coop.comp,
 //     coop.go) for calls of at least coopmat_small's "min" tokens: tm
 //     tokens × tn weight rows a workgroup, wm × wn a subgroup, bk of k a
-//     step through shared memory.
+//     step through shared memory, at least sg subgroups a workgroup.
 //   - coopmat_small: its tile for fewer tokens (a decode step, short
 //     batches), and "min", the crossover. No coop knob changes a bit.
 //   - layout: how Upload lays out a weight of the sub-key's dtype, key
@@ -90,24 +90,47 @@ var Families = map[string]Family{
 		Space:   map[string][]int{"rows": {8, 16, 32}, "wg": {64, 128, 256}, "min": {8, 16, 32, 64}},
 		Whole:   true,
 	},
+	// The coop tiles (coopTile) for an H100 or H200: 132 SMs, 48 KiB of
+	// shared memory a workgroup (228 KiB an SM), the 16×16×16 shape,
+	// subgroups of 32. A dst element is one chain over k/bk steps, each a
+	// round trip to memory (about 1 µs with the barriers) that no tile
+	// can split, so:
+	//   - coopmat_small (decode, n < min): many chains at once and long
+	//     steps. tn 16: a workgroup per 16 rows (256 on a 4096-row
+	//     weight, 2 an SM; 56 on 896 rows); bk 256: k/256 steps (16 for
+	//     k 4096, 56 for 14336), 4 KiB of Q4_0 (8 KiB of F16) a
+	//     workgroup a step, all in flight at once (17.5 KiB of shared
+	//     memory; 512, 33 KiB, halves the steps but cannot be the
+	//     default: lavapipe, where the tests run, has 32 KiB). sg 4: one subgroup multiplies the 16×16 block,
+	//     four load and round the 4096 weights of a step, two pieces of
+	//     16 each (a piece's loads are independent: about ten in flight
+	//     an invocation). min 32: up to 31 tokens the weights are read
+	//     twice at most, below the ridge of the matrix cores either way.
+	//   - coopmat (prefill): 64×64 tiles, 32×32 a subgroup (2 × 2
+	//     accumulators of four subgroups): 512 workgroups for 512 tokens
+	//     of a 4096-row weight, 4 an SM; bk 32 (25 KiB with the 16 KiB
+	//     float tile for the edges; 64 would not fit lavapipe). Loading
+	//     and rounding 4096 halves a step, not its 32 products, bound
+	//     it, so sg 8: eight subgroups load it.
 	"coopmat": {
-		Spec:    coopSpec[:5],
-		Default: Knobs{"tm": 64, "tn": 64, "wm": 32, "wn": 32, "bk": 32},
-		Space:   map[string][]int{"tm": {32, 64, 128}, "tn": {32, 64, 128}, "wm": {16, 32, 64}, "wn": {16, 32, 64}, "bk": {16, 32, 64}},
+		Spec:    coopSpec[:6],
+		Default: Knobs{"tm": 64, "tn": 64, "wm": 32, "wn": 32, "bk": 32, "sg": 8},
+		Space:   map[string][]int{"tm": {32, 64, 128}, "tn": {32, 64, 128}, "wm": {32}, "wn": {32}, "bk": {32, 64, 128}, "sg": {1, 8}},
 		Valid:   func(k Knobs) bool { return tileOf(k).static() },
 	},
 	"coopmat_small": {
 		Spec:    coopSpec,
-		Default: Knobs{"tm": 16, "tn": 64, "wm": 16, "wn": 16, "bk": 32, "min": 32},
-		Space:   map[string][]int{"tm": {16, 32}, "tn": {32, 64, 128}, "wm": {16, 32}, "wn": {16, 32, 64}, "bk": {16, 32, 64}, "min": {16, 32, 64}},
+		Default: Knobs{"tm": 16, "tn": 16, "wm": 16, "wn": 16, "bk": 256, "sg": 4, "min": 32},
+		Space:   map[string][]int{"tm": {16}, "tn": {16, 32}, "wm": {16}, "wn": {16}, "bk": {64, 128, 256, 512}, "sg": {1, 4, 8}, "min": {16, 32, 64}},
 		Valid:   func(k Knobs) bool { return tileOf(k).static() },
 	},
 }
 
 // coopSpec names the coop families' knobs: matmul_coop.comp's
 // specialization constants 1-5 (0 is the workgroup size, 6-8 the shape),
-// then coopmat_small's crossover.
-var coopSpec = []string{"tm", "tn", "wm", "wn", "bk", "min"}
+// the subgroups a workgroup (coopTile.sg, in constant 0), then
+// coopmat_small's crossover.
+var coopSpec = []string{"tm", "tn", "wm", "wn", "bk", "sg", "min"}
 
 // maxSums bounds the float32 sums a lane of matmul.comp keeps: rows·toks,
 // twice that for the fused gate/up kernel (GateUpSwiGLU declines a tuning
