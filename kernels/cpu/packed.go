@@ -7,8 +7,8 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// Packed weights (fast path, Q8_0, Q4_0, Q4_1 and Q4_K, where SIMD has
-// the kernels): at Upload the weight is copied into groups of eight rows,
+// Packed weights (fast path, Q8_0, Q4_0, Q4_1, Q4_K, IQ4_NL and IQ4_XS,
+// where SIMD has the kernels): at Upload the weight is copied into groups of eight rows,
 // so that the kernels give each row one lane of a vector and form a
 // block's integer sum for eight rows with eight vpdpbusd (AVX-512 VNNI,
 // packed_amd64.s) or vpmaddubsw and vpmaddwd (AVX2,
@@ -27,6 +27,7 @@ import (
 //	Q8_0 (272 bytes)  d_w of rows 0…7 (f16), then the value bytes
 //	Q4_0 (144 bytes)  d_w of rows 0…7, then the nibble bytes
 //	Q4_1 (160 bytes)  d_w of rows 0…7, m_w of rows 0…7, the nibble bytes
+//	IQ4_NL (144)      as Q4_0; a nibble q stands for kvaluesIQ4[q]
 //
 // the value bytes being, for k = 0…7 and row r = 0…7, values 4k…4k+3 of
 // row r plus 128 (as unsigned bytes); the nibble bytes, for k = 0…3 and
@@ -41,13 +42,24 @@ import (
 // order: acc = fma(float32(Σ q·x), (d·sc_s)·d_x,s, acc) and
 // accm = fma(dmin·m_s, s_x,s, accm); out = acc − accm (packedK4Go).
 //
+// IQ4_XS (1104 bytes per super-block of 256 values): d of rows 0…7
+// (f16), the signed sub-block scales ls_s (byte 16+8s+r, −32…31), then
+// per sub-block s = 0…7 its 128 nibble bytes at 80+128s as a Q4_0
+// block's. Per sub-block s in order: acc = fma(float32(Σ kvaluesIQ4[q]·x),
+// (d·ls_s)·d_x,s, acc) (d·ls_s exact); out = acc (packedXSGo).
+//
+// The IQ4 kernels (VNNI only) look each nibble up as kvaluesIQ4[q]+128,
+// an unsigned byte for vpdpbusd, and start each block's sum from −128·Σx
+// (neg), so the sum is Σ kvaluesIQ4[q]·x, exact.
+//
 // The arithmetic, per (weight row, activation row) and block j after
 // block j, from acc = mins = 0:
 //
-//	sum  = Σ w·x (Q8_0), Σ (q−8)·x (Q4_0), Σ q·x (Q4_1), exact in int32
+//	sum  = Σ w·x (Q8_0), Σ (q−8)·x (Q4_0), Σ q·x (Q4_1),
+//	       Σ kvaluesIQ4[q]·x (IQ4_NL), exact in int32
 //	acc  = fma(float32(sum), d_w·d_x, acc)    d_w·d_x rounded to float32
 //	mins = fma(m_w, s_x, mins)                Q4_1 only
-//	out  = acc (Q4_0), acc + mins (Q4_1)
+//	out  = acc (Q8_0, Q4_0, IQ4_NL), acc + mins (Q4_1)
 //
 // which the one-activation-row and four-activation-row kernels both do,
 // so a value does not depend on the batch or the tiling; packed8Go is
@@ -59,19 +71,21 @@ func packBlockBytes(dt tensor.DType) int {
 	switch dt {
 	case tensor.Q8_0:
 		return 272
-	case tensor.Q4_0:
+	case tensor.Q4_0, tensor.IQ4_NL:
 		return 144
 	case tensor.Q4_1:
 		return 160
 	case tensor.Q4_K:
 		return 1184
+	case tensor.IQ4_XS:
+		return 1104
 	}
 	return 0
 }
 
 // packValues is how many values of a row one packed block holds.
 func packValues(dt tensor.DType) int {
-	if dt == tensor.Q4_K {
+	if dt == tensor.Q4_K || dt == tensor.IQ4_XS {
 		return 256
 	}
 	return 32
@@ -81,8 +95,8 @@ func packValues(dt tensor.DType) int {
 // group w, nb blocks of packValues values) against the n activation rows
 // i … i+n−1 (n a multiple of four, taken four at a time) of the quantised
 // activations qx, dx, sx (rows of k, k/32, k/32 values, k =
-// nb·packValues) with neg their −off·Σx per block where the set takes it
-// (packedSet.negOff): out[c·os + r] for activation row i+c and weight
+// nb·packValues) with neg their −off·Σx per block of 32 where the set
+// takes it (packedSet.negOff; rows of k/32 values): out[c·os + r] for activation row i+c and weight
 // row r (os ≥ 8).
 type packedRows func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int32, i, n int, out []float32, os int)
 
@@ -101,11 +115,11 @@ type packedPairs func(w []byte, gb, nb int, qx []int8, dx, sx []float32, neg []i
 // −128·Σx as neg; 0: the AVX2 ones turn the bytes back into w and take
 // no neg).
 type packedSet struct {
-	name                           string
-	q8_0x1, q4_0x1, q4_1x1, q4_Kx1 packedGroups
-	q8_0x4, q4_0x4, q4_1x4, q4_Kx4 packedRows
-	q4_0x16, q4_Kx16               packedPairs // nil where the set has none
-	q8_0Off                        int32
+	name                                           string
+	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1 packedGroups
+	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4 packedRows
+	q4_0x16, q4_Kx16, iq4nx16, iq4xx16             packedPairs // nil where the set has none
+	q8_0Off                                        int32
 }
 
 // pairs returns s's two-group kernel for dt, or nil.
@@ -115,6 +129,10 @@ func (s *packedSet) pairs(dt tensor.DType) packedPairs {
 		return s.q4_0x16
 	case tensor.Q4_K:
 		return s.q4_Kx16
+	case tensor.IQ4_NL:
+		return s.iq4nx16
+	case tensor.IQ4_XS:
+		return s.iq4xx16
 	}
 	return nil
 }
@@ -130,6 +148,10 @@ func (s *packedSet) kernels(dt tensor.DType) (x1 packedGroups, x4 packedRows) {
 		return s.q4_1x1, s.q4_1x4
 	case tensor.Q4_K:
 		return s.q4_Kx1, s.q4_Kx4
+	case tensor.IQ4_NL:
+		return s.iq4nx1, s.iq4nx4
+	case tensor.IQ4_XS:
+		return s.iq4xx1, s.iq4xx4
 	}
 	return nil, nil
 }
@@ -142,6 +164,8 @@ func (s *packedSet) negOff(dt tensor.DType) int32 {
 		return s.q8_0Off
 	case tensor.Q4_0:
 		return 8
+	case tensor.IQ4_NL, tensor.IQ4_XS:
+		return 128
 	}
 	return 0
 }
@@ -170,6 +194,15 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 			for j := range nb {
 				blk, dst := row[j*src:][:src], pk[(g*nb+j)*bb:][:bb]
 				copy(dst[2*r:2*r+2], blk[:2])
+				if dt == tensor.IQ4_XS {
+					for s := range 8 {
+						dst[16+8*s+r] = byte(int8(iq4xsScale(blk, s)))
+						for k := range 4 {
+							le.PutUint32(dst[80+128*s+32*k+4*r:], le.Uint32(blk[8+16*s+4*k:]))
+						}
+					}
+					continue
+				}
 				if dt == tensor.Q4_K {
 					copy(dst[16+2*r:16+2*r+2], blk[2:4])
 					sc, m := scalesK4(blk[4:16])
@@ -241,8 +274,12 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 	if dt == tensor.Q8_0 {
 		hdr = 16
 	}
-	if dt == tensor.Q4_K {
+	switch dt {
+	case tensor.Q4_K:
 		packedK4Go(w, nb, qx, dx, sx, out)
+		return
+	case tensor.IQ4_XS:
+		packedXSGo(w, nb, qx, dx, out)
 		return
 	}
 	for r := range 8 {
@@ -260,8 +297,11 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 				if e >= 16 {
 					q = int32(b >> 4)
 				}
-				if dt == tensor.Q4_0 {
+				switch dt {
+				case tensor.Q4_0:
 					q -= 8
+				case tensor.IQ4_NL:
+					q = int32(kvaluesIQ4[q])
 				}
 				sum += q * int32(x[e])
 			}
@@ -301,6 +341,32 @@ func packedK4Go(w []byte, nb int, qx []int8, dx, sx []float32, out *[8]float32) 
 	}
 }
 
+// packedXSGo is packed8Go for IQ4_XS (nb super-blocks).
+func packedXSGo(w []byte, nb int, qx []int8, dx []float32, out *[8]float32) {
+	for r := range 8 {
+		var acc float32
+		for j := range nb {
+			blk := w[j*1104:][:1104]
+			d := f16at(blk[2*r:])
+			for s := range 8 {
+				x := qx[256*j+32*s:][:32]
+				var sum int32
+				for e := range 32 { // as a Q4_0 block's nibbles
+					b := blk[80+128*s+32*(e%16/4)+4*r+e%4]
+					q := b & 15
+					if e >= 16 {
+						q = b >> 4
+					}
+					sum += int32(kvaluesIQ4[q]) * int32(x[e])
+				}
+				ls := float32(int8(blk[16+8*s+r]))
+				acc = fma32(float32(sum), d*ls*dx[8*j+s], acc)
+			}
+		}
+		out[r] = acc
+	}
+}
+
 // fma32 is a·b + c rounded once to float32 (through float64, which is
 // exact here: a is an integer below 2^16 and b, c float32s of the
 // magnitudes the tests use).
@@ -331,10 +397,10 @@ func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
 	qx, dx, sx := b.quantizeActivations(xs)
 	var neg []int32
 	if off := packed.negOff(dt); off != 0 {
-		s := &b.scratch
-		s.neg = grow(s.neg, n*nb)
+		s, nd := &b.scratch, k/32
+		s.neg = grow(s.neg, n*nd)
 		neg = s.neg
-		b.Parallel(n, func(lo, hi int) { negSums(qx[lo*k:hi*k], off, neg[lo*nb:hi*nb]) })
+		b.Parallel(n, func(lo, hi int) { negSums(qx[lo*k:hi*k], off, neg[lo*nd:hi*nd]) })
 	}
 	x1, x4 := packedKernels(dt)
 	x16 := packed.pairs(dt)

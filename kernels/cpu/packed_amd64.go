@@ -28,6 +28,30 @@ func dotQ4_0p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32
 func dotQ4_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
 
 //go:noescape
+func dotIQ4_NLp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotIQ4_NLp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotIQ4_NLp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotIQ4_NLp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotIQ4_XSp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotIQ4_XSp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotIQ4_XSp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotIQ4_XSp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
 func dotQ4_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 
 //go:noescape
@@ -70,9 +94,13 @@ func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float3
 // call once for each.
 func packedVNNI() packedSet {
 	s := packedSet{name: "avx512vnni", q8_0Off: 128}
-	s.q8_0x1, s.q8_0x4 = packedNeg(groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI), 272)
-	s.q4_0x1, s.q4_0x4 = packedNeg(groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI), 144)
-	s.q4_0x16 = pairsNeg(dotQ4_0p16x8VNNI, dotQ4_0p16x4VNNI, 144)
+	s.q8_0x1, s.q8_0x4 = packedNeg(groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI), 272, 32)
+	s.q4_0x1, s.q4_0x4 = packedNeg(groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI), 144, 32)
+	s.q4_0x16 = pairsNeg(dotQ4_0p16x8VNNI, dotQ4_0p16x4VNNI, 144, 32)
+	s.iq4nx1, s.iq4nx4 = packedNeg(groupsOf(dotIQ4_NLp8x1VNNI, 144), quadsOf(dotIQ4_NLp8x4VNNI), 144, 32)
+	s.iq4nx16 = pairsNeg(dotIQ4_NLp16x8VNNI, dotIQ4_NLp16x4VNNI, 144, 32)
+	s.iq4xx1, s.iq4xx4 = packedNeg(groupsOf(dotIQ4_XSp8x1VNNI, 1104), quadsOf(dotIQ4_XSp8x4VNNI), 1104, 256)
+	s.iq4xx16 = pairsNeg(dotIQ4_XSp16x8VNNI, dotIQ4_XSp16x4VNNI, 1104, 256)
 	s.q4_1x1, s.q4_1x4 = packedSX(groupsOf(dotQ4_1p8x1VNNI, 160), quadsOf(dotQ4_1p8x4VNNI), 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256)
 	s.q4_Kx16 = pairsSX(dotQ4_Kp16x4VNNI, 1184, 256)
@@ -82,7 +110,7 @@ func packedVNNI() packedSet {
 func packedAVX2() packedSet {
 	s := packedSet{name: "avx2"}
 	s.q8_0x1, s.q8_0x4 = packedSX(dotQ8_0p8x1AVX2, dotQ8_0p8x4AVX2, 272, 32) // s_x passed, not read
-	s.q4_0x1, s.q4_0x4 = packedNeg(dotQ4_0p8x1AVX2, dotQ4_0p8x4AVX2, 144)
+	s.q4_0x1, s.q4_0x4 = packedNeg(dotQ4_0p8x1AVX2, dotQ4_0p8x4AVX2, 144, 32)
 	s.q4_1x1, s.q4_1x4 = packedSX(dotQ4_1p8x1AVX2, dotQ4_1p8x4AVX2, 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(dotQ4_Kp8x1AVX2, dotQ4_Kp8x4AVX2, 1184, 256)
 	return s
@@ -128,23 +156,23 @@ func groupsOf[A int32 | float32](k1 func(w *byte, qx *int8, dx *float32, aux *A,
 	}
 }
 
-// packedNeg wraps the kernels that take neg (Q8_0, Q4_0; blocks of 32
-// values in size bytes).
+// packedNeg wraps the kernels that take neg (Q8_0, Q4_0, IQ4_NL: blocks
+// of 32 values in size bytes; IQ4_XS: of 256), one per 32 values.
 func packedNeg(k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int),
-	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int), size int) (x1 packedGroups, x4 packedRows) {
+	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int), size, vals int) (x1 packedGroups, x4 packedRows) {
 	x1 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, ng int, out []float32) {
-		if !packedGroupsArgs(w, nb, size, 32, qx, dx, nil, neg, i, ng, out) {
+		if !packedGroupsArgs(w, nb, size, vals, qx, dx, nil, neg, i, ng, out) {
 			return
 		}
-		k, nd := nb*32, nb
+		k, nd := nb*vals, nb*vals/32
 		k1(&w[0], &qx[i*k], &dx[i*nd], &neg[i*nd], nb, &out[0], ng)
 	}
 	x4 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, n int, out []float32, os int) {
-		if !packedArgs(w, nb, size, 32, qx, dx, nil, neg, i, n, out, os) {
+		if !packedArgs(w, nb, size, vals, qx, dx, nil, neg, i, n, out, os) {
 			return
 		}
 		checkQuads(n)
-		k, nd := nb*32, nb
+		k, nd := nb*vals, nb*vals/32
 		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &neg[i*nd], nb, &out[0], 4*os, n/4)
 	}
 	return x1, x4
@@ -172,15 +200,15 @@ func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32,
 	return x1, x4
 }
 
-// pairsNeg wraps two-group kernels that take neg (Q4_0: blocks of 32
-// values in size bytes): k8 once per eight activation rows, then k4 for
-// the last four, if any.
-func pairsNeg(k8, k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int), size int) packedPairs {
+// pairsNeg wraps two-group kernels that take neg (blocks of vals values
+// in size bytes, as packedNeg): k8 once per eight activation rows, then
+// k4 for the last four, if any.
+func pairsNeg(k8, k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int), size, vals int) packedPairs {
 	return func(w []byte, gb, nb int, qx []int8, dx, _ []float32, neg []int32, i, n int, out []float32, os int) {
-		if !pairArgs(w, gb, nb, size, 32, qx, dx, nil, neg, i, n, out, os) {
+		if !pairArgs(w, gb, nb, size, vals, qx, dx, nil, neg, i, n, out, os) {
 			return
 		}
-		k, nd := nb*32, nb
+		k, nd := nb*vals, nb*vals/32
 		for q := 0; q < n; {
 			kq, step := k4, 4
 			if n-q >= 8 {

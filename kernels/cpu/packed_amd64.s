@@ -666,3 +666,329 @@ q40p168:
 	VMOVUPS Z13, (R12)(R15*1)
 	LEAQ    (R12)(R15*2), R12
 	STORE16X4(Z24, Z25, Z26, Z27)
+
+// IQ4_NL and IQ4_XS (packed.go): the Q4_0 kernels' steps with each
+// unpacked nibble q looked up (vpshufb) as kvaluesIQ4[q]+128, an
+// unsigned byte, and the block's sum started from −128·Σx (neg), so the
+// sum is Σ kvaluesIQ4[q]·x, exact. IQ4_NL blocks are Q4_0's; an IQ4_XS
+// super-block is d (f16 ×8) at 0, the signed scales ls_s at 16+8s+r
+// (bytes) and eight Q4_0-like nibble blocks at 80+128s, its sub-block s
+// scaled by d·ls_s (exact) where Q4_0 scales by d_w. Every kernel does
+// the same steps per (row, activation row), so the values do not depend
+// on which computes them.
+
+// iq4lut: kvaluesIQ4[q]+128 for q = 0…15.
+DATA iq4lut<>+0(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4lut<>+8(SB)/8, $0xf1d9c5b5a6998d81
+GLOBL iq4lut<>(SB), RODATA|NOPTR, $16
+
+// LUT8: Y1…Y8 = the table Y31 at Y1…Y8 (nibbles); LUT16 on Z1…Z8, Z31.
+#define LUT8 \
+	VPSHUFB Y1, Y31, Y1 \
+	VPSHUFB Y2, Y31, Y2 \
+	VPSHUFB Y3, Y31, Y3 \
+	VPSHUFB Y4, Y31, Y4 \
+	VPSHUFB Y5, Y31, Y5 \
+	VPSHUFB Y6, Y31, Y6 \
+	VPSHUFB Y7, Y31, Y7 \
+	VPSHUFB Y8, Y31, Y8
+
+#define LUT16 \
+	VPSHUFB Z1, Z31, Z1 \
+	VPSHUFB Z2, Z31, Z2 \
+	VPSHUFB Z3, Z31, Z3 \
+	VPSHUFB Z4, Z31, Z4 \
+	VPSHUFB Z5, Z31, Z5 \
+	VPSHUFB Z6, Z31, Z6 \
+	VPSHUFB Z7, Z31, Z7 \
+	VPSHUFB Z8, Z31, Z8
+
+// PK_INIT16: the two-group kernels' start: gb in R11, the four
+// accumulators Z10…Z13 zeroed, the nibble mask in Z0 and the table in
+// Z31.
+#define PK_INIT16 \
+	PK_ARGS4 \
+	MOVQ            gb+64(FP), R11 \
+	VPXORD          Z10, Z10, Z10 \
+	VPXORD          Z11, Z11, Z11 \
+	VPXORD          Z12, Z12, Z12 \
+	VPXORD          Z13, Z13, Z13 \
+	MOVL            $0x0f0f0f0f, R15 \
+	VPBROADCASTD    R15, Z0 \
+	VBROADCASTI32X4 iq4lut<>(SB), Z31
+
+// PK_INIT16X8: PK_INIT16 and the eight-row kernels' rows 4…7 (AX, BX,
+// R12, as dotQ4_0p16x8VNNI) and their accumulators Z24…Z27.
+#define PK_INIT16X8 \
+	PK_INIT16 \
+	LEAQ   (DI)(R9*4), AX \
+	LEAQ   (DX)(R10*4), BX \
+	LEAQ   (R8)(R10*4), R12 \
+	VPXORD Z24, Z24, Z24 \
+	VPXORD Z25, Z25, Z25 \
+	VPXORD Z26, Z26, Z26 \
+	VPXORD Z27, Z27, Z27
+
+// PK_STORE16X8: dotQ4_0p16x8VNNI's outputs (Z10…Z13, Z24…Z27), and
+// return.
+#define PK_STORE16X8 \
+	MOVQ    out+56(FP), R12 \
+	MOVQ    os+72(FP), R15 \
+	VMOVUPS Z10, (R12) \
+	VMOVUPS Z11, (R12)(R15*1) \
+	VMOVUPS Z12, (R12)(R15*2) \
+	LEAQ    (R12)(R15*2), R12 \
+	VMOVUPS Z13, (R12)(R15*1) \
+	LEAQ    (R12)(R15*2), R12 \
+	STORE16X4(Z24, Z25, Z26, Z27)
+
+// func dotIQ4_NLp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+TEXT ·dotIQ4_NLp8x1VNNI(SB), NOSPLIT, $0-48
+	PK_ARGS1
+	MASK0F
+	VBROADCASTI32X4 iq4lut<>(SB), Y31
+	VPXORD          Y16, Y16, Y16
+
+iq4np81:
+	PREFETCH3
+	VPBROADCASTD (R8), Y17
+	VPXORD       Y18, Y18, Y18
+	UNPACK8(16)
+	LUT8
+	DOT8((DI), Y17, Y18)
+	VCVTPH2PS    (SI), Y9
+	FMA8(Y17, (DX), Y19, Y16)
+	PK_NEXT(144, iq4np81)
+	PK_STORE1(Y16)
+
+// func dotIQ4_NLp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+TEXT ·dotIQ4_NLp8x4VNNI(SB), NOSPLIT, $0-64
+	X4_ARGS
+	MASK0F
+	VBROADCASTI32X4 iq4lut<>(SB), Y31
+
+iq4np84:
+	UNPACK8(16)
+	LUT8
+	VCVTPH2PS (SI), Y9
+	NEG4
+	DOT8((DI), Y16, Y17)
+	DOT8((DI)(R9*1), Y18, Y19)
+	DOT8((DI)(R9*2), Y20, Y21)
+	DOT8((DI)(R13*1), Y22, Y23)
+	FMA4
+	PK_NEXT(144, iq4np84)
+	PK_STORE4(Y10, Y11, Y12, Y13)
+
+// func dotIQ4_NLp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+TEXT ·dotIQ4_NLp16x4VNNI(SB), NOSPLIT, $0-80
+	PK_INIT16
+
+iq4np164:
+	UNPACK16(16)
+	LUT16
+	DW16
+	ROW8((DI), (DX), (R8), Z16, Z10)
+	ROW8((DI)(R9*1), (DX)(R10*1), (R8)(R10*1), Z17, Z11)
+	ROW8((DI)(R9*2), (DX)(R10*2), (R8)(R10*2), Z18, Z12)
+	ROW8((DI)(R13*1), (DX)(R14*1), (R8)(R14*1), Z19, Z13)
+	PK_NEXT(144, iq4np164)
+	MOVQ out+56(FP), R12
+	MOVQ os+72(FP), R15
+	STORE16X4(Z10, Z11, Z12, Z13)
+
+// func dotIQ4_NLp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+TEXT ·dotIQ4_NLp16x8VNNI(SB), NOSPLIT, $0-80
+	PK_INIT16X8
+
+iq4np168:
+	UNPACK16(16)
+	LUT16
+	DW16
+	ROW8((DI), (DX), (R8), Z16, Z10)
+	ROW8((DI)(R9*1), (DX)(R10*1), (R8)(R10*1), Z17, Z11)
+	ROW8((DI)(R9*2), (DX)(R10*2), (R8)(R10*2), Z18, Z12)
+	ROW8((DI)(R13*1), (DX)(R14*1), (R8)(R14*1), Z19, Z13)
+	ROW8((AX), (BX), (R12), Z20, Z24)
+	ROW8((AX)(R9*1), (BX)(R10*1), (R12)(R10*1), Z21, Z25)
+	ROW8((AX)(R9*2), (BX)(R10*2), (R12)(R10*2), Z22, Z26)
+	ROW8((AX)(R13*1), (BX)(R14*1), (R12)(R14*1), Z23, Z27)
+	ADDQ $32, AX
+	ADDQ $4, BX
+	ADDQ $4, R12
+	PK_NEXT(144, iq4np168)
+	PK_STORE16X8
+
+// IQ4_XS: per sub-block s, its nibble block unpacked and looked up
+// (XSNIB8, XSNIB16), the scale d·ls_s (XSSC8: Y14, XSSC16: Z14, from
+// the rows' d in Y9/Z9), then per activation row the Q4_0 steps with
+// Y14/Z14 for d_w, its values at 32s, d_x and neg at 4s on.
+
+#define XSNIB8(s) \
+	UNPACK8(80+128*s) \
+	LUT8
+
+#define XSNIB16(s) \
+	UNPACK16(80+128*s) \
+	LUT16
+
+#define XSSC8(s) \
+	VPMOVSXBD 16+8*s(SI), Y14 \
+	VCVTDQ2PS Y14, Y14 \
+	VMULPS    Y9, Y14, Y14
+
+#define XSSC16(s) \
+	VMOVQ     16+8*s(SI), X14 \
+	VPINSRQ   $1, 16+8*s(SI)(R11*1), X14, X14 \
+	VPMOVSXBD X14, Z14 \
+	VCVTDQ2PS Z14, Z14 \
+	VMULPS    Z9, Z14, Z14
+
+// XSDOT8(xo, x, a, b): DOT8 on the activation block at xo x.
+#define XSDOT8(xo, x, a, b) \
+	VPDPBUSD.BCST xo+0 x, Y1, a \
+	VPDPBUSD.BCST xo+16 x, Y2, b \
+	VPDPBUSD.BCST xo+4 x, Y3, a \
+	VPDPBUSD.BCST xo+20 x, Y4, b \
+	VPDPBUSD.BCST xo+8 x, Y5, a \
+	VPDPBUSD.BCST xo+24 x, Y6, b \
+	VPDPBUSD.BCST xo+12 x, Y7, a \
+	VPDPBUSD.BCST xo+28 x, Y8, b \
+	VPADDD        b, a, a
+
+// XSROW8(s, xi, di, a, b, t, acc): sub-block s of one activation row
+// (its values at 32s(DI)xi, d_x at 4s(DX)di, neg at 4s(R8)di) into
+// acc; a, b its integer sums, t scratch.
+#define XSROW8(s, xi, di, a, b, t, acc) \
+	VPBROADCASTD 4*s(R8)di, a \
+	VPXORD       b, b, b \
+	XSDOT8(32*s, (DI)xi, a, b) \
+	VCVTDQ2PS    a, a \
+	VMULPS.BCST  4*s(DX)di, Y14, t \
+	VFMADD231PS  t, a, acc
+
+#define XSSUB1(s) \
+	XSNIB8(s) \
+	XSSC8(s) \
+	XSROW8(s, (BX*1), (BX*1), Y17, Y18, Y19, Y16)
+
+#define XSSUB4(s) \
+	XSNIB8(s) \
+	XSSC8(s) \
+	XSROW8(s, (BX*1), (BX*1), Y16, Y17, Y24, Y10) \
+	XSROW8(s, (R9*1), (R10*1), Y18, Y19, Y25, Y11) \
+	XSROW8(s, (R9*2), (R10*2), Y20, Y21, Y26, Y12) \
+	XSROW8(s, (R13*1), (R14*1), Y22, Y23, Y27, Y13)
+
+// XSEACH(sub): sub(s) for the eight sub-blocks.
+#define XSEACH(sub) \
+	sub(0) \
+	sub(1) \
+	sub(2) \
+	sub(3) \
+	sub(4) \
+	sub(5) \
+	sub(6) \
+	sub(7)
+
+// XSNEXT(loop): on to the next super-block (1104 bytes, 256 values).
+#define XSNEXT(loop) \
+	ADDQ $1104, SI \
+	ADDQ $256, DI \
+	ADDQ $32, DX \
+	ADDQ $32, R8 \
+	DECQ CX \
+	JNZ  loop
+
+// func dotIQ4_XSp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+//
+// nb counts super-blocks; aux is neg, one per 32 values.
+TEXT ·dotIQ4_XSp8x1VNNI(SB), NOSPLIT, $0-48
+	PK_ARGS1
+	MASK0F
+	VBROADCASTI32X4 iq4lut<>(SB), Y31
+	XORQ            BX, BX
+	VPXORD          Y16, Y16, Y16
+
+iq4xp81:
+	PREFETCH19
+	VCVTPH2PS (SI), Y9
+	XSEACH(XSSUB1)
+	XSNEXT(iq4xp81)
+	PK_STORE1(Y16)
+
+// func dotIQ4_XSp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+TEXT ·dotIQ4_XSp8x4VNNI(SB), NOSPLIT, $0-64
+	X4_ARGS
+	MASK0F
+	VBROADCASTI32X4 iq4lut<>(SB), Y31
+	XORQ            BX, BX
+
+iq4xp84:
+	VCVTPH2PS (SI), Y9
+	XSEACH(XSSUB4)
+	XSNEXT(iq4xp84)
+	PK_STORE4(Y10, Y11, Y12, Y13)
+
+// XSDOT16(xo, x, a): DOT16S on the activation block at xo x.
+#define XSDOT16(xo, x, a) \
+	VPDPBUSD.BCST xo+0 x, Z1, a \
+	VPDPBUSD.BCST xo+16 x, Z2, a \
+	VPDPBUSD.BCST xo+4 x, Z3, a \
+	VPDPBUSD.BCST xo+20 x, Z4, a \
+	VPDPBUSD.BCST xo+8 x, Z5, a \
+	VPDPBUSD.BCST xo+24 x, Z6, a \
+	VPDPBUSD.BCST xo+12 x, Z7, a \
+	VPDPBUSD.BCST xo+28 x, Z8, a
+
+// XSROW16(s, x, d, n, xi, di, a, acc): sub-block s of one activation row
+// (values at 32s x xi, d_x at 4s d di, neg at 4s n di) into acc, a its
+// integer sum.
+#define XSROW16(s, x, d, n, xi, di, a, acc) \
+	VPBROADCASTD 4*s n di, a \
+	XSDOT16(32*s, x xi, a) \
+	VCVTDQ2PS    a, a \
+	VMULPS.BCST  4*s d di, Z14, Z28 \
+	VFMADD231PS  Z28, a, acc
+
+#define XSSUB16X4(s) \
+	XSNIB16(s) \
+	XSSC16(s) \
+	XSROW16(s, (DI), (DX), (R8), (R15*1), (R15*1), Z16, Z10) \
+	XSROW16(s, (DI), (DX), (R8), (R9*1), (R10*1), Z17, Z11) \
+	XSROW16(s, (DI), (DX), (R8), (R9*2), (R10*2), Z18, Z12) \
+	XSROW16(s, (DI), (DX), (R8), (R13*1), (R14*1), Z19, Z13)
+
+#define XSSUB16X8(s) \
+	XSSUB16X4(s) \
+	XSROW16(s, (AX), (BX), (R12), (R15*1), (R15*1), Z20, Z24) \
+	XSROW16(s, (AX), (BX), (R12), (R9*1), (R10*1), Z21, Z25) \
+	XSROW16(s, (AX), (BX), (R12), (R9*2), (R10*2), Z22, Z26) \
+	XSROW16(s, (AX), (BX), (R12), (R13*1), (R14*1), Z23, Z27)
+
+// func dotIQ4_XSp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+TEXT ·dotIQ4_XSp16x4VNNI(SB), NOSPLIT, $0-80
+	PK_INIT16
+	XORQ R15, R15
+
+iq4xp164:
+	DW16
+	XSEACH(XSSUB16X4)
+	XSNEXT(iq4xp164)
+	MOVQ out+56(FP), R12
+	MOVQ os+72(FP), R15
+	STORE16X4(Z10, Z11, Z12, Z13)
+
+// func dotIQ4_XSp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+TEXT ·dotIQ4_XSp16x8VNNI(SB), NOSPLIT, $0-80
+	PK_INIT16X8
+	XORQ R15, R15
+
+iq4xp168:
+	DW16
+	XSEACH(XSSUB16X8)
+	ADDQ $256, AX
+	ADDQ $32, BX
+	ADDQ $32, R12
+	XSNEXT(iq4xp168)
+	PK_STORE16X8

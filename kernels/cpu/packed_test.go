@@ -1,7 +1,10 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"math"
+	"os"
+	"path/filepath"
 	"math/rand/v2"
 	"testing"
 
@@ -29,14 +32,14 @@ func TestPackedKernelsBitwise(t *testing.T) {
 
 func testPackedSet(t *testing.T, set packedSet) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K} {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.IQ4_NL, tensor.IQ4_XS} {
 		x1, x4 := set.kernels(dt)
 		if x1 == nil {
 			t.Logf("%v: no kernels in this set", dt)
 			continue
 		}
 		nbs := []int{1, 2, 3, 7, 24, 33, 64}
-		if dt == tensor.Q4_K {
+		if packValues(dt) == 256 {
 			nbs = []int{1, 2, 3, 5, 8} // super-blocks of 256
 		}
 		for _, nb := range nbs {
@@ -63,16 +66,32 @@ func testPackedSet(t *testing.T, set packedSet) {
 						clear(src[:32]) // a zero weight block: d_w = 0
 					}
 					wr := raw[row*rb : (row+1)*rb]
-					if dt == tensor.Q4_K {
-						// random super-blocks with f16 d and dmin 2^-10·(row+1)
+					switch dt {
+					case tensor.Q4_K, tensor.IQ4_NL, tensor.IQ4_XS:
+						// random blocks with f16 d (and Q4_K's dmin)
+						// 2^-10·(row+1), every IQ4_XS scale and nibble
+						// (tensor.Quantize lacks IQ4; TestPackedIQ4LlamaCpp
+						// takes llama.cpp's)
 						for i := range wr {
 							wr[i] = byte(r.Uint32())
 						}
-						for blk := 0; blk < len(wr); blk += 144 {
-							wr[blk], wr[blk+1], wr[blk+2], wr[blk+3] = 0, 0x14+byte(row), 0, 0x14
+						for blk := 0; blk < len(wr); blk += dt.BlockBytes() {
+							wr[blk], wr[blk+1] = 0, 0x14+byte(row)
+							if dt == tensor.Q4_K {
+								wr[blk+2], wr[blk+3] = 0, 0x14
+							}
+							if dt == tensor.IQ4_XS && row == 0 {
+								// scales −32 (sub-block 0) and 31 (1)
+								wr[blk+2], wr[blk+3], wr[blk+4] = 0b1100, 0, 0xf0
+							}
 						}
-					} else if err := tensor.Quantize(dt, src, wr); err != nil {
-						t.Fatal(err)
+						if row == 1 && dt != tensor.Q4_K {
+							wr[0], wr[1] = 0, 0 // a zero weight block: d = 0
+						}
+					default:
+						if err := tensor.Quantize(dt, src, wr); err != nil {
+							t.Fatal(err)
+						}
 					}
 					if dt == tensor.Q8_0 && row == 2 {
 						// the extreme weights −128 and 127 (a Q8_0 file may
@@ -198,7 +217,10 @@ func TestMatMulsBitwise(t *testing.T) {
 			{tensor.Q8_0, tensor.Q8_0},
 			{tensor.Q4_1, tensor.Q4_1},
 			{tensor.Q4_K, tensor.Q4_K, tensor.Q4_K},
+			{tensor.IQ4_NL, tensor.IQ4_NL},
+			{tensor.IQ4_XS, tensor.IQ4_XS, tensor.IQ4_XS},
 			{tensor.Q4_0, tensor.Q6_K, tensor.F16},
+			{tensor.IQ4_XS, tensor.IQ4_NL, tensor.Q4_K},
 		} {
 			rows := []int{40, 13, 8}
 			for _, n := range []int{1, 3, 4, 9} {
@@ -280,7 +302,7 @@ func TestNegSums(t *testing.T) {
 // kernels), for weights of an odd number of full groups and a short one,
 // at one thread and two.
 func TestPrefillMatchesDecode(t *testing.T) {
-	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16} {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16, tensor.IQ4_NL, tensor.IQ4_XS} {
 		for _, threads := range []int{1, 2} {
 			be := New(threads)
 			k, m := 512, 43 // five full groups of eight and three rows
@@ -320,6 +342,67 @@ func TestPrefillMatchesDecode(t *testing.T) {
 				}
 			}
 			be.Close()
+		}
+	}
+}
+
+// TestPackedIQ4LlamaCpp: IQ4_NL and IQ4_XS blocks written by llama.cpp's
+// quantiser (testdata/quant, gguf.quants), packed, give through every
+// packed kernel set the dot product of llama.cpp's own dequantised values
+// with the activations, to float32 rounding.
+func TestPackedIQ4LlamaCpp(t *testing.T) {
+	sets := packedSets()
+	for _, c := range []struct {
+		dt          tensor.DType
+		rows, bytes int
+	}{{tensor.IQ4_NL, 4, 288}, {tensor.IQ4_XS, 8, 2176}} {
+		elems := c.bytes / c.dt.BlockBytes() * c.dt.BlockSize()
+		file, err := os.ReadFile(filepath.Join("../../testdata/quant", c.dt.String()+".deq.bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(file) != c.bytes+4*elems {
+			t.Fatalf("%v: %d bytes, want %d", c.dt, len(file), c.bytes+4*elems)
+		}
+		raw, deq := file[:c.bytes], make([]float32, elems)
+		for i := range deq {
+			deq[i] = math.Float32frombits(binary.LittleEndian.Uint32(file[c.bytes+4*i:]))
+		}
+		k := elems / c.rows
+		rb, nb, nd := c.bytes/c.rows, k/packValues(c.dt), k/32
+		groups := (c.rows + 7) / 8
+		pk := make([]byte, groups*nb*packBlockBytes(c.dt))
+		pack8(c.dt, raw, c.rows, rb, nb, pk, 0, groups)
+		r := rand.New(rand.NewPCG(5, 6))
+		const nx = 3
+		x := make([]float32, nx*k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		qx, dx, sx := make([]int8, nx*k), make([]float32, nx*nd), make([]float32, nx*nd)
+		quantizeQ8(x, qx, dx, sx)
+		for _, set := range sets {
+			x1, _ := set.kernels(c.dt)
+			if x1 == nil {
+				continue
+			}
+			neg := make([]int32, nx*nd)
+			negSums(qx, set.negOff(c.dt), neg)
+			for i := range nx {
+				got := make([]float32, 8*groups)
+				x1(pk, nb, qx, dx, sx, neg, i, groups, got)
+				for row := range c.rows {
+					var want, mag float64
+					for e := range k {
+						p := float64(deq[row*k+e]) * float64(dx[i*nd+e/32]) * float64(qx[i*k+e])
+						want += p
+						mag += math.Abs(p)
+					}
+					if d := math.Abs(float64(got[row]) - want); d > 1e-5*mag+1e-30 {
+						t.Errorf("%s %v row %d, activation row %d: %v, llama.cpp's values %v (|diff| %g, Σ|p| %g)", set.name, c.dt, row, i, got[row], want, d, mag)
+					}
+				}
+			}
 		}
 	}
 }
