@@ -3,9 +3,9 @@ package cpu
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/vkllm/vkllm/kernels"
