@@ -7,8 +7,8 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// Packed weights (fast path, Q8_0, Q4_0, Q4_1, Q4_K, IQ4_NL and IQ4_XS,
-// where SIMD has the kernels): at Upload the weight is copied into groups of eight rows,
+// Packed weights (fast path, Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, IQ4_NL and
+// IQ4_XS, where SIMD has the kernels): at Upload the weight is copied into groups of eight rows,
 // so that the kernels give each row one lane of a vector and form a
 // block's integer sum for eight rows with eight vpdpbusd (AVX-512 VNNI,
 // packed_amd64.s) or vpmaddubsw and vpmaddwd (AVX2,
@@ -28,11 +28,16 @@ import (
 //	Q4_0 (144 bytes)  d_w of rows 0…7, then the nibble bytes
 //	Q4_1 (160 bytes)  d_w of rows 0…7, m_w of rows 0…7, the nibble bytes
 //	IQ4_NL (144)      as Q4_0; a nibble q stands for kvaluesIQ4[q]
+//	Q5_0 (176)        d_w of rows 0…7, the fifth bits h, the nibble bytes
 //
 // the value bytes being, for k = 0…7 and row r = 0…7, values 4k…4k+3 of
 // row r plus 128 (as unsigned bytes); the nibble bytes, for k = 0…3 and
 // r = 0…7, bytes 4k…4k+3 of row r's 16 (value i in the low nibble of
-// byte i, value 16+i in its high nibble, as in the file).
+// byte i, value 16+i in its high nibble, as in the file). Q5_0's fifth
+// bits (32 bytes) follow the nibble bytes' order: bit j = 2k+half of
+// byte 4r+e is the fifth bit of row r's value 16·half+4k+e, the nibble
+// in byte 4k+e of its 16 (so that a shift and a mask give the nibble
+// vector k's fifth bits, low nibbles half 0, high 1).
 //
 // Q4_K (1184 bytes per super-block of 256 values): d of rows 0…7 (f16),
 // dmin of rows 0…7, the 6-bit sub-block scales sc (byte 32+8s+r) and
@@ -56,10 +61,11 @@ import (
 // block j, from acc = mins = 0:
 //
 //	sum  = Σ w·x (Q8_0), Σ (q−8)·x (Q4_0), Σ q·x (Q4_1),
-//	       Σ kvaluesIQ4[q]·x (IQ4_NL), exact in int32
+//	       Σ (q−16)·x (Q5_0, q the five bits), Σ kvaluesIQ4[q]·x
+//	       (IQ4_NL), exact in int32
 //	acc  = fma(float32(sum), d_w·d_x, acc)    d_w·d_x rounded to float32
 //	mins = fma(m_w, s_x, mins)                Q4_1 only
-//	out  = acc (Q8_0, Q4_0, IQ4_NL), acc + mins (Q4_1)
+//	out  = acc (Q8_0, Q4_0, Q5_0, IQ4_NL), acc + mins (Q4_1)
 //
 // which the one-activation-row and four-activation-row kernels both do,
 // so a value does not depend on the batch or the tiling; packed8Go is
@@ -75,6 +81,8 @@ func packBlockBytes(dt tensor.DType) int {
 		return 144
 	case tensor.Q4_1:
 		return 160
+	case tensor.Q5_0:
+		return 176
 	case tensor.Q4_K:
 		return 1184
 	case tensor.IQ4_XS:
@@ -116,9 +124,9 @@ type packedPairs func(w []byte, gb, nb int, qx []int8, dx, sx []float32, neg []i
 // no neg).
 type packedSet struct {
 	name                                           string
-	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1 packedGroups
-	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4 packedRows
-	q4_0x16, q4_Kx16, iq4nx16, iq4xx16             packedPairs // nil where the set has none
+	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1, q5_0x1 packedGroups
+	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4, q5_0x4 packedRows
+	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16            packedPairs // nil where the set has none
 	q8_0Off                                        int32
 }
 
@@ -129,6 +137,8 @@ func (s *packedSet) pairs(dt tensor.DType) packedPairs {
 		return s.q4_0x16
 	case tensor.Q4_K:
 		return s.q4_Kx16
+	case tensor.Q5_0:
+		return s.q5_0x16
 	case tensor.IQ4_NL:
 		return s.iq4nx16
 	case tensor.IQ4_XS:
@@ -148,6 +158,8 @@ func (s *packedSet) kernels(dt tensor.DType) (x1 packedGroups, x4 packedRows) {
 		return s.q4_1x1, s.q4_1x4
 	case tensor.Q4_K:
 		return s.q4_Kx1, s.q4_Kx4
+	case tensor.Q5_0:
+		return s.q5_0x1, s.q5_0x4
 	case tensor.IQ4_NL:
 		return s.iq4nx1, s.iq4nx4
 	case tensor.IQ4_XS:
@@ -164,6 +176,8 @@ func (s *packedSet) negOff(dt tensor.DType) int32 {
 		return s.q8_0Off
 	case tensor.Q4_0:
 		return 8
+	case tensor.Q5_0:
+		return 16
 	case tensor.IQ4_NL, tensor.IQ4_XS:
 		return 128
 	}
@@ -183,9 +197,9 @@ func packedKernels(dt tensor.DType) (x1 packedGroups, x4 packedRows) { return pa
 // rows, groups g0…g1−1 into pk (the whole packed weight).
 func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int) {
 	bb, src := packBlockBytes(dt), dt.BlockBytes()
-	hdr := 16 // the d_w
-	if dt == tensor.Q4_1 {
-		hdr = 32 // and the m_w
+	hdr := bb - 128 // the d_w (and Q4_1's m_w, Q5_0's fifth bits)
+	if dt == tensor.Q8_0 {
+		hdr = 16
 	}
 	le := binary.LittleEndian
 	for g := g0; g < g1; g++ {
@@ -218,6 +232,16 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 				}
 				if dt == tensor.Q4_1 {
 					copy(dst[16+2*r:16+2*r+2], blk[2:4])
+				}
+				if dt == tensor.Q5_0 {
+					qh := le.Uint32(blk[2:])
+					for e := range 4 {
+						var h byte
+						for j := range 8 { // value 16·(j%2) + 4·(j/2) + e
+							h |= byte(qh>>(16*(j%2)+4*(j/2)+e)&1) << j
+						}
+						dst[16+4*r+e] = h
+					}
 				}
 				if dt == tensor.Q8_0 {
 					for k := range 8 {
@@ -300,6 +324,9 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 				switch dt {
 				case tensor.Q4_0:
 					q -= 8
+				case tensor.Q5_0:
+					q |= int32(blk[16+4*r+e%4]>>(2*(e%16/4)+e/16)&1) << 4
+					q -= 16
 				case tensor.IQ4_NL:
 					q = int32(kvaluesIQ4[q])
 				}

@@ -28,6 +28,18 @@ func dotQ4_0p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32
 func dotQ4_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
 
 //go:noescape
+func dotQ5_0p8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ5_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ5_0p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ5_0p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
 func dotIQ4_NLp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
 
 //go:noescape
@@ -97,6 +109,8 @@ func packedVNNI() packedSet {
 	s.q8_0x1, s.q8_0x4 = packedNeg(groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI), 272, 32)
 	s.q4_0x1, s.q4_0x4 = packedNeg(groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI), 144, 32)
 	s.q4_0x16 = pairsNeg(dotQ4_0p16x8VNNI, dotQ4_0p16x4VNNI, 144, 32)
+	s.q5_0x1, s.q5_0x4 = packedNeg(groupsOf(dotQ5_0p8x1VNNI, 176), quadsOf(dotQ5_0p8x4VNNI), 176, 32)
+	s.q5_0x16 = pairsNeg(dotQ5_0p16x8VNNI, dotQ5_0p16x4VNNI, 176, 32)
 	s.iq4nx1, s.iq4nx4 = packedNeg(groupsOf(dotIQ4_NLp8x1VNNI, 144), quadsOf(dotIQ4_NLp8x4VNNI), 144, 32)
 	s.iq4nx16 = pairsNeg(dotIQ4_NLp16x8VNNI, dotIQ4_NLp16x4VNNI, 144, 32)
 	s.iq4xx1, s.iq4xx4 = packedNeg(groupsOf(dotIQ4_XSp8x1VNNI, 1104), quadsOf(dotIQ4_XSp8x4VNNI), 1104, 256)
@@ -156,7 +170,7 @@ func groupsOf[A int32 | float32](k1 func(w *byte, qx *int8, dx *float32, aux *A,
 	}
 }
 
-// packedNeg wraps the kernels that take neg (Q8_0, Q4_0, IQ4_NL: blocks
+// packedNeg wraps the kernels that take neg (Q8_0, Q4_0, Q5_0, IQ4_NL: blocks
 // of 32 values in size bytes; IQ4_XS: of 256), one per 32 values.
 func packedNeg(k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int),
 	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int), size, vals int) (x1 packedGroups, x4 packedRows) {

@@ -992,3 +992,123 @@ iq4xp168:
 	ADDQ $32, R12
 	XSNEXT(iq4xp168)
 	PK_STORE16X8
+
+// Q5_0 (packed.go: 176 bytes a block of eight rows, the d_w at 0, the
+// fifth bits h at 16, the nibble bytes at 48): the Q4_0 kernels' steps,
+// each unpacked nibble vector v = 1…8 (UNPACK8's order) given its fifth
+// bit, bit v−1 of h's bytes moved to bit 4 (16-bit shifts: no bit
+// crosses into the other byte's bit 4), by vpternlogd (v |= t & 0x10),
+// and the sum started from −16·Σx (neg).
+
+// Q5BITS(h, t, c, r1, …, r8): r1…r8 |= the fifth bits of h (t scratch,
+// c 0x10 in every byte).
+#define Q5BITS(h, t, c, r1, r2, r3, r4, r5, r6, r7, r8) \
+	VPSLLW     $4, h, t \
+	VPTERNLOGD $0xf8, c, t, r1 \
+	VPSLLW     $3, h, t \
+	VPTERNLOGD $0xf8, c, t, r2 \
+	VPSLLW     $2, h, t \
+	VPTERNLOGD $0xf8, c, t, r3 \
+	VPSLLW     $1, h, t \
+	VPTERNLOGD $0xf8, c, t, r4 \
+	VPTERNLOGD $0xf8, c, h, r5 \
+	VPSRLW     $1, h, t \
+	VPTERNLOGD $0xf8, c, t, r6 \
+	VPSRLW     $2, h, t \
+	VPTERNLOGD $0xf8, c, t, r7 \
+	VPSRLW     $3, h, t \
+	VPTERNLOGD $0xf8, c, t, r8
+
+// Q5UNPACK8: Y1…Y8 = the block's five-bit values (Y14, Y15 scratch, Y30
+// the 0x10 bytes).
+#define Q5UNPACK8 \
+	UNPACK8(48) \
+	VMOVDQU 16(SI), Y14 \
+	Q5BITS(Y14, Y15, Y30, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8)
+
+// Q5UNPACK16: Z1…Z8 = both groups' five-bit values (R11 = gb).
+#define Q5UNPACK16 \
+	UNPACK16(48) \
+	VMOVDQU      16(SI), Y14 \
+	VINSERTI64X4 $1, 16(SI)(R11*1), Z14, Z14 \
+	Q5BITS(Z14, Z15, Z30, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8)
+
+#define MASK10 \
+	MOVL         $0x10101010, AX \
+	VPBROADCASTD AX, Z30
+
+// func dotQ5_0p8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+TEXT ·dotQ5_0p8x1VNNI(SB), NOSPLIT, $0-48
+	PK_ARGS1
+	MASK10
+	MASK0F
+	VPXORD Y16, Y16, Y16
+
+q50p81:
+	PREFETCH3
+	VPBROADCASTD (R8), Y17
+	VPXORD       Y18, Y18, Y18
+	Q5UNPACK8
+	DOT8((DI), Y17, Y18)
+	VCVTPH2PS    (SI), Y9
+	FMA8(Y17, (DX), Y19, Y16)
+	PK_NEXT(176, q50p81)
+	PK_STORE1(Y16)
+
+// func dotQ5_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+TEXT ·dotQ5_0p8x4VNNI(SB), NOSPLIT, $0-64
+	X4_ARGS
+	MASK10
+	MASK0F
+
+q50p84:
+	Q5UNPACK8
+	VCVTPH2PS (SI), Y9
+	NEG4
+	DOT8((DI), Y16, Y17)
+	DOT8((DI)(R9*1), Y18, Y19)
+	DOT8((DI)(R9*2), Y20, Y21)
+	DOT8((DI)(R13*1), Y22, Y23)
+	FMA4
+	PK_NEXT(176, q50p84)
+	PK_STORE4(Y10, Y11, Y12, Y13)
+
+// func dotQ5_0p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+TEXT ·dotQ5_0p16x4VNNI(SB), NOSPLIT, $0-80
+	PK_INIT16
+	MASK10
+
+q50p164:
+	Q5UNPACK16
+	DW16
+	ROW8((DI), (DX), (R8), Z16, Z10)
+	ROW8((DI)(R9*1), (DX)(R10*1), (R8)(R10*1), Z17, Z11)
+	ROW8((DI)(R9*2), (DX)(R10*2), (R8)(R10*2), Z18, Z12)
+	ROW8((DI)(R13*1), (DX)(R14*1), (R8)(R14*1), Z19, Z13)
+	PK_NEXT(176, q50p164)
+	MOVQ out+56(FP), R12
+	MOVQ os+72(FP), R15
+	STORE16X4(Z10, Z11, Z12, Z13)
+
+// func dotQ5_0p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+TEXT ·dotQ5_0p16x8VNNI(SB), NOSPLIT, $0-80
+	PK_INIT16X8
+	MOVL         $0x10101010, R15
+	VPBROADCASTD R15, Z30
+
+q50p168:
+	Q5UNPACK16
+	DW16
+	ROW8((DI), (DX), (R8), Z16, Z10)
+	ROW8((DI)(R9*1), (DX)(R10*1), (R8)(R10*1), Z17, Z11)
+	ROW8((DI)(R9*2), (DX)(R10*2), (R8)(R10*2), Z18, Z12)
+	ROW8((DI)(R13*1), (DX)(R14*1), (R8)(R14*1), Z19, Z13)
+	ROW8((AX), (BX), (R12), Z20, Z24)
+	ROW8((AX)(R9*1), (BX)(R10*1), (R12)(R10*1), Z21, Z25)
+	ROW8((AX)(R9*2), (BX)(R10*2), (R12)(R10*2), Z22, Z26)
+	ROW8((AX)(R13*1), (BX)(R14*1), (R12)(R14*1), Z23, Z27)
+	ADDQ $32, AX
+	ADDQ $4, BX
+	ADDQ $4, R12
+	PK_NEXT(176, q50p168)
+	PK_STORE16X8
