@@ -7,8 +7,8 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// Packed weights (fast path, Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, IQ4_NL and
-// IQ4_XS, where SIMD has the kernels): at Upload the weight is copied into groups of eight rows,
+// Packed weights (fast path, Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, IQ4_NL
+// and IQ4_XS, where SIMD has the kernels): at Upload the weight is copied into groups of eight rows,
 // so that the kernels give each row one lane of a vector and form a
 // block's integer sum for eight rows with eight vpdpbusd (AVX-512 VNNI,
 // packed_amd64.s) or vpmaddubsw and vpmaddwd (AVX2,
@@ -53,6 +53,18 @@ import (
 // block's. Per sub-block s in order: acc = fma(float32(Σ kvaluesIQ4[q]·x),
 // (d·ls_s)·d_x,s, acc) (d·ls_s exact); out = acc (packedXSGo).
 //
+// Q6_K (1680 bytes per super-block of 256 values): d of rows 0…7 (f16),
+// the signed scales sc_t of the sixteen 16-value sub-blocks (byte
+// 16+8t+r), then the file's ql (128 bytes a row) as four chunks q of 32
+// at 144+256q+32k+4r (bytes 32q+4k…32q+4k+3 of row r's ql) and its qh
+// (64) as two at 1168+256h+32k+4r. Group g = 0…7 of 32 values (h = g/4,
+// c = g%4) takes chunk q = 2h + c%2 of ql (low nibbles for c < 2, high
+// for c ≥ 2) and bits 2c, 2c+1 of chunk h of qh, as the file does. Per
+// group g in order, with a = Σ (q−32)·x over its first 16 values and b
+// over the last 16 (exact: started from −32·Σx, neg per 16 values):
+// acc = fma(float32(a·sc_2g + b·sc_2g+1), d·d_x,g, acc) (the integer
+// exact); out = acc (packedQ6Go).
+//
 // The IQ4 kernels (VNNI only) look each nibble up as kvaluesIQ4[q]+128,
 // an unsigned byte for vpdpbusd, and start each block's sum from −128·Σx
 // (neg), so the sum is Σ kvaluesIQ4[q]·x, exact.
@@ -87,13 +99,15 @@ func packBlockBytes(dt tensor.DType) int {
 		return 1184
 	case tensor.IQ4_XS:
 		return 1104
+	case tensor.Q6_K:
+		return 1680
 	}
 	return 0
 }
 
 // packValues is how many values of a row one packed block holds.
 func packValues(dt tensor.DType) int {
-	if dt == tensor.Q4_K || dt == tensor.IQ4_XS {
+	if dt == tensor.Q4_K || dt == tensor.IQ4_XS || dt == tensor.Q6_K {
 		return 256
 	}
 	return 32
@@ -103,8 +117,8 @@ func packValues(dt tensor.DType) int {
 // group w, nb blocks of packValues values) against the n activation rows
 // i … i+n−1 (n a multiple of four, taken four at a time) of the quantised
 // activations qx, dx, sx (rows of k, k/32, k/32 values, k =
-// nb·packValues) with neg their −off·Σx per block of 32 where the set
-// takes it (packedSet.negOff; rows of k/32 values): out[c·os + r] for activation row i+c and weight
+// nb·packValues) with neg their −off·Σx per block of negValues where
+// the set takes it (packedSet.negOff; rows of k/negValues values): out[c·os + r] for activation row i+c and weight
 // row r (os ≥ 8).
 type packedRows func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int32, i, n int, out []float32, os int)
 
@@ -123,11 +137,11 @@ type packedPairs func(w []byte, gb, nb int, qx []int8, dx, sx []float32, neg []i
 // −128·Σx as neg; 0: the AVX2 ones turn the bytes back into w and take
 // no neg).
 type packedSet struct {
-	name                                                   string
-	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1, q5_0x1 packedGroups
-	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4, q5_0x4 packedRows
-	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16            packedPairs // nil where the set has none
-	q8_0Off                                                int32
+	name                                                           string
+	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1, q5_0x1, q6_Kx1 packedGroups
+	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4, q5_0x4, q6_Kx4 packedRows
+	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16, q6_Kx16           packedPairs // nil where the set has none
+	q8_0Off                                                        int32
 }
 
 // pairs returns s's two-group kernel for dt, or nil.
@@ -139,6 +153,8 @@ func (s *packedSet) pairs(dt tensor.DType) packedPairs {
 		return s.q4_Kx16
 	case tensor.Q5_0:
 		return s.q5_0x16
+	case tensor.Q6_K:
+		return s.q6_Kx16
 	case tensor.IQ4_NL:
 		return s.iq4nx16
 	case tensor.IQ4_XS:
@@ -160,6 +176,8 @@ func (s *packedSet) kernels(dt tensor.DType) (x1 packedGroups, x4 packedRows) {
 		return s.q4_Kx1, s.q4_Kx4
 	case tensor.Q5_0:
 		return s.q5_0x1, s.q5_0x4
+	case tensor.Q6_K:
+		return s.q6_Kx1, s.q6_Kx4
 	case tensor.IQ4_NL:
 		return s.iq4nx1, s.iq4nx4
 	case tensor.IQ4_XS:
@@ -180,8 +198,18 @@ func (s *packedSet) negOff(dt tensor.DType) int32 {
 		return 16
 	case tensor.IQ4_NL, tensor.IQ4_XS:
 		return 128
+	case tensor.Q6_K:
+		return 32
 	}
 	return 0
+}
+
+// negValues is how many values each −off·Σx of dt's neg covers.
+func negValues(dt tensor.DType) int {
+	if dt == tensor.Q6_K {
+		return 16 // its scales' sub-blocks
+	}
+	return 32
 }
 
 // packed is the set in use, empty where this build has none (then
@@ -208,6 +236,21 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 			for j := range nb {
 				blk, dst := row[j*src:][:src], pk[(g*nb+j)*bb:][:bb]
 				copy(dst[2*r:2*r+2], blk[:2])
+				if dt == tensor.Q6_K {
+					copy(dst[2*r:2*r+2], blk[208:210])
+					for t := range 16 {
+						dst[16+8*t+r] = blk[192+t]
+					}
+					for k := range 8 {
+						for q := range 4 {
+							le.PutUint32(dst[144+256*q+32*k+4*r:], le.Uint32(blk[32*q+4*k:]))
+						}
+						for h := range 2 {
+							le.PutUint32(dst[1168+256*h+32*k+4*r:], le.Uint32(blk[128+32*h+4*k:]))
+						}
+					}
+					continue
+				}
 				if dt == tensor.IQ4_XS {
 					for s := range 8 {
 						dst[16+8*s+r] = byte(int8(iq4xsScale(blk, s)))
@@ -258,32 +301,41 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 	}
 }
 
-// negSums writes −off·Σx of every block of the quantised rows qx (n rows
-// of nb blocks) into neg (off from packedSet.negOff). It adds eight bytes
-// at a time (negSumsGo is the plain loop): each biased to v+128 (0…255),
-// added in 16-bit lanes, the block's 32·128 taken off at the end, so the
-// sums are exact. One decode MatMul's activation row took about 1 µs the
+// negSums writes −off·Σx of every block of the quantised rows qx into
+// neg (off from packedSet.negOff; blocks of 32 values, or of 16 where
+// neg is twice as long). It adds eight bytes at a time (negSumsGo is the
+// plain loop): each biased to v+128 (0…255), added in 16-bit lanes, the
+// block's vals·128 taken off at the end, so the sums are exact. One decode MatMul's activation row took about 1 µs the
 // plain way, a fifth of the whole op on a 64 KiB weight.
 func negSums(qx []int8, off int32, neg []int32) {
 	const bias, lo = 0x8080808080808080, 0x00ff00ff00ff00ff
-	qb := i8bytes(qx)
+	qb, vals := i8bytes(qx), blockValues(qx, neg)
 	for j := range neg {
-		b := qb[32*j : 32*j+32]
+		b := qb[vals*j : vals*j+vals]
 		var w uint64 // four 16-bit lanes, at most 4·2·255 each
-		for i := 0; i < 32; i += 8 {
+		for i := 0; i < vals; i += 8 {
 			x := binary.LittleEndian.Uint64(b[i:]) ^ bias // any byte order: the lanes' total is the same
 			w += x&lo + x>>8&lo
 		}
-		s := int32((w*0x0001000100010001)>>48) - 32*128
+		s := int32((w*0x0001000100010001)>>48) - int32(vals)*128
 		neg[j] = -off * s
 	}
 }
 
+// blockValues is 32, or 16 where neg has a value per 16 of qx.
+func blockValues(qx []int8, neg []int32) int {
+	if len(neg) > 0 && len(qx) == 16*len(neg) {
+		return 16
+	}
+	return 32
+}
+
 // negSumsGo is negSums by the plain loop (for the tests).
 func negSumsGo(qx []int8, off int32, neg []int32) {
+	vals := blockValues(qx, neg)
 	for j := range neg {
 		var s int32
-		for _, v := range qx[32*j : 32*j+32] {
+		for _, v := range qx[vals*j : vals*j+vals] {
 			s += int32(v)
 		}
 		neg[j] = -off * s
@@ -304,6 +356,9 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 		return
 	case tensor.IQ4_XS:
 		packedXSGo(w, nb, qx, dx, out)
+		return
+	case tensor.Q6_K:
+		packedQ6Go(w, nb, qx, dx, out)
 		return
 	}
 	for r := range 8 {
@@ -394,6 +449,31 @@ func packedXSGo(w []byte, nb int, qx []int8, dx []float32, out *[8]float32) {
 	}
 }
 
+// packedQ6Go is packed8Go for Q6_K (nb super-blocks).
+func packedQ6Go(w []byte, nb int, qx []int8, dx []float32, out *[8]float32) {
+	for r := range 8 {
+		var acc float32
+		for j := range nb {
+			blk := w[j*1680:][:1680]
+			d := f16at(blk[2*r:])
+			for g := range 8 {
+				h, c := g/4, g%4
+				x := qx[256*j+32*g:][:32]
+				var half [2]int32
+				for e := range 32 {
+					k, i := e/4, 32*(e/4)+4*r+e%4
+					q := int32(blk[144+256*(2*h+c%2)+i]) >> (4 * (c / 2)) & 15
+					q |= int32(blk[1168+256*h+i]) >> (2 * c) & 3 << 4
+					half[k/4] += (q - 32) * int32(x[e])
+				}
+				s := half[0]*int32(int8(blk[16+8*(2*g)+r])) + half[1]*int32(int8(blk[16+8*(2*g+1)+r]))
+				acc = fma32(float32(s), d*dx[8*j+g], acc)
+			}
+		}
+		out[r] = acc
+	}
+}
+
 // fma32 is a·b + c rounded once to float32 (through float64, which is
 // exact here: a is an integer below 2^16 and b, c float32s of the
 // magnitudes the tests use).
@@ -424,7 +504,7 @@ func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
 	qx, dx, sx := b.quantizeActivations(xs)
 	var neg []int32
 	if off := packed.negOff(dt); off != 0 {
-		s, nd := &b.scratch, k/32
+		s, nd := &b.scratch, k/negValues(dt)
 		s.neg = grow(s.neg, n*nd)
 		neg = s.neg
 		b.Parallel(n, func(lo, hi int) { negSums(qx[lo*k:hi*k], off, neg[lo*nd:hi*nd]) })

@@ -2,7 +2,11 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/vkllm/vkllm/tensor"
+)
 
 // Implemented in packed_amd64.s.
 
@@ -38,6 +42,18 @@ func dotQ5_0p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32
 
 //go:noescape
 func dotQ5_0p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ6_Kp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ6_Kp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ6_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ6_Kp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
 
 //go:noescape
 func dotIQ4_NLp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
@@ -106,15 +122,17 @@ func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float3
 // call once for each.
 func packedVNNI() packedSet {
 	s := packedSet{name: "avx512vnni", q8_0Off: 128}
-	s.q8_0x1, s.q8_0x4 = packedNeg(groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI), 272, 32)
-	s.q4_0x1, s.q4_0x4 = packedNeg(groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI), 144, 32)
-	s.q4_0x16 = pairsNeg(dotQ4_0p16x8VNNI, dotQ4_0p16x4VNNI, 144, 32)
-	s.q5_0x1, s.q5_0x4 = packedNeg(groupsOf(dotQ5_0p8x1VNNI, 176), quadsOf(dotQ5_0p8x4VNNI), 176, 32)
-	s.q5_0x16 = pairsNeg(dotQ5_0p16x8VNNI, dotQ5_0p16x4VNNI, 176, 32)
-	s.iq4nx1, s.iq4nx4 = packedNeg(groupsOf(dotIQ4_NLp8x1VNNI, 144), quadsOf(dotIQ4_NLp8x4VNNI), 144, 32)
-	s.iq4nx16 = pairsNeg(dotIQ4_NLp16x8VNNI, dotIQ4_NLp16x4VNNI, 144, 32)
-	s.iq4xx1, s.iq4xx4 = packedNeg(groupsOf(dotIQ4_XSp8x1VNNI, 1104), quadsOf(dotIQ4_XSp8x4VNNI), 1104, 256)
-	s.iq4xx16 = pairsNeg(dotIQ4_XSp16x8VNNI, dotIQ4_XSp16x4VNNI, 1104, 256)
+	s.q8_0x1, s.q8_0x4 = packedNeg(tensor.Q8_0, groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI))
+	s.q4_0x1, s.q4_0x4 = packedNeg(tensor.Q4_0, groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI))
+	s.q4_0x16 = pairsNeg(tensor.Q4_0, dotQ4_0p16x8VNNI, dotQ4_0p16x4VNNI)
+	s.q5_0x1, s.q5_0x4 = packedNeg(tensor.Q5_0, groupsOf(dotQ5_0p8x1VNNI, 176), quadsOf(dotQ5_0p8x4VNNI))
+	s.q5_0x16 = pairsNeg(tensor.Q5_0, dotQ5_0p16x8VNNI, dotQ5_0p16x4VNNI)
+	s.q6_Kx1, s.q6_Kx4 = packedNeg(tensor.Q6_K, groupsOf(dotQ6_Kp8x1VNNI, 1680), quadsOfAux(dotQ6_Kp8x4VNNI, 2))
+	s.q6_Kx16 = pairsNeg(tensor.Q6_K, dotQ6_Kp16x8VNNI, dotQ6_Kp16x4VNNI)
+	s.iq4nx1, s.iq4nx4 = packedNeg(tensor.IQ4_NL, groupsOf(dotIQ4_NLp8x1VNNI, 144), quadsOf(dotIQ4_NLp8x4VNNI))
+	s.iq4nx16 = pairsNeg(tensor.IQ4_NL, dotIQ4_NLp16x8VNNI, dotIQ4_NLp16x4VNNI)
+	s.iq4xx1, s.iq4xx4 = packedNeg(tensor.IQ4_XS, groupsOf(dotIQ4_XSp8x1VNNI, 1104), quadsOf(dotIQ4_XSp8x4VNNI))
+	s.iq4xx16 = pairsNeg(tensor.IQ4_XS, dotIQ4_XSp16x8VNNI, dotIQ4_XSp16x4VNNI)
 	s.q4_1x1, s.q4_1x4 = packedSX(groupsOf(dotQ4_1p8x1VNNI, 160), quadsOf(dotQ4_1p8x4VNNI), 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256)
 	s.q4_Kx16 = pairsSX(dotQ4_Kp16x4VNNI, 1184, 256)
@@ -124,7 +142,7 @@ func packedVNNI() packedSet {
 func packedAVX2() packedSet {
 	s := packedSet{name: "avx2"}
 	s.q8_0x1, s.q8_0x4 = packedSX(dotQ8_0p8x1AVX2, dotQ8_0p8x4AVX2, 272, 32) // s_x passed, not read
-	s.q4_0x1, s.q4_0x4 = packedNeg(dotQ4_0p8x1AVX2, dotQ4_0p8x4AVX2, 144, 32)
+	s.q4_0x1, s.q4_0x4 = packedNeg(tensor.Q4_0, dotQ4_0p8x1AVX2, dotQ4_0p8x4AVX2)
 	s.q4_1x1, s.q4_1x4 = packedSX(dotQ4_1p8x1AVX2, dotQ4_1p8x4AVX2, 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(dotQ4_Kp8x1AVX2, dotQ4_Kp8x4AVX2, 1184, 256)
 	return s
@@ -146,12 +164,18 @@ func packedSets() []packedSet {
 // once per quad, each into a scratch tile copied to out's rows (os in
 // bytes, as the AVX2 kernels take it).
 func quadsOf[A int32 | float32](k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32)) func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32, os, nq int) {
+	return quadsOfAux(k4, 1)
+}
+
+// quadsOfAux is quadsOf for a kernel whose aux rows are as times dx's
+// stride apart (Q6_K's neg: 2).
+func quadsOfAux[A int32 | float32](k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32), as int) func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32, os, nq int) {
 	return func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32, os, nq int) {
 		var tile [32]float32
 		for q := range nq {
 			k4(w, (*int8)(unsafe.Add(unsafe.Pointer(qx), 4*q*xs)), xs,
 				(*float32)(unsafe.Add(unsafe.Pointer(dx), 4*q*ds)), ds,
-				(*A)(unsafe.Add(unsafe.Pointer(aux), 4*q*ds)), nb, &tile[0])
+				(*A)(unsafe.Add(unsafe.Pointer(aux), 4*q*ds*as)), nb, &tile[0])
 			for c := range 4 {
 				row := (*[8]float32)(unsafe.Add(unsafe.Pointer(out), (4*q+c)*os))
 				*row = [8]float32(tile[8*c : 8*c+8])
@@ -170,16 +194,20 @@ func groupsOf[A int32 | float32](k1 func(w *byte, qx *int8, dx *float32, aux *A,
 	}
 }
 
-// packedNeg wraps the kernels that take neg (Q8_0, Q4_0, Q5_0, IQ4_NL: blocks
-// of 32 values in size bytes; IQ4_XS: of 256), one per 32 values.
-func packedNeg(k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int),
-	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int), size, vals int) (x1 packedGroups, x4 packedRows) {
+// packedNeg wraps dt's kernels that take neg (Q8_0, Q4_0, Q5_0, IQ4_NL:
+// blocks of 32 values; IQ4_XS, Q6_K: of 256), one per negValues(dt)
+// values: the kernels step through neg rows of k/negValues values (Q6_K:
+// at twice dx's stride).
+func packedNeg(dt tensor.DType, k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int),
+	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int)) (x1 packedGroups, x4 packedRows) {
+	size, vals, nv := packBlockBytes(dt), packValues(dt), negValues(dt)
 	x1 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, ng int, out []float32) {
 		if !packedGroupsArgs(w, nb, size, vals, qx, dx, nil, neg, i, ng, out) {
 			return
 		}
 		k, nd := nb*vals, nb*vals/32
-		k1(&w[0], &qx[i*k], &dx[i*nd], &neg[i*nd], nb, &out[0], ng)
+		_ = neg[(i+1)*k/nv-1]
+		k1(&w[0], &qx[i*k], &dx[i*nd], &neg[i*k/nv], nb, &out[0], ng)
 	}
 	x4 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, n int, out []float32, os int) {
 		if !packedArgs(w, nb, size, vals, qx, dx, nil, neg, i, n, out, os) {
@@ -187,7 +215,8 @@ func packedNeg(k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *
 		}
 		checkQuads(n)
 		k, nd := nb*vals, nb*vals/32
-		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &neg[i*nd], nb, &out[0], 4*os, n/4)
+		_ = neg[(i+n)*k/nv-1]
+		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &neg[i*k/nv], nb, &out[0], 4*os, n/4)
 	}
 	return x1, x4
 }
@@ -214,21 +243,22 @@ func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32,
 	return x1, x4
 }
 
-// pairsNeg wraps two-group kernels that take neg (blocks of vals values
-// in size bytes, as packedNeg): k8 once per eight activation rows, then
-// k4 for the last four, if any.
-func pairsNeg(k8, k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int), size, vals int) packedPairs {
+// pairsNeg wraps dt's two-group kernels that take neg (as packedNeg): k8
+// once per eight activation rows, then k4 for the last four, if any.
+func pairsNeg(dt tensor.DType, k8, k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)) packedPairs {
+	size, vals, nv := packBlockBytes(dt), packValues(dt), negValues(dt)
 	return func(w []byte, gb, nb int, qx []int8, dx, _ []float32, neg []int32, i, n int, out []float32, os int) {
 		if !pairArgs(w, gb, nb, size, vals, qx, dx, nil, neg, i, n, out, os) {
 			return
 		}
 		k, nd := nb*vals, nb*vals/32
+		_ = neg[(i+n)*k/nv-1]
 		for q := 0; q < n; {
 			kq, step := k4, 4
 			if n-q >= 8 {
 				kq, step = k8, 8
 			}
-			kq(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &neg[(i+q)*nd], nb, &out[q*os], gb, 4*os)
+			kq(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &neg[(i+q)*k/nv], nb, &out[q*os], gb, 4*os)
 			q += step
 		}
 	}

@@ -1112,3 +1112,232 @@ q50p168:
 	ADDQ $4, R12
 	PK_NEXT(176, q50p168)
 	PK_STORE16X8
+
+// Q6_K (packed.go: 1680 bytes a super-block of eight rows). Group g of
+// 32 values (h = g/4, c = g%4): vector k (values 4k…4k+3 of each row) is
+// the ql chunk 2h+c%2's vector k, shifted right by 4 for c ≥ 2, masked
+// to its nibble, with bits 2c, 2c+1 of the qh chunk h's vector k moved to
+// bits 4, 5 by a dword rotation (left by 4−2c mod 32: no other bit lands
+// there) and masked, or'ed in by vpternlogd. Per activation row, a sums
+// vectors 0…3 from −32·Σx of the group's first 16 values, b vectors 4…7
+// from the last 16's (neg, one per 16 values: rows at twice dx's stride),
+// and acc = fma(float(a·sc_2g + b·sc_2g+1), d·d_x, acc).
+
+// Q6EACH(sub): sub(g, ql chunk, qh chunk, ql shift, qh rotation) for the
+// eight groups in order.
+#define Q6EACH(sub) \
+	sub(0, 144, 1168, 0, 4) \
+	sub(1, 400, 1168, 0, 2) \
+	sub(2, 144, 1168, 4, 0) \
+	sub(3, 400, 1168, 4, 30) \
+	sub(4, 656, 1424, 0, 4) \
+	sub(5, 912, 1424, 0, 2) \
+	sub(6, 656, 1424, 4, 0) \
+	sub(7, 912, 1424, 4, 30)
+
+// Q6V8(y, qo, ho, qs, hr): y = vector values at chunk offsets qo (ql)
+// and ho (qh), eight rows (Y0 0x0f, Y30 0x30 in every byte, Y31 scratch).
+#define Q6V8(y, qo, ho, qs, hr) \
+	VMOVDQU    qo(SI), y \
+	VPSRLW     $qs, y, y \
+	VPROLD     $hr, ho(SI), Y31 \
+	VPANDD     Y30, Y31, Y31 \
+	VPTERNLOGD $0xec, Y0, Y31, y
+
+// Q6V16: Q6V8 for both groups (R11 = gb).
+#define Q6V16(z, y, qo, ho, qs, hr) \
+	VMOVDQU      qo(SI), y \
+	VINSERTI64X4 $1, qo(SI)(R11*1), z, z \
+	VPSRLW       $qs, z, z \
+	VMOVDQU64    ho(SI), Y31 \
+	VINSERTI64X4 $1, ho(SI)(R11*1), Z31, Z31 \
+	VPROLD       $hr, Z31, Z31 \
+	VPANDD       Z30, Z31, Z31 \
+	VPTERNLOGD   $0xec, Z0, Z31, z
+
+#define Q6UNPACK8(qo, ho, qs, hr) \
+	Q6V8(Y1, qo, ho, qs, hr) \
+	Q6V8(Y2, qo+32, ho+32, qs, hr) \
+	Q6V8(Y3, qo+64, ho+64, qs, hr) \
+	Q6V8(Y4, qo+96, ho+96, qs, hr) \
+	Q6V8(Y5, qo+128, ho+128, qs, hr) \
+	Q6V8(Y6, qo+160, ho+160, qs, hr) \
+	Q6V8(Y7, qo+192, ho+192, qs, hr) \
+	Q6V8(Y8, qo+224, ho+224, qs, hr)
+
+#define Q6UNPACK16(qo, ho, qs, hr) \
+	Q6V16(Z1, Y1, qo, ho, qs, hr) \
+	Q6V16(Z2, Y2, qo+32, ho+32, qs, hr) \
+	Q6V16(Z3, Y3, qo+64, ho+64, qs, hr) \
+	Q6V16(Z4, Y4, qo+96, ho+96, qs, hr) \
+	Q6V16(Z5, Y5, qo+128, ho+128, qs, hr) \
+	Q6V16(Z6, Y6, qo+160, ho+160, qs, hr) \
+	Q6V16(Z7, Y7, qo+192, ho+192, qs, hr) \
+	Q6V16(Z8, Y8, qo+224, ho+224, qs, hr)
+
+// Q6SC8(g): Y14, Y15 = the scales sc_2g, sc_2g+1 (int32, eight rows);
+// Q6SC16(g) for sixteen, in Z14, Z15.
+#define Q6SC8(g) \
+	VPMOVSXBD 16+16*g(SI), Y14 \
+	VPMOVSXBD 24+16*g(SI), Y15
+
+#define Q6SC16(g) \
+	VMOVQ     16+16*g(SI), X14 \
+	VPINSRQ   $1, 16+16*g(SI)(R11*1), X14, X14 \
+	VPMOVSXBD X14, Z14 \
+	VMOVQ     24+16*g(SI), X15 \
+	VPINSRQ   $1, 24+16*g(SI)(R11*1), X15, X15 \
+	VPMOVSXBD X15, Z15
+
+// Q6ROW8(g, xi, di, ni, a, acc): group g of one activation row (values
+// at 32g(DI)xi, d_x at 4g(DX)di, neg at 8g(R8)ni) into acc, eight rows;
+// a, Y28 its sums, Y29 scratch.
+#define Q6ROW8(g, xi, di, ni, a, acc) \
+	VPBROADCASTD  8*g(R8)ni, a \
+	VPDPBUSD.BCST 32*g(DI)xi, Y1, a \
+	VPDPBUSD.BCST 32*g+4(DI)xi, Y2, a \
+	VPDPBUSD.BCST 32*g+8(DI)xi, Y3, a \
+	VPDPBUSD.BCST 32*g+12(DI)xi, Y4, a \
+	VPBROADCASTD  8*g+4(R8)ni, Y28 \
+	VPDPBUSD.BCST 32*g+16(DI)xi, Y5, Y28 \
+	VPDPBUSD.BCST 32*g+20(DI)xi, Y6, Y28 \
+	VPDPBUSD.BCST 32*g+24(DI)xi, Y7, Y28 \
+	VPDPBUSD.BCST 32*g+28(DI)xi, Y8, Y28 \
+	VPMULLD       Y14, a, a \
+	VPMULLD       Y15, Y28, Y28 \
+	VPADDD        Y28, a, a \
+	VCVTDQ2PS     a, a \
+	VMULPS.BCST   4*g(DX)di, Y9, Y29 \
+	VFMADD231PS   Y29, a, acc
+
+// Q6ROW16(g, x, d, n, xi, di, ni, a, acc): Q6ROW8 on sixteen rows, the
+// activation row at x, d, n (bases) and xi, di, ni (indices).
+#define Q6ROW16(g, x, d, n, xi, di, ni, a, acc) \
+	VPBROADCASTD  8*g n ni, a \
+	VPDPBUSD.BCST 32*g x xi, Z1, a \
+	VPDPBUSD.BCST 32*g+4 x xi, Z2, a \
+	VPDPBUSD.BCST 32*g+8 x xi, Z3, a \
+	VPDPBUSD.BCST 32*g+12 x xi, Z4, a \
+	VPBROADCASTD  8*g+4 n ni, Z28 \
+	VPDPBUSD.BCST 32*g+16 x xi, Z5, Z28 \
+	VPDPBUSD.BCST 32*g+20 x xi, Z6, Z28 \
+	VPDPBUSD.BCST 32*g+24 x xi, Z7, Z28 \
+	VPDPBUSD.BCST 32*g+28 x xi, Z8, Z28 \
+	VPMULLD       Z14, a, a \
+	VPMULLD       Z15, Z28, Z28 \
+	VPADDD        Z28, a, a \
+	VCVTDQ2PS     a, a \
+	VMULPS.BCST   4*g d di, Z9, Z29 \
+	VFMADD231PS   Z29, a, acc
+
+#define Q6SUB1(g, qo, ho, qs, hr) \
+	Q6UNPACK8(qo, ho, qs, hr) \
+	Q6SC8(g) \
+	Q6ROW8(g, (BX*1), (BX*1), (BX*1), Y16, Y10)
+
+#define Q6SUB4(g, qo, ho, qs, hr) \
+	Q6UNPACK8(qo, ho, qs, hr) \
+	Q6SC8(g) \
+	Q6ROW8(g, (BX*1), (BX*1), (BX*1), Y16, Y10) \
+	Q6ROW8(g, (R9*1), (R10*1), (R10*2), Y17, Y11) \
+	Q6ROW8(g, (R9*2), (R10*2), (R10*4), Y18, Y12) \
+	Q6ROW8(g, (R13*1), (R14*1), (R14*2), Y19, Y13)
+
+#define Q6SUB16X4(g, qo, ho, qs, hr) \
+	Q6UNPACK16(qo, ho, qs, hr) \
+	Q6SC16(g) \
+	Q6ROW16(g, (DI), (DX), (R8), (R15*1), (R15*1), (R15*1), Z16, Z10) \
+	Q6ROW16(g, (DI), (DX), (R8), (R9*1), (R10*1), (R10*2), Z17, Z11) \
+	Q6ROW16(g, (DI), (DX), (R8), (R9*2), (R10*2), (R10*4), Z18, Z12) \
+	Q6ROW16(g, (DI), (DX), (R8), (R13*1), (R14*1), (R14*2), Z19, Z13)
+
+#define Q6SUB16X8(g, qo, ho, qs, hr) \
+	Q6SUB16X4(g, qo, ho, qs, hr) \
+	Q6ROW16(g, (AX), (BX), (R12), (R15*1), (R15*1), (R15*1), Z20, Z24) \
+	Q6ROW16(g, (AX), (BX), (R12), (R9*1), (R10*1), (R10*2), Z21, Z25) \
+	Q6ROW16(g, (AX), (BX), (R12), (R9*2), (R10*2), (R10*4), Z22, Z26) \
+	Q6ROW16(g, (AX), (BX), (R12), (R13*1), (R14*1), (R14*2), Z23, Z27)
+
+// Q6NEXT(loop): on to the next super-block (1680 bytes, 256 values, 16
+// neg).
+#define Q6NEXT(loop) \
+	ADDQ $1680, SI \
+	ADDQ $256, DI \
+	ADDQ $32, DX \
+	ADDQ $64, R8 \
+	DECQ CX \
+	JNZ  loop
+
+#define MASK30 \
+	MOVL         $0x30303030, AX \
+	VPBROADCASTD AX, Z30
+
+// func dotQ6_Kp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+TEXT ·dotQ6_Kp8x1VNNI(SB), NOSPLIT, $0-48
+	PK_ARGS1
+	MASK30
+	MASK0F
+	XORQ   BX, BX
+	VPXORD Y10, Y10, Y10
+
+q6kp81:
+	PREFETCH19
+	PREFETCHT0 3264(SI)
+	PREFETCHT0 3328(SI)
+	PREFETCHT0 3392(SI)
+	PREFETCHT0 3456(SI)
+	PREFETCHT0 3520(SI)
+	PREFETCHT0 3584(SI)
+	PREFETCHT0 3648(SI)
+	PREFETCHT0 3712(SI)
+	VCVTPH2PS  (SI), Y9
+	Q6EACH(Q6SUB1)
+	Q6NEXT(q6kp81)
+	PK_STORE1(Y10)
+
+// func dotQ6_Kp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+TEXT ·dotQ6_Kp8x4VNNI(SB), NOSPLIT, $0-64
+	X4_ARGS
+	MASK30
+	MASK0F
+	XORQ BX, BX
+
+q6kp84:
+	VCVTPH2PS (SI), Y9
+	Q6EACH(Q6SUB4)
+	Q6NEXT(q6kp84)
+	PK_STORE4(Y10, Y11, Y12, Y13)
+
+// func dotQ6_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+TEXT ·dotQ6_Kp16x4VNNI(SB), NOSPLIT, $0-80
+	PK_INIT16
+	MASK30
+	XORQ R15, R15
+
+q6kp164:
+	DW16
+	Q6EACH(Q6SUB16X4)
+	Q6NEXT(q6kp164)
+	MOVQ out+56(FP), R12
+	MOVQ os+72(FP), R15
+	STORE16X4(Z10, Z11, Z12, Z13)
+
+// func dotQ6_Kp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+//
+// Activation rows 4…7 at AX, BX (as dotQ4_0p16x8VNNI) and their neg at
+// R12 = aux + 8·ds.
+TEXT ·dotQ6_Kp16x8VNNI(SB), NOSPLIT, $0-80
+	PK_INIT16X8
+	LEAQ         (R8)(R10*8), R12
+	MOVL         $0x30303030, R15
+	VPBROADCASTD R15, Z30
+	XORQ         R15, R15
+
+q6kp168:
+	DW16
+	Q6EACH(Q6SUB16X8)
+	ADDQ $256, AX
+	ADDQ $32, BX
+	ADDQ $64, R12
+	Q6NEXT(q6kp168)
+	PK_STORE16X8

@@ -32,7 +32,7 @@ func TestPackedKernelsBitwise(t *testing.T) {
 
 func testPackedSet(t *testing.T, set packedSet) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_0, tensor.IQ4_NL, tensor.IQ4_XS} {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_0, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
 		x1, x4 := set.kernels(dt)
 		if x1 == nil {
 			t.Logf("%v: no kernels in this set", dt)
@@ -53,7 +53,7 @@ func testPackedSet(t *testing.T, set packedSet) {
 				clear(x[2*k : 2*k+32]) // a zero activation block: d_x = 0
 				qx, dx, sx := make([]int8, nx*k), make([]float32, nx*nd), make([]float32, nx*nd)
 				quantizeQ8(x, qx, dx, sx)
-				neg := make([]int32, nx*nd)
+				neg := make([]int32, nx*k/negValues(dt))
 				negSums(qx, set.negOff(dt), neg)
 				rb := dt.BlockBytes() * nb
 				raw := make([]byte, rows*rb)
@@ -67,16 +67,20 @@ func testPackedSet(t *testing.T, set packedSet) {
 					}
 					wr := raw[row*rb : (row+1)*rb]
 					switch dt {
-					case tensor.Q4_K, tensor.IQ4_NL, tensor.IQ4_XS:
+					case tensor.Q4_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS:
 						// random blocks with f16 d (and Q4_K's dmin)
-						// 2^-10·(row+1), every IQ4_XS scale and nibble
-						// (tensor.Quantize lacks IQ4; TestPackedIQ4LlamaCpp
-						// takes llama.cpp's)
+						// 2^-10·(row+1): every scale and value
+						// (tensor.Quantize lacks these; TestPackedLlamaCpp
+						// takes the reference's)
 						for i := range wr {
 							wr[i] = byte(r.Uint32())
 						}
+						dOff := 0
+						if dt == tensor.Q6_K {
+							dOff = 208
+						}
 						for blk := 0; blk < len(wr); blk += dt.BlockBytes() {
-							wr[blk], wr[blk+1] = 0, 0x14+byte(row)
+							wr[blk+dOff], wr[blk+dOff+1] = 0, 0x14+byte(row)
 							if dt == tensor.Q4_K {
 								wr[blk+2], wr[blk+3] = 0, 0x14
 							}
@@ -86,7 +90,16 @@ func testPackedSet(t *testing.T, set packedSet) {
 							}
 						}
 						if row == 1 && dt != tensor.Q4_K {
-							wr[0], wr[1] = 0, 0 // a zero weight block: d = 0
+							wr[dOff], wr[dOff+1] = 0, 0 // a zero weight block: d = 0
+						}
+						if dt == tensor.Q6_K && row == 0 {
+							// the extreme scales −128 and 127, and every
+							// value of the first group 0 or 63
+							wr[192], wr[193] = 0x80, 0x7f
+							for e := range 32 {
+								wr[e] = []byte{0, 0xff}[e%2]
+								wr[128+e] = []byte{0, 0xff}[e%2]
+							}
 						}
 					default:
 						if err := tensor.Quantize(dt, src, wr); err != nil {
@@ -222,6 +235,7 @@ func TestMatMulsBitwise(t *testing.T) {
 			{tensor.Q4_0, tensor.Q6_K, tensor.F16},
 			{tensor.IQ4_XS, tensor.IQ4_NL, tensor.Q4_K},
 			{tensor.Q5_0, tensor.Q5_0},
+			{tensor.Q6_K, tensor.Q6_K, tensor.Q5_0},
 		} {
 			rows := []int{40, 13, 8}
 			for _, n := range []int{1, 3, 4, 9} {
@@ -274,7 +288,7 @@ func nanSlice(n int) []float32 {
 }
 
 // negSums equals the plain loop on random blocks and on blocks of all
-// −128, all 127 and alternating extremes.
+// −128, all 127 and alternating extremes, by 32 values and (Q6_K) by 16.
 func TestNegSums(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const nb = 40
@@ -285,12 +299,21 @@ func TestNegSums(t *testing.T) {
 	for i := range 32 {
 		qx[i], qx[32+i], qx[64+i] = -128, 127, int8(127-255*(i%2))
 	}
-	for _, off := range []int32{8, 128, 1} {
-		got, want := make([]int32, nb), make([]int32, nb)
+	for _, off := range []int32{8, 128, 1, 32} {
+		n := nb
+		if off == 32 { // Q6_K's: blocks of 16
+			n = 2 * nb
+		}
+		got, want := make([]int32, n), make([]int32, n)
 		negSums(qx, off, got)
 		negSumsGo(qx, off, want)
+		vals := len(qx) / n
 		for j := range got {
-			if got[j] != want[j] {
+			var s int32
+			for _, v := range qx[vals*j : vals*(j+1)] {
+				s += int32(v)
+			}
+			if got[j] != want[j] || want[j] != -off*s {
 				t.Fatalf("off %d block %d: %d, want %d", off, j, got[j], want[j])
 			}
 		}
@@ -303,7 +326,7 @@ func TestNegSums(t *testing.T) {
 // kernels), for weights of an odd number of full groups and a short one,
 // at one thread and two.
 func TestPrefillMatchesDecode(t *testing.T) {
-	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16, tensor.Q5_0, tensor.IQ4_NL, tensor.IQ4_XS} {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16, tensor.Q5_0, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
 		for _, threads := range []int{1, 2} {
 			be := New(threads)
 			k, m := 512, 43 // five full groups of eight and three rows
@@ -347,16 +370,17 @@ func TestPrefillMatchesDecode(t *testing.T) {
 	}
 }
 
-// TestPackedIQ4LlamaCpp: IQ4_NL and IQ4_XS blocks written by llama.cpp's
-// quantiser (testdata/quant, gguf.quants), packed, give through every
-// packed kernel set the dot product of llama.cpp's own dequantised values
-// with the activations, to float32 rounding.
-func TestPackedIQ4LlamaCpp(t *testing.T) {
+// TestPackedReferenceVectors: the blocks of testdata/quant
+// (tools/make_quant_vectors.py) of the dtypes packed since the IQ4 and
+// Q5_0/Q6_K kernels, packed, give through every packed kernel set the dot
+// product of the values llama.cpp's reference (gguf.quants.dequantize)
+// gives them with the activations, to float32 rounding.
+func TestPackedReferenceVectors(t *testing.T) {
 	sets := packedSets()
 	for _, c := range []struct {
 		dt          tensor.DType
 		rows, bytes int
-	}{{tensor.IQ4_NL, 4, 288}, {tensor.IQ4_XS, 8, 2176}} {
+	}{{tensor.IQ4_NL, 4, 288}, {tensor.IQ4_XS, 8, 2176}, {tensor.Q5_0, 4, 352}, {tensor.Q6_K, 8, 3360}} {
 		elems := c.bytes / c.dt.BlockBytes() * c.dt.BlockSize()
 		file, err := os.ReadFile(filepath.Join("../../testdata/quant", c.dt.String()+".deq.bin"))
 		if err != nil {
@@ -387,7 +411,7 @@ func TestPackedIQ4LlamaCpp(t *testing.T) {
 			if x1 == nil {
 				continue
 			}
-			neg := make([]int32, nx*nd)
+			neg := make([]int32, nx*k/negValues(c.dt))
 			negSums(qx, set.negOff(c.dt), neg)
 			for i := range nx {
 				got := make([]float32, 8*groups)
