@@ -7,8 +7,8 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// Packed weights (fast path, Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, IQ4_NL
-// and IQ4_XS, where SIMD has the kernels): at Upload the weight is copied into groups of eight rows,
+// Packed weights (fast path, Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q5_K, Q6_K,
+// IQ4_NL and IQ4_XS, where SIMD has the kernels): at Upload the weight is copied into groups of eight rows,
 // so that the kernels give each row one lane of a vector and form a
 // block's integer sum for eight rows with eight vpdpbusd (AVX-512 VNNI,
 // packed_amd64.s) or vpmaddubsw and vpmaddwd (AVX2,
@@ -46,6 +46,10 @@ import (
 // nibbles sub-block 2p, high 2p+1, as in the file). Per sub-block s in
 // order: acc = fma(float32(Σ q·x), (d·sc_s)·d_x,s, acc) and
 // accm = fma(dmin·m_s, s_x,s, accm); out = acc − accm (packedK4Go).
+// Q5_K (1440 bytes) is Q4_K's layout and steps, the nibble bytes from
+// the file's qs, then its qh (32 bytes a row) at 1184+32k+4r (bytes
+// 4k…4k+3 of row r's): bit s of a byte is the fifth bit of sub-block s's
+// value at that position, q = nibble + 16·bit.
 //
 // IQ4_XS (1104 bytes per super-block of 256 values): d of rows 0…7
 // (f16), the signed sub-block scales ls_s (byte 16+8s+r, −32…31), then
@@ -97,6 +101,8 @@ func packBlockBytes(dt tensor.DType) int {
 		return 176
 	case tensor.Q4_K:
 		return 1184
+	case tensor.Q5_K:
+		return 1440
 	case tensor.IQ4_XS:
 		return 1104
 	case tensor.Q6_K:
@@ -107,7 +113,8 @@ func packBlockBytes(dt tensor.DType) int {
 
 // packValues is how many values of a row one packed block holds.
 func packValues(dt tensor.DType) int {
-	if dt == tensor.Q4_K || dt == tensor.IQ4_XS || dt == tensor.Q6_K {
+	switch dt {
+	case tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_XS:
 		return 256
 	}
 	return 32
@@ -137,11 +144,11 @@ type packedPairs func(w []byte, gb, nb int, qx []int8, dx, sx []float32, neg []i
 // −128·Σx as neg; 0: the AVX2 ones turn the bytes back into w and take
 // no neg).
 type packedSet struct {
-	name                                                           string
-	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1, q5_0x1, q6_Kx1 packedGroups
-	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4, q5_0x4, q6_Kx4 packedRows
-	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16, q6_Kx16           packedPairs // nil where the set has none
-	q8_0Off                                                        int32
+	name                                                                   string
+	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1, q5_0x1, q5_Kx1, q6_Kx1 packedGroups
+	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4, q5_0x4, q5_Kx4, q6_Kx4 packedRows
+	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16, q5_Kx16, q6_Kx16          packedPairs // nil where the set has none
+	q8_0Off                                                                int32
 }
 
 // pairs returns s's two-group kernel for dt, or nil.
@@ -153,6 +160,8 @@ func (s *packedSet) pairs(dt tensor.DType) packedPairs {
 		return s.q4_Kx16
 	case tensor.Q5_0:
 		return s.q5_0x16
+	case tensor.Q5_K:
+		return s.q5_Kx16
 	case tensor.Q6_K:
 		return s.q6_Kx16
 	case tensor.IQ4_NL:
@@ -176,6 +185,8 @@ func (s *packedSet) kernels(dt tensor.DType) (x1 packedGroups, x4 packedRows) {
 		return s.q4_Kx1, s.q4_Kx4
 	case tensor.Q5_0:
 		return s.q5_0x1, s.q5_0x4
+	case tensor.Q5_K:
+		return s.q5_Kx1, s.q5_Kx4
 	case tensor.Q6_K:
 		return s.q6_Kx1, s.q6_Kx4
 	case tensor.IQ4_NL:
@@ -260,15 +271,22 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 					}
 					continue
 				}
-				if dt == tensor.Q4_K {
+				if dt == tensor.Q4_K || dt == tensor.Q5_K {
 					copy(dst[16+2*r:16+2*r+2], blk[2:4])
 					sc, m := scalesK4(blk[4:16])
 					for sb := range 8 {
 						dst[32+8*sb+r], dst[96+8*sb+r] = sc[sb], m[sb]
 					}
+					qs := blk[16:]
+					if dt == tensor.Q5_K {
+						qs = blk[48:]
+						for k := range 8 {
+							le.PutUint32(dst[1184+32*k+4*r:], le.Uint32(blk[16+4*k:]))
+						}
+					}
 					for p := range 4 {
 						for k := range 8 {
-							le.PutUint32(dst[160+256*p+32*k+4*r:], le.Uint32(blk[16+32*p+4*k:]))
+							le.PutUint32(dst[160+256*p+32*k+4*r:], le.Uint32(qs[32*p+4*k:]))
 						}
 					}
 					continue
@@ -351,8 +369,8 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 		hdr = 16
 	}
 	switch dt {
-	case tensor.Q4_K:
-		packedK4Go(w, nb, qx, dx, sx, out)
+	case tensor.Q4_K, tensor.Q5_K:
+		packedK4Go(dt, w, nb, qx, dx, sx, out)
 		return
 	case tensor.IQ4_XS:
 		packedXSGo(w, nb, qx, dx, out)
@@ -397,12 +415,13 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 	}
 }
 
-// packedK4Go is packed8Go for Q4_K (nb super-blocks).
-func packedK4Go(w []byte, nb int, qx []int8, dx, sx []float32, out *[8]float32) {
+// packedK4Go is packed8Go for Q4_K and Q5_K (nb super-blocks).
+func packedK4Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, out *[8]float32) {
+	bb := packBlockBytes(dt)
 	for r := range 8 {
 		var acc, accm float32
 		for j := range nb {
-			blk := w[j*1184:][:1184]
+			blk := w[j*bb:][:bb]
 			d, dmin := f16at(blk[2*r:]), f16at(blk[16+2*r:])
 			for sb := range 8 {
 				p, shift := sb/2, 4*(sb%2)
@@ -411,6 +430,9 @@ func packedK4Go(w []byte, nb int, qx []int8, dx, sx []float32, out *[8]float32) 
 				for k := range 8 {
 					for e := range 4 {
 						q := blk[160+256*p+32*k+4*r+e] >> shift & 15
+						if dt == tensor.Q5_K {
+							q |= blk[1184+32*k+4*r+e] >> sb & 1 << 4
+						}
 						sum += int32(q) * int32(x[4*k+e])
 					}
 				}

@@ -1341,3 +1341,159 @@ q6kp168:
 	ADDQ $64, R12
 	Q6NEXT(q6kp168)
 	PK_STORE16X8
+
+// Q5_K (packed.go: 1440 bytes a super-block of eight rows): the Q4_K
+// kernels' steps, each sub-block s's unpacked nibble vector k given its
+// fifth bit, bit s of the qh vector k at 1184+32k, moved to bit 4 by a
+// dword rotation (left by 4−s mod 32: no other bit lands there) and or'ed
+// in by vpternlogd (Y14/Z14 0x10 in every byte, Y15/Z15 scratch).
+
+// K5EACH(sub, lo, hi): K4EACH with the rotation of each sub-block.
+#define K5EACH(sub, lo, hi) \
+	sub(0, lo, 160, 4) \
+	sub(1, hi, 160, 3) \
+	sub(2, lo, 416, 2) \
+	sub(3, hi, 416, 1) \
+	sub(4, lo, 672, 0) \
+	sub(5, hi, 672, 31) \
+	sub(6, lo, 928, 30) \
+	sub(7, hi, 928, 29)
+
+#define K5BIT8(y, off, rot) \
+	VPROLD     $rot, off(SI), Y15 \
+	VPTERNLOGD $0xf8, Y14, Y15, y
+
+#define K5BITS8(rot) \
+	K5BIT8(Y1, 1184, rot) \
+	K5BIT8(Y2, 1216, rot) \
+	K5BIT8(Y3, 1248, rot) \
+	K5BIT8(Y4, 1280, rot) \
+	K5BIT8(Y5, 1312, rot) \
+	K5BIT8(Y6, 1344, rot) \
+	K5BIT8(Y7, 1376, rot) \
+	K5BIT8(Y8, 1408, rot)
+
+#define K5BIT16(z, off, rot) \
+	VMOVDQU64    off(SI), Y15 \
+	VINSERTI64X4 $1, off(SI)(R11*1), Z15, Z15 \
+	VPROLD       $rot, Z15, Z15 \
+	VPTERNLOGD   $0xf8, Z14, Z15, z
+
+#define K5BITS16(rot) \
+	K5BIT16(Z1, 1184, rot) \
+	K5BIT16(Z2, 1216, rot) \
+	K5BIT16(Z3, 1248, rot) \
+	K5BIT16(Z4, 1280, rot) \
+	K5BIT16(Z5, 1312, rot) \
+	K5BIT16(Z6, 1344, rot) \
+	K5BIT16(Z7, 1376, rot) \
+	K5BIT16(Z8, 1408, rot)
+
+#define K5SUB1(s, unpack, qoff, rot) \
+	unpack(qoff) \
+	K5BITS8(rot) \
+	K4SCALE(s) \
+	K4PAIR(32*s, (BX*1), 4*s, (BX*1), Y16, Y17, Y24, Y28)
+
+#define K5SUB4(s, unpack, qoff, rot) \
+	unpack(qoff) \
+	K5BITS8(rot) \
+	K4SCALE(s) \
+	K4PAIR(32*s, (BX*1), 4*s, (BX*1), Y16, Y17, Y24, Y28) \
+	K4PAIR(32*s, (R9*1), 4*s, (R10*1), Y18, Y19, Y25, Y29) \
+	K4PAIR(32*s, (R9*2), 4*s, (R10*2), Y20, Y21, Y26, Y30) \
+	K4PAIR(32*s, (R13*1), 4*s, (R14*1), Y22, Y23, Y27, Y31)
+
+#define K5SUB16(s, unpack, qoff, rot) \
+	unpack(qoff) \
+	K5BITS16(rot) \
+	K4SCALE16(s) \
+	K4PAIR16(32*s, (BX*1), 4*s, (BX*1), Z16, Z17, Z24, Z28) \
+	K4PAIR16(32*s, (R9*1), 4*s, (R10*1), Z18, Z19, Z25, Z29) \
+	K4PAIR16(32*s, (R9*2), 4*s, (R10*2), Z20, Z21, Z26, Z30) \
+	K4PAIR16(32*s, (R13*1), 4*s, (R14*1), Z22, Z23, Z27, Z31)
+
+// K5NEXT(loop): on to the next Q5_K super-block (1440 bytes, 256 values).
+#define K5NEXT(loop) \
+	ADDQ $1440, SI \
+	ADDQ $256, DI \
+	ADDQ $32, DX \
+	ADDQ $32, R8 \
+	DECQ CX \
+	JNZ  loop
+
+#define MASK10Y14 \
+	MOVL         $0x10101010, AX \
+	VPBROADCASTD AX, Z14
+
+// func dotQ5_Kp8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+TEXT ·dotQ5_Kp8x1VNNI(SB), NOSPLIT, $0-48
+	PK_ARGS1
+	MASK10Y14
+	MASK0F
+	XORQ   BX, BX
+	VPXORD Y24, Y24, Y24
+	VPXORD Y28, Y28, Y28
+
+q5kp81:
+	PREFETCH19
+	PREFETCHT0 3264(SI)
+	PREFETCHT0 3328(SI)
+	PREFETCHT0 3392(SI)
+	PREFETCHT0 3456(SI)
+	VCVTPH2PS  (SI), Y9
+	VCVTPH2PS  16(SI), Y10
+	K5EACH(K5SUB1, K4LO, K4HI)
+	K5NEXT(q5kp81)
+	VSUBPS     Y28, Y24, Y16
+	PK_STORE1(Y16)
+
+// func dotQ5_Kp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+TEXT ·dotQ5_Kp8x4VNNI(SB), NOSPLIT, $0-64
+	X4_ARGS
+	MASK10Y14
+	MASK0F
+	XORQ   BX, BX
+	ZEROD4(Y24, Y25, Y26, Y27)
+	ZEROD4(Y28, Y29, Y30, Y31)
+
+q5kp84:
+	VCVTPH2PS (SI), Y9
+	VCVTPH2PS 16(SI), Y10
+	K5EACH(K5SUB4, K4LO, K4HI)
+	K5NEXT(q5kp84)
+	VSUBPS Y28, Y24, Y10
+	VSUBPS Y29, Y25, Y11
+	VSUBPS Y30, Y26, Y12
+	VSUBPS Y31, Y27, Y13
+	PK_STORE4(Y10, Y11, Y12, Y13)
+
+// func dotQ5_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+TEXT ·dotQ5_Kp16x4VNNI(SB), NOSPLIT, $0-80
+	PK_ARGS4
+	MOVQ         gb+64(FP), R11
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z0
+	MASK10Y14
+	XORQ         BX, BX
+	VPXORD       Z24, Z24, Z24
+	VPXORD       Z25, Z25, Z25
+	VPXORD       Z26, Z26, Z26
+	VPXORD       Z27, Z27, Z27
+	VPXORD       Z28, Z28, Z28
+	VPXORD       Z29, Z29, Z29
+	VPXORD       Z30, Z30, Z30
+	VPXORD       Z31, Z31, Z31
+
+q5kp164:
+	K4HALF16(0, X9, Y9, Z9)
+	K4HALF16(16, X10, Y10, Z10)
+	K5EACH(K5SUB16, K4LO16, K4HI16)
+	K5NEXT(q5kp164)
+	VSUBPS Z28, Z24, Z10
+	VSUBPS Z29, Z25, Z11
+	VSUBPS Z30, Z26, Z12
+	VSUBPS Z31, Z27, Z13
+	MOVQ   out+56(FP), R12
+	MOVQ   os+72(FP), R15
+	STORE16X4(Z10, Z11, Z12, Z13)

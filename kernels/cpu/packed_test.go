@@ -32,7 +32,7 @@ func TestPackedKernelsBitwise(t *testing.T) {
 
 func testPackedSet(t *testing.T, set packedSet) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_0, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_0, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
 		x1, x4 := set.kernels(dt)
 		if x1 == nil {
 			t.Logf("%v: no kernels in this set", dt)
@@ -67,7 +67,7 @@ func testPackedSet(t *testing.T, set packedSet) {
 					}
 					wr := raw[row*rb : (row+1)*rb]
 					switch dt {
-					case tensor.Q4_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS:
+					case tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS:
 						// random blocks with f16 d (and Q4_K's dmin)
 						// 2^-10·(row+1): every scale and value
 						// (tensor.Quantize lacks these; TestPackedLlamaCpp
@@ -81,7 +81,7 @@ func testPackedSet(t *testing.T, set packedSet) {
 						}
 						for blk := 0; blk < len(wr); blk += dt.BlockBytes() {
 							wr[blk+dOff], wr[blk+dOff+1] = 0, 0x14+byte(row)
-							if dt == tensor.Q4_K {
+							if dt == tensor.Q4_K || dt == tensor.Q5_K {
 								wr[blk+2], wr[blk+3] = 0, 0x14
 							}
 							if dt == tensor.IQ4_XS && row == 0 {
@@ -89,7 +89,7 @@ func testPackedSet(t *testing.T, set packedSet) {
 								wr[blk+2], wr[blk+3], wr[blk+4] = 0b1100, 0, 0xf0
 							}
 						}
-						if row == 1 && dt != tensor.Q4_K {
+						if row == 1 && dt != tensor.Q4_K && dt != tensor.Q5_K {
 							wr[dOff], wr[dOff+1] = 0, 0 // a zero weight block: d = 0
 						}
 						if dt == tensor.Q6_K && row == 0 {
@@ -236,6 +236,7 @@ func TestMatMulsBitwise(t *testing.T) {
 			{tensor.IQ4_XS, tensor.IQ4_NL, tensor.Q4_K},
 			{tensor.Q5_0, tensor.Q5_0},
 			{tensor.Q6_K, tensor.Q6_K, tensor.Q5_0},
+			{tensor.Q5_K, tensor.Q5_K},
 		} {
 			rows := []int{40, 13, 8}
 			for _, n := range []int{1, 3, 4, 9} {
@@ -326,7 +327,7 @@ func TestNegSums(t *testing.T) {
 // kernels), for weights of an odd number of full groups and a short one,
 // at one thread and two.
 func TestPrefillMatchesDecode(t *testing.T) {
-	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16, tensor.Q5_0, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16, tensor.Q5_0, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
 		for _, threads := range []int{1, 2} {
 			be := New(threads)
 			k, m := 512, 43 // five full groups of eight and three rows
@@ -380,7 +381,7 @@ func TestPackedReferenceVectors(t *testing.T) {
 	for _, c := range []struct {
 		dt          tensor.DType
 		rows, bytes int
-	}{{tensor.IQ4_NL, 4, 288}, {tensor.IQ4_XS, 8, 2176}, {tensor.Q5_0, 4, 352}, {tensor.Q6_K, 8, 3360}} {
+	}{{tensor.IQ4_NL, 4, 288}, {tensor.IQ4_XS, 8, 2176}, {tensor.Q5_0, 4, 352}, {tensor.Q6_K, 8, 3360}, {tensor.Q5_K, 8, 2816}} {
 		elems := c.bytes / c.dt.BlockBytes() * c.dt.BlockSize()
 		file, err := os.ReadFile(filepath.Join("../../testdata/quant", c.dt.String()+".deq.bin"))
 		if err != nil {
