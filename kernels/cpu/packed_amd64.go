@@ -62,6 +62,12 @@ func dotQ5_Kp8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 func dotQ5_Kp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 
 //go:noescape
+func dotQ4_Kp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ5_Kp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
 func dotQ5_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
 
 //go:noescape
@@ -144,9 +150,9 @@ func packedVNNI() packedSet {
 	s.iq4xx16 = pairsNeg(tensor.IQ4_XS, dotIQ4_XSp16x8VNNI, dotIQ4_XSp16x4VNNI)
 	s.q4_1x1, s.q4_1x4 = packedSX(groupsOf(dotQ4_1p8x1VNNI, 160), quadsOf(dotQ4_1p8x4VNNI), 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256)
-	s.q4_Kx16 = pairsSX(dotQ4_Kp16x4VNNI, 1184, 256)
+	s.q4_Kx16 = pairsSX(dotQ4_Kp16x8VNNI, dotQ4_Kp16x4VNNI, 1184, 256)
 	s.q5_Kx1, s.q5_Kx4 = packedSX(groupsOf(dotQ5_Kp8x1VNNI, 1440), quadsOf(dotQ5_Kp8x4VNNI), 1440, 256)
-	s.q5_Kx16 = pairsSX(dotQ5_Kp16x4VNNI, 1440, 256)
+	s.q5_Kx16 = pairsSX(dotQ5_Kp16x8VNNI, dotQ5_Kp16x4VNNI, 1440, 256)
 	return s
 }
 
@@ -275,16 +281,22 @@ func pairsNeg(dt tensor.DType, k8, k4 func(w *byte, qx *int8, xs int, dx *float3
 	}
 }
 
-// pairsSX wraps a two-group kernel that takes s_x (Q4_K: blocks of 256
-// values in 1184 bytes).
-func pairsSX(k16 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int), size, vals int) packedPairs {
+// pairsSX wraps two-group kernels that take s_x (Q4_K, Q5_K: blocks of
+// 256 values in size bytes): k8 once per eight activation rows, then k4
+// for the last four, if any.
+func pairsSX(k8, k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int), size, vals int) packedPairs {
 	return func(w []byte, gb, nb int, qx []int8, dx, sx []float32, _ []int32, i, n int, out []float32, os int) {
 		if !pairArgs(w, gb, nb, size, vals, qx, dx, sx, nil, i, n, out, os) {
 			return
 		}
 		k, nd := nb*vals, nb*vals/32
-		for q := 0; q < n; q += 4 {
-			k16(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &sx[(i+q)*nd], nb, &out[q*os], gb, 4*os)
+		for q := 0; q < n; {
+			kq, step := k4, 4
+			if n-q >= 8 {
+				kq, step = k8, 8
+			}
+			kq(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &sx[(i+q)*nd], nb, &out[q*os], gb, 4*os)
+			q += step
 		}
 	}
 }

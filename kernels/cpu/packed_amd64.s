@@ -1497,3 +1497,156 @@ q5kp164:
 	MOVQ   out+56(FP), R12
 	MOVQ   os+72(FP), R15
 	STORE16X4(Z10, Z11, Z12, Z13)
+
+// Q4_K and Q5_K, sixteen rows against eight activation rows: each
+// activation row's sub-block sum in one register (Z14, Z15 in turn: the
+// integer sum is exact in any order), then the 16x4 kernels' float
+// steps, so the unpacked values serve twice as many vpdpbusd. Activation
+// rows 0…3 at DI, DX, R8 (+ c·xs, c·ds), rows 4…7 at AX, BX, R12 (the
+// same + 4·xs, 4·ds); R15 = 0 the index of row 0. The Q5_K kernel takes
+// its 0x10 bytes in Z28 instead of Z14 (K5BITS16X8).
+
+// K4ROW16(s, x, d, n, xi, di, a, acc, accm): sub-block s of one
+// activation row (values at 32s x xi, d_x at 4s d di, s_x at 4s n di).
+#define K4ROW16(s, x, d, n, xi, di, a, acc, accm) \
+	VPXORD           a, a, a \
+	VPDPBUSD.BCST    32*s x xi, Z1, a \
+	VPDPBUSD.BCST    32*s+4 x xi, Z2, a \
+	VPDPBUSD.BCST    32*s+8 x xi, Z3, a \
+	VPDPBUSD.BCST    32*s+12 x xi, Z4, a \
+	VPDPBUSD.BCST    32*s+16 x xi, Z5, a \
+	VPDPBUSD.BCST    32*s+20 x xi, Z6, a \
+	VPDPBUSD.BCST    32*s+24 x xi, Z7, a \
+	VPDPBUSD.BCST    32*s+28 x xi, Z8, a \
+	VCVTDQ2PS        a, a \
+	VMULPS.BCST      4*s d di, Z11, Z13 \
+	VFMADD231PS      Z13, a, acc \
+	VFMADD231PS.BCST 4*s n di, Z12, accm
+
+#define K4ROWS16X8(s) \
+	K4ROW16(s, (DI), (DX), (R8), (R15*1), (R15*1), Z14, Z16, Z24) \
+	K4ROW16(s, (DI), (DX), (R8), (R9*1), (R10*1), Z15, Z17, Z25) \
+	K4ROW16(s, (DI), (DX), (R8), (R9*2), (R10*2), Z14, Z18, Z26) \
+	K4ROW16(s, (DI), (DX), (R8), (R13*1), (R14*1), Z15, Z19, Z27) \
+	K4ROW16(s, (AX), (BX), (R12), (R15*1), (R15*1), Z14, Z20, Z28) \
+	K4ROW16(s, (AX), (BX), (R12), (R9*1), (R10*1), Z15, Z21, Z29) \
+	K4ROW16(s, (AX), (BX), (R12), (R9*2), (R10*2), Z14, Z22, Z30) \
+	K4ROW16(s, (AX), (BX), (R12), (R13*1), (R14*1), Z15, Z23, Z31)
+
+#define K4SUB16X8(s, unpack, qoff) \
+	unpack(qoff) \
+	K4SCALE16(s) \
+	K4ROWS16X8(s)
+
+// K5BITS16X8(rot): K5BITS16 with Z10 for the 0x10 bytes (Z14, Z15 are
+// the sums here) and Z13 scratch: the rows' dmin (Z10's in the 16x4
+// kernel) is folded into Z12 by K4SCALE16X8.
+#define K5BIT16X8(z, off, rot) \
+	VMOVDQU64    off(SI), Y13 \
+	VINSERTI64X4 $1, off(SI)(R11*1), Z13, Z13 \
+	VPROLD       $rot, Z13, Z13 \
+	VPTERNLOGD   $0xf8, Z10, Z13, z
+
+#define K5SUB16X8(s, unpack, qoff, rot) \
+	unpack(qoff) \
+	K5BIT16X8(Z1, 1184, rot) \
+	K5BIT16X8(Z2, 1216, rot) \
+	K5BIT16X8(Z3, 1248, rot) \
+	K5BIT16X8(Z4, 1280, rot) \
+	K5BIT16X8(Z5, 1312, rot) \
+	K5BIT16X8(Z6, 1344, rot) \
+	K5BIT16X8(Z7, 1376, rot) \
+	K5BIT16X8(Z8, 1408, rot) \
+	K4SCALE16X8(s) \
+	K4ROWS16X8(s)
+
+// K4SCALE16X8(s): Z11 = d·sc_s, Z12 = dmin·m_s with dmin read from the
+// block (16(SI), gb on) instead of Z10.
+#define K4SCALE16X8(s) \
+	K4BYTES16(32+8*s, X11, Z11) \
+	K4BYTES16(96+8*s, X12, Z12) \
+	VCVTDQ2PS   Z11, Z11 \
+	VCVTDQ2PS   Z12, Z12 \
+	VMULPS      Z9, Z11, Z11 \
+	VMOVDQU     16(SI), X13 \
+	VINSERTI128 $1, 16(SI)(R11*1), Y13, Y13 \
+	VCVTPH2PS   Y13, Z13 \
+	VMULPS      Z13, Z12, Z12
+
+// K4INIT16X8: the arguments, the rows 4…7 and the sixteen accumulators.
+#define K4INIT16X8 \
+	PK_ARGS4 \
+	MOVQ         gb+64(FP), R11 \
+	LEAQ         (DI)(R9*4), AX \
+	LEAQ         (DX)(R10*4), BX \
+	LEAQ         (R8)(R10*4), R12 \
+	MOVL         $0x0f0f0f0f, R15 \
+	VPBROADCASTD R15, Z0 \
+	XORQ         R15, R15 \
+	VPXORD       Z16, Z16, Z16 \
+	VPXORD       Z17, Z17, Z17 \
+	VPXORD       Z18, Z18, Z18 \
+	VPXORD       Z19, Z19, Z19 \
+	VPXORD       Z20, Z20, Z20 \
+	VPXORD       Z21, Z21, Z21 \
+	VPXORD       Z22, Z22, Z22 \
+	VPXORD       Z23, Z23, Z23 \
+	VPXORD       Z24, Z24, Z24 \
+	VPXORD       Z25, Z25, Z25 \
+	VPXORD       Z26, Z26, Z26 \
+	VPXORD       Z27, Z27, Z27 \
+	VPXORD       Z28, Z28, Z28 \
+	VPXORD       Z29, Z29, Z29 \
+	VPXORD       Z30, Z30, Z30 \
+	VPXORD       Z31, Z31, Z31
+
+// K4STORE16X8: out rows c = 0…7 (R12 = out, R15 = os) = acc − accm,
+// and return.
+#define K4STORE16X8 \
+	VSUBPS  Z24, Z16, Z16 \
+	VSUBPS  Z25, Z17, Z17 \
+	VSUBPS  Z26, Z18, Z18 \
+	VSUBPS  Z27, Z19, Z19 \
+	VSUBPS  Z28, Z20, Z20 \
+	VSUBPS  Z29, Z21, Z21 \
+	VSUBPS  Z30, Z22, Z22 \
+	VSUBPS  Z31, Z23, Z23 \
+	MOVQ    out+56(FP), R12 \
+	MOVQ    os+72(FP), R15 \
+	VMOVUPS Z16, (R12) \
+	VMOVUPS Z17, (R12)(R15*1) \
+	VMOVUPS Z18, (R12)(R15*2) \
+	LEAQ    (R12)(R15*2), R12 \
+	VMOVUPS Z19, (R12)(R15*1) \
+	LEAQ    (R12)(R15*2), R12 \
+	STORE16X4(Z20, Z21, Z22, Z23)
+
+// func dotQ4_Kp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+TEXT ·dotQ4_Kp16x8VNNI(SB), NOSPLIT, $0-80
+	K4INIT16X8
+
+q4kp168:
+	K4HALF16(0, X9, Y9, Z9)
+	K4HALF16(16, X10, Y10, Z10)
+	K4EACH(K4SUB16X8, K4LO16, K4HI16)
+	ADDQ $256, AX
+	ADDQ $32, BX
+	ADDQ $32, R12
+	PK_KNEXT(q4kp168)
+	K4STORE16X8
+
+// func dotQ5_Kp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+TEXT ·dotQ5_Kp16x8VNNI(SB), NOSPLIT, $0-80
+	K4INIT16X8
+	MOVL         $0x10101010, R15
+	VPBROADCASTD R15, Z10
+	XORQ         R15, R15
+
+q5kp168:
+	K4HALF16(0, X9, Y9, Z9)
+	K5EACH(K5SUB16X8, K4LO16, K4HI16)
+	ADDQ $256, AX
+	ADDQ $32, BX
+	ADDQ $32, R12
+	K5NEXT(q5kp168)
+	K4STORE16X8
