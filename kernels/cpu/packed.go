@@ -297,11 +297,10 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 				if dt == tensor.Q5_0 {
 					qh := le.Uint32(blk[2:])
 					for e := range 4 {
-						var h byte
-						for j := range 8 { // value 16·(j%2) + 4·(j/2) + e
-							h |= byte(qh>>(16*(j%2)+4*(j/2)+e)&1) << j
-						}
-						dst[16+4*r+e] = h
+						// bit j of the byte: value 16·(j%2) + 4·(j/2) + e's
+						v := qh >> e
+						lo, hi := every4th(v), every4th(v>>16)
+						dst[16+4*r+e] = evenBits[lo] | evenBits[hi]<<1
 					}
 				}
 				if dt == tensor.Q8_0 {
@@ -318,6 +317,14 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 		}
 	}
 }
+
+// every4th gathers bits 0, 4, 8 and 12 of v into bits 0…3.
+func every4th(v uint32) byte {
+	return byte(v&1 | v>>3&2 | v>>6&4 | v>>9&8)
+}
+
+// evenBits[c] has bit i of c at bit 2i.
+var evenBits = [16]byte{0x00, 0x01, 0x04, 0x05, 0x10, 0x11, 0x14, 0x15, 0x40, 0x41, 0x44, 0x45, 0x50, 0x51, 0x54, 0x55}
 
 // negSums writes −off·Σx of every block of the quantised rows qx into
 // neg (off from packedSet.negOff; blocks of 32 values, or of 16 where
