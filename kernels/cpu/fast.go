@@ -88,7 +88,10 @@ const (
 // of one kernel on (its weight row, its activation row), so it does not
 // depend on n, the tiling or the thread count.
 //
-//	Q8_0, Q4_0, Q4_1, Q4_K     matMulPacked (packed.go), where packed
+//	Q8_0, Q4_0, Q4_1, Q4_K;    matMulPacked (packed.go), where packed
+//	with AVX-512 VNNI also     (elsewhere the rows below)
+//	Q5_0, Q5_K, Q6_K, IQ4_NL,
+//	IQ4_XS
 //	Q8_0, Q4_0, Q4_1,          x quantised by quantizeQ8 once per call,
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
 //	                           dotQ4_K / dotQ6_K (Q6_K: in prefill
