@@ -7,8 +7,8 @@ import (
 	"github.com/vkllm/vkllm/tensor"
 )
 
-// Packed weights (fast path, Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q5_K, Q6_K,
-// IQ4_NL and IQ4_XS, where SIMD has the kernels): at Upload the weight is copied into groups of eight rows,
+// Packed weights (fast path, Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K,
+// Q6_K, IQ4_NL and IQ4_XS, where SIMD has the kernels): at Upload the weight is copied into groups of eight rows,
 // so that the kernels give each row one lane of a vector and form a
 // block's integer sum for eight rows with eight vpdpbusd (AVX-512 VNNI,
 // packed_amd64.s) or vpmaddubsw and vpmaddwd (AVX2,
@@ -29,12 +29,13 @@ import (
 //	Q4_1 (160 bytes)  d_w of rows 0…7, m_w of rows 0…7, the nibble bytes
 //	IQ4_NL (144)      as Q4_0; a nibble q stands for kvaluesIQ4[q]
 //	Q5_0 (176)        d_w of rows 0…7, the fifth bits h, the nibble bytes
+//	Q5_1 (192)        d_w, m_w of rows 0…7, the fifth bits h, the nibbles
 //
 // the value bytes being, for k = 0…7 and row r = 0…7, values 4k…4k+3 of
 // row r plus 128 (as unsigned bytes); the nibble bytes, for k = 0…3 and
 // r = 0…7, bytes 4k…4k+3 of row r's 16 (value i in the low nibble of
-// byte i, value 16+i in its high nibble, as in the file). Q5_0's fifth
-// bits (32 bytes) follow the nibble bytes' order: bit j = 2k+half of
+// byte i, value 16+i in its high nibble, as in the file). The fifth bits
+// of Q5_0 and Q5_1 (32 bytes) follow the nibble bytes' order: bit j = 2k+half of
 // byte 4r+e is the fifth bit of row r's value 16·half+4k+e, the nibble
 // in byte 4k+e of its 16 (so that a shift and a mask give the nibble
 // vector k's fifth bits, low nibbles half 0, high 1).
@@ -77,11 +78,11 @@ import (
 // block j, from acc = mins = 0:
 //
 //	sum  = Σ w·x (Q8_0), Σ (q−8)·x (Q4_0), Σ q·x (Q4_1),
-//	       Σ (q−16)·x (Q5_0, q the five bits), Σ kvaluesIQ4[q]·x
-//	       (IQ4_NL), exact in int32
+//	       Σ (q−16)·x (Q5_0, q the five bits), Σ q·x (Q5_1),
+//	       Σ kvaluesIQ4[q]·x (IQ4_NL), exact in int32
 //	acc  = fma(float32(sum), d_w·d_x, acc)    d_w·d_x rounded to float32
-//	mins = fma(m_w, s_x, mins)                Q4_1 only
-//	out  = acc (Q8_0, Q4_0, Q5_0, IQ4_NL), acc + mins (Q4_1)
+//	mins = fma(m_w, s_x, mins)                Q4_1, Q5_1 only
+//	out  = acc (Q8_0, Q4_0, Q5_0, IQ4_NL), acc + mins (Q4_1, Q5_1)
 //
 // which the one-activation-row and four-activation-row kernels both do,
 // so a value does not depend on the batch or the tiling; packed8Go is
@@ -99,6 +100,8 @@ func packBlockBytes(dt tensor.DType) int {
 		return 160
 	case tensor.Q5_0:
 		return 176
+	case tensor.Q5_1:
+		return 192
 	case tensor.Q4_K:
 		return 1184
 	case tensor.Q5_K:
@@ -145,8 +148,8 @@ type packedPairs func(w []byte, gb, nb int, qx []int8, dx, sx []float32, neg []i
 // no neg).
 type packedSet struct {
 	name                                                                   string
-	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1, q5_0x1, q5_Kx1, q6_Kx1 packedGroups
-	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4, q5_0x4, q5_Kx4, q6_Kx4 packedRows
+	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1, q5_0x1, q5_1x1, q5_Kx1, q6_Kx1 packedGroups
+	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4, q5_0x4, q5_1x4, q5_Kx4, q6_Kx4 packedRows
 	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16, q5_Kx16, q6_Kx16          packedPairs // nil where the set has none
 	q8_0Off                                                                int32
 }
@@ -185,6 +188,8 @@ func (s *packedSet) kernels(dt tensor.DType) (x1 packedGroups, x4 packedRows) {
 		return s.q4_Kx1, s.q4_Kx4
 	case tensor.Q5_0:
 		return s.q5_0x1, s.q5_0x4
+	case tensor.Q5_1:
+		return s.q5_1x1, s.q5_1x4
 	case tensor.Q5_K:
 		return s.q5_Kx1, s.q5_Kx4
 	case tensor.Q6_K:
@@ -236,7 +241,7 @@ func packedKernels(dt tensor.DType) (x1 packedGroups, x4 packedRows) { return pa
 // rows, groups g0…g1−1 into pk (the whole packed weight).
 func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int) {
 	bb, src := packBlockBytes(dt), dt.BlockBytes()
-	hdr := bb - 128 // the d_w (and Q4_1's m_w, Q5_0's fifth bits)
+	hdr := bb - 128 // the d_w (and Q4_1's and Q5_1's m_w, Q5_0's and Q5_1's fifth bits)
 	if dt == tensor.Q8_0 {
 		hdr = 16
 	}
@@ -291,16 +296,16 @@ func pack8(dt tensor.DType, raw []byte, rows, rb, nb int, pk []byte, g0, g1 int)
 					}
 					continue
 				}
-				if dt == tensor.Q4_1 {
+				if dt == tensor.Q4_1 || dt == tensor.Q5_1 {
 					copy(dst[16+2*r:16+2*r+2], blk[2:4])
 				}
-				if dt == tensor.Q5_0 {
-					qh := le.Uint32(blk[2:])
+				if dt == tensor.Q5_0 || dt == tensor.Q5_1 {
+					qh := le.Uint32(blk[src-20:])
 					for e := range 4 {
 						// bit j of the byte: value 16·(j%2) + 4·(j/2) + e's
 						v := qh >> e
 						lo, hi := every4th(v), every4th(v>>16)
-						dst[16+4*r+e] = evenBits[lo] | evenBits[hi]<<1
+						dst[hdr-32+4*r+e] = evenBits[lo] | evenBits[hi]<<1
 					}
 				}
 				if dt == tensor.Q8_0 {
@@ -404,9 +409,11 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 				switch dt {
 				case tensor.Q4_0:
 					q -= 8
-				case tensor.Q5_0:
-					q |= int32(blk[16+4*r+e%4]>>(2*(e%16/4)+e/16)&1) << 4
-					q -= 16
+				case tensor.Q5_0, tensor.Q5_1:
+					q |= int32(blk[hdr-32+4*r+e%4]>>(2*(e%16/4)+e/16)&1) << 4
+					if dt == tensor.Q5_0 {
+						q -= 16
+					}
 				case tensor.IQ4_NL:
 					q = int32(kvaluesIQ4[q])
 				}
@@ -414,7 +421,7 @@ func packed8Go(dt tensor.DType, w []byte, nb int, qx []int8, dx, sx []float32, o
 			}
 			dw := f16at(blk[2*r:])
 			acc = fma32(float32(sum), dw*dx[j], acc)
-			if dt == tensor.Q4_1 {
+			if dt == tensor.Q4_1 || dt == tensor.Q5_1 {
 				mins = fma32(f16at(blk[16+2*r:]), sx[j], mins)
 			}
 		}

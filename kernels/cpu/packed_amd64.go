@@ -56,6 +56,12 @@ func dotQ6_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32
 func dotQ6_Kp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
 
 //go:noescape
+func dotQ5_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ5_1p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+
+//go:noescape
 func dotQ5_Kp8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 
 //go:noescape
@@ -151,6 +157,7 @@ func packedVNNI() packedSet {
 	s.q4_1x1, s.q4_1x4 = packedSX(groupsOf(dotQ4_1p8x1VNNI, 160), quadsOf(dotQ4_1p8x4VNNI), 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256)
 	s.q4_Kx16 = pairsSX(dotQ4_Kp16x8VNNI, dotQ4_Kp16x4VNNI, 1184, 256)
+	s.q5_1x1, s.q5_1x4 = packedSX(groupsOf(dotQ5_1p8x1VNNI, 192), quadsOf(dotQ5_1p8x4VNNI), 192, 32)
 	s.q5_Kx1, s.q5_Kx4 = packedSX(groupsOf(dotQ5_Kp8x1VNNI, 1440), quadsOf(dotQ5_Kp8x4VNNI), 1440, 256)
 	s.q5_Kx16 = pairsSX(dotQ5_Kp16x8VNNI, dotQ5_Kp16x4VNNI, 1440, 256)
 	return s
@@ -238,8 +245,8 @@ func packedNeg(dt tensor.DType, k1 func(w *byte, qx *int8, dx *float32, aux *int
 	return x1, x4
 }
 
-// packedSX wraps the kernels that take s_x (Q4_1: blocks of 32 values in
-// 160 bytes; Q4_K, Q5_K: of 256 in 1184, 1440) or no neg (AVX2 Q8_0, 272 bytes).
+// packedSX wraps the kernels that take s_x (Q4_1, Q5_1: blocks of 32
+// values in 160, 192 bytes; Q4_K, Q5_K: of 256 in 1184, 1440) or no neg (AVX2 Q8_0, 272 bytes).
 func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int),
 	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int), size, vals int) (x1 packedGroups, x4 packedRows) {
 	x1 = func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i, ng int, out []float32) {

@@ -1650,3 +1650,69 @@ q5kp168:
 	ADDQ $32, R12
 	K5NEXT(q5kp168)
 	K4STORE16X8
+
+// Q5_1 (packed.go: 192 bytes a block of eight rows, the d_w at 0, the
+// m_w at 16, the fifth bits h at 32, the nibble bytes at 64): the Q4_1
+// kernels' steps on Q5_0's five-bit values (q5bits: the 0x10 bytes, from
+// memory, as the four-row kernel has no register left for them).
+
+DATA q5bits<>+0(SB)/8, $0x1010101010101010
+DATA q5bits<>+8(SB)/8, $0x1010101010101010
+DATA q5bits<>+16(SB)/8, $0x1010101010101010
+DATA q5bits<>+24(SB)/8, $0x1010101010101010
+GLOBL q5bits<>(SB), RODATA|NOPTR, $32
+
+// Q51UNPACK8(t): Y1…Y8 = the block's five-bit values (Y14, t scratch).
+#define Q51UNPACK8(t) \
+	UNPACK8(64) \
+	VMOVDQU 32(SI), Y14 \
+	Q5BITS(Y14, t, q5bits<>(SB), Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8)
+
+// func dotQ5_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+TEXT ·dotQ5_1p8x1VNNI(SB), NOSPLIT, $0-48
+	PK_ARGS1
+	MASK0F
+	VPXORD Y16, Y16, Y16
+	VPXORD Y20, Y20, Y20
+
+q51p81:
+	PREFETCH3
+	VPXORD           Y17, Y17, Y17
+	VPXORD           Y18, Y18, Y18
+	Q51UNPACK8(Y15)
+	DOT8((DI), Y17, Y18)
+	VCVTPH2PS        (SI), Y9
+	VCVTPH2PS        16(SI), Y21
+	VFMADD231PS.BCST (R8), Y21, Y20
+	FMA8(Y17, (DX), Y19, Y16)
+	PK_NEXT(192, q51p81)
+	VADDPS           Y20, Y16, Y16
+	PK_STORE1(Y16)
+
+// func dotQ5_1p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+TEXT ·dotQ5_1p8x4VNNI(SB), NOSPLIT, $0-64
+	X4_ARGS
+	MASK0F
+	ZEROD4(Y28, Y29, Y30, Y31)
+
+q51p84:
+	Q51UNPACK8(Y24)
+	VCVTPH2PS        (SI), Y9
+	VCVTPH2PS        16(SI), Y15
+	ZEROD4(Y16, Y17, Y18, Y19)
+	ZEROD4(Y20, Y21, Y22, Y23)
+	DOT8((DI), Y16, Y17)
+	DOT8((DI)(R9*1), Y18, Y19)
+	DOT8((DI)(R9*2), Y20, Y21)
+	DOT8((DI)(R13*1), Y22, Y23)
+	VFMADD231PS.BCST (R8), Y15, Y28
+	VFMADD231PS.BCST (R8)(R10*1), Y15, Y29
+	VFMADD231PS.BCST (R8)(R10*2), Y15, Y30
+	VFMADD231PS.BCST (R8)(R14*1), Y15, Y31
+	FMA4
+	PK_NEXT(192, q51p84)
+	VADDPS           Y28, Y10, Y10
+	VADDPS           Y29, Y11, Y11
+	VADDPS           Y30, Y12, Y12
+	VADDPS           Y31, Y13, Y13
+	PK_STORE4(Y10, Y11, Y12, Y13)

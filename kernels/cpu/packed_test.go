@@ -32,7 +32,7 @@ func TestPackedKernelsBitwise(t *testing.T) {
 
 func testPackedSet(t *testing.T, set packedSet) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_0, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_0, tensor.Q5_1, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
 		x1, x4 := set.kernels(dt)
 		if x1 == nil {
 			t.Logf("%v: no kernels in this set", dt)
@@ -237,6 +237,7 @@ func TestMatMulsBitwise(t *testing.T) {
 			{tensor.Q5_0, tensor.Q5_0},
 			{tensor.Q6_K, tensor.Q6_K, tensor.Q5_0},
 			{tensor.Q5_K, tensor.Q5_K},
+			{tensor.Q5_1, tensor.Q5_1},
 		} {
 			rows := []int{40, 13, 8}
 			for _, n := range []int{1, 3, 4, 9} {
@@ -327,7 +328,7 @@ func TestNegSums(t *testing.T) {
 // kernels), for weights of an odd number of full groups and a short one,
 // at one thread and two.
 func TestPrefillMatchesDecode(t *testing.T) {
-	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16, tensor.Q5_0, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16, tensor.Q5_0, tensor.Q5_1, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
 		for _, threads := range []int{1, 2} {
 			be := New(threads)
 			k, m := 512, 43 // five full groups of eight and three rows
@@ -381,7 +382,7 @@ func TestPackedReferenceVectors(t *testing.T) {
 	for _, c := range []struct {
 		dt          tensor.DType
 		rows, bytes int
-	}{{tensor.IQ4_NL, 4, 288}, {tensor.IQ4_XS, 8, 2176}, {tensor.Q5_0, 4, 352}, {tensor.Q6_K, 8, 3360}, {tensor.Q5_K, 8, 2816}} {
+	}{{tensor.IQ4_NL, 4, 288}, {tensor.IQ4_XS, 8, 2176}, {tensor.Q5_0, 4, 352}, {tensor.Q6_K, 8, 3360}, {tensor.Q5_K, 8, 2816}, {tensor.Q5_1, 4, 384}} {
 		elems := c.bytes / c.dt.BlockBytes() * c.dt.BlockSize()
 		file, err := os.ReadFile(filepath.Join("../../testdata/quant", c.dt.String()+".deq.bin"))
 		if err != nil {
