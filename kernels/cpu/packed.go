@@ -147,11 +147,11 @@ type packedPairs func(w []byte, gb, nb int, qx []int8, dx, sx []float32, neg []i
 // −128·Σx as neg; 0: the AVX2 ones turn the bytes back into w and take
 // no neg).
 type packedSet struct {
-	name                                                                   string
+	name                                                                           string
 	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1, q5_0x1, q5_1x1, q5_Kx1, q6_Kx1 packedGroups
 	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4, q5_0x4, q5_1x4, q5_Kx4, q6_Kx4 packedRows
-	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16, q5_Kx16, q6_Kx16          packedPairs // nil where the set has none
-	q8_0Off                                                                int32
+	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16, q5_Kx16, q6_Kx16                  packedPairs // nil where the set has none
+	q8_0Off                                                                        int32
 }
 
 // pairs returns s's two-group kernel for dt, or nil.
