@@ -150,7 +150,7 @@ type packedSet struct {
 	name                                                                           string
 	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1, q5_0x1, q5_1x1, q5_Kx1, q6_Kx1 packedGroups
 	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4, q5_0x4, q5_1x4, q5_Kx4, q6_Kx4 packedRows
-	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16, q5_Kx16, q6_Kx16                  packedPairs // nil where the set has none
+	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16, q5_1x16, q5_Kx16, q6_Kx16         packedPairs // nil where the set has none
 	q8_0Off                                                                        int32
 }
 
@@ -163,6 +163,8 @@ func (s *packedSet) pairs(dt tensor.DType) packedPairs {
 		return s.q4_Kx16
 	case tensor.Q5_0:
 		return s.q5_0x16
+	case tensor.Q5_1:
+		return s.q5_1x16
 	case tensor.Q5_K:
 		return s.q5_Kx16
 	case tensor.Q6_K:

@@ -62,6 +62,12 @@ func dotQ5_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 func dotQ5_1p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
 
 //go:noescape
+func dotQ5_1p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ5_1p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
 func dotQ5_Kp8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
 
 //go:noescape
@@ -158,6 +164,7 @@ func packedVNNI() packedSet {
 	s.q4_Kx1, s.q4_Kx4 = packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256)
 	s.q4_Kx16 = pairsSX(dotQ4_Kp16x8VNNI, dotQ4_Kp16x4VNNI, 1184, 256)
 	s.q5_1x1, s.q5_1x4 = packedSX(groupsOf(dotQ5_1p8x1VNNI, 192), quadsOf(dotQ5_1p8x4VNNI), 192, 32)
+	s.q5_1x16 = pairsSX(dotQ5_1p16x8VNNI, dotQ5_1p16x4VNNI, 192, 32)
 	s.q5_Kx1, s.q5_Kx4 = packedSX(groupsOf(dotQ5_Kp8x1VNNI, 1440), quadsOf(dotQ5_Kp8x4VNNI), 1440, 256)
 	s.q5_Kx16 = pairsSX(dotQ5_Kp16x8VNNI, dotQ5_Kp16x4VNNI, 1440, 256)
 	return s
@@ -288,8 +295,8 @@ func pairsNeg(dt tensor.DType, k8, k4 func(w *byte, qx *int8, xs int, dx *float3
 	}
 }
 
-// pairsSX wraps two-group kernels that take s_x (Q4_K, Q5_K: blocks of
-// 256 values in size bytes): k8 once per eight activation rows, then k4
+// pairsSX wraps two-group kernels that take s_x (Q5_1: blocks of 32
+// values; Q4_K, Q5_K: of 256; in size bytes): k8 once per eight activation rows, then k4
 // for the last four, if any.
 func pairsSX(k8, k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int), size, vals int) packedPairs {
 	return func(w []byte, gb, nb int, qx []int8, dx, sx []float32, _ []int32, i, n int, out []float32, os int) {

@@ -1660,7 +1660,11 @@ DATA q5bits<>+0(SB)/8, $0x1010101010101010
 DATA q5bits<>+8(SB)/8, $0x1010101010101010
 DATA q5bits<>+16(SB)/8, $0x1010101010101010
 DATA q5bits<>+24(SB)/8, $0x1010101010101010
-GLOBL q5bits<>(SB), RODATA|NOPTR, $32
+DATA q5bits<>+32(SB)/8, $0x1010101010101010
+DATA q5bits<>+40(SB)/8, $0x1010101010101010
+DATA q5bits<>+48(SB)/8, $0x1010101010101010
+DATA q5bits<>+56(SB)/8, $0x1010101010101010
+GLOBL q5bits<>(SB), RODATA|NOPTR, $64
 
 // Q51UNPACK8(t): Y1…Y8 = the block's five-bit values (Y14, t scratch).
 #define Q51UNPACK8(t) \
@@ -1716,3 +1720,83 @@ q51p84:
 	VADDPS           Y30, Y12, Y12
 	VADDPS           Y31, Y13, Y13
 	PK_STORE4(Y10, Y11, Y12, Y13)
+
+// Q5_1, sixteen rows (two groups, gb apart) against four or eight
+// activation rows: the 8x4 kernel's steps in every lane, each row's block
+// sum in one register (Z14, Z15 in turn; exact in any order). Rows 0…3
+// at DI, DX, R8 (+ c·xs, c·ds), rows 4…7 at AX, BX, R12; R15 = 0 the
+// index of row 0. Z9 d_w, Z10 m_w, Z11, Z12 the fifth bits, Z13 scratch,
+// Z16…Z23 acc and Z24…Z31 mins of rows 0…7.
+
+// Q51ROW16(x, d, n, xi, di, a, acc, mins): one activation row's block
+// (values at x xi, d_x at d di, s_x at n di).
+#define Q51ROW16(x, d, n, xi, di, a, acc, mins) \
+	VPXORD           a, a, a \
+	XSDOT16(0, x xi, a) \
+	VCVTDQ2PS        a, a \
+	VMULPS.BCST      d di, Z9, Z13 \
+	VFMADD231PS      Z13, a, acc \
+	VFMADD231PS.BCST n di, Z10, mins
+
+#define Q51BLOCK16 \
+	UNPACK16(64) \
+	VMOVDQU      32(SI), Y11 \
+	VINSERTI64X4 $1, 32(SI)(R11*1), Z11, Z11 \
+	Q5BITS(Z11, Z12, q5bits<>(SB), Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8) \
+	DW16 \
+	K4HALF16(16, X10, Y10, Z10)
+
+#define Q51ROWS16X4 \
+	Q51ROW16((DI), (DX), (R8), (R15*1), (R15*1), Z14, Z16, Z24) \
+	Q51ROW16((DI), (DX), (R8), (R9*1), (R10*1), Z15, Z17, Z25) \
+	Q51ROW16((DI), (DX), (R8), (R9*2), (R10*2), Z14, Z18, Z26) \
+	Q51ROW16((DI), (DX), (R8), (R13*1), (R14*1), Z15, Z19, Z27)
+
+// func dotQ5_1p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+TEXT ·dotQ5_1p16x4VNNI(SB), NOSPLIT, $0-80
+	K4INIT16X8
+
+q51p164:
+	Q51BLOCK16
+	Q51ROWS16X4
+	PK_NEXT(192, q51p164)
+	VADDPS Z24, Z16, Z16
+	VADDPS Z25, Z17, Z17
+	VADDPS Z26, Z18, Z18
+	VADDPS Z27, Z19, Z19
+	MOVQ   out+56(FP), R12
+	MOVQ   os+72(FP), R15
+	STORE16X4(Z16, Z17, Z18, Z19)
+
+// func dotQ5_1p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+TEXT ·dotQ5_1p16x8VNNI(SB), NOSPLIT, $0-80
+	K4INIT16X8
+
+q51p168:
+	Q51BLOCK16
+	Q51ROWS16X4
+	Q51ROW16((AX), (BX), (R12), (R15*1), (R15*1), Z14, Z20, Z28)
+	Q51ROW16((AX), (BX), (R12), (R9*1), (R10*1), Z15, Z21, Z29)
+	Q51ROW16((AX), (BX), (R12), (R9*2), (R10*2), Z14, Z22, Z30)
+	Q51ROW16((AX), (BX), (R12), (R13*1), (R14*1), Z15, Z23, Z31)
+	ADDQ $32, AX
+	ADDQ $4, BX
+	ADDQ $4, R12
+	PK_NEXT(192, q51p168)
+	VADDPS  Z24, Z16, Z16
+	VADDPS  Z25, Z17, Z17
+	VADDPS  Z26, Z18, Z18
+	VADDPS  Z27, Z19, Z19
+	VADDPS  Z28, Z20, Z20
+	VADDPS  Z29, Z21, Z21
+	VADDPS  Z30, Z22, Z22
+	VADDPS  Z31, Z23, Z23
+	MOVQ    out+56(FP), R12
+	MOVQ    os+72(FP), R15
+	VMOVUPS Z16, (R12)
+	VMOVUPS Z17, (R12)(R15*1)
+	VMOVUPS Z18, (R12)(R15*2)
+	LEAQ    (R12)(R15*2), R12
+	VMOVUPS Z19, (R12)(R15*1)
+	LEAQ    (R12)(R15*2), R12
+	STORE16X4(Z20, Z21, Z22, Z23)
