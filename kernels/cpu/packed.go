@@ -557,7 +557,11 @@ func (b *Backend) matMulPackedMulti(ds []*Tensor, xs *Tensor, ws []*Tensor) {
 	}
 	b.scratch.first = first
 	groups := first[len(ws)]
-	per, least := 2, 2 // groups per task in prefill
+	// Prefill: tasks of about prefillTaskBytes of weights (an even number
+	// of groups, at least a pair, and at least four tasks a thread), so
+	// that a tile of activation rows, which the task's groups all take in
+	// turn, is read from cache once per task rather than once per pair.
+	per, least := min(max(2, prefillTaskBytes/gb), max(2, groups/(4*b.Threads)))&^1, 2
 	if n < 4 {
 		// Decode: tasks of about decodeTaskBytes, each thread streaming
 		// through its own contiguous part (see matMulFast), shrinking to
