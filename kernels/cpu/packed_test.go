@@ -34,6 +34,9 @@ func testPackedSet(t *testing.T, set packedSet) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_0, tensor.Q5_1, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
 		x1, x4 := set.kernels(dt)
+		if set.name == "avx512vnni" && (x1 == nil || (set.pairs(dt) == nil) != (dt == tensor.Q8_0 || dt == tensor.Q4_1)) {
+			t.Errorf("%v: the VNNI set lacks its packed kernels (one- and four-row: %v, two-group: %v)", dt, x1 != nil, set.pairs(dt) != nil)
+		}
 		if x1 == nil {
 			t.Logf("%v: no kernels in this set", dt)
 			continue
@@ -411,6 +414,9 @@ func TestPackedReferenceVectors(t *testing.T) {
 		for _, set := range sets {
 			x1, _ := set.kernels(c.dt)
 			if x1 == nil {
+				if set.name == "avx512vnni" {
+					t.Errorf("%v: the VNNI set lacks its packed kernels", c.dt)
+				}
 				continue
 			}
 			neg := make([]int32, nx*k/negValues(c.dt))
