@@ -63,8 +63,9 @@ func NewWith(o Options) *Backend {
 // Upload implements kernels.Backend. The tensor keeps w.Data, a view of
 // the weight file's mapping, so the caller must keep the file open
 // (models.Model keeps its Source open) and unmodified for as long as the
-// backend tensor is used. Q8_0, Q4_0, Q4_1 and Q4_K weights are also
-// copied into the packed layout where the machine has packed kernels
+// backend tensor is used. Q8_0, Q4_0, Q4_1 and Q4_K weights (with
+// AVX-512 VNNI also Q5_0, Q5_K, Q6_K, IQ4_NL and IQ4_XS) are also copied
+// into the packed layout where the machine has packed kernels
 // (see the package documentation), which costs their size in memory. Any
 // dtype tensor.Dequantize knows is accepted. Shapes of more than two
 // dimensions are viewed as (product of the leading ones, last).

@@ -35,10 +35,12 @@
 //     F32 dot.
 //
 // Packed weights. Where SIMD has packed kernels ("avx2+fma" and up), Q8_0,
-// Q4_0, Q4_1 and Q4_K weights are copied at Upload into groups of eight
-// rows, one vector lane per row (packed.go has the layout); with AVX-512
-// VNNI, Q4_0 and Q4_K prefill takes two groups at a time on 512-bit
-// vectors, each lane doing the 256-bit kernels' steps. The copy costs
+// Q4_0, Q4_1 and Q4_K weights (with AVX-512 VNNI also Q5_0, Q5_K, Q6_K,
+// IQ4_NL and IQ4_XS, which then take neither the one-row kernels nor the
+// tiles above) are copied at Upload into groups of eight rows, one vector
+// lane per row (packed.go has the layout); with AVX-512 VNNI, prefill of
+// all but Q8_0 and Q4_1 takes two groups at a time on 512-bit vectors,
+// each lane doing the 256-bit kernels' steps. The copy costs
 // the weight's size in memory on top of the file's mapping, which stays
 // (GetRows reads it); it lives outside the Go heap, in shared 64 MiB
 // mappings on transparent huge pages where Linux gives them. Other weights

@@ -27,11 +27,13 @@ func TestUploadTakesMoreDTypes(t *testing.T) {
 	}
 }
 
-// BenchmarkMatMulMore compares, for dotmore.go's dtypes and Q6_K, the fast path
-// ("tile": activations quantised, q8Dot's kernel, and in prefill
-// moreTile's tiles), the one-row kernels alone ("rows": the fast path
-// before the tiles) and the path they replace ("generic": each weight
-// row dequantised, then the F32 dot), on Qwen2.5-0.5B's FFN up (4864,
+// BenchmarkMatMulMore compares, for dotmore.go's dtypes and Q6_K, the
+// packed kernels where the set in use packs the dtype ("packed": IQ4_NL
+// and IQ4_XS with AVX-512 VNNI), the unpacked fast path ("tile":
+// activations quantised, q8Dot's kernel, and in prefill moreTile's
+// tiles), the one-row kernels alone ("rows": the fast path before the
+// tiles) and the path they replace ("generic": each weight row
+// dequantised, then the F32 dot), on Qwen2.5-0.5B's FFN up (4864,
 // 896) and down (896, 4864) projections (K-quants: up (4864, 1024),
 // whole super-blocks), for n = 1 (decode), 64 and 512 activation rows.
 // The paths alternate within one run:
@@ -48,13 +50,20 @@ func BenchmarkMatMulMore(b *testing.B) {
 				k = 1024
 			}
 			for _, n := range []int{1, 64, 512} {
-				for _, path := range []string{"tile", "rows", "generic"} {
+				for _, path := range []string{"packed", "tile", "rows", "generic"} {
 					if n == 1 && path == "rows" {
 						continue // decode has no tile
+					}
+					if x1, _ := packedKernels(dt); path == "packed" && x1 == nil {
+						continue
 					}
 					b.Run(fmt.Sprintf("%v/%s/n=%d/%s", dt, shape.name, n, path), func(b *testing.B) {
 						be := New(0)
 						defer be.Close()
+						if path != "packed" { // the weight not packed
+							defer usePacked(packed)
+							usePacked(packedSet{name: "none"})
+						}
 						w, data := upload(b, be, dt, m, k)
 						x, _ := be.NewTensor(tensor.F32, n, k)
 						d, _ := be.NewTensor(tensor.F32, n, m)

@@ -13,7 +13,9 @@ import (
 // every value bitwise the one-row kernel's (q8Dot, dotQ6_K) on its
 // pair, at 1 and 3 threads, row lengths of one block and several, and
 // activation row counts that leave tiles part full (decode; 4, 9 and
-// 13: fours, then the rest one by one; past one xTile).
+// 13: fours, then the rest one by one; past one xTile). A dtype the
+// packed set in use packs (IQ4_NL, IQ4_XS with AVX-512 VNNI) takes the
+// packed kernels instead (TestPackedKernelsBitwise).
 func TestMoreTilesBitwise(t *testing.T) {
 	t.Logf("kernels: %s", SIMD())
 	moreTilesBitwise(t)
@@ -23,6 +25,10 @@ func moreTilesBitwise(t *testing.T) {
 	for _, dt := range append(moreTypes[:len(moreTypes):len(moreTypes)], tensor.Q6_K) {
 		if _, ok := moreTile(dt); hasAVX2 && !ok {
 			t.Errorf("%v: no prefill tile", dt)
+		}
+		if x1, _ := packedKernels(dt); x1 != nil {
+			t.Logf("%v: packed (%s set), no tiles", dt, packed.name)
+			continue
 		}
 		kind, _ := moreTileKindOf(dt)
 		ks := []int{32, 96, 896}

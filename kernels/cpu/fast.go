@@ -78,6 +78,13 @@ const (
 	// goes by tasks of about this many bytes.
 	decodeTaskBytes = 1 << 20
 
+	// prefillTaskBytes: the weight bytes of a packed prefill task
+	// (matMulPackedMulti). Against tasks of one group pair, on the loaded
+	// 2-core machine (GFLOP per CPU-second, one thread, best of 3):
+	// IQ4_NL 896×4864 546 → 566, 4864×896 579 → 617, Q4_K 2048×8192
+	// 512 → 557, 8192×2048 526 → 609 (n = 512).
+	prefillTaskBytes = 256 << 10
+
 	// decodeLeastBytes: the smallest decode task, which a thread's part
 	// shrinks to at its end (pool.runRangesGuided), so that the threads
 	// finish an op together.
@@ -88,7 +95,10 @@ const (
 // of one kernel on (its weight row, its activation row), so it does not
 // depend on n, the tiling or the thread count.
 //
-//	Q8_0, Q4_0, Q4_1, Q4_K     matMulPacked (packed.go), where packed
+//	Q8_0, Q4_0, Q4_1, Q4_K;    matMulPacked (packed.go), where packed
+//	with AVX-512 VNNI also     (elsewhere the rows below)
+//	Q5_0, Q5_K, Q6_K, IQ4_NL,
+//	IQ4_XS
 //	Q8_0, Q4_0, Q4_1,          x quantised by quantizeQ8 once per call,
 //	Q4_K, Q6_K                 then dotQ8_0 / dotQ4_0 / dotQ4_1 /
 //	                           dotQ4_K / dotQ6_K (Q6_K: in prefill

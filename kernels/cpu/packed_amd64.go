@@ -2,7 +2,11 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/vkllm/vkllm/tensor"
+)
 
 // Implemented in packed_amd64.s.
 
@@ -26,6 +30,81 @@ func dotQ4_0p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32
 
 //go:noescape
 func dotQ4_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ5_0p8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ5_0p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ5_0p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ5_0p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ6_Kp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ6_Kp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotQ6_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ6_Kp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ5_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ5_1p8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ5_1p16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ5_1p16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ5_Kp8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ5_Kp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ4_Kp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ5_Kp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotQ5_Kp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotIQ4_NLp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotIQ4_NLp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotIQ4_NLp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotIQ4_NLp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotIQ4_XSp8x1VNNI(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotIQ4_XSp8x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32)
+
+//go:noescape
+func dotIQ4_XSp16x4VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
+
+//go:noescape
+func dotIQ4_XSp16x8VNNI(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)
 
 //go:noescape
 func dotQ4_1p8x1VNNI(w *byte, qx *int8, dx, aux *float32, nb int, out *float32)
@@ -70,19 +149,31 @@ func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float3
 // call once for each.
 func packedVNNI() packedSet {
 	s := packedSet{name: "avx512vnni", q8_0Off: 128}
-	s.q8_0x1, s.q8_0x4 = packedNeg(groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI), 272)
-	s.q4_0x1, s.q4_0x4 = packedNeg(groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI), 144)
-	s.q4_0x16 = pairsNeg(dotQ4_0p16x8VNNI, dotQ4_0p16x4VNNI, 144)
+	s.q8_0x1, s.q8_0x4 = packedNeg(tensor.Q8_0, groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI))
+	s.q4_0x1, s.q4_0x4 = packedNeg(tensor.Q4_0, groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI))
+	s.q4_0x16 = pairsNeg(tensor.Q4_0, dotQ4_0p16x8VNNI, dotQ4_0p16x4VNNI)
+	s.q5_0x1, s.q5_0x4 = packedNeg(tensor.Q5_0, groupsOf(dotQ5_0p8x1VNNI, 176), quadsOf(dotQ5_0p8x4VNNI))
+	s.q5_0x16 = pairsNeg(tensor.Q5_0, dotQ5_0p16x8VNNI, dotQ5_0p16x4VNNI)
+	s.q6_Kx1, s.q6_Kx4 = packedNeg(tensor.Q6_K, groupsOf(dotQ6_Kp8x1VNNI, 1680), quadsOfAux(dotQ6_Kp8x4VNNI, 2))
+	s.q6_Kx16 = pairsNeg(tensor.Q6_K, dotQ6_Kp16x8VNNI, dotQ6_Kp16x4VNNI)
+	s.iq4nx1, s.iq4nx4 = packedNeg(tensor.IQ4_NL, groupsOf(dotIQ4_NLp8x1VNNI, 144), quadsOf(dotIQ4_NLp8x4VNNI))
+	s.iq4nx16 = pairsNeg(tensor.IQ4_NL, dotIQ4_NLp16x8VNNI, dotIQ4_NLp16x4VNNI)
+	s.iq4xx1, s.iq4xx4 = packedNeg(tensor.IQ4_XS, groupsOf(dotIQ4_XSp8x1VNNI, 1104), quadsOf(dotIQ4_XSp8x4VNNI))
+	s.iq4xx16 = pairsNeg(tensor.IQ4_XS, dotIQ4_XSp16x8VNNI, dotIQ4_XSp16x4VNNI)
 	s.q4_1x1, s.q4_1x4 = packedSX(groupsOf(dotQ4_1p8x1VNNI, 160), quadsOf(dotQ4_1p8x4VNNI), 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256)
-	s.q4_Kx16 = pairsSX(dotQ4_Kp16x4VNNI, 1184, 256)
+	s.q4_Kx16 = pairsSX(dotQ4_Kp16x8VNNI, dotQ4_Kp16x4VNNI, 1184, 256)
+	s.q5_1x1, s.q5_1x4 = packedSX(groupsOf(dotQ5_1p8x1VNNI, 192), quadsOf(dotQ5_1p8x4VNNI), 192, 32)
+	s.q5_1x16 = pairsSX(dotQ5_1p16x8VNNI, dotQ5_1p16x4VNNI, 192, 32)
+	s.q5_Kx1, s.q5_Kx4 = packedSX(groupsOf(dotQ5_Kp8x1VNNI, 1440), quadsOf(dotQ5_Kp8x4VNNI), 1440, 256)
+	s.q5_Kx16 = pairsSX(dotQ5_Kp16x8VNNI, dotQ5_Kp16x4VNNI, 1440, 256)
 	return s
 }
 
 func packedAVX2() packedSet {
 	s := packedSet{name: "avx2"}
 	s.q8_0x1, s.q8_0x4 = packedSX(dotQ8_0p8x1AVX2, dotQ8_0p8x4AVX2, 272, 32) // s_x passed, not read
-	s.q4_0x1, s.q4_0x4 = packedNeg(dotQ4_0p8x1AVX2, dotQ4_0p8x4AVX2, 144)
+	s.q4_0x1, s.q4_0x4 = packedNeg(tensor.Q4_0, dotQ4_0p8x1AVX2, dotQ4_0p8x4AVX2)
 	s.q4_1x1, s.q4_1x4 = packedSX(dotQ4_1p8x1AVX2, dotQ4_1p8x4AVX2, 160, 32)
 	s.q4_Kx1, s.q4_Kx4 = packedSX(dotQ4_Kp8x1AVX2, dotQ4_Kp8x4AVX2, 1184, 256)
 	return s
@@ -104,12 +195,18 @@ func packedSets() []packedSet {
 // once per quad, each into a scratch tile copied to out's rows (os in
 // bytes, as the AVX2 kernels take it).
 func quadsOf[A int32 | float32](k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32)) func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32, os, nq int) {
+	return quadsOfAux(k4, 1)
+}
+
+// quadsOfAux is quadsOf for a kernel whose aux rows are as times dx's
+// stride apart (Q6_K's neg: 2).
+func quadsOfAux[A int32 | float32](k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32), as int) func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32, os, nq int) {
 	return func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *A, nb int, out *float32, os, nq int) {
 		var tile [32]float32
 		for q := range nq {
 			k4(w, (*int8)(unsafe.Add(unsafe.Pointer(qx), 4*q*xs)), xs,
 				(*float32)(unsafe.Add(unsafe.Pointer(dx), 4*q*ds)), ds,
-				(*A)(unsafe.Add(unsafe.Pointer(aux), 4*q*ds)), nb, &tile[0])
+				(*A)(unsafe.Add(unsafe.Pointer(aux), 4*q*ds*as)), nb, &tile[0])
 			for c := range 4 {
 				row := (*[8]float32)(unsafe.Add(unsafe.Pointer(out), (4*q+c)*os))
 				*row = [8]float32(tile[8*c : 8*c+8])
@@ -128,30 +225,35 @@ func groupsOf[A int32 | float32](k1 func(w *byte, qx *int8, dx *float32, aux *A,
 	}
 }
 
-// packedNeg wraps the kernels that take neg (Q8_0, Q4_0; blocks of 32
-// values in size bytes).
-func packedNeg(k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int),
-	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int), size int) (x1 packedGroups, x4 packedRows) {
+// packedNeg wraps dt's kernels that take neg (Q8_0, Q4_0, Q5_0, IQ4_NL:
+// blocks of 32 values; IQ4_XS, Q6_K: of 256), one per negValues(dt)
+// values: the kernels step through neg rows of k/negValues values (Q6_K:
+// at twice dx's stride).
+func packedNeg(dt tensor.DType, k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int),
+	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int)) (x1 packedGroups, x4 packedRows) {
+	size, vals, nv := packBlockBytes(dt), packValues(dt), negValues(dt)
 	x1 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, ng int, out []float32) {
-		if !packedGroupsArgs(w, nb, size, 32, qx, dx, nil, neg, i, ng, out) {
+		if !packedGroupsArgs(w, nb, size, vals, qx, dx, nil, neg, i, ng, out) {
 			return
 		}
-		k, nd := nb*32, nb
-		k1(&w[0], &qx[i*k], &dx[i*nd], &neg[i*nd], nb, &out[0], ng)
+		k, nd := nb*vals, nb*vals/32
+		_ = neg[(i+1)*k/nv-1]
+		k1(&w[0], &qx[i*k], &dx[i*nd], &neg[i*k/nv], nb, &out[0], ng)
 	}
 	x4 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, n int, out []float32, os int) {
-		if !packedArgs(w, nb, size, 32, qx, dx, nil, neg, i, n, out, os) {
+		if !packedArgs(w, nb, size, vals, qx, dx, nil, neg, i, n, out, os) {
 			return
 		}
 		checkQuads(n)
-		k, nd := nb*32, nb
-		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &neg[i*nd], nb, &out[0], 4*os, n/4)
+		k, nd := nb*vals, nb*vals/32
+		_ = neg[(i+n)*k/nv-1]
+		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &neg[i*k/nv], nb, &out[0], 4*os, n/4)
 	}
 	return x1, x4
 }
 
-// packedSX wraps the kernels that take s_x (Q4_1: blocks of 32 values in
-// 160 bytes; Q4_K: of 256 in 1184) or no neg (AVX2 Q8_0, 272 bytes).
+// packedSX wraps the kernels that take s_x (Q4_1, Q5_1: blocks of 32
+// values in 160, 192 bytes; Q4_K, Q5_K: of 256 in 1184, 1440) or no neg (AVX2 Q8_0, 272 bytes).
 func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int),
 	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int), size, vals int) (x1 packedGroups, x4 packedRows) {
 	x1 = func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i, ng int, out []float32) {
@@ -172,36 +274,43 @@ func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32,
 	return x1, x4
 }
 
-// pairsNeg wraps two-group kernels that take neg (Q4_0: blocks of 32
-// values in size bytes): k8 once per eight activation rows, then k4 for
-// the last four, if any.
-func pairsNeg(k8, k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int), size int) packedPairs {
+// pairsNeg wraps dt's two-group kernels that take neg (as packedNeg): k8
+// once per eight activation rows, then k4 for the last four, if any.
+func pairsNeg(dt tensor.DType, k8, k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, gb int, os int)) packedPairs {
+	size, vals, nv := packBlockBytes(dt), packValues(dt), negValues(dt)
 	return func(w []byte, gb, nb int, qx []int8, dx, _ []float32, neg []int32, i, n int, out []float32, os int) {
-		if !pairArgs(w, gb, nb, size, 32, qx, dx, nil, neg, i, n, out, os) {
+		if !pairArgs(w, gb, nb, size, vals, qx, dx, nil, neg, i, n, out, os) {
 			return
 		}
-		k, nd := nb*32, nb
+		k, nd := nb*vals, nb*vals/32
+		_ = neg[(i+n)*k/nv-1]
 		for q := 0; q < n; {
 			kq, step := k4, 4
 			if n-q >= 8 {
 				kq, step = k8, 8
 			}
-			kq(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &neg[(i+q)*nd], nb, &out[q*os], gb, 4*os)
+			kq(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &neg[(i+q)*k/nv], nb, &out[q*os], gb, 4*os)
 			q += step
 		}
 	}
 }
 
-// pairsSX wraps a two-group kernel that takes s_x (Q4_K: blocks of 256
-// values in 1184 bytes).
-func pairsSX(k16 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int), size, vals int) packedPairs {
+// pairsSX wraps two-group kernels that take s_x (Q5_1: blocks of 32
+// values; Q4_K, Q5_K: of 256; in size bytes): k8 once per eight activation rows, then k4
+// for the last four, if any.
+func pairsSX(k8, k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, gb int, os int), size, vals int) packedPairs {
 	return func(w []byte, gb, nb int, qx []int8, dx, sx []float32, _ []int32, i, n int, out []float32, os int) {
 		if !pairArgs(w, gb, nb, size, vals, qx, dx, sx, nil, i, n, out, os) {
 			return
 		}
 		k, nd := nb*vals, nb*vals/32
-		for q := 0; q < n; q += 4 {
-			k16(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &sx[(i+q)*nd], nb, &out[q*os], gb, 4*os)
+		for q := 0; q < n; {
+			kq, step := k4, 4
+			if n-q >= 8 {
+				kq, step = k8, 8
+			}
+			kq(&w[0], &qx[(i+q)*k], k, &dx[(i+q)*nd], 4*nd, &sx[(i+q)*nd], nb, &out[q*os], gb, 4*os)
+			q += step
 		}
 	}
 }

@@ -1,8 +1,11 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/vkllm/vkllm/kernels"
@@ -29,14 +32,17 @@ func TestPackedKernelsBitwise(t *testing.T) {
 
 func testPackedSet(t *testing.T, set packedSet) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K} {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_0, tensor.Q5_1, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
 		x1, x4 := set.kernels(dt)
+		if set.name == "avx512vnni" && (x1 == nil || (set.pairs(dt) == nil) != (dt == tensor.Q8_0 || dt == tensor.Q4_1)) {
+			t.Errorf("%v: the VNNI set lacks its packed kernels (one- and four-row: %v, two-group: %v)", dt, x1 != nil, set.pairs(dt) != nil)
+		}
 		if x1 == nil {
 			t.Logf("%v: no kernels in this set", dt)
 			continue
 		}
 		nbs := []int{1, 2, 3, 7, 24, 33, 64}
-		if dt == tensor.Q4_K {
+		if packValues(dt) == 256 {
 			nbs = []int{1, 2, 3, 5, 8} // super-blocks of 256
 		}
 		for _, nb := range nbs {
@@ -50,7 +56,7 @@ func testPackedSet(t *testing.T, set packedSet) {
 				clear(x[2*k : 2*k+32]) // a zero activation block: d_x = 0
 				qx, dx, sx := make([]int8, nx*k), make([]float32, nx*nd), make([]float32, nx*nd)
 				quantizeQ8(x, qx, dx, sx)
-				neg := make([]int32, nx*nd)
+				neg := make([]int32, nx*k/negValues(dt))
 				negSums(qx, set.negOff(dt), neg)
 				rb := dt.BlockBytes() * nb
 				raw := make([]byte, rows*rb)
@@ -63,16 +69,45 @@ func testPackedSet(t *testing.T, set packedSet) {
 						clear(src[:32]) // a zero weight block: d_w = 0
 					}
 					wr := raw[row*rb : (row+1)*rb]
-					if dt == tensor.Q4_K {
-						// random super-blocks with f16 d and dmin 2^-10·(row+1)
+					switch dt {
+					case tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS:
+						// random blocks with f16 d (and Q4_K's dmin)
+						// 2^-10·(row+1): every scale and value
+						// (tensor.Quantize lacks these; TestPackedLlamaCpp
+						// takes the reference's)
 						for i := range wr {
 							wr[i] = byte(r.Uint32())
 						}
-						for blk := 0; blk < len(wr); blk += 144 {
-							wr[blk], wr[blk+1], wr[blk+2], wr[blk+3] = 0, 0x14+byte(row), 0, 0x14
+						dOff := 0
+						if dt == tensor.Q6_K {
+							dOff = 208
 						}
-					} else if err := tensor.Quantize(dt, src, wr); err != nil {
-						t.Fatal(err)
+						for blk := 0; blk < len(wr); blk += dt.BlockBytes() {
+							wr[blk+dOff], wr[blk+dOff+1] = 0, 0x14+byte(row)
+							if dt == tensor.Q4_K || dt == tensor.Q5_K {
+								wr[blk+2], wr[blk+3] = 0, 0x14
+							}
+							if dt == tensor.IQ4_XS && row == 0 {
+								// scales −32 (sub-block 0) and 31 (1)
+								wr[blk+2], wr[blk+3], wr[blk+4] = 0b1100, 0, 0xf0
+							}
+						}
+						if row == 1 && dt != tensor.Q4_K && dt != tensor.Q5_K {
+							wr[dOff], wr[dOff+1] = 0, 0 // a zero weight block: d = 0
+						}
+						if dt == tensor.Q6_K && row == 0 {
+							// the extreme scales −128 and 127, and every
+							// value of the first group 0 or 63
+							wr[192], wr[193] = 0x80, 0x7f
+							for e := range 32 {
+								wr[e] = []byte{0, 0xff}[e%2]
+								wr[128+e] = []byte{0, 0xff}[e%2]
+							}
+						}
+					default:
+						if err := tensor.Quantize(dt, src, wr); err != nil {
+							t.Fatal(err)
+						}
 					}
 					if dt == tensor.Q8_0 && row == 2 {
 						// the extreme weights −128 and 127 (a Q8_0 file may
@@ -198,7 +233,14 @@ func TestMatMulsBitwise(t *testing.T) {
 			{tensor.Q8_0, tensor.Q8_0},
 			{tensor.Q4_1, tensor.Q4_1},
 			{tensor.Q4_K, tensor.Q4_K, tensor.Q4_K},
+			{tensor.IQ4_NL, tensor.IQ4_NL},
+			{tensor.IQ4_XS, tensor.IQ4_XS, tensor.IQ4_XS},
 			{tensor.Q4_0, tensor.Q6_K, tensor.F16},
+			{tensor.IQ4_XS, tensor.IQ4_NL, tensor.Q4_K},
+			{tensor.Q5_0, tensor.Q5_0},
+			{tensor.Q6_K, tensor.Q6_K, tensor.Q5_0},
+			{tensor.Q5_K, tensor.Q5_K},
+			{tensor.Q5_1, tensor.Q5_1},
 		} {
 			rows := []int{40, 13, 8}
 			for _, n := range []int{1, 3, 4, 9} {
@@ -251,7 +293,7 @@ func nanSlice(n int) []float32 {
 }
 
 // negSums equals the plain loop on random blocks and on blocks of all
-// −128, all 127 and alternating extremes.
+// −128, all 127 and alternating extremes, by 32 values and (Q6_K) by 16.
 func TestNegSums(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const nb = 40
@@ -262,12 +304,21 @@ func TestNegSums(t *testing.T) {
 	for i := range 32 {
 		qx[i], qx[32+i], qx[64+i] = -128, 127, int8(127-255*(i%2))
 	}
-	for _, off := range []int32{8, 128, 1} {
-		got, want := make([]int32, nb), make([]int32, nb)
+	for _, off := range []int32{8, 128, 1, 32} {
+		n := nb
+		if off == 32 { // Q6_K's: blocks of 16
+			n = 2 * nb
+		}
+		got, want := make([]int32, n), make([]int32, n)
 		negSums(qx, off, got)
 		negSumsGo(qx, off, want)
+		vals := len(qx) / n
 		for j := range got {
-			if got[j] != want[j] {
+			var s int32
+			for _, v := range qx[vals*j : vals*(j+1)] {
+				s += int32(v)
+			}
+			if got[j] != want[j] || want[j] != -off*s {
 				t.Fatalf("off %d block %d: %d, want %d", off, j, got[j], want[j])
 			}
 		}
@@ -280,7 +331,7 @@ func TestNegSums(t *testing.T) {
 // kernels), for weights of an odd number of full groups and a short one,
 // at one thread and two.
 func TestPrefillMatchesDecode(t *testing.T) {
-	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16} {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_K, tensor.Q8_0, tensor.Q4_1, tensor.F16, tensor.Q5_0, tensor.Q5_1, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
 		for _, threads := range []int{1, 2} {
 			be := New(threads)
 			k, m := 512, 43 // five full groups of eight and three rows
@@ -320,6 +371,71 @@ func TestPrefillMatchesDecode(t *testing.T) {
 				}
 			}
 			be.Close()
+		}
+	}
+}
+
+// TestPackedReferenceVectors: the blocks of testdata/quant
+// (tools/make_quant_vectors.py) of the dtypes packed since the IQ4 and
+// Q5_0/Q6_K kernels, packed, give through every packed kernel set the dot
+// product of the values llama.cpp's reference (gguf.quants.dequantize)
+// gives them with the activations, to float32 rounding.
+func TestPackedReferenceVectors(t *testing.T) {
+	sets := packedSets()
+	for _, c := range []struct {
+		dt          tensor.DType
+		rows, bytes int
+	}{{tensor.IQ4_NL, 4, 288}, {tensor.IQ4_XS, 8, 2176}, {tensor.Q5_0, 4, 352}, {tensor.Q6_K, 8, 3360}, {tensor.Q5_K, 8, 2816}, {tensor.Q5_1, 4, 384}} {
+		elems := c.bytes / c.dt.BlockBytes() * c.dt.BlockSize()
+		file, err := os.ReadFile(filepath.Join("../../testdata/quant", c.dt.String()+".deq.bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(file) != c.bytes+4*elems {
+			t.Fatalf("%v: %d bytes, want %d", c.dt, len(file), c.bytes+4*elems)
+		}
+		raw, deq := file[:c.bytes], make([]float32, elems)
+		for i := range deq {
+			deq[i] = math.Float32frombits(binary.LittleEndian.Uint32(file[c.bytes+4*i:]))
+		}
+		k := elems / c.rows
+		rb, nb, nd := c.bytes/c.rows, k/packValues(c.dt), k/32
+		groups := (c.rows + 7) / 8
+		pk := make([]byte, groups*nb*packBlockBytes(c.dt))
+		pack8(c.dt, raw, c.rows, rb, nb, pk, 0, groups)
+		r := rand.New(rand.NewPCG(5, 6))
+		const nx = 3
+		x := make([]float32, nx*k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		qx, dx, sx := make([]int8, nx*k), make([]float32, nx*nd), make([]float32, nx*nd)
+		quantizeQ8(x, qx, dx, sx)
+		for _, set := range sets {
+			x1, _ := set.kernels(c.dt)
+			if x1 == nil {
+				if set.name == "avx512vnni" {
+					t.Errorf("%v: the VNNI set lacks its packed kernels", c.dt)
+				}
+				continue
+			}
+			neg := make([]int32, nx*k/negValues(c.dt))
+			negSums(qx, set.negOff(c.dt), neg)
+			for i := range nx {
+				got := make([]float32, 8*groups)
+				x1(pk, nb, qx, dx, sx, neg, i, groups, got)
+				for row := range c.rows {
+					var want, mag float64
+					for e := range k {
+						p := float64(deq[row*k+e]) * float64(dx[i*nd+e/32]) * float64(qx[i*k+e])
+						want += p
+						mag += math.Abs(p)
+					}
+					if d := math.Abs(float64(got[row]) - want); d > 1e-5*mag+1e-30 {
+						t.Errorf("%s %v row %d, activation row %d: %v, llama.cpp's values %v (|diff| %g, Σ|p| %g)", set.name, c.dt, row, i, got[row], want, d, mag)
+					}
+				}
+			}
 		}
 	}
 }
