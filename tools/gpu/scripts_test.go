@@ -127,7 +127,7 @@ func testNames(t *testing.T, dir string) []string {
 // models filter the Vulkan parity, batch, placement and OOM tests.
 func TestTestFilters(t *testing.T) {
 	check := read(t, "check.sh")
-	runs := regexp.MustCompile(`cd (\S+) && timeout \S+ "\$bin/([\w.]+)"[^\n]*`).FindAllStringSubmatch(check, -1)
+	runs := regexp.MustCompile(`cd (\S+) && timeout (?:-k \S+ )?\S+ "\$bin/([\w.]+)"[^\n]*`).FindAllStringSubmatch(check, -1)
 	if len(runs) != 2 {
 		t.Fatalf("check.sh runs %d test binaries, want 2 (kernels/vulkan, models)", len(runs))
 	}
