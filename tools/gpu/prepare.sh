@@ -82,11 +82,12 @@ if ((total > 64 << 20)); then
 fi
 
 cat <<MSG
-Ready. On the GPU machine run, with the device tool:
-  run  command: SWEEP=only bash tools/gpu/check.sh   (then: SWEEP=0 bash tools/gpu/check.sh)
-       carry:   [".gl", ".gpu"]
-       timeout_s: 580
-(benchmarks/gpu/README.md, "Spending a lease", says what to commit between.)
-check.sh writes results.json, results.md, tests.log, ops.txt, tuning.json, check.log and logs.tar.gz
-to \$OUT. Here, on lavapipe: OUT=/tmp/out bash tools/gpu/check.sh --small
+Ready. On the GPU machine, two calls of the device tool, carry [".gl", ".gpu"]:
+  1. SWEEP=only CPU=0 BUDGET_S=280 bash tools/gpu/check.sh          (timeout_s 300:
+     the probe, the tests, the sweep; its tuning stays on the machine)
+  2. at once: SWEEP=0 TESTS=0 PROBE=0 CPU=1 BUDGET_S=N bash tools/gpu/check.sh
+     (N about 60 s under the device time left, timeout_s N + 20)
+(benchmarks/gpu/README.md, "Spending a lease", says why and what to commit.)
+check.sh writes results.json, results.md, tests.log, ops.txt, probe.txt, tuning.json,
+check.log and logs.tar.gz to \$OUT. Here, on lavapipe: OUT=/tmp/out bash tools/gpu/check.sh --small
 MSG
