@@ -141,67 +141,38 @@ type packedGroups func(w []byte, nb int, qx []int8, dx, sx []float32, neg []int3
 // row r < 16 (os ≥ 16), each value bitwise the x4 kernel's.
 type packedPairs func(w []byte, gb, nb int, qx []int8, dx, sx []float32, neg []int32, i, n int, out []float32, os int)
 
-// packedSet is one instruction set's packed kernels, per dtype (nil:
-// none), and q8_0Off, what its Q8_0 kernels add to each weight value to
-// make it an unsigned byte (128: the VNNI kernels read w+128 and take
-// −128·Σx as neg; 0: the AVX2 ones turn the bytes back into w and take
-// no neg).
+// packedSet is one instruction set's packed kernels, per dtype (a dtype
+// missing from by, or a nil kernel: none), and q8_0Off, what its Q8_0
+// kernels add to each weight value to make it an unsigned byte (128: the
+// VNNI kernels read w+128 and take −128·Σx as neg; 0: the AVX2 ones turn
+// the bytes back into w and take no neg).
 type packedSet struct {
-	name                                                                           string
-	q8_0x1, q4_0x1, q4_1x1, q4_Kx1, iq4nx1, iq4xx1, q5_0x1, q5_1x1, q5_Kx1, q6_Kx1 packedGroups
-	q8_0x4, q4_0x4, q4_1x4, q4_Kx4, iq4nx4, iq4xx4, q5_0x4, q5_1x4, q5_Kx4, q6_Kx4 packedRows
-	q4_0x16, q4_Kx16, iq4nx16, iq4xx16, q5_0x16, q5_1x16, q5_Kx16, q6_Kx16         packedPairs // nil where the set has none
-	q8_0Off                                                                        int32
+	name    string
+	by      map[tensor.DType]packedKinds
+	q8_0Off int32
+}
+
+// packedKinds are one dtype's kernels: one row, four rows, and two groups
+// against eight or four rows (x16, nil where the set has none).
+type packedKinds struct {
+	x1  packedGroups
+	x4  packedRows
+	x16 packedPairs
+}
+
+// with is k with the two-group kernel x16.
+func (k packedKinds) with(x16 packedPairs) packedKinds {
+	k.x16 = x16
+	return k
 }
 
 // pairs returns s's two-group kernel for dt, or nil.
-func (s *packedSet) pairs(dt tensor.DType) packedPairs {
-	switch dt {
-	case tensor.Q4_0:
-		return s.q4_0x16
-	case tensor.Q4_K:
-		return s.q4_Kx16
-	case tensor.Q5_0:
-		return s.q5_0x16
-	case tensor.Q5_1:
-		return s.q5_1x16
-	case tensor.Q5_K:
-		return s.q5_Kx16
-	case tensor.Q6_K:
-		return s.q6_Kx16
-	case tensor.IQ4_NL:
-		return s.iq4nx16
-	case tensor.IQ4_XS:
-		return s.iq4xx16
-	}
-	return nil
-}
+func (s *packedSet) pairs(dt tensor.DType) packedPairs { return s.by[dt].x16 }
 
 // kernels returns s's kernels for dt, or nil ones.
 func (s *packedSet) kernels(dt tensor.DType) (x1 packedGroups, x4 packedRows) {
-	switch dt {
-	case tensor.Q8_0:
-		return s.q8_0x1, s.q8_0x4
-	case tensor.Q4_0:
-		return s.q4_0x1, s.q4_0x4
-	case tensor.Q4_1:
-		return s.q4_1x1, s.q4_1x4
-	case tensor.Q4_K:
-		return s.q4_Kx1, s.q4_Kx4
-	case tensor.Q5_0:
-		return s.q5_0x1, s.q5_0x4
-	case tensor.Q5_1:
-		return s.q5_1x1, s.q5_1x4
-	case tensor.Q5_K:
-		return s.q5_Kx1, s.q5_Kx4
-	case tensor.Q6_K:
-		return s.q6_Kx1, s.q6_Kx4
-	case tensor.IQ4_NL:
-		return s.iq4nx1, s.iq4nx4
-	case tensor.IQ4_XS:
-		return s.iq4xx1, s.iq4xx4
-	}
-	return nil, nil
+	k := s.by[dt]
+	return k.x1, k.x4
 }
 
 // negOff is the offset s's kernels of dt take −off·Σx for (0: they take

@@ -148,35 +148,35 @@ func dotQ8_0p8x4AVX2(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float3
 // kernels); the VNNI ones one group and one quad, which their wrappers
 // call once for each.
 func packedVNNI() packedSet {
-	s := packedSet{name: "avx512vnni", q8_0Off: 128}
-	s.q8_0x1, s.q8_0x4 = packedNeg(tensor.Q8_0, groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI))
-	s.q4_0x1, s.q4_0x4 = packedNeg(tensor.Q4_0, groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI))
-	s.q4_0x16 = pairsNeg(tensor.Q4_0, dotQ4_0p16x8VNNI, dotQ4_0p16x4VNNI)
-	s.q5_0x1, s.q5_0x4 = packedNeg(tensor.Q5_0, groupsOf(dotQ5_0p8x1VNNI, 176), quadsOf(dotQ5_0p8x4VNNI))
-	s.q5_0x16 = pairsNeg(tensor.Q5_0, dotQ5_0p16x8VNNI, dotQ5_0p16x4VNNI)
-	s.q6_Kx1, s.q6_Kx4 = packedNeg(tensor.Q6_K, groupsOf(dotQ6_Kp8x1VNNI, 1680), quadsOfAux(dotQ6_Kp8x4VNNI, 2))
-	s.q6_Kx16 = pairsNeg(tensor.Q6_K, dotQ6_Kp16x8VNNI, dotQ6_Kp16x4VNNI)
-	s.iq4nx1, s.iq4nx4 = packedNeg(tensor.IQ4_NL, groupsOf(dotIQ4_NLp8x1VNNI, 144), quadsOf(dotIQ4_NLp8x4VNNI))
-	s.iq4nx16 = pairsNeg(tensor.IQ4_NL, dotIQ4_NLp16x8VNNI, dotIQ4_NLp16x4VNNI)
-	s.iq4xx1, s.iq4xx4 = packedNeg(tensor.IQ4_XS, groupsOf(dotIQ4_XSp8x1VNNI, 1104), quadsOf(dotIQ4_XSp8x4VNNI))
-	s.iq4xx16 = pairsNeg(tensor.IQ4_XS, dotIQ4_XSp16x8VNNI, dotIQ4_XSp16x4VNNI)
-	s.q4_1x1, s.q4_1x4 = packedSX(groupsOf(dotQ4_1p8x1VNNI, 160), quadsOf(dotQ4_1p8x4VNNI), 160, 32)
-	s.q4_Kx1, s.q4_Kx4 = packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256)
-	s.q4_Kx16 = pairsSX(dotQ4_Kp16x8VNNI, dotQ4_Kp16x4VNNI, 1184, 256)
-	s.q5_1x1, s.q5_1x4 = packedSX(groupsOf(dotQ5_1p8x1VNNI, 192), quadsOf(dotQ5_1p8x4VNNI), 192, 32)
-	s.q5_1x16 = pairsSX(dotQ5_1p16x8VNNI, dotQ5_1p16x4VNNI, 192, 32)
-	s.q5_Kx1, s.q5_Kx4 = packedSX(groupsOf(dotQ5_Kp8x1VNNI, 1440), quadsOf(dotQ5_Kp8x4VNNI), 1440, 256)
-	s.q5_Kx16 = pairsSX(dotQ5_Kp16x8VNNI, dotQ5_Kp16x4VNNI, 1440, 256)
-	return s
+	return packedSet{name: "avx512vnni", q8_0Off: 128, by: map[tensor.DType]packedKinds{
+		tensor.Q8_0: packedNeg(tensor.Q8_0, groupsOf(dotQ8_0p8x1VNNI, 272), quadsOf(dotQ8_0p8x4VNNI)),
+		tensor.Q4_0: packedNeg(tensor.Q4_0, groupsOf(dotQ4_0p8x1VNNI, 144), quadsOf(dotQ4_0p8x4VNNI)).
+			with(pairsNeg(tensor.Q4_0, dotQ4_0p16x8VNNI, dotQ4_0p16x4VNNI)),
+		tensor.Q5_0: packedNeg(tensor.Q5_0, groupsOf(dotQ5_0p8x1VNNI, 176), quadsOf(dotQ5_0p8x4VNNI)).
+			with(pairsNeg(tensor.Q5_0, dotQ5_0p16x8VNNI, dotQ5_0p16x4VNNI)),
+		tensor.Q6_K: packedNeg(tensor.Q6_K, groupsOf(dotQ6_Kp8x1VNNI, 1680), quadsOfAux(dotQ6_Kp8x4VNNI, 2)).
+			with(pairsNeg(tensor.Q6_K, dotQ6_Kp16x8VNNI, dotQ6_Kp16x4VNNI)),
+		tensor.IQ4_NL: packedNeg(tensor.IQ4_NL, groupsOf(dotIQ4_NLp8x1VNNI, 144), quadsOf(dotIQ4_NLp8x4VNNI)).
+			with(pairsNeg(tensor.IQ4_NL, dotIQ4_NLp16x8VNNI, dotIQ4_NLp16x4VNNI)),
+		tensor.IQ4_XS: packedNeg(tensor.IQ4_XS, groupsOf(dotIQ4_XSp8x1VNNI, 1104), quadsOf(dotIQ4_XSp8x4VNNI)).
+			with(pairsNeg(tensor.IQ4_XS, dotIQ4_XSp16x8VNNI, dotIQ4_XSp16x4VNNI)),
+		tensor.Q4_1: packedSX(groupsOf(dotQ4_1p8x1VNNI, 160), quadsOf(dotQ4_1p8x4VNNI), 160, 32),
+		tensor.Q4_K: packedSX(groupsOf(dotQ4_Kp8x1VNNI, 1184), quadsOf(dotQ4_Kp8x4VNNI), 1184, 256).
+			with(pairsSX(dotQ4_Kp16x8VNNI, dotQ4_Kp16x4VNNI, 1184, 256)),
+		tensor.Q5_1: packedSX(groupsOf(dotQ5_1p8x1VNNI, 192), quadsOf(dotQ5_1p8x4VNNI), 192, 32).
+			with(pairsSX(dotQ5_1p16x8VNNI, dotQ5_1p16x4VNNI, 192, 32)),
+		tensor.Q5_K: packedSX(groupsOf(dotQ5_Kp8x1VNNI, 1440), quadsOf(dotQ5_Kp8x4VNNI), 1440, 256).
+			with(pairsSX(dotQ5_Kp16x8VNNI, dotQ5_Kp16x4VNNI, 1440, 256)),
+	}}
 }
 
 func packedAVX2() packedSet {
-	s := packedSet{name: "avx2"}
-	s.q8_0x1, s.q8_0x4 = packedSX(dotQ8_0p8x1AVX2, dotQ8_0p8x4AVX2, 272, 32) // s_x passed, not read
-	s.q4_0x1, s.q4_0x4 = packedNeg(tensor.Q4_0, dotQ4_0p8x1AVX2, dotQ4_0p8x4AVX2)
-	s.q4_1x1, s.q4_1x4 = packedSX(dotQ4_1p8x1AVX2, dotQ4_1p8x4AVX2, 160, 32)
-	s.q4_Kx1, s.q4_Kx4 = packedSX(dotQ4_Kp8x1AVX2, dotQ4_Kp8x4AVX2, 1184, 256)
-	return s
+	return packedSet{name: "avx2", by: map[tensor.DType]packedKinds{
+		tensor.Q8_0: packedSX(dotQ8_0p8x1AVX2, dotQ8_0p8x4AVX2, 272, 32), // s_x passed, not read
+		tensor.Q4_0: packedNeg(tensor.Q4_0, dotQ4_0p8x1AVX2, dotQ4_0p8x4AVX2),
+		tensor.Q4_1: packedSX(dotQ4_1p8x1AVX2, dotQ4_1p8x4AVX2, 160, 32),
+		tensor.Q4_K: packedSX(dotQ4_Kp8x1AVX2, dotQ4_Kp8x4AVX2, 1184, 256),
+	}}
 }
 
 // packedSets lists the sets this CPU can run (for the tests).
@@ -230,9 +230,9 @@ func groupsOf[A int32 | float32](k1 func(w *byte, qx *int8, dx *float32, aux *A,
 // values: the kernels step through neg rows of k/negValues values (Q6_K:
 // at twice dx's stride).
 func packedNeg(dt tensor.DType, k1 func(w *byte, qx *int8, dx *float32, aux *int32, nb int, out *float32, ng int),
-	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int)) (x1 packedGroups, x4 packedRows) {
+	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *int32, nb int, out *float32, os, nq int)) packedKinds {
 	size, vals, nv := packBlockBytes(dt), packValues(dt), negValues(dt)
-	x1 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, ng int, out []float32) {
+	x1 := func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, ng int, out []float32) {
 		if !packedGroupsArgs(w, nb, size, vals, qx, dx, nil, neg, i, ng, out) {
 			return
 		}
@@ -240,7 +240,7 @@ func packedNeg(dt tensor.DType, k1 func(w *byte, qx *int8, dx *float32, aux *int
 		_ = neg[(i+1)*k/nv-1]
 		k1(&w[0], &qx[i*k], &dx[i*nd], &neg[i*k/nv], nb, &out[0], ng)
 	}
-	x4 = func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, n int, out []float32, os int) {
+	x4 := func(w []byte, nb int, qx []int8, dx, _ []float32, neg []int32, i, n int, out []float32, os int) {
 		if !packedArgs(w, nb, size, vals, qx, dx, nil, neg, i, n, out, os) {
 			return
 		}
@@ -249,21 +249,21 @@ func packedNeg(dt tensor.DType, k1 func(w *byte, qx *int8, dx *float32, aux *int
 		_ = neg[(i+n)*k/nv-1]
 		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &neg[i*k/nv], nb, &out[0], 4*os, n/4)
 	}
-	return x1, x4
+	return packedKinds{x1: x1, x4: x4}
 }
 
 // packedSX wraps the kernels that take s_x (Q4_1, Q5_1: blocks of 32
 // values in 160, 192 bytes; Q4_K, Q5_K: of 256 in 1184, 1440) or no neg (AVX2 Q8_0, 272 bytes).
 func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32, ng int),
-	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int), size, vals int) (x1 packedGroups, x4 packedRows) {
-	x1 = func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i, ng int, out []float32) {
+	k4 func(w *byte, qx *int8, xs int, dx *float32, ds int, aux *float32, nb int, out *float32, os, nq int), size, vals int) packedKinds {
+	x1 := func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i, ng int, out []float32) {
 		if !packedGroupsArgs(w, nb, size, vals, qx, dx, sx, nil, i, ng, out) {
 			return
 		}
 		k, nd := nb*vals, nb*vals/32
 		k1(&w[0], &qx[i*k], &dx[i*nd], &sx[i*nd], nb, &out[0], ng)
 	}
-	x4 = func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i, n int, out []float32, os int) {
+	x4 := func(w []byte, nb int, qx []int8, dx, sx []float32, _ []int32, i, n int, out []float32, os int) {
 		if !packedArgs(w, nb, size, vals, qx, dx, sx, nil, i, n, out, os) {
 			return
 		}
@@ -271,7 +271,7 @@ func packedSX(k1 func(w *byte, qx *int8, dx, aux *float32, nb int, out *float32,
 		k, nd := nb*vals, nb*vals/32
 		k4(&w[0], &qx[i*k], k, &dx[i*nd], 4*nd, &sx[i*nd], nb, &out[0], 4*os, n/4)
 	}
-	return x1, x4
+	return packedKinds{x1: x1, x4: x4}
 }
 
 // pairsNeg wraps dt's two-group kernels that take neg (as packedNeg): k8
