@@ -59,7 +59,20 @@ const sweepAttnLimit = 1e-9
 // knobs only move work). The first row is the default; b.attn is restored
 // after.
 func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]SweepRow, error) {
-	const key = "attention"
+	return b.sweepAttnFamily(o, "attention", shapes, 11, func(t *AttentionTuning, c Knobs) {
+		t.Segments, t.HeadsPerGroup, t.Workgroups, t.TileFloats = c["segs"], c["heads"], c["wgs"], c["tile"]
+		t.PrefillMin = 1 << 30 // decode's kernel at any batch
+	}, func(c, def Knobs) bool { return c["segs"] == def["segs"] })
+}
+
+// sweepAttnFamily times every candidate of the attention family key on
+// shapes with GPU timestamps, each applied to the saved tuning by apply:
+// every candidate is checked against a float64 reference (seeded by seed),
+// and one for which sameBits(its knobs, the default's) holds must also
+// give bitwise the default's results. The first row is the default;
+// b.attn is restored after.
+func (b *Backend) sweepAttnFamily(o SweepOptions, key string, shapes []SweepAttention, seed uint64,
+	apply func(t *AttentionTuning, c Knobs), sameBits func(c, def Knobs) bool) ([]SweepRow, error) {
 	rows := o.sweepRows(key, key, len(shapes))
 	saved := b.attn
 	defer func() { b.attn = saved }()
@@ -67,7 +80,7 @@ func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]Swe
 	if b.info.Storage16 {
 		dt = tensor.F16 // the cache type models use where the device has it
 	}
-	r := rand.New(rand.NewPCG(uint64(dt), 11))
+	r := rand.New(rand.NewPCG(uint64(dt), seed))
 	var bytes float64 // K and V bytes a pass over the shapes reads
 	for si, s := range shapes {
 		at, ref, err := b.sweepAttnData(r, dt, s)
@@ -81,10 +94,8 @@ func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]Swe
 			if row.Wrong != "" {
 				continue
 			}
-			c := row.Knobs
 			t := saved
-			t.Segments, t.HeadsPerGroup, t.Workgroups, t.TileFloats = c["segs"], c["heads"], c["wgs"], c["tile"]
-			t.PrefillMin = 1 << 30 // decode's kernel at any batch
+			apply(&t, row.Knobs)
 			b.attn = t.resolve(b.maxShared)
 			if !b.sweepOpen(rows, ci, si) {
 				continue
@@ -104,9 +115,9 @@ func (b *Backend) sweepAttention(o SweepOptions, shapes []SweepAttention) ([]Swe
 			}
 			if ci == 0 {
 				want = got
-			} else if c["segs"] == rows[0].Knobs["segs"] { // rows[0] is the default
+			} else if sameBits(row.Knobs, rows[0].Knobs) { // rows[0] is the default
 				if i := firstDiff(got, want); i >= 0 {
-					row.Wrong = fmt.Sprintf("%s: element %d is %v, the default's %v (same segs)", s.Name, i, got[i], want[i])
+					row.Wrong = fmt.Sprintf("%s: element %d is %v, the default's %v", s.Name, i, got[i], want[i])
 				}
 			}
 		}

@@ -122,56 +122,7 @@ func (b *Backend) sweepPair(x []float32, n, k, m int) (xt, d *Tensor, err error)
 // token the same bits). The first row is the default; b.attn is
 // restored after.
 func (b *Backend) sweepAttnPrefill(o SweepOptions, shapes []SweepAttention) ([]SweepRow, error) {
-	const key = "attention_prefill"
-	rows := o.sweepRows(key, key, len(shapes))
-	saved := b.attn
-	defer func() { b.attn = saved }()
-	dt := tensor.F32
-	if b.info.Storage16 {
-		dt = tensor.F16
-	}
-	r := rand.New(rand.NewPCG(uint64(dt), 17))
-	var bytes float64
-	for si, s := range shapes {
-		at, ref, err := b.sweepAttnData(r, dt, s)
-		if err != nil {
-			return nil, err
-		}
-		bytes += attnBytes(dt, s)
-		var want []float32
-		for ci := range rows {
-			row := &rows[ci]
-			if row.Wrong != "" {
-				continue
-			}
-			c := row.Knobs
-			t := saved
-			t.QueryRows, t.PrefillWG, t.PrefillMin = c["rows"], c["wg"], c["min"]
-			b.attn = t.resolve(b.maxShared)
-			if !b.sweepOpen(rows, ci, si) {
-				continue
-			}
-			got, d, err := b.sweepAttnTime(at, s, o.Reps)
-			if b.sweepSkip(row, si, d, err) {
-				continue
-			}
-			if err != nil {
-				at.free(b)
-				return nil, err
-			}
-			row.Times[si] = d
-			if e := nmse64(got, ref); !(e <= sweepAttnLimit) {
-				row.Wrong = fmt.Sprintf("%s: NMSE %.3g against float64 sums, above %g", s.Name, e, sweepAttnLimit)
-				continue
-			}
-			if ci == 0 {
-				want = got
-			} else if i := firstDiff(got, want); i >= 0 {
-				row.Wrong = fmt.Sprintf("%s: element %d is %v, the default's %v", s.Name, i, got[i], want[i])
-			}
-		}
-		at.free(b)
-	}
-	score(rows, nil, bytes/1e9, nil)
-	return rows, nil
+	return b.sweepAttnFamily(o, "attention_prefill", shapes, 17, func(t *AttentionTuning, c Knobs) {
+		t.QueryRows, t.PrefillWG, t.PrefillMin = c["rows"], c["wg"], c["min"]
+	}, func(Knobs, Knobs) bool { return true })
 }
