@@ -27,7 +27,8 @@
 #      peer) is written before its first round, so a model no round
 #      reaches costs nothing; the op profile (5) runs before the first
 #      round, serving (5) and the cells (6) after it;
-#      the specs of exact_specs are benched again with the exact kernels
+#      where the device has cooperative matrices, the specs of exact_specs
+#      are benched again with the exact kernels
 #      (VKLLM_VULKAN_DISABLE=coopmat: the cooperative-matrix mode off), vkllm
 #      alone;
 #   5. times prefill and decode op by op with GPU timestamps (vkllm bench
@@ -284,7 +285,7 @@ bench_round() {
 	((rc == 0)) || return 1
 	# The exact kernels too (no cooperative matrices), vkllm alone, where
 	# the device has the mode and the spec is one of exact_specs.
-	if [[ " ${exact_specs[*]} " == *" $s "* ]]; then
+	if ((has_coop)) && [[ " ${exact_specs[*]} " == *" $s "* ]]; then
 		VKLLM_VULKAN_DISABLE=coopmat timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --backend vulkan --pp "$pp" --tg "$tg" \
 			--batch "$batches" --kv f16 --threads "$threads" --no-bandwidth --json >"$base.vkllm-exact.json" 2>"$base.vkllm-exact.err" ||
 			tail -n 5 "$base.vkllm-exact.err"
@@ -362,7 +363,7 @@ cpu_bench() {
 			rc=1
 			continue
 		fi
-		[[ -f $(gguf "$s") ]] || timeout -k 10 $(($(left) - 15)) "$bin/vkllm" bench --synthetic "$s" --write-gguf "$(gguf "$s")" || return 1
+		[[ -f $(gguf "$s") ]] || write_model "$s" || return 1
 		peer_flags=()
 		[[ -x $cpubin/llama-bench ]] && peer_flags=(--peer llama.cpp --peer-model "$(gguf "$s")" --peer-reps "$reps")
 		base=$work/cpu-runs/${s/:/-}
@@ -399,6 +400,10 @@ if ! step setup setup; then
 	exit 1
 fi
 step facts facts
+# whether the device lists cooperative matrices (the exact-kernel reruns
+# change nothing where it does not)
+has_coop=0
+grep -q 'VK_KHR_cooperative_matrix' "$aux/device.txt" 2>/dev/null && has_coop=1
 # The probe (vkllm bench --probe: what the kernels reach against a plain
 # streaming read, and which construct costs what) and the tests come
 # first: they are short and say what the rest of the lease is worth.
@@ -443,6 +448,10 @@ fi
 # model's GGUF is written just before its first round (a model no round
 # reaches costs nothing), and serving and the cells benchmark, which need
 # serve_spec's GGUF, follow the first round.
+# The CPU step, last, keeps CPU_S of the budget: what runs before it sees
+# a budget that much smaller.
+reserve=$((do_cpu ? cpu_s : 0))
+budget=$((budget - reserve))
 if (($(left) > 60)); then
 	step ops ops
 else
@@ -451,7 +460,7 @@ fi
 declare -A last
 for r in $(seq 1 "$rounds"); do
 	for s in "${specs[@]}"; do
-		need=$((${last[$s]:-40} * 3 / 2 + (do_cpu ? cpu_s : 0)))
+		need=$((${last[$s]:-40} * 3 / 2))
 		if (($(left) < need)); then
 			skip "bench $s round $r" "$(left) s left, the round needs about $need"
 			continue
@@ -475,6 +484,7 @@ for r in $(seq 1 "$rounds"); do
 	fi
 done
 rm -f "$work"/*.gguf
+budget=$((budget + reserve))
 if ((do_cpu)); then
 	step cpu cpu_bench
 fi
